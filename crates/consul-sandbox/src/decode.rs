@@ -1,0 +1,702 @@
+//! Decoding of request bodies the way Consul's Go server decodes them.
+//!
+//! Consul uses Go's `encoding/json`, which differs from a strict serde
+//! derive in ways real clients rely on: field names match
+//! case-insensitively, unknown fields are ignored, `null` leaves a field at
+//! its zero value, and only the first JSON value of the body is read
+//! (trailing bytes are ignored). Numbers never coerce to or from strings.
+//! Errors use Go's wording (`json: cannot unmarshal string into Go struct
+//! field RegisterRequest.Service.Port of type int`) so the 400 bodies look
+//! like Consul's.
+//!
+//! This module only turns bytes into plain request structs. It must NOT
+//! validate business rules (missing node names and the like are the store's
+//! and the handlers' job) and must never panic, whatever the input.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::model::{OptMap, ServiceAddress, Weights};
+
+/// Why a body could not be decoded. Never retryable: the client must fix
+/// the request. Rendered after Consul's prefix (`Request decode failed: `).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// The body was empty (Go's decoder reports `EOF`).
+    #[error("EOF")]
+    Empty,
+    /// The body ended in the middle of a JSON value.
+    #[error("unexpected EOF")]
+    Truncated,
+    /// The body is not JSON.
+    #[error("{0}")]
+    Syntax(String),
+    /// A field holds a JSON value of the wrong type.
+    #[error("json: cannot unmarshal {found} into Go struct field {path} of type {want}")]
+    FieldType {
+        /// The JSON type found (`string`, `number 1.5`, ...).
+        found: String,
+        /// Go's dotted field path, e.g. `RegisterRequest.Service.Port`.
+        path: String,
+        /// The Go type expected.
+        want: &'static str,
+    },
+    /// The whole body is of the wrong JSON type.
+    #[error("json: cannot unmarshal {found} into Go value of type {want}")]
+    ValueType {
+        /// The JSON type found.
+        found: String,
+        /// The Go type expected.
+        want: &'static str,
+    },
+}
+
+/// A node as `PUT /v1/txn` node operations carry it (`api.Node`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct NodeIn {
+    pub id: String,
+    pub node: String,
+    pub address: String,
+    pub datacenter: String,
+    pub tagged_addresses: OptMap,
+    pub meta: OptMap,
+    pub modify_index: u64,
+}
+
+/// A service instance as registrations and transactions carry it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ServiceIn {
+    pub kind: String,
+    pub id: String,
+    pub service: String,
+    pub tags: Option<Vec<String>>,
+    pub address: String,
+    pub tagged_addresses: BTreeMap<String, ServiceAddress>,
+    pub meta: OptMap,
+    pub port: i64,
+    pub weights: Option<Weights>,
+    pub enable_tag_override: bool,
+    pub modify_index: u64,
+}
+
+/// A health check as registrations and transactions carry it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct CheckIn {
+    pub node: String,
+    pub check_id: String,
+    pub name: String,
+    pub status: String,
+    pub notes: String,
+    pub output: String,
+    pub service_id: String,
+    pub service_name: String,
+    pub service_tags: Option<Vec<String>>,
+    pub check_type: String,
+    pub definition: Option<Value>,
+    pub modify_index: u64,
+}
+
+/// Body of `PUT /v1/catalog/register` (`structs.RegisterRequest`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct RegisterReq {
+    pub datacenter: String,
+    pub id: String,
+    pub node: String,
+    pub address: String,
+    pub tagged_addresses: OptMap,
+    pub node_meta: OptMap,
+    pub service: Option<ServiceIn>,
+    pub check: Option<CheckIn>,
+    pub checks: Vec<CheckIn>,
+    pub skip_node_update: bool,
+}
+
+/// Body of `PUT /v1/catalog/deregister` (`structs.DeregisterRequest`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct DeregisterReq {
+    pub datacenter: String,
+    pub node: String,
+    pub service_id: String,
+    pub check_id: String,
+}
+
+/// One element of a `PUT /v1/txn` body (`api.TxnOp`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum TxnOpIn {
+    /// A KV operation; the sandbox has no KV store.
+    Kv,
+    /// A node operation.
+    Node { verb: String, node: NodeIn },
+    /// A service operation on the named node.
+    Service {
+        verb: String,
+        node: String,
+        service: ServiceIn,
+    },
+    /// A check operation.
+    Check { verb: String, check: CheckIn },
+    /// An element with no operation at all.
+    Empty,
+}
+
+/// Parses the first JSON value of `body`, ignoring anything after it, as
+/// Go's `json.Decoder.Decode` does.
+pub(crate) fn first_value(body: &[u8]) -> Result<Value, DecodeError> {
+    let mut stream = serde_json::Deserializer::from_slice(body).into_iter::<Value>();
+    match stream.next() {
+        None => Err(DecodeError::Empty),
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) if e.is_eof() => Err(DecodeError::Truncated),
+        Some(Err(e)) => Err(DecodeError::Syntax(syntax_message(&e))),
+    }
+}
+
+/// Rephrases serde's syntax errors closer to Go's `invalid character ...`.
+fn syntax_message(e: &serde_json::Error) -> String {
+    format!(
+        "invalid character at line {} column {}: {e}",
+        e.line(),
+        e.column()
+    )
+}
+
+/// Decodes a catalog registration.
+pub(crate) fn register(body: &[u8]) -> Result<RegisterReq, DecodeError> {
+    let v = first_value(body)?;
+    let Some(o) = Obj::root(&v, "RegisterRequest", "structs.RegisterRequest")? else {
+        return Ok(RegisterReq::default());
+    };
+    Ok(RegisterReq {
+        datacenter: o.string("Datacenter")?,
+        id: o.string("ID")?,
+        node: o.string("Node")?,
+        address: o.string("Address")?,
+        tagged_addresses: o.string_map("TaggedAddresses")?,
+        node_meta: o.string_map("NodeMeta")?,
+        service: match o.object("Service")? {
+            Some(s) => Some(service_in(&s)?),
+            None => None,
+        },
+        check: match o.object("Check")? {
+            Some(c) => Some(check_in(&c)?),
+            None => None,
+        },
+        checks: o.list("Checks", check_in)?,
+        skip_node_update: o.boolean("SkipNodeUpdate")?,
+    })
+}
+
+/// Decodes a catalog deregistration.
+pub(crate) fn deregister(body: &[u8]) -> Result<DeregisterReq, DecodeError> {
+    let v = first_value(body)?;
+    let Some(o) = Obj::root(&v, "DeregisterRequest", "structs.DeregisterRequest")? else {
+        return Ok(DeregisterReq::default());
+    };
+    Ok(DeregisterReq {
+        datacenter: o.string("Datacenter")?,
+        node: o.string("Node")?,
+        service_id: o.string("ServiceID")?,
+        check_id: o.string("CheckID")?,
+    })
+}
+
+/// Decodes a transaction body: a JSON array of operations.
+pub(crate) fn txn(body: &[u8]) -> Result<Vec<TxnOpIn>, DecodeError> {
+    let v = first_value(body)?;
+    let items = match &v {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        other => {
+            return Err(DecodeError::ValueType {
+                found: json_type(other),
+                want: "api.TxnOps",
+            });
+        }
+    };
+    let mut ops = Vec::with_capacity(items.len());
+    for item in items {
+        let op = match item {
+            Value::Null => TxnOpIn::Empty,
+            Value::Object(map) => txn_op(&Obj::new(map, "TxnOp".into()))?,
+            other => {
+                return Err(DecodeError::ValueType {
+                    found: json_type(other),
+                    want: "api.TxnOp",
+                });
+            }
+        };
+        ops.push(op);
+    }
+    Ok(ops)
+}
+
+fn txn_op(o: &Obj<'_>) -> Result<TxnOpIn, DecodeError> {
+    // Go's dispatch order when several members are set: KV, Node, Service,
+    // Check (the first non-nil wins).
+    if o.object("KV")?.is_some() {
+        return Ok(TxnOpIn::Kv);
+    }
+    if let Some(n) = o.object("Node")? {
+        let node = match n.object("Node")? {
+            Some(inner) => node_in(&inner)?,
+            None => NodeIn::default(),
+        };
+        return Ok(TxnOpIn::Node {
+            verb: n.string("Verb")?,
+            node,
+        });
+    }
+    if let Some(s) = o.object("Service")? {
+        let service = match s.object("Service")? {
+            Some(inner) => service_in(&inner)?,
+            None => ServiceIn::default(),
+        };
+        return Ok(TxnOpIn::Service {
+            verb: s.string("Verb")?,
+            node: s.string("Node")?,
+            service,
+        });
+    }
+    if let Some(c) = o.object("Check")? {
+        let check = match c.object("Check")? {
+            Some(inner) => check_in(&inner)?,
+            None => CheckIn::default(),
+        };
+        return Ok(TxnOpIn::Check {
+            verb: c.string("Verb")?,
+            check,
+        });
+    }
+    Ok(TxnOpIn::Empty)
+}
+
+fn node_in(o: &Obj<'_>) -> Result<NodeIn, DecodeError> {
+    Ok(NodeIn {
+        id: o.string("ID")?,
+        node: o.string("Node")?,
+        address: o.string("Address")?,
+        datacenter: o.string("Datacenter")?,
+        tagged_addresses: o.string_map("TaggedAddresses")?,
+        meta: o.string_map("Meta")?,
+        modify_index: o.uint("ModifyIndex")?,
+    })
+}
+
+fn service_in(o: &Obj<'_>) -> Result<ServiceIn, DecodeError> {
+    let weights = match o.object("Weights")? {
+        Some(w) => Some(Weights {
+            passing: w.int("Passing")?,
+            warning: w.int("Warning")?,
+        }),
+        None => None,
+    };
+    let mut tagged = BTreeMap::new();
+    if let Some(ta) = o.object("TaggedAddresses")? {
+        for (key, value) in ta.map {
+            let path = format!("{}.TaggedAddresses", ta.path);
+            match value {
+                Value::Null => {}
+                Value::Object(m) => {
+                    let a = Obj::new(m, path);
+                    tagged.insert(
+                        key.clone(),
+                        ServiceAddress {
+                            address: a.string("Address")?,
+                            port: a.int("Port")?,
+                        },
+                    );
+                }
+                other => {
+                    return Err(DecodeError::FieldType {
+                        found: json_type(other),
+                        path,
+                        want: "structs.ServiceAddress",
+                    });
+                }
+            }
+        }
+    }
+    Ok(ServiceIn {
+        kind: o.string("Kind")?,
+        id: o.string("ID")?,
+        service: o.string("Service")?,
+        tags: o.string_list("Tags")?,
+        address: o.string("Address")?,
+        tagged_addresses: tagged,
+        meta: o.string_map("Meta")?,
+        port: o.int("Port")?,
+        weights,
+        enable_tag_override: o.boolean("EnableTagOverride")?,
+        modify_index: o.uint("ModifyIndex")?,
+    })
+}
+
+fn check_in(o: &Obj<'_>) -> Result<CheckIn, DecodeError> {
+    Ok(CheckIn {
+        node: o.string("Node")?,
+        check_id: o.string("CheckID")?,
+        name: o.string("Name")?,
+        status: o.string("Status")?,
+        notes: o.string("Notes")?,
+        output: o.string("Output")?,
+        service_id: o.string("ServiceID")?,
+        service_name: o.string("ServiceName")?,
+        service_tags: o.string_list("ServiceTags")?,
+        check_type: o.string("Type")?,
+        definition: o
+            .object("Definition")?
+            .map(|d| Value::Object(d.map.clone())),
+        modify_index: o.uint("ModifyIndex")?,
+    })
+}
+
+/// Go's name for the JSON type of `v`, as its unmarshal errors print it.
+fn json_type(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+/// A JSON object viewed as a Go struct: case-insensitive field lookup and
+/// Go-style type errors carrying the field path.
+struct Obj<'a> {
+    map: &'a Map<String, Value>,
+    path: String,
+}
+
+impl<'a> Obj<'a> {
+    fn new(map: &'a Map<String, Value>, path: String) -> Self {
+        Obj { map, path }
+    }
+
+    /// The top-level value: `null` decodes to a zero struct (`Ok(None)`),
+    /// anything but an object is a type error.
+    fn root(
+        v: &'a Value,
+        name: &str,
+        go_type: &'static str,
+    ) -> Result<Option<Obj<'a>>, DecodeError> {
+        match v {
+            Value::Null => Ok(None),
+            Value::Object(map) => Ok(Some(Obj::new(map, name.to_string()))),
+            other => Err(DecodeError::ValueType {
+                found: json_type(other),
+                want: go_type,
+            }),
+        }
+    }
+
+    /// The value of `field`, matched case-insensitively; the last matching
+    /// key wins, as with Go's decoder. `null` counts as absent.
+    fn get(&self, field: &str) -> Option<&'a Value> {
+        let mut found = None;
+        for (k, v) in self.map {
+            if k.eq_ignore_ascii_case(field) {
+                found = Some(v);
+            }
+        }
+        match found {
+            Some(Value::Null) | None => None,
+            Some(v) => Some(v),
+        }
+    }
+
+    fn type_error(&self, field: &str, found: &Value, want: &'static str) -> DecodeError {
+        DecodeError::FieldType {
+            found: json_type(found),
+            path: format!("{}.{}", self.path, field),
+            want,
+        }
+    }
+
+    fn string(&self, field: &str) -> Result<String, DecodeError> {
+        match self.get(field) {
+            None => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(self.type_error(field, other, "string")),
+        }
+    }
+
+    fn boolean(&self, field: &str) -> Result<bool, DecodeError> {
+        match self.get(field) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(self.type_error(field, other, "bool")),
+        }
+    }
+
+    fn int(&self, field: &str) -> Result<i64, DecodeError> {
+        match self.get(field) {
+            None => Ok(0),
+            Some(v @ Value::Number(n)) => {
+                n.as_i64().ok_or_else(|| self.type_error(field, v, "int"))
+            }
+            Some(other) => Err(self.type_error(field, other, "int")),
+        }
+    }
+
+    fn uint(&self, field: &str) -> Result<u64, DecodeError> {
+        match self.get(field) {
+            None => Ok(0),
+            Some(v @ Value::Number(n)) => n
+                .as_u64()
+                .ok_or_else(|| self.type_error(field, v, "uint64")),
+            Some(other) => Err(self.type_error(field, other, "uint64")),
+        }
+    }
+
+    fn string_map(&self, field: &str) -> Result<OptMap, DecodeError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Object(m)) => {
+                let mut out = BTreeMap::new();
+                for (k, v) in m {
+                    match v {
+                        // Go stores "" for a null map value.
+                        Value::Null => {
+                            out.insert(k.clone(), String::new());
+                        }
+                        Value::String(s) => {
+                            out.insert(k.clone(), s.clone());
+                        }
+                        other => return Err(self.type_error(field, other, "string")),
+                    }
+                }
+                Ok(Some(out))
+            }
+            Some(other) => Err(self.type_error(field, other, "map[string]string")),
+        }
+    }
+
+    fn string_list(&self, field: &str) -> Result<Option<Vec<String>>, DecodeError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    match item {
+                        Value::Null => out.push(String::new()),
+                        Value::String(s) => out.push(s.clone()),
+                        other => return Err(self.type_error(field, other, "string")),
+                    }
+                }
+                Ok(Some(out))
+            }
+            Some(other) => Err(self.type_error(field, other, "[]string")),
+        }
+    }
+
+    fn object(&self, field: &str) -> Result<Option<Obj<'a>>, DecodeError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(Obj::new(m, format!("{}.{}", self.path, field)))),
+            Some(other) => Err(self.type_error(field, other, "struct")),
+        }
+    }
+
+    fn list<T>(
+        &self,
+        field: &str,
+        each: impl Fn(&Obj<'_>) -> Result<T, DecodeError>,
+    ) -> Result<Vec<T>, DecodeError> {
+        match self.get(field) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                let path = format!("{}.{}", self.path, field);
+                for item in items {
+                    match item {
+                        Value::Null => {}
+                        Value::Object(m) => out.push(each(&Obj::new(m, path.clone()))?),
+                        other => return Err(self.type_error(field, other, "struct")),
+                    }
+                }
+                Ok(out)
+            }
+            Some(other) => Err(self.type_error(field, other, "[]struct")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn field_names_match_case_insensitively_and_unknown_fields_are_ignored() {
+        let body = br#"{"node":"n1","ADDRESS":"10.0.0.1","Unknown":[1,2],
+            "service":{"service":"web","PORT":80,"tags":["a"],"weights":{"passing":3,"warning":1}}}"#;
+        let r = register(body).unwrap();
+        assert_eq!(r.node, "n1");
+        assert_eq!(r.address, "10.0.0.1");
+        let s = r.service.unwrap();
+        assert_eq!(s.service, "web");
+        assert_eq!(s.port, 80);
+        assert_eq!(s.tags, Some(vec!["a".to_string()]));
+        assert_eq!(
+            s.weights,
+            Some(Weights {
+                passing: 3,
+                warning: 1
+            })
+        );
+    }
+
+    #[test]
+    fn trailing_bytes_after_the_first_value_are_ignored_like_go() {
+        let r = register(br#"{"Node":"n1"} trailing garbage"#).unwrap();
+        assert_eq!(r.node, "n1");
+    }
+
+    #[test]
+    fn empty_and_truncated_bodies_use_go_wording() {
+        assert_eq!(register(b"").unwrap_err().to_string(), "EOF");
+        assert_eq!(register(b"   ").unwrap_err().to_string(), "EOF");
+        assert_eq!(
+            register(br#"{"Node":"#).unwrap_err().to_string(),
+            "unexpected EOF"
+        );
+        assert!(matches!(
+            register(b"{nope}").unwrap_err(),
+            DecodeError::Syntax(_)
+        ));
+    }
+
+    #[test]
+    fn wrong_types_name_the_go_field_path() {
+        let e = register(br#"{"Node":"n","Service":{"Service":"web","Port":"80"}}"#).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "json: cannot unmarshal string into Go struct field \
+             RegisterRequest.Service.Port of type int"
+        );
+        let e = register(br#"{"Service":{"Port":80.5}}"#).unwrap_err();
+        assert!(e.to_string().contains("number 80.5"), "{e}");
+        let e = register(b"[]").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "json: cannot unmarshal array into Go value of type structs.RegisterRequest"
+        );
+        let e = txn(br#"{"Node":{}}"#).unwrap_err();
+        assert!(e.to_string().contains("api.TxnOps"), "{e}");
+    }
+
+    #[test]
+    fn null_fields_keep_their_zero_value() {
+        let r = register(br#"{"Node":null,"Service":null,"NodeMeta":null}"#).unwrap();
+        assert_eq!(r, RegisterReq::default());
+        assert_eq!(register(b"null").unwrap(), RegisterReq::default());
+    }
+
+    #[test]
+    fn nil_and_empty_maps_stay_distinct() {
+        let r = register(br#"{"Node":"n","NodeMeta":{}}"#).unwrap();
+        assert_eq!(r.node_meta, Some(BTreeMap::new()));
+        let r = register(br#"{"Node":"n"}"#).unwrap();
+        assert_eq!(r.node_meta, None);
+    }
+
+    #[test]
+    fn txn_ops_dispatch_on_the_first_present_member() {
+        let ops = txn(br#"[
+            {"Node":{"Verb":"set","Node":{"Node":"n1","Address":"a"}}},
+            {"Service":{"Verb":"cas","Node":"n1","Service":{"Service":"web","ModifyIndex":7}}},
+            {"Check":{"Verb":"delete","Check":{"Node":"n1","CheckID":"c"}}},
+            {"KV":{"Verb":"set","Key":"k"}},
+            {},
+            null
+        ]"#)
+        .unwrap();
+        assert_eq!(ops.len(), 6);
+        assert!(
+            matches!(&ops[0], TxnOpIn::Node { verb, node } if verb == "set" && node.node == "n1")
+        );
+        assert!(matches!(&ops[1], TxnOpIn::Service { service, .. } if service.modify_index == 7));
+        assert!(matches!(&ops[2], TxnOpIn::Check { check, .. } if check.check_id == "c"));
+        assert_eq!(ops[3], TxnOpIn::Kv);
+        assert_eq!(ops[4], TxnOpIn::Empty);
+        assert_eq!(ops[5], TxnOpIn::Empty);
+    }
+
+    #[test]
+    fn negative_modify_index_is_a_type_error() {
+        let e = txn(br#"[{"Service":{"Verb":"cas","Service":{"ModifyIndex":-1}}}]"#).unwrap_err();
+        assert!(e.to_string().contains("uint64"), "{e}");
+    }
+
+    #[test]
+    fn deeply_nested_input_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000);
+        assert!(txn(deep.as_bytes()).is_err());
+        let deep_obj = format!("{}{}", r#"{"Service":"#.repeat(10_000), "1");
+        assert!(register(deep_obj.as_bytes()).is_err());
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| Value::Number(n.into())),
+            any::<f64>()
+                .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            "[a-zA-Z]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 6, |inner| {
+            let keys = prop_oneof![
+                Just("Node".to_string()),
+                Just("service".to_string()),
+                Just("Service".to_string()),
+                Just("Check".to_string()),
+                Just("Checks".to_string()),
+                Just("Verb".to_string()),
+                Just("Port".to_string()),
+                Just("Tags".to_string()),
+                Just("Weights".to_string()),
+                Just("NodeMeta".to_string()),
+                Just("TaggedAddresses".to_string()),
+                Just("ModifyIndex".to_string()),
+                "[a-z]{1,4}",
+            ];
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((keys, inner), 0..5)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn decoders_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..256)) {
+            let _ = register(&bytes);
+            let _ = deregister(&bytes);
+            let _ = txn(&bytes);
+        }
+
+        #[test]
+        fn decoders_never_panic_on_arbitrary_json(v in arb_json()) {
+            let bytes = serde_json::to_vec(&v).unwrap();
+            let _ = register(&bytes);
+            let _ = deregister(&bytes);
+            let _ = txn(&bytes);
+            let wrapped = serde_json::to_vec(&Value::Array(vec![v])).unwrap();
+            let _ = txn(&wrapped);
+        }
+
+        #[test]
+        fn string_fields_round_trip(node in ".{0,20}", addr in ".{0,20}", port in any::<i64>()) {
+            let body = serde_json::json!({"Node": node, "Address": addr, "Service": {"Service": "s", "Port": port}});
+            let r = register(&serde_json::to_vec(&body).unwrap()).unwrap();
+            prop_assert_eq!(r.node, node);
+            prop_assert_eq!(r.address, addr);
+            prop_assert_eq!(r.service.unwrap().port, port);
+        }
+    }
+}

@@ -1,0 +1,888 @@
+//! The HTTP side: the accept loop, the per-request pipeline and one handler
+//! per endpoint.
+//!
+//! ```text
+//!  accept ── refusing? ──> close the socket at once
+//!    └─ hyper http1 connection ── request
+//!         route (pure) ─> count "METHOD /template"
+//!         /v1/sandbox/*  ──────────────────────────────> control handlers
+//!         faults: latency, error before ─> handler ─> error after
+//!         handler: parse query, resolve token, then
+//!            writes: decode body, validate, lock store, one Raft apply,
+//!                    notify blocked readers if content changed
+//!            reads:  lock store (read), or wait on the commit channel
+//!                    until the watched index passes ?index= (blocking)
+//! ```
+//!
+//! Blocking queries wait on `tokio::sync::watch` channels, one per watched
+//! key (a service name, a node, a table), like Consul's per-record watch
+//! channels: a commit signals only the keys it changed, so a write wakes
+//! only the readers it concerns, never a scan or a poll. Readers whose index
+//! depends on global state (a name with no instances, which reports the
+//! "extinction" index; `node-meta` listings) wait on a broad channel that
+//! every content-changing commit signals. A woken reader re-reads only the
+//! index it watches (an O(log n) lookup) and waits again if it has not
+//! passed the client's index.
+//!
+//! This module must NOT implement catalog semantics (see `store`, `catalog`,
+//! `txn`); it only moves bytes, locks and signals.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::acl::{AclAccess, AclResource, AclTable};
+use crate::catalog;
+use crate::decode;
+use crate::error::ApiError;
+use crate::faults::{FaultAction, FaultRequest, FaultsHandle, parse_request};
+use crate::model::{CheckRec, NodeRec, ServiceRec, Weights};
+use crate::router::{self, JITTER_FRACTION, Query, Route};
+use crate::store::{ChangeSet, ListFilter, ReadResult, Store, WatchKey};
+use crate::txn;
+use crate::{Config, Stats};
+
+/// Version reported by `/v1/agent/self`: the Consul release whose HTTP API
+/// the sandbox follows.
+pub(crate) const CONSUL_VERSION: &str = "1.21.0";
+
+/// Consul's default server RPC port: the sandbox reports itself as a
+/// single server at this port (`/v1/status/leader`, the `consul` service),
+/// the way a one-node Consul cluster does. Nothing listens there.
+const SERVER_RPC_PORT: u16 = 8300;
+
+/// Consul's default Serf LAN port, reported in `/v1/agent/self`.
+const SERF_LAN_PORT: u16 = 8301;
+
+/// How long a shutdown waits for open connections to finish their current
+/// request before dropping them. Blocked queries are released immediately
+/// on shutdown, so this only bounds slow clients.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Pause after a failed `accept()` (for example, out of file descriptors)
+/// so the loop does not spin while the condition lasts.
+const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Everything the handlers share.
+pub(crate) struct Shared {
+    pub config: Config,
+    pub node_id: String,
+    store: RwLock<Store>,
+    watchers: Watchers,
+    acl: AclTable,
+    pub faults: FaultsHandle,
+    requests: Mutex<HashMap<(Method, &'static str), u64>>,
+    blocking_open: AtomicU64,
+    blocking_total: AtomicU64,
+    blocking_wakeups: AtomicU64,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Shared {
+    pub fn new(config: Config) -> Arc<Shared> {
+        let node_id = uuid::Uuid::new_v4().to_string();
+        let mut store = Store::default();
+        if config.register_agent_node {
+            bootstrap(&mut store, &config, &node_id);
+        }
+        let _ = store.take_changes();
+        let (shutdown, _) = watch::channel(false);
+        Arc::new(Shared {
+            acl: AclTable::new(config.acl.as_ref()),
+            faults: FaultsHandle::new(config.fault_seed),
+            config,
+            node_id,
+            store: RwLock::new(store),
+            watchers: Watchers::default(),
+            requests: Mutex::new(HashMap::new()),
+            blocking_open: AtomicU64::new(0),
+            blocking_total: AtomicU64::new(0),
+            blocking_wakeups: AtomicU64::new(0),
+            shutdown,
+        })
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Store> {
+        // Store mutations never panic, so a poisoned lock still guards a
+        // consistent store (writes are journaled and rolled back on error).
+        self.store.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Store> {
+        self.store.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn count(&self, method: &Method, template: &'static str) {
+        let mut g = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        *g.entry((method.clone(), template)).or_insert(0) += 1;
+    }
+
+    /// Runs a write under the store's write lock, then (lock released)
+    /// wakes the blocked readers of whatever the write changed.
+    fn write_then_notify<R>(&self, f: impl FnOnce(&mut Store) -> R) -> R {
+        let (result, changes) = {
+            let mut st = self.write();
+            let result = f(&mut st);
+            (result, st.take_changes())
+        };
+        self.watchers.notify(&changes);
+        result
+    }
+
+    pub fn stats(&self) -> Stats {
+        let (raft_applies, raft_index, (nodes, services, checks)) = {
+            let st = self.read();
+            (st.raft_applies(), st.raft_index(), st.counts())
+        };
+        let requests = {
+            let g = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+            g.iter()
+                .map(|((m, t), n)| (format!("{m} {t}"), *n))
+                .collect()
+        };
+        Stats {
+            raft_applies,
+            raft_index,
+            requests,
+            blocking_queries_open: self.blocking_open.load(Ordering::Relaxed),
+            blocking_queries_total: self.blocking_total.load(Ordering::Relaxed),
+            blocking_wakeups: self.blocking_wakeups.load(Ordering::Relaxed),
+            faults_injected: self.faults.injected(),
+            connections_refused: self.faults.refused(),
+            nodes: nodes as u64,
+            services: services as u64,
+            checks: checks as u64,
+        }
+    }
+}
+
+/// Above this many per-key channels, a notification also drops channels
+/// nobody waits on any more, so keys watched once do not pile up.
+const WATCHERS_SWEEP_THRESHOLD: usize = 4096;
+
+/// Per-key wake-up channels for blocked readers.
+struct Watchers {
+    keys: Mutex<HashMap<WatchKey, watch::Sender<()>>>,
+    broad: watch::Sender<()>,
+}
+
+impl Default for Watchers {
+    fn default() -> Self {
+        Watchers {
+            keys: Mutex::new(HashMap::new()),
+            broad: watch::channel(()).0,
+        }
+    }
+}
+
+impl Watchers {
+    /// A receiver that fires when `key`'s index may have moved. Must be
+    /// called while holding the store's read lock, so that any commit not
+    /// yet visible in the store is signalled after this subscription.
+    fn subscribe(&self, key: &WatchKey, store: &Store) -> watch::Receiver<()> {
+        if !store.has_own_index(key) {
+            return self.broad.subscribe();
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        keys.entry(key.folded())
+            .or_insert_with(|| watch::channel(()).0)
+            .subscribe()
+    }
+
+    fn notify(&self, changes: &ChangeSet) {
+        if changes.is_empty() {
+            return;
+        }
+        self.broad.send_replace(());
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        for key in changes.keys() {
+            if let Some(tx) = keys.get(&key) {
+                if tx.receiver_count() == 0 {
+                    keys.remove(&key);
+                } else {
+                    tx.send_replace(());
+                }
+            }
+        }
+        if keys.len() > WATCHERS_SWEEP_THRESHOLD {
+            keys.retain(|_, tx| tx.receiver_count() > 0);
+        }
+    }
+}
+
+/// Registers the sandbox's own agent node, its `consul` service and its
+/// `serfHealth` check, as a Consul server does when it starts. This is Raft
+/// entry 1 and is not counted as an API Raft apply.
+fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
+    let lan = "127.0.0.1".to_string();
+    let tagged = ["lan", "lan_ipv4", "wan", "wan_ipv4"]
+        .iter()
+        .map(|k| (k.to_string(), lan.clone()));
+    let (result, _) = store.apply(false, |tx| {
+        tx.ensure_node(NodeRec {
+            id: node_id.to_string(),
+            name: config.node_name.clone(),
+            address: lan.clone(),
+            datacenter: config.datacenter.clone(),
+            tagged_addresses: Some(tagged.collect()),
+            meta: Some(
+                [
+                    ("consul-network-segment", ""),
+                    ("consul-version", CONSUL_VERSION),
+                ]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ),
+            create_index: 0,
+            modify_index: 0,
+        });
+        tx.ensure_service(ServiceRec {
+            node: config.node_name.clone(),
+            kind: String::new(),
+            id: "consul".into(),
+            name: "consul".into(),
+            tags: Some(Vec::new()),
+            address: String::new(),
+            tagged_addresses: Default::default(),
+            meta: Some(Default::default()),
+            port: i64::from(SERVER_RPC_PORT),
+            weights: Weights::DEFAULT,
+            enable_tag_override: false,
+            create_index: 0,
+            modify_index: 0,
+        })?;
+        tx.ensure_check(CheckRec {
+            node: config.node_name.clone(),
+            check_id: "serfHealth".into(),
+            name: "Serf Health Status".into(),
+            status: "passing".into(),
+            notes: String::new(),
+            output: "Agent alive and reachable".into(),
+            service_id: String::new(),
+            service_name: String::new(),
+            service_tags: None,
+            check_type: String::new(),
+            definition: json!({}),
+            create_index: 0,
+            modify_index: 0,
+        })
+    });
+    if let Err(e) = result {
+        tracing::warn!(error = %e, "could not register the sandbox's own agent node");
+    }
+}
+
+/// Accepts connections until `shutdown` resolves, then stops accepting,
+/// releases blocked queries and lets open connections finish.
+pub(crate) async fn run(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut conns = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut shutdown => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => {
+                let (stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                        continue;
+                    }
+                };
+                if shared.faults.refuse_connection() {
+                    tracing::debug!(%peer, "refusing connection (fault)");
+                    drop(stream);
+                    continue;
+                }
+                let _ = stream.set_nodelay(true);
+                conns.spawn(serve_connection(stream, peer, shared.clone()));
+            }
+        }
+    }
+    shared.shutdown.send_replace(true);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+        conns.abort_all();
+    }
+    Ok(())
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.subscribe();
+    let svc_shared = shared.clone();
+    let service = service_fn(move |req| {
+        let shared = svc_shared.clone();
+        async move { Ok::<_, Infallible>(handle(shared, req).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let stopping = async {
+        // Also fires if the sender is gone: the server is shutting down.
+        while !*stop.borrow_and_update() {
+            if stop.changed().await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::select! {
+        res = conn.as_mut() => {
+            if let Err(e) = res {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        }
+        () = stopping => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn text(status: u16, body: impl Into<String>) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(body.into())));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+fn json_resp(status: u16, body: &Value, pretty: bool) -> Resp {
+    let bytes = if pretty {
+        let mut b = serde_json::to_vec_pretty(body).unwrap_or_default();
+        b.push(b'\n');
+        b
+    } else {
+        serde_json::to_vec(body).unwrap_or_default()
+    };
+    let mut r = Response::new(Full::new(Bytes::from(bytes)));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error_resp(e: &ApiError) -> Resp {
+    let mut r = text(e.status(), e.to_string());
+    if let ApiError::MethodNotAllowed { allow, .. } = e
+        && let Ok(v) = HeaderValue::from_str(allow)
+    {
+        r.headers_mut().insert(header::ALLOW, v);
+    }
+    r
+}
+
+fn fault_error(a: FaultAction) -> ApiError {
+    match a {
+        FaultAction::NoLeader => ApiError::NoLeader,
+        FaultAction::Error { status, body } => ApiError::Injected { status, body },
+        // Latency never ends a request.
+        FaultAction::Latency(_) => ApiError::Injected {
+            status: 500,
+            body: String::new(),
+        },
+    }
+}
+
+fn set_header(r: &mut Resp, name: &'static str, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        r.headers_mut().insert(name, v);
+    }
+}
+
+/// The headers Consul adds to every read: the index (never 0, since a 0
+/// would make clients busy-loop), leadership and staleness.
+fn read_headers(r: &mut Resp, index: u64, filtered: bool) {
+    set_header(r, "X-Consul-Index", &index.max(1).to_string());
+    set_header(r, "X-Consul-KnownLeader", "true");
+    set_header(r, "X-Consul-LastContact", "0");
+    set_header(r, "X-Consul-Effective-Consistency", "leader");
+    if filtered {
+        set_header(r, "X-Consul-Results-Filtered-By-ACLs", "true");
+    }
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resp {
+    let method = req.method().clone();
+    let Some(path) = router::percent_decode(req.uri().path(), false) else {
+        shared.count(&method, Route::NotFound.template());
+        return text(400, "Bad Request: invalid URL escape");
+    };
+    let route = router::route(&path);
+    shared.count(&method, route.template());
+    if route.is_control() {
+        return control(&shared, &route, req).await;
+    }
+    let decision = shared.faults.decide(method.as_str(), &path);
+    if !decision.delay.is_zero() {
+        tokio::time::sleep(decision.delay).await;
+    }
+    if let Some(a) = decision.fail_before {
+        return error_resp(&fault_error(a));
+    }
+    let mut resp = match endpoint(&shared, route, req).await {
+        Ok(r) => r,
+        Err(e) => error_resp(&e),
+    };
+    if let Some(a) = decision.fail_after {
+        resp = error_resp(&fault_error(a));
+    }
+    let policy = if shared.acl.enabled() {
+        "deny"
+    } else {
+        "allow"
+    };
+    set_header(&mut resp, "X-Consul-Default-ACL-Policy", policy);
+    resp
+}
+
+/// Reads the body, enforcing the size limit first from `Content-Length`
+/// and then while reading (for chunked bodies).
+async fn body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    let max = shared.config.max_body_bytes;
+    let too_large = || ApiError::TooLarge(format!("Request body too large, max size: {max} bytes"));
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(too_large());
+    }
+    match Limited::new(req.into_body(), max).collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(ApiError::BadRequest(format!("Request decode failed: {e}"))),
+    }
+}
+
+fn token(req: &Request<Incoming>, q: &Query) -> Option<String> {
+    if let Some(t) = req
+        .headers()
+        .get("X-Consul-Token")
+        .and_then(|v| v.to_str().ok())
+        && !t.is_empty()
+    {
+        return Some(t.to_string());
+    }
+    if let Some(auth) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let mut parts = auth.trim().splitn(2, ' ');
+        if let (Some(scheme), Some(value)) = (parts.next(), parts.next())
+            && scheme.eq_ignore_ascii_case("bearer")
+        {
+            return Some(value.trim().to_string());
+        }
+    }
+    q.get("token").filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+/// Checks `dc`, `ns`, `partition` and `filter`. The sandbox is one
+/// datacenter with only the default namespace and partition: `default` is
+/// accepted (as Consul Enterprise does), any other value answers like
+/// Consul CE, and the `filter` expression language is not implemented.
+fn check_scope(shared: &Shared, q: &Query) -> Result<(), ApiError> {
+    if let Some(dc) = q.get("dc")
+        && !dc.is_empty()
+        && dc != shared.config.datacenter
+    {
+        return Err(ApiError::Rpc("No path to datacenter".into()));
+    }
+    for (param, feature) in [("ns", "Namespaces"), ("partition", "Partitions")] {
+        if let Some(v) = q.get(param)
+            && !v.is_empty()
+            && !v.eq_ignore_ascii_case("default")
+        {
+            return Err(ApiError::BadRequest(format!(
+                "Invalid query parameter: \"{param}\" - {feature} are a Consul Enterprise feature"
+            )));
+        }
+    }
+    if q.get("filter").is_some_and(|f| !f.is_empty()) {
+        return Err(ApiError::BadRequest(
+            "Invalid query parameter: \"filter\" - filter expressions are not supported by consul-sandbox"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn list_filter(q: &Query, with_passing: bool) -> Result<ListFilter, ApiError> {
+    let passing = if with_passing && q.has("passing") {
+        match q.get("passing").unwrap_or_default() {
+            "" => true,
+            v => parse_go_bool(v)
+                .ok_or_else(|| ApiError::BadRequest("Invalid value for ?passing".into()))?,
+        }
+    } else {
+        false
+    };
+    Ok(ListFilter {
+        tags: if q.has("tag") {
+            Some(q.all("tag"))
+        } else {
+            None
+        },
+        node_meta: q.node_meta(),
+        passing,
+    })
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_go_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// Releases the blocking-query gauge even if the client goes away and the
+/// request future is dropped mid-wait.
+struct OpenGuard<'a>(&'a AtomicU64);
+
+impl Drop for OpenGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Runs a read, blocking first when the client sent `?index=`.
+async fn read_blocking(
+    shared: &Shared,
+    q: &Query,
+    key: WatchKey,
+    read: impl Fn(&Store) -> ReadResult,
+) -> Result<ReadResult, ApiError> {
+    let wait = match q.get("wait").filter(|w| !w.is_empty()) {
+        None => None,
+        Some(w) => Some(
+            router::parse_go_duration(w)
+                .ok_or_else(|| ApiError::BadRequest("Invalid wait time".into()))?,
+        ),
+    };
+    let min_index = match q.get("index").filter(|i| !i.is_empty()) {
+        None => 0,
+        Some(i) => i
+            .parse::<u64>()
+            .map_err(|_| ApiError::BadRequest("Invalid index".into()))?,
+    };
+    if min_index == 0 {
+        return Ok(read(&shared.read()));
+    }
+    let base = router::effective_wait(wait);
+    let max_jitter = (base / JITTER_FRACTION).as_nanos() as u64;
+    let jitter = if max_jitter == 0 {
+        0
+    } else {
+        rand::rng().random_range(0..max_jitter)
+    };
+    let deadline = Instant::now() + base + Duration::from_nanos(jitter);
+
+    shared.blocking_total.fetch_add(1, Ordering::Relaxed);
+    shared.blocking_open.fetch_add(1, Ordering::Relaxed);
+    let _open = OpenGuard(&shared.blocking_open);
+    let mut stop = shared.shutdown.subscribe();
+    loop {
+        if *stop.borrow_and_update() {
+            break;
+        }
+        let mut wake = {
+            let st = shared.read();
+            if st.index_for(&key) > min_index {
+                return Ok(read(&st));
+            }
+            // Subscribed under the read lock: a commit we did not see yet
+            // will signal this receiver after it releases the write lock.
+            shared.watchers.subscribe(&key, &st)
+        };
+        tokio::select! {
+            changed = wake.changed() => {
+                if changed.is_err() {
+                    break;
+                }
+                shared.blocking_wakeups.fetch_add(1, Ordering::Relaxed);
+            }
+            () = tokio::time::sleep_until(deadline) => break,
+            _ = stop.changed() => break,
+        }
+    }
+    Ok(read(&shared.read()))
+}
+
+fn ensure_method(route: &Route, method: &Method) -> Result<(), ApiError> {
+    let allowed = route.allowed();
+    if allowed.contains(&method.as_str()) {
+        return Ok(());
+    }
+    Err(ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        allow: match allowed {
+            ["PUT"] => "OPTIONS,PUT",
+            ["POST", "DELETE"] => "POST,DELETE",
+            _ => "OPTIONS,GET",
+        },
+    })
+}
+
+fn read_response(r: ReadResult, pretty: bool) -> Resp {
+    let mut resp = json_resp(200, &r.body, pretty);
+    read_headers(&mut resp, r.index, r.filtered);
+    resp
+}
+
+async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Result<Resp, ApiError> {
+    if route == Route::NotFound {
+        return Err(ApiError::NotFound);
+    }
+    if req.method() == Method::OPTIONS {
+        let mut r = text(200, "");
+        let allow = format!("OPTIONS,{}", route.allowed().join(","));
+        set_header(&mut r, "Allow", &allow);
+        return Ok(r);
+    }
+    ensure_method(&route, req.method())?;
+    // Go's url.ParseQuery failing makes Consul answer a bare 500.
+    let q = Query::parse(req.uri().query()).map_err(|()| ApiError::Rpc(String::new()))?;
+    let pretty = q.has("pretty");
+    let dc = shared.config.datacenter.clone();
+
+    match route {
+        Route::StatusLeader => {
+            return Ok(json_resp(
+                200,
+                &json!(format!("127.0.0.1:{SERVER_RPC_PORT}")),
+                pretty,
+            ));
+        }
+        Route::StatusPeers => {
+            return Ok(json_resp(
+                200,
+                &json!([format!("127.0.0.1:{SERVER_RPC_PORT}")]),
+                pretty,
+            ));
+        }
+        Route::Datacenters => return Ok(json_resp(200, &json!([dc]), pretty)),
+        _ => {}
+    }
+
+    let authz = shared.acl.resolve(token(&req, &q).as_deref())?;
+    match route {
+        Route::Register => {
+            let b = body(shared, req).await?;
+            let r = decode::register(&b)
+                .map_err(|e| ApiError::BadRequest(format!("Request decode failed: {e}")))?;
+            shared.write_then_notify(|st| catalog::register(st, r, &authz, &dc))?;
+            Ok(json_resp(200, &json!(true), pretty))
+        }
+        Route::Deregister => {
+            let b = body(shared, req).await?;
+            let r = decode::deregister(&b)
+                .map_err(|e| ApiError::BadRequest(format!("Request decode failed: {e}")))?;
+            shared.write_then_notify(|st| catalog::deregister(st, r, &authz, &dc))?;
+            Ok(json_resp(200, &json!(true), pretty))
+        }
+        Route::Txn => {
+            check_scope(shared, &q)?;
+            let max = shared.config.max_body_bytes;
+            let b = body(shared, req).await.map_err(|e| match e {
+                ApiError::TooLarge(_) => {
+                    ApiError::TooLarge(format!("Request body too large, max size: {max} bytes"))
+                }
+                other => other,
+            })?;
+            let ops = decode::txn(&b)
+                .map_err(|e| ApiError::BadRequest(format!("Failed to parse body: {e}")))?;
+            let limit = shared.config.max_txn_ops;
+            if ops.len() > limit {
+                return Err(ApiError::TooLarge(format!(
+                    "Transaction contains too many operations ({} > {limit})",
+                    ops.len()
+                )));
+            }
+            let outcome = shared.write_then_notify(|st| txn::run(st, ops, &authz, &dc));
+            let mut resp = json_resp(outcome.status, &outcome.body, pretty);
+            if !outcome.raft_applied {
+                // Read-only (or refused) transactions carry read metadata.
+                set_header(&mut resp, "X-Consul-KnownLeader", "true");
+                set_header(&mut resp, "X-Consul-LastContact", "0");
+            }
+            Ok(resp)
+        }
+        Route::Services => {
+            check_scope(shared, &q)?;
+            let f = list_filter(&q, false)?;
+            let key = WatchKey::Services {
+                node_meta: !f.node_meta.is_empty(),
+            };
+            let r = read_blocking(shared, &q, key, |st| st.read_services(&f, &authz)).await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::Nodes => {
+            check_scope(shared, &q)?;
+            let f = list_filter(&q, false)?;
+            let r =
+                read_blocking(shared, &q, WatchKey::Nodes, |st| st.read_nodes(&f, &authz)).await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::ServiceNodes(name) | Route::HealthService(name) if name.is_empty() => {
+            Err(ApiError::BadRequest("Missing service name".into()))
+        }
+        Route::NodeServices(name) | Route::Node(name) if name.is_empty() => {
+            Err(ApiError::BadRequest("Missing node name".into()))
+        }
+        Route::ServiceNodes(name) => {
+            check_scope(shared, &q)?;
+            let f = list_filter(&q, false)?;
+            let key = WatchKey::Service(name.clone());
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_service_nodes(&name, &f, &authz)
+            })
+            .await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::HealthService(name) => {
+            check_scope(shared, &q)?;
+            let f = list_filter(&q, true)?;
+            let key = WatchKey::Service(name.clone());
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_health_service(&name, &f, &authz)
+            })
+            .await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::NodeServices(name) => {
+            check_scope(shared, &q)?;
+            let key = WatchKey::Node(name.clone());
+            let r =
+                read_blocking(shared, &q, key, |st| st.read_node_services(&name, &authz)).await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::Node(name) => {
+            check_scope(shared, &q)?;
+            let key = WatchKey::Node(name.clone());
+            let r = read_blocking(shared, &q, key, |st| st.read_node(&name, &authz)).await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::AgentSelf => {
+            // Consul requires agent:read on the agent's node; the sandbox
+            // models that as node:read on the agent node's name.
+            authz.require(AclResource::Node, &shared.config.node_name, AclAccess::Read)?;
+            Ok(json_resp(200, &agent_self(shared), pretty))
+        }
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+fn agent_self(shared: &Shared) -> Value {
+    let c = &shared.config;
+    json!({
+        "Config": {
+            "Datacenter": c.datacenter,
+            "PrimaryDatacenter": c.datacenter,
+            "NodeName": c.node_name,
+            "NodeID": shared.node_id,
+            "Server": true,
+            "Revision": "consul-sandbox",
+            "Version": CONSUL_VERSION,
+            "BuildDate": "",
+        },
+        "DebugConfig": {},
+        "Coord": null,
+        "Member": {
+            "Name": c.node_name,
+            "Addr": "127.0.0.1",
+            "Port": SERF_LAN_PORT,
+            "Tags": {
+                "dc": c.datacenter,
+                "id": shared.node_id,
+                "role": "consul",
+                "port": SERVER_RPC_PORT.to_string(),
+                "build": CONSUL_VERSION,
+                "vsn": "2",
+            },
+            "Status": 1,
+            "ProtocolMin": 1,
+            "ProtocolMax": 5,
+            "ProtocolCur": 2,
+            "DelegateMin": 2,
+            "DelegateMax": 5,
+            "DelegateCur": 4,
+        },
+        "Stats": {},
+        "Meta": { "consul-network-segment": "" },
+        "xDS": null,
+    })
+}
+
+/// The sandbox's own endpoints: stats and fault control.
+async fn control(shared: &Shared, route: &Route, req: Request<Incoming>) -> Resp {
+    let result: Result<Resp, ApiError> = async {
+        match (route, req.method().clone()) {
+            (Route::SandboxStats, Method::GET) => {
+                let stats = serde_json::to_value(shared.stats()).unwrap_or(Value::Null);
+                Ok(json_resp(200, &stats, false))
+            }
+            (Route::SandboxFaults, Method::POST) => {
+                let b = body(shared, req).await?;
+                match parse_request(&b).map_err(ApiError::BadRequest)? {
+                    FaultRequest::Refuse(d) => {
+                        shared.faults.refuse_connections_for(d);
+                        Ok(json_resp(
+                            200,
+                            &json!({ "refusing_ms": d.as_millis() as u64 }),
+                            false,
+                        ))
+                    }
+                    FaultRequest::Rule(rule) => {
+                        let id = shared.faults.add(rule);
+                        Ok(json_resp(200, &json!({ "id": id }), false))
+                    }
+                }
+            }
+            (Route::SandboxFaults, Method::DELETE) => {
+                shared.faults.clear();
+                Ok(json_resp(200, &json!(true), false))
+            }
+            (r, m) => Err(ensure_method(r, &m).err().unwrap_or(ApiError::NotFound)),
+        }
+    }
+    .await;
+    match result {
+        Ok(r) => r,
+        Err(e) => error_resp(&e),
+    }
+}

@@ -1,0 +1,142 @@
+//! Helpers shared by the integration tests: a started sandbox plus a raw
+//! HTTP client (reqwest + serde_json, no Consul client crate).
+
+// Test fixtures: a failure here is a test failure, so unwrap is the point.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use consul_sandbox::{Config, Sandbox};
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+/// Upper bound for "this should happen soon" waits. Generous on purpose:
+/// tests assert states and counts, never durations.
+pub const SOON: Duration = Duration::from_secs(20);
+
+pub struct Api {
+    pub sb: Sandbox,
+    pub http: reqwest::Client,
+}
+
+pub struct Resp {
+    pub status: u16,
+    pub text: String,
+    pub headers: HeaderMap,
+}
+
+impl Resp {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+    }
+
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    }
+
+    pub fn index(&self) -> u64 {
+        self.header("X-Consul-Index")
+            .expect("X-Consul-Index")
+            .parse()
+            .unwrap()
+    }
+}
+
+impl Api {
+    pub async fn start() -> Api {
+        Api::start_with(Config::default()).await
+    }
+
+    pub async fn start_with(config: Config) -> Api {
+        let sb = Sandbox::start(config).await.unwrap();
+        Api {
+            sb,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.sb.url(), path)
+    }
+
+    pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap();
+        Resp {
+            status,
+            text,
+            headers,
+        }
+    }
+
+    pub async fn put(&self, path: &str, body: &Value) -> Resp {
+        self.send(
+            self.http
+                .put(self.url(path))
+                .body(serde_json::to_vec(body).unwrap()),
+        )
+        .await
+    }
+
+    pub async fn put_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Resp {
+        self.send(self.http.put(self.url(path)).body(body)).await
+    }
+
+    pub async fn get(&self, path: &str) -> Resp {
+        self.send(self.http.get(self.url(path))).await
+    }
+
+    /// Registers `node` (address 10.0.0.1) with one service instance.
+    pub async fn register(&self, node: &str, id: &str, name: &str, port: i64) -> Resp {
+        let r = self
+            .put(
+                "/v1/catalog/register",
+                &serde_json::json!({
+                    "Node": node,
+                    "Address": "10.0.0.1",
+                    "Service": {"ID": id, "Service": name, "Port": port},
+                }),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        r
+    }
+}
+
+/// Polls `check` until it is true or `SOON` passes; returns the last value.
+pub async fn eventually<F, Fut>(mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + SOON;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Sends raw bytes on a fresh connection and returns everything the server
+/// answers until it closes the connection (send `Connection: close`).
+pub async fn raw_http(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(request).await.unwrap();
+    // Half-close: the server sees EOF instead of waiting for more bytes.
+    let _ = s.shutdown().await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(SOON, s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}

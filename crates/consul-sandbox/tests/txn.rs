@@ -1,0 +1,175 @@
+//! `PUT /v1/txn` over HTTP: one Raft apply per transaction, all-or-nothing,
+//! 409 with the failing `OpIndex`, 413 above the operation limit.
+
+mod common;
+
+use common::Api;
+use consul_sandbox::Config;
+use serde_json::{Value, json};
+
+fn set_service(node: &str, id: &str, port: i64) -> Value {
+    json!({"Service": {"Verb": "set", "Node": node, "Service": {"ID": id, "Service": "web", "Port": port}}})
+}
+
+#[tokio::test]
+async fn a_transaction_of_many_writes_is_one_raft_apply() {
+    let api = Api::start().await;
+    let before = api.sb.stats();
+    let mut ops = vec![
+        json!({"Node": {"Verb": "set", "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"}}}),
+    ];
+    for i in 0..63 {
+        ops.push(set_service("k8s-sync", &format!("web-{i}"), 8000 + i));
+    }
+    let r = api.put("/v1/txn", &Value::Array(ops)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let body = r.json();
+    assert_eq!(body["Errors"], Value::Null);
+    assert_eq!(body["Results"].as_array().unwrap().len(), 64);
+    assert_eq!(body["Results"][0]["Node"]["Node"], "k8s-sync");
+    assert_eq!(body["Results"][1]["Service"]["ID"], "web-0");
+    let after = api.sb.stats();
+    assert_eq!(after.raft_applies, before.raft_applies + 1);
+    assert_eq!(after.requests_for("PUT /v1/txn"), 1);
+    let list = api.get("/v1/catalog/service/web").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 63);
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["ModifyIndex"] == after.raft_index)
+    );
+}
+
+#[tokio::test]
+async fn one_failing_op_applies_nothing_and_names_its_op_index() {
+    let api = Api::start().await;
+    api.register("n1", "web-0", "web", 80).await;
+    let snapshot = api.get("/v1/catalog/service/web").await;
+    let stale = snapshot.json()[0]["ModifyIndex"].as_u64().unwrap() + 1000;
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([
+                set_service("n1", "web-1", 81),
+                {"Service": {"Verb": "delete", "Node": "n1", "Service": {"ID": "web-0", "Service": "web"}}},
+                {"Service": {"Verb": "cas", "Node": "n1", "Service": {"ID": "web-0", "Service": "web", "Port": 1, "ModifyIndex": stale}}},
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 409);
+    assert_eq!(
+        r.json(),
+        json!({"Results": null, "Errors": [
+            {"OpIndex": 2, "What": "failed to set service \"web-0\" on node \"n1\", index is stale"}
+        ]})
+    );
+    let now = api.get("/v1/catalog/service/web").await;
+    assert_eq!(now.json(), snapshot.json(), "nothing applied");
+    assert_eq!(now.index(), snapshot.index(), "no index moved");
+}
+
+#[tokio::test]
+async fn too_many_operations_answer_413_without_raft() {
+    let api = Api::start().await;
+    let ops: Vec<Value> = (0..65)
+        .map(|i| set_service("n1", &format!("s{i}"), 1))
+        .collect();
+    let r = api.put("/v1/txn", &Value::Array(ops.clone())).await;
+    assert_eq!(r.status, 413);
+    assert_eq!(r.text, "Transaction contains too many operations (65 > 64)");
+    assert_eq!(api.sb.stats().raft_applies, 0);
+
+    let small = Api::start_with(Config {
+        max_txn_ops: 2,
+        ..Config::default()
+    })
+    .await;
+    let r = small.put("/v1/txn", &Value::Array(ops[..3].to_vec())).await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (413, "Transaction contains too many operations (3 > 2)")
+    );
+}
+
+#[tokio::test]
+async fn unknown_verbs_and_kv_ops_are_409_before_raft() {
+    let api = Api::start().await;
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([
+                {"Service": {"Verb": "upsert", "Node": "n1", "Service": {"Service": "web"}}},
+                {"KV": {"Verb": "set", "Key": "a", "Value": "Yg=="}},
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 409);
+    let errors = r.json()["Errors"].clone();
+    assert_eq!(
+        errors[0],
+        json!({"OpIndex": 0, "What": "unknown service operation: upsert"})
+    );
+    assert_eq!(errors[1]["OpIndex"], 1);
+    assert_eq!(api.sb.stats().raft_applies, 0);
+}
+
+#[tokio::test]
+async fn cas_and_delete_cas_follow_modify_index() {
+    let api = Api::start().await;
+    api.register("n1", "web-0", "web", 80).await;
+    let m = api.get("/v1/catalog/service/web").await.json()[0]["ModifyIndex"]
+        .as_u64()
+        .unwrap();
+    let cas = |port: i64, idx: u64| json!([{"Service": {"Verb": "cas", "Node": "n1", "Service": {"ID": "web-0", "Service": "web", "Port": port, "ModifyIndex": idx}}}]);
+    let r = api.put("/v1/txn", &cas(90, m)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let new_m = r.json()["Results"][0]["Service"]["ModifyIndex"]
+        .as_u64()
+        .unwrap();
+    assert!(new_m > m);
+    assert_eq!(
+        api.put("/v1/txn", &cas(91, m)).await.status,
+        409,
+        "old index is stale now"
+    );
+    let del = json!([{"Service": {"Verb": "delete-cas", "Node": "n1", "Service": {"ID": "web-0", "Service": "web", "ModifyIndex": new_m}}}]);
+    let r = api.put("/v1/txn", &del).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Results"], json!([]));
+    assert_eq!(api.get("/v1/catalog/service/web").await.json(), json!([]));
+}
+
+#[tokio::test]
+async fn read_only_transactions_do_not_touch_raft() {
+    let api = Api::start().await;
+    api.register("n1", "web-0", "web", 80).await;
+    let before = api.sb.stats().raft_applies;
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([{"Service": {"Verb": "get", "Node": "n1", "Service": {"ID": "web-0"}}}]),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("X-Consul-KnownLeader").as_deref(), Some("true"));
+    assert_eq!(r.json()["Results"][0]["Service"]["Port"], 80);
+    assert_eq!(api.sb.stats().raft_applies, before);
+}
+
+#[tokio::test]
+async fn identical_txn_set_moves_no_index_but_counts_an_apply() {
+    let api = Api::start().await;
+    let ops = json!([
+        {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "a"}}},
+        set_service("n1", "web-0", 80),
+    ]);
+    api.put("/v1/txn", &ops).await;
+    let first = api.get("/v1/catalog/service/web").await;
+    let r = api.put("/v1/txn", &ops).await;
+    assert_eq!(r.status, 200);
+    let second = api.get("/v1/catalog/service/web").await;
+    assert_eq!(second.index(), first.index());
+    assert_eq!(second.json(), first.json());
+    assert_eq!(api.sb.stats().raft_applies, 2);
+}

@@ -1,0 +1,285 @@
+//! Discovery and OpenAPI documents, generated from the registry.
+//!
+//! Discovery (`/api`, `/apis`, `/apis/<group>/<version>`) is what kubectl
+//! and kube-rs read to map kinds to URLs. The OpenAPI v3 documents carry
+//! only what kubectl needs: one operation per verb with
+//! `x-kubernetes-action`, `x-kubernetes-group-version-kind` and the
+//! query parameters the server honours (kubectl's `apply` checks for
+//! `fieldValidation` there). They carry no schemas.
+
+use serde_json::{Value, json};
+
+use crate::registry::{Registry, Resource};
+
+/// The version the sandbox reports.
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": "v1.33.0-mirra-sandbox",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+/// Every resource in the sandbox supports every standard verb.
+fn verbs() -> Value {
+    json!([
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch"
+    ])
+}
+
+fn api_resource(res: &Resource) -> Vec<Value> {
+    let mut out = vec![json!({
+        "name": res.plural,
+        "singularName": res.singular,
+        "namespaced": res.namespaced,
+        "kind": res.kind,
+        "verbs": verbs(),
+        "shortNames": res.short_names,
+        "categories": res.categories,
+        "storageVersionHash": "",
+    })];
+    if res.status_subresource {
+        out.push(json!({
+            "name": format!("{}/status", res.plural),
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "kind": res.kind,
+            "verbs": ["get", "patch", "update"],
+        }));
+    }
+    out
+}
+
+/// `/api`.
+pub fn core_versions(server_addr: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_addr}],
+    })
+}
+
+/// `/api/v1` or `/apis/<group>/<version>`.
+pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Value {
+    let resources: Vec<Value> = reg
+        .all()
+        .filter(|r| r.group == group && r.version == version)
+        .flat_map(|r| api_resource(r))
+        .collect();
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
+}
+
+fn group_json(group: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    let preferred = vs.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": vs, "preferredVersion": preferred})
+}
+
+/// `/apis`.
+pub fn group_list(reg: &Registry) -> Value {
+    let groups: Vec<Value> = reg
+        .groups()
+        .into_iter()
+        .filter(|(g, _)| !g.is_empty())
+        .map(|(g, vs)| group_json(&g, &vs))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/<group>`.
+pub fn group(reg: &Registry, name: &str) -> Option<Value> {
+    reg.groups()
+        .into_iter()
+        .find(|(g, _)| g == name && !g.is_empty())
+        .map(|(g, vs)| {
+            let mut v = group_json(&g, &vs);
+            v["kind"] = json!("APIGroup");
+            v["apiVersion"] = json!("v1");
+            v
+        })
+}
+
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// `/openapi/v3`: where each group-version's document lives.
+pub fn openapi_v3_root(reg: &Registry) -> Value {
+    // The hash changes whenever the served kinds change, so clients do not
+    // keep a stale cached document (FNV-1a over the served resources).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for r in reg.all() {
+        for b in r.qualified().bytes().chain(r.version.bytes()) {
+            hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    let mut paths = serde_json::Map::new();
+    for (g, versions) in reg.groups() {
+        for v in versions {
+            let p = gv_path(&g, &v);
+            paths.insert(
+                p.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash:016X}")}),
+            );
+        }
+    }
+    json!({"paths": paths})
+}
+
+fn param(name: &str) -> Value {
+    json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}})
+}
+
+fn operation(res: &Resource, action: &str, write: bool) -> Value {
+    let mut params = vec![param("pretty")];
+    if write {
+        params.extend([
+            param("dryRun"),
+            param("fieldManager"),
+            param("fieldValidation"),
+        ]);
+    }
+    if action == "patch" {
+        params.push(json!({"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}));
+    }
+    json!({
+        "operationId": format!("{action}{}", res.kind),
+        "parameters": params,
+        "responses": {"200": {"description": "OK"}},
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": {"group": res.group, "version": res.version, "kind": res.kind},
+    })
+}
+
+/// `/openapi/v3/<api/v1 | apis/g/v>`: the operations of one group-version.
+pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Value> {
+    if !reg.serves(group, version) {
+        return None;
+    }
+    let mut paths = serde_json::Map::new();
+    for res in reg
+        .all()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let base = format!("/{}", gv_path(group, version));
+        let coll = if res.namespaced {
+            format!("{base}/namespaces/{{namespace}}/{}", res.plural)
+        } else {
+            format!("{base}/{}", res.plural)
+        };
+        paths.insert(
+            coll.clone(),
+            json!({
+                "get": operation(res, "list", false),
+                "post": operation(res, "post", true),
+                "delete": operation(res, "deletecollection", false),
+            }),
+        );
+        paths.insert(
+            format!("{coll}/{{name}}"),
+            json!({
+                "get": operation(res, "get", false),
+                "put": operation(res, "put", true),
+                "patch": operation(res, "patch", true),
+                "delete": operation(res, "delete", true),
+            }),
+        );
+        if res.status_subresource {
+            paths.insert(
+                format!("{coll}/{{name}}/status"),
+                json!({
+                    "get": operation(res, "get", false),
+                    "put": operation(res, "put", true),
+                    "patch": operation(res, "patch", true),
+                }),
+            );
+        }
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.33.0-mirra-sandbox"},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_lists_builtins() {
+        let reg = Registry::with_builtins();
+        let core = resource_list(&reg, "", "v1");
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"configmaps"));
+        assert!(names.contains(&"services/status"));
+        let groups = group_list(&reg);
+        assert!(
+            groups["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["name"] == "discovery.k8s.io")
+        );
+        assert!(group(&reg, "apps").is_some());
+        assert!(group(&reg, "nope").is_none());
+    }
+
+    #[test]
+    fn openapi_operations_carry_field_validation() {
+        let reg = Registry::with_builtins();
+        let doc = openapi_v3_doc(&reg, "", "v1").unwrap();
+        let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
+        assert_eq!(patch["x-kubernetes-action"], "patch");
+        assert_eq!(
+            patch["x-kubernetes-group-version-kind"]["kind"],
+            "ConfigMap"
+        );
+        assert!(
+            patch["parameters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "fieldValidation")
+        );
+        assert!(openapi_v3_doc(&reg, "nope", "v1").is_none());
+        let root = openapi_v3_root(&reg);
+        assert!(
+            root["paths"]["apis/apps/v1"]["serverRelativeURL"]
+                .as_str()
+                .unwrap()
+                .starts_with("/openapi/v3/apis/apps/v1?hash=")
+        );
+    }
+}

@@ -1,0 +1,642 @@
+//! The HTTP face of the sandbox: parses a request, counts it, applies
+//! injected faults, calls the store and writes the answer (JSON, a Table,
+//! or a stream of watch events).
+//!
+//! Everything protocol-shaped lives here (query parameters, content types,
+//! status codes); the store never sees HTTP.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::discovery;
+use crate::faults::Outcome;
+use crate::route::{ObjectRoute, Route, route};
+use crate::semantics;
+use crate::state::Shared;
+use crate::status::ApiError;
+use crate::store::{DeleteOptions, Deleted, Filter, PatchKind, WriteOptions, parse_rv};
+
+/// The largest request body the real API server accepts (3 MiB).
+pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// Query parameters, first value wins.
+#[derive(Debug, Default)]
+struct Query(BTreeMap<String, String>);
+
+impl Query {
+    fn parse(q: Option<&str>) -> Self {
+        let mut m = BTreeMap::new();
+        for (k, v) in form_urlencoded::parse(q.unwrap_or_default().as_bytes()) {
+            m.entry(k.into_owned()).or_insert_with(|| v.into_owned());
+        }
+        Query(m)
+    }
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+    fn flag(&self, k: &str) -> bool {
+        matches!(self.get(k), Some("true" | "1"))
+    }
+}
+
+fn json_response(code: StatusCode, body: Bytes) -> http::Response<Body> {
+    let mut r = http::Response::new(Body::from(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn value_response(code: StatusCode, v: &Value) -> http::Response<Body> {
+    json_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
+}
+
+/// A `Status` response for an error.
+pub fn error_response(e: &ApiError) -> http::Response<Body> {
+    let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = value_response(code, &e.to_status());
+    if let Some(s) = e.retry_after {
+        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    r
+}
+
+fn verb_of(method: &Method, o: &ObjectRoute, q: &Query) -> &'static str {
+    match (method.as_str(), o.name.is_some()) {
+        ("GET", true) => "get",
+        ("GET", false) if q.flag("watch") => "watch",
+        ("GET", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "unknown",
+    }
+}
+
+/// The default field manager, as the real server derives it from the user
+/// agent (`kubectl/v1.32 (linux/amd64)` -> `kubectl`).
+fn default_manager(headers: &HeaderMap) -> String {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("unknown")
+        .to_string()
+}
+
+fn wants_table(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| {
+            a.split(',')
+                .next()
+                .is_some_and(|first| first.contains("as=Table"))
+        })
+}
+
+/// Handles one request.
+pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Response<Body> {
+    let (parts, body) = req.into_parts();
+    let q = Query::parse(parts.uri.query());
+    let path = parts.uri.path().to_string();
+    let routed = {
+        let store = shared.store.lock().await;
+        route(&path, store.registry())
+    };
+    let routed = match routed {
+        Ok(r) => r,
+        Err(e) => {
+            shared.count(
+                &format!("{} {}", parts.method.as_str().to_lowercase(), path),
+                None,
+            );
+            return error_response(&e);
+        }
+    };
+    // Requests about the sandbox itself are neither counted nor faulted:
+    // they are the test's instruments, not traffic.
+    match &routed {
+        Route::Stats => return value_response(StatusCode::OK, &shared.stats_json()),
+        Route::Faults(action) => {
+            return crate::faults::handle(&shared, &parts.method, action.as_deref(), body).await;
+        }
+        _ => {}
+    }
+    let (key, namespace) = match &routed {
+        Route::Object(o) => {
+            let verb = verb_of(&parts.method, o, &q);
+            let mut key = format!("{verb} {}", o.res.qualified());
+            if let Some(sub) = &o.subresource {
+                key.push('/');
+                key.push_str(sub);
+            }
+            (key, o.namespace.clone())
+        }
+        _ => (format!("get {path}"), None),
+    };
+    shared.count(&key, namespace.as_deref());
+    match shared.faults.lock().await.decide(&key) {
+        Outcome::Pass { delay } => {
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
+            }
+        }
+        Outcome::Fail { delay, error } => {
+            if let Some(d) = delay {
+                tokio::time::sleep(d).await;
+            }
+            return error_response(&error);
+        }
+    }
+    let body = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => return error_response(&ApiError::too_large(MAX_BODY_BYTES)),
+    };
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1")
+        .to_string();
+    match routed {
+        Route::Version => value_response(StatusCode::OK, &discovery::version()),
+        Route::Health => {
+            let mut r = http::Response::new(Body::from("ok"));
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            r
+        }
+        Route::CoreVersions => value_response(StatusCode::OK, &discovery::core_versions(&host)),
+        Route::Groups => {
+            let store = shared.store.lock().await;
+            value_response(StatusCode::OK, &discovery::group_list(store.registry()))
+        }
+        Route::Group(g) => {
+            let store = shared.store.lock().await;
+            match discovery::group(store.registry(), &g) {
+                Some(v) => value_response(StatusCode::OK, &v),
+                None => error_response(&ApiError::no_route()),
+            }
+        }
+        Route::ResourceList(g, v) => {
+            let store = shared.store.lock().await;
+            if store.registry().serves(&g, &v) {
+                value_response(
+                    StatusCode::OK,
+                    &discovery::resource_list(store.registry(), &g, &v),
+                )
+            } else {
+                error_response(&ApiError::no_route())
+            }
+        }
+        Route::OpenApiV2 => error_response(&ApiError::no_route()),
+        Route::OpenApiV3 => {
+            let store = shared.store.lock().await;
+            value_response(
+                StatusCode::OK,
+                &discovery::openapi_v3_root(store.registry()),
+            )
+        }
+        Route::OpenApiV3Doc(g, v) => {
+            let store = shared.store.lock().await;
+            match discovery::openapi_v3_doc(store.registry(), &g, &v) {
+                Some(doc) => value_response(StatusCode::OK, &doc),
+                None => error_response(&ApiError::no_route()),
+            }
+        }
+        Route::Stats | Route::Faults(_) => error_response(&ApiError::no_route()),
+        Route::Object(o) => {
+            match object(shared, &parts.method, &parts.headers, &q, o, body).await {
+                Ok(r) => r,
+                Err(e) => error_response(&e),
+            }
+        }
+    }
+}
+
+fn filter_from(q: &Query, ns: Option<&str>) -> Result<Filter, ApiError> {
+    Ok(Filter {
+        namespace: ns.map(str::to_string),
+        labels: q
+            .get("labelSelector")
+            .filter(|s| !s.is_empty())
+            .map(semantics::parse_labels)
+            .transpose()?,
+        fields: q
+            .get("fieldSelector")
+            .filter(|s| !s.is_empty())
+            .map(semantics::parse_fields)
+            .transpose()?,
+    })
+}
+
+fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    if body.is_empty() {
+        return Err(ApiError::bad_request("the body of the request was empty"));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => Ok(v),
+        // kubectl and other clients may send YAML when asked to.
+        Err(json_err) => serde_yaml::from_slice::<Value>(body)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "couldn't get version/kind; json parse error: {json_err}"
+                ))
+            }),
+    }
+}
+
+fn dry_run(q: &Query) -> Result<bool, ApiError> {
+    match q.get("dryRun") {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Invalid dry run value: {other:?}: supported values: \"All\""
+        ))),
+    }
+}
+
+fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOptions, ApiError> {
+    if let Some(v) = q.get("fieldValidation") {
+        if !matches!(v, "" | "Ignore" | "Warn" | "Strict") {
+            return Err(ApiError::bad_request(format!(
+                "Invalid field validation directive: {v:?}: must be one of Ignore, Warn, Strict"
+            )));
+        }
+    }
+    Ok(WriteOptions {
+        dry_run: dry_run(q)?,
+        manager: q
+            .get("fieldManager")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(|| default_manager(headers)),
+        force: q.flag("force"),
+        status,
+    })
+}
+
+async fn object(
+    shared: Arc<Shared>,
+    method: &Method,
+    headers: &HeaderMap,
+    q: &Query,
+    o: ObjectRoute,
+    body: Bytes,
+) -> Result<http::Response<Body>, ApiError> {
+    let res = o.res.clone();
+    let status_sub = match o.subresource.as_deref() {
+        None => false,
+        Some("status") if res.status_subresource => true,
+        Some("finalize") if res.plural == "namespaces" && res.group.is_empty() => false,
+        Some(_) => return Err(ApiError::no_route()),
+    };
+    if res.namespaced && o.namespace.is_none() && o.name.is_some() {
+        return Err(ApiError::no_route());
+    }
+    let ns = o.namespace.clone().unwrap_or_default();
+    match (method.as_str(), o.name.as_deref()) {
+        ("GET", Some(name)) => {
+            let store = shared.store.lock().await;
+            let obj = store.get(&res, &ns, name)?;
+            if wants_table(headers) {
+                let v: Value = serde_json::from_slice(&obj).unwrap_or(Value::Null);
+                return Ok(value_response(
+                    StatusCode::OK,
+                    &crate::table::table(&res, &[v], store.revision(), None),
+                ));
+            }
+            Ok(json_response(StatusCode::OK, obj))
+        }
+        ("GET", None) if q.flag("watch") => watch(shared, headers, q, o).await,
+        ("GET", None) => {
+            let filter = filter_from(q, o.namespace.as_deref())?;
+            let limit = q.get("limit").filter(|s| !s.is_empty()).map(|l| {
+                l.parse::<usize>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))
+            });
+            let limit = limit.transpose()?;
+            if let Some(rv) = q.get("resourceVersion").filter(|s| !s.is_empty()) {
+                parse_rv(rv)?;
+            }
+            let store = shared.store.lock().await;
+            let page = store.list(&res, &filter, limit, q.get("continue"))?;
+            if wants_table(headers) {
+                let items: Vec<Value> = page
+                    .items
+                    .iter()
+                    .filter_map(|b| serde_json::from_slice(b).ok())
+                    .collect();
+                let t = crate::table::table(&res, &items, page.rv, page.continue_token.as_deref());
+                return Ok(value_response(StatusCode::OK, &t));
+            }
+            let mut out = BytesMut::with_capacity(
+                128 + page.items.iter().map(Bytes::len).sum::<usize>() + page.items.len(),
+            );
+            let mut meta = json!({"resourceVersion": page.rv.to_string()});
+            if let Some(c) = &page.continue_token {
+                meta["continue"] = json!(c);
+                meta["remainingItemCount"] = json!(page.remaining);
+            }
+            out.put_slice(
+                format!(
+                    "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+                    json!(res.list_kind),
+                    json!(res.api_version()),
+                    meta
+                )
+                .as_bytes(),
+            );
+            for (i, item) in page.items.iter().enumerate() {
+                if i > 0 {
+                    out.put_u8(b',');
+                }
+                out.put_slice(item);
+            }
+            out.put_slice(b"]}");
+            Ok(json_response(StatusCode::OK, out.freeze()))
+        }
+        ("POST", None) => {
+            if res.namespaced && o.namespace.is_none() {
+                return Err(ApiError::method_not_allowed("create", &res.plural));
+            }
+            let opts = write_options(q, headers, false)?;
+            let v = parse_body(&body)?;
+            let out = shared.store.lock().await.create(&res, &ns, v, &opts)?;
+            Ok(json_response(StatusCode::CREATED, out))
+        }
+        ("PUT", Some(name)) => {
+            let opts = write_options(q, headers, status_sub)?;
+            let v = parse_body(&body)?;
+            let out = shared
+                .store
+                .lock()
+                .await
+                .update(&res, &ns, name, v, &opts)?;
+            Ok(json_response(StatusCode::OK, out))
+        }
+        ("PATCH", Some(name)) => {
+            let opts = write_options(q, headers, status_sub)?;
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let kind = match ct.split(';').next().unwrap_or_default().trim() {
+                "application/merge-patch+json" => PatchKind::Merge,
+                "application/json-patch+json" => PatchKind::Json,
+                "application/strategic-merge-patch+json" => PatchKind::Strategic,
+                "application/apply-patch+yaml"
+                | "application/apply-patch+json"
+                | "application/apply-patch+cbor" => PatchKind::Apply,
+                other => return Err(ApiError::unsupported_media_type(other)),
+            };
+            if body.is_empty() {
+                return Err(ApiError::bad_request("the body of the request was empty"));
+            }
+            let mut store = shared.store.lock().await;
+            let existed = store.get(&res, &ns, name).is_ok();
+            let out = store.patch(&res, &ns, name, kind, &body, &opts)?;
+            drop(store);
+            let code = if existed {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            Ok(json_response(code, out))
+        }
+        ("DELETE", Some(name)) => {
+            let opts = delete_options(q, &body)?;
+            let out = shared.store.lock().await.delete(&res, &ns, name, &opts)?;
+            Ok(match out {
+                Deleted::Gone(status) => value_response(StatusCode::OK, &status),
+                Deleted::Pending(obj) => json_response(StatusCode::OK, obj),
+            })
+        }
+        ("DELETE", None) => {
+            let opts = delete_options(q, &body)?;
+            let filter = filter_from(q, o.namespace.as_deref())?;
+            let items = shared
+                .store
+                .lock()
+                .await
+                .delete_collection(&res, &filter, &opts)?;
+            let mut out = BytesMut::new();
+            out.put_slice(
+                format!(
+                    "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{}},\"items\":[",
+                    json!(res.list_kind),
+                    json!(res.api_version())
+                )
+                .as_bytes(),
+            );
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.put_u8(b',');
+                }
+                out.put_slice(item);
+            }
+            out.put_slice(b"]}");
+            Ok(json_response(StatusCode::OK, out.freeze()))
+        }
+        _ => Err(ApiError::method_not_allowed(method.as_str(), &res.plural)),
+    }
+}
+
+fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut opts = DeleteOptions {
+        dry_run: dry_run(q)?,
+        ..Default::default()
+    };
+    if !body.is_empty() {
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        if !v.is_object() {
+            return Err(ApiError::bad_request(
+                "invalid DeleteOptions: not an object",
+            ));
+        }
+        opts.uid = v
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        opts.resource_version = v
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if v.get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x == "All"))
+        {
+            opts.dry_run = true;
+        }
+    }
+    Ok(opts)
+}
+
+fn event_line(kind: &str, object: &[u8]) -> Bytes {
+    let mut b = BytesMut::with_capacity(object.len() + 32);
+    b.put_slice(b"{\"type\":\"");
+    b.put_slice(kind.as_bytes());
+    b.put_slice(b"\",\"object\":");
+    b.put_slice(object);
+    b.put_slice(b"}\n");
+    b.freeze()
+}
+
+fn bookmark(res: &crate::registry::Resource, rv: u64, initial_end: bool) -> Bytes {
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if initial_end {
+        meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+    }
+    let obj = json!({"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta});
+    event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+async fn watch(
+    shared: Arc<Shared>,
+    headers: &HeaderMap,
+    q: &Query,
+    o: ObjectRoute,
+) -> Result<http::Response<Body>, ApiError> {
+    let filter = filter_from(q, o.namespace.as_deref())?;
+    let res = o.res.clone();
+    let send_initial = q.flag("sendInitialEvents");
+    let rv = match q
+        .get("resourceVersion")
+        .filter(|s| !s.is_empty() && *s != "0")
+    {
+        Some(s) if !send_initial => Some(parse_rv(s)?),
+        _ => None,
+    };
+    let bookmarks = q.flag("allowWatchBookmarks");
+    let timeout = q
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        // The real server caps watches at its --min-request-timeout range;
+        // 30 minutes keeps forgotten watches from living forever.
+        .unwrap_or(Duration::from_secs(1800));
+    let table = wants_table(headers);
+    let start = {
+        let store = shared.store.lock().await;
+        store.watch(&res, &filter, rv)
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Bytes, std::io::Error>>(256);
+    let mut closed = shared.watch_closer.subscribe();
+    let bookmark_every = shared.config.bookmark_interval;
+    shared.watch_opened();
+    let guard_shared = shared.clone();
+    match start {
+        Err(e) if e.code == 410 => {
+            // A too-old revision is reported inside the stream, as the
+            // real server does, so clients re-list.
+            let line = event_line(
+                "ERROR",
+                &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
+            );
+            let _ = tx.send(Ok(line)).await;
+            shared.watch_closed();
+        }
+        Err(e) => {
+            shared.watch_closed();
+            return Err(e);
+        }
+        Ok(mut start) => {
+            tokio::spawn(async move {
+                let _guard = WatchGuard(guard_shared);
+                let render = |kind: &str, obj: &Bytes| -> Bytes {
+                    if table {
+                        let v: Value = serde_json::from_slice(obj).unwrap_or(Value::Null);
+                        let t = crate::table::table(&res, &[v], 0, None);
+                        event_line(kind, &serde_json::to_vec(&t).unwrap_or_default())
+                    } else {
+                        event_line(kind, obj)
+                    }
+                };
+                let mut last = start.rv;
+                let mut max_sent = 0u64;
+                for e in &start.initial {
+                    max_sent = max_sent.max(e.rv);
+                    if tx
+                        .send(Ok(render(e.kind.as_str(), &e.object)))
+                        .await
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                if send_initial && bookmarks {
+                    if tx.send(Ok(bookmark(&res, last, true))).await.is_err() {
+                        return;
+                    }
+                }
+                let deadline = tokio::time::sleep(timeout);
+                tokio::pin!(deadline);
+                let mut ticker = tokio::time::interval(bookmark_every);
+                ticker.reset();
+                loop {
+                    tokio::select! {
+                        _ = &mut deadline => return,
+                        _ = closed.changed() => return,
+                        _ = ticker.tick(), if bookmarks => {
+                            if tx.send(Ok(bookmark(&res, last, false))).await.is_err() {
+                                return;
+                            }
+                        }
+                        ev = start.rx.recv() => match ev {
+                            Ok(e) => {
+                                last = last.max(e.rv);
+                                // Events already replayed from history are skipped.
+                                if e.rv <= max_sent || *e.resource != *res.qualified() || !filter.matches_event(&e) {
+                                    continue;
+                                }
+                                if tx.send(Ok(render(e.kind.as_str(), &e.object))).await.is_err() {
+                                    return;
+                                }
+                            }
+                            // A watcher that fell behind is cut off; it
+                            // resumes from its last revision.
+                            Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => return,
+                        }
+                    }
+                }
+            });
+        }
+    }
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let mut r = http::Response::new(Body::from_stream(stream));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    Ok(r)
+}
+
+struct WatchGuard(Arc<Shared>);
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        self.0.watch_closed();
+    }
+}

@@ -1,0 +1,589 @@
+//! Per-kind rules the real API server applies on writes: defaulting,
+//! allocation (Service cluster IPs and node ports) and validation of names
+//! and immutable fields.
+//!
+//! These functions change the object in place or return field causes for a
+//! 422 Invalid; they never touch the store, so they can be tested alone.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::registry::{NameRule, Resource, Special};
+use crate::status::Cause;
+
+/// The first address the Service cluster-IP allocator hands out
+/// (10.96.0.0/12 is kubeadm's default service range).
+const SERVICE_RANGE_BASE: u32 = u32::from_be_bytes([10, 96, 0, 0]);
+/// Size of the /12 service range.
+const SERVICE_RANGE_SIZE: u32 = 1 << 20;
+/// The default NodePort range, 30000-32767, as the real server uses.
+const NODE_PORT_MIN: u16 = 30000;
+const NODE_PORT_MAX: u16 = 32767;
+
+/// Allocators for Service cluster IPs and node ports.
+#[derive(Debug, Default)]
+pub struct Allocators {
+    next_ip: u32,
+    used_ips: BTreeSet<String>,
+    used_ports: BTreeSet<u16>,
+}
+
+impl Allocators {
+    fn alloc_ip(&mut self) -> Option<String> {
+        // .0 is the network address and .1 is the `kubernetes` Service's
+        // address on a real cluster; start after them.
+        for _ in 0..SERVICE_RANGE_SIZE {
+            self.next_ip = (self.next_ip % (SERVICE_RANGE_SIZE - 2)) + 1;
+            let ip = std::net::Ipv4Addr::from(SERVICE_RANGE_BASE + self.next_ip + 1).to_string();
+            if self.used_ips.insert(ip.clone()) {
+                return Some(ip);
+            }
+        }
+        None
+    }
+
+    fn alloc_port(&mut self) -> Option<u16> {
+        let p = (NODE_PORT_MIN..=NODE_PORT_MAX).find(|p| !self.used_ports.contains(p))?;
+        self.used_ports.insert(p);
+        Some(p)
+    }
+
+    /// Returns a deleted Service's addresses and ports to the pools.
+    pub fn release(&mut self, svc: &Value) {
+        if let Some(ip) = svc.pointer("/spec/clusterIP").and_then(Value::as_str) {
+            self.used_ips.remove(ip);
+        }
+        for p in node_ports(svc) {
+            self.used_ports.remove(&p);
+        }
+    }
+}
+
+fn node_ports(svc: &Value) -> Vec<u16> {
+    svc.pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .map(|ports| {
+            ports
+                .iter()
+                .filter_map(|p| p.get("nodePort").and_then(Value::as_u64))
+                .filter_map(|p| u16::try_from(p).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn cause(reason: &str, field: &str, message: String) -> Cause {
+    Cause {
+        reason: reason.into(),
+        field: field.into(),
+        message,
+    }
+}
+
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+fn is_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_label)
+}
+
+/// Validates `metadata.name` by the kind's rule.
+pub fn validate_name(rule: NameRule, name: &str) -> Result<(), Cause> {
+    let invalid = |msg: &str| {
+        Err(cause(
+            "FieldValueInvalid",
+            "metadata.name",
+            format!("Invalid value: {name:?}: {msg}"),
+        ))
+    };
+    match rule {
+        NameRule::Label if !is_label(name) => {
+            if name.len() > 63 {
+                invalid("must be no more than 63 characters")
+            } else {
+                invalid(DNS1123_LABEL_MSG)
+            }
+        }
+        NameRule::Subdomain if !is_subdomain(name) => {
+            if name.len() > 253 {
+                invalid("must be no more than 253 characters")
+            } else {
+                invalid(DNS1123_SUBDOMAIN_MSG)
+            }
+        }
+        NameRule::PathSegment if name == "." || name == ".." => {
+            invalid(&format!("may not be '{name}'"))
+        }
+        NameRule::PathSegment if name.contains('/') || name.contains('%') => {
+            invalid("may not contain '/' or '%'")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Defaults and validates an object about to be created. `obj` has its
+/// metadata already set.
+pub fn on_create(
+    res: &Resource,
+    obj: &mut Value,
+    alloc: &mut Allocators,
+) -> Result<(), Vec<Cause>> {
+    match res.special {
+        Special::Namespace => {
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let labels = ensure_object(obj, &["metadata", "labels"]);
+            labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+            let spec = ensure_object(obj, &["spec"]);
+            spec.insert("finalizers".into(), json!(["kubernetes"]));
+            obj["status"] = json!({"phase": "Active"});
+            Ok(())
+        }
+        Special::Service => service_create(obj, alloc),
+        Special::Secret => {
+            if obj.get("type").is_none_or(Value::is_null) {
+                obj["type"] = json!("Opaque");
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Checks an update against the old object: immutable fields, Service
+/// allocations carried over, namespace labels kept.
+pub fn on_update(res: &Resource, old: &Value, new: &mut Value) -> Result<(), Vec<Cause>> {
+    match res.special {
+        Special::ConfigMap | Special::Secret => {
+            let mut causes = Vec::new();
+            if res.special == Special::Secret {
+                if new.get("type").is_none_or(Value::is_null) {
+                    new["type"] = old.get("type").cloned().unwrap_or(json!("Opaque"));
+                }
+                if new.get("type") != old.get("type") {
+                    causes.push(cause(
+                        "FieldValueInvalid",
+                        "type",
+                        format!("Invalid value: {}: field is immutable", new["type"]),
+                    ));
+                }
+            }
+            if old.get("immutable").and_then(Value::as_bool) == Some(true) {
+                for field in ["data", "binaryData", "stringData"] {
+                    if res.special == Special::ConfigMap && field == "stringData" {
+                        continue;
+                    }
+                    if new.get(field) != old.get(field) {
+                        causes.push(cause(
+                            "FieldValueForbidden",
+                            field,
+                            "Forbidden: field is immutable when `immutable` is set".into(),
+                        ));
+                    }
+                }
+                if new.get("immutable").and_then(Value::as_bool) != Some(true) {
+                    causes.push(cause(
+                        "FieldValueForbidden",
+                        "immutable",
+                        "Forbidden: field is immutable when `immutable` is set".into(),
+                    ));
+                }
+            }
+            if causes.is_empty() {
+                Ok(())
+            } else {
+                Err(causes)
+            }
+        }
+        Special::Service => service_update(old, new),
+        Special::Namespace => {
+            // The name label is enforced by the server.
+            let name = old
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let labels = ensure_object(new, &["metadata", "labels"]);
+            labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+            if new.pointer("/spec/finalizers").is_none() {
+                if let Some(f) = old.pointer("/spec/finalizers") {
+                    ensure_object(new, &["spec"]).insert("finalizers".into(), f.clone());
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn ensure_object<'a>(v: &'a mut Value, path: &[&str]) -> &'a mut serde_json::Map<String, Value> {
+    let mut cur = v;
+    for key in path {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let map = match cur {
+            Value::Object(m) => m,
+            _ => unreachable!("replaced by an object just above"),
+        };
+        let entry = map.entry(key.to_string()).or_insert_with(|| json!({}));
+        if !entry.is_object() {
+            *entry = json!({});
+        }
+        cur = entry;
+    }
+    match cur {
+        Value::Object(m) => m,
+        _ => unreachable!("ensured to be an object in the loop"),
+    }
+}
+
+fn service_type(obj: &Value) -> String {
+    obj.pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP")
+        .to_string()
+}
+
+fn service_defaults(obj: &mut Value) -> Result<(), Vec<Cause>> {
+    let ty = service_type(obj);
+    if !matches!(
+        ty.as_str(),
+        "ClusterIP" | "NodePort" | "LoadBalancer" | "ExternalName"
+    ) {
+        return Err(vec![cause(
+            "FieldValueNotSupported",
+            "spec.type",
+            format!(
+                "Unsupported value: {ty:?}: supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\""
+            ),
+        )]);
+    }
+    let spec = ensure_object(obj, &["spec"]);
+    spec.insert("type".into(), json!(ty));
+    spec.entry("sessionAffinity").or_insert(json!("None"));
+    if ty != "ExternalName" {
+        spec.entry("internalTrafficPolicy")
+            .or_insert(json!("Cluster"));
+    }
+    if ty == "NodePort" || ty == "LoadBalancer" {
+        spec.entry("externalTrafficPolicy")
+            .or_insert(json!("Cluster"));
+    }
+    let mut causes = Vec::new();
+    if let Some(Value::Array(ports)) = spec.get_mut("ports") {
+        for (i, p) in ports.iter_mut().enumerate() {
+            let Some(port) = p.get("port").and_then(Value::as_u64) else {
+                causes.push(cause(
+                    "FieldValueRequired",
+                    &format!("spec.ports[{i}].port"),
+                    "Required value".into(),
+                ));
+                continue;
+            };
+            if port == 0 || port > 65535 {
+                causes.push(cause(
+                    "FieldValueInvalid",
+                    &format!("spec.ports[{i}].port"),
+                    format!("Invalid value: {port}: must be between 1 and 65535, inclusive"),
+                ));
+            }
+            if let Value::Object(m) = p {
+                m.entry("protocol").or_insert(json!("TCP"));
+                if ty != "ExternalName" {
+                    m.entry("targetPort").or_insert(json!(port));
+                }
+            }
+        }
+        if ports.len() > 1 {
+            for (i, p) in ports.iter().enumerate() {
+                if p.get("name")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    causes.push(cause(
+                        "FieldValueRequired",
+                        &format!("spec.ports[{i}].name"),
+                        "Required value".into(),
+                    ));
+                }
+            }
+        }
+    } else if ty != "ExternalName" && spec.get("clusterIP").and_then(Value::as_str) != Some("None")
+    {
+        causes.push(cause(
+            "FieldValueRequired",
+            "spec.ports",
+            "Required value".into(),
+        ));
+    }
+    if ty == "ExternalName"
+        && spec
+            .get("externalName")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        causes.push(cause(
+            "FieldValueRequired",
+            "spec.externalName",
+            "Required value".into(),
+        ));
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(causes)
+    }
+}
+
+fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cause>> {
+    service_defaults(obj)?;
+    let ty = service_type(obj);
+    let requested = obj
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if ty != "ExternalName" {
+        let ip = if requested.is_empty() {
+            alloc.alloc_ip().ok_or_else(|| {
+                vec![cause(
+                    "FieldValueInvalid",
+                    "spec.clusterIPs",
+                    "Internal error: range is full".into(),
+                )]
+            })?
+        } else if requested == "None" {
+            requested
+        } else {
+            if requested.parse::<std::net::Ipv4Addr>().is_err() {
+                return Err(vec![cause(
+                    "FieldValueInvalid",
+                    "spec.clusterIPs[0]",
+                    format!("Invalid value: {requested:?}: must be a valid IP address"),
+                )]);
+            }
+            if !alloc.used_ips.insert(requested.clone()) {
+                return Err(vec![cause(
+                    "FieldValueInvalid",
+                    "spec.clusterIPs",
+                    format!(
+                        "Invalid value: []string{{{requested:?}}}: failed to allocate IP {requested}: provided IP is already allocated"
+                    ),
+                )]);
+            }
+            requested
+        };
+        let spec = ensure_object(obj, &["spec"]);
+        spec.insert("clusterIP".into(), json!(ip));
+        spec.insert("clusterIPs".into(), json!([ip]));
+        spec.insert("ipFamilies".into(), json!(["IPv4"]));
+        spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
+    }
+    if ty == "NodePort" || ty == "LoadBalancer" {
+        if let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports") {
+            for p in ports.iter_mut() {
+                if p.get("nodePort").and_then(Value::as_u64).is_none() {
+                    let port = alloc.alloc_port().ok_or_else(|| {
+                        vec![cause(
+                            "FieldValueInvalid",
+                            "spec.ports",
+                            "Internal error: node port range is full".into(),
+                        )]
+                    })?;
+                    p["nodePort"] = json!(port);
+                } else if let Some(n) = p
+                    .get("nodePort")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u16::try_from(n).ok())
+                {
+                    alloc.used_ports.insert(n);
+                }
+            }
+        }
+    }
+    if ty == "LoadBalancer" {
+        obj["status"] = json!({"loadBalancer": {}});
+    }
+    Ok(())
+}
+
+fn service_update(old: &Value, new: &mut Value) -> Result<(), Vec<Cause>> {
+    service_defaults(new)?;
+    // Allocated values are carried over when an update leaves them empty,
+    // as the real server does.
+    let old_ip = old
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let new_ip = new
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if service_type(new) != "ExternalName" {
+        if new_ip.is_empty() && !old_ip.is_empty() {
+            let spec = ensure_object(new, &["spec"]);
+            spec.insert("clusterIP".into(), json!(old_ip));
+            if let Some(ips) = old.pointer("/spec/clusterIPs") {
+                spec.insert("clusterIPs".into(), ips.clone());
+            }
+            for f in ["ipFamilies", "ipFamilyPolicy"] {
+                if let Some(v) = old.pointer(&format!("/spec/{f}")) {
+                    spec.entry(f).or_insert(v.clone());
+                }
+            }
+        } else if !old_ip.is_empty() && new_ip != old_ip {
+            return Err(vec![cause(
+                "FieldValueInvalid",
+                "spec.clusterIPs[0]",
+                format!("Invalid value: []string{{{new_ip:?}}}: may not change once set"),
+            )]);
+        }
+    }
+    // Node ports carried over by port number.
+    let old_ports = old
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(Value::Array(ports)) = new.pointer_mut("/spec/ports") {
+        for p in ports.iter_mut() {
+            if p.get("nodePort").is_none() {
+                if let Some(op) = old_ports.iter().find(|op| op.get("port") == p.get("port")) {
+                    if let Some(np) = op.get("nodePort") {
+                        p["nodePort"] = np.clone();
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn res(plural: &str) -> Resource {
+        let r = Registry::with_builtins();
+        let found = r
+            .all()
+            .find(|x| x.plural == plural && x.group.is_empty())
+            .unwrap();
+        (**found).clone()
+    }
+
+    #[test]
+    fn names_follow_the_kind_rule() {
+        assert!(validate_name(NameRule::Label, "my-ns").is_ok());
+        assert!(validate_name(NameRule::Label, "my.ns").is_err());
+        assert!(validate_name(NameRule::Subdomain, "my.cm").is_ok());
+        assert!(validate_name(NameRule::Subdomain, "My").is_err());
+        assert!(validate_name(NameRule::Subdomain, "-a").is_err());
+        assert!(validate_name(NameRule::Subdomain, "").is_err());
+        assert!(validate_name(NameRule::Label, &"a".repeat(64)).is_err());
+        assert!(validate_name(NameRule::PathSegment, "system:admin").is_ok());
+        assert!(validate_name(NameRule::PathSegment, "a/b").is_err());
+        let e = validate_name(NameRule::Subdomain, "Bad_Name").unwrap_err();
+        assert_eq!(e.field, "metadata.name");
+        assert!(
+            e.message
+                .starts_with("Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain")
+        );
+    }
+
+    #[test]
+    fn services_are_defaulted_and_allocated() {
+        let mut alloc = Allocators::default();
+        let mut svc = json!({"metadata": {"name": "a"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+        on_create(&res("services"), &mut svc, &mut alloc).unwrap();
+        assert_eq!(svc["spec"]["clusterIP"], "10.96.0.2");
+        assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
+        assert_eq!(svc["spec"]["ports"][0]["targetPort"], 80);
+        assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30000);
+        let mut b = json!({"spec": {"ports": [{"port": 80}]}});
+        on_create(&res("services"), &mut b, &mut alloc).unwrap();
+        assert_eq!(b["spec"]["type"], "ClusterIP");
+        assert_eq!(b["spec"]["clusterIP"], "10.96.0.3");
+        assert!(b["spec"]["ports"][0].get("nodePort").is_none());
+    }
+
+    #[test]
+    fn cluster_ip_is_immutable_but_carried_over() {
+        let mut alloc = Allocators::default();
+        let mut svc = json!({"spec": {"ports": [{"port": 80}]}});
+        on_create(&res("services"), &mut svc, &mut alloc).unwrap();
+        let mut same = json!({"spec": {"ports": [{"port": 81}]}});
+        on_update(&res("services"), &svc, &mut same).unwrap();
+        assert_eq!(same["spec"]["clusterIP"], svc["spec"]["clusterIP"]);
+        let mut changed = json!({"spec": {"clusterIP": "10.96.9.9", "ports": [{"port": 81}]}});
+        let causes = on_update(&res("services"), &svc, &mut changed).unwrap_err();
+        assert_eq!(causes[0].field, "spec.clusterIPs[0]");
+    }
+
+    #[test]
+    fn bad_services_are_invalid() {
+        let mut alloc = Allocators::default();
+        for bad in [
+            json!({"spec": {"type": "Weird", "ports": [{"port": 1}]}}),
+            json!({"spec": {"ports": [{"port": 0}]}}),
+            json!({"spec": {"ports": [{"name": "a"}]}}),
+            json!({"spec": {}}),
+            json!({"spec": {"type": "ExternalName"}}),
+            json!({"spec": {"ports": [{"port": 1}, {"port": 2}]}}),
+            json!({"spec": {"clusterIP": "nope", "ports": [{"port": 1}]}}),
+        ] {
+            let mut b = bad.clone();
+            assert!(
+                on_create(&res("services"), &mut b, &mut alloc).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn immutable_configmaps_and_secret_type() {
+        let old = json!({"immutable": true, "data": {"a": "1"}});
+        let mut new = json!({"immutable": true, "data": {"a": "2"}});
+        assert!(on_update(&res("configmaps"), &old, &mut new).is_err());
+        let mut same =
+            json!({"immutable": true, "data": {"a": "1"}, "metadata": {"labels": {"x": "y"}}});
+        assert!(on_update(&res("configmaps"), &old, &mut same).is_ok());
+        let old = json!({"type": "Opaque"});
+        let mut new = json!({"type": "kubernetes.io/tls"});
+        assert_eq!(
+            on_update(&res("secrets"), &old, &mut new).unwrap_err()[0].field,
+            "type"
+        );
+    }
+
+    #[test]
+    fn namespaces_get_phase_and_name_label() {
+        let mut alloc = Allocators::default();
+        let mut ns = json!({"metadata": {"name": "team-a"}});
+        on_create(&res("namespaces"), &mut ns, &mut alloc).unwrap();
+        assert_eq!(ns["status"]["phase"], "Active");
+        assert_eq!(
+            ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            "team-a"
+        );
+        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    }
+}

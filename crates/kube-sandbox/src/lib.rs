@@ -1,0 +1,204 @@
+//! kube-sandbox: an in-process Kubernetes API server for mirra's tests,
+//! benchmarks and `mirra dev`.
+//!
+//! It speaks the real Kubernetes HTTP API (discovery, CRUD, patches,
+//! server-side apply, watches with bookmarks and 410 Gone, pagination,
+//! selectors, status subresources, finalizers, namespace lifecycle) well
+//! enough that kubectl, the official Python client and kube-rs work against
+//! it unchanged. It counts every request by verb and resource
+//! ([`Sandbox::stats`], `GET /sandbox/stats`) and injects faults
+//! ([`Sandbox::inject`], `POST /sandbox/faults`).
+//!
+//! ```text
+//! HTTP request -> route (path -> resource) -> count -> faults
+//!              -> store (one lock: validate, write, revision, event)
+//!              -> JSON / Table / watch stream (broadcast of events)
+//! ```
+//!
+//! What it must not do: run controllers (no Deployment rollouts, no
+//! EndpointSlice controller, no garbage collection by owner references),
+//! authenticate or authorize, or persist anything. Those are out of scope;
+//! tests create the objects controllers would.
+
+mod discovery;
+mod faults;
+mod http;
+mod kinds;
+mod registry;
+mod route;
+mod semantics;
+mod state;
+mod status;
+mod store;
+mod table;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use faults::{FaultError, FaultRule};
+pub use state::Stats;
+pub use status::ApiError;
+pub use store::StoreConfig;
+
+/// Sandbox configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Store tuning (history window, broadcast capacity).
+    pub store: StoreConfig,
+    /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            store: StoreConfig::default(),
+            // Real servers send bookmarks about once a minute; a shorter
+            // interval lets tests observe them without waiting.
+            bookmark_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Serves the API on a bound listener until `shutdown` resolves.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let shared = Arc::new(state::Shared::new(config));
+    serve_shared(listener, shared, shutdown).await
+}
+
+async fn serve_shared(
+    listener: tokio::net::TcpListener,
+    shared: Arc<state::Shared>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let closer = shared.clone();
+    let app = axum::Router::new().fallback(move |req: ::http::Request<axum::body::Body>| {
+        let shared = shared.clone();
+        async move { http::handle(shared, req).await }
+    });
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // Open watches would hold graceful shutdown forever.
+            closer.close_watches();
+        })
+        .await
+}
+
+/// A running sandbox on a loopback port. Dropping it stops the server.
+pub struct Sandbox {
+    addr: SocketAddr,
+    shared: Arc<state::Shared>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Sandbox {
+    /// Starts a sandbox on `127.0.0.1:0`.
+    pub async fn start(config: Config) -> std::io::Result<Sandbox> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on(listener, config)
+    }
+
+    /// Starts a sandbox on a bound listener.
+    pub fn start_on(listener: tokio::net::TcpListener, config: Config) -> std::io::Result<Sandbox> {
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(state::Shared::new(config));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(serve_shared(listener, shared.clone(), async move {
+            let _ = rx.await;
+        }));
+        Ok(Sandbox {
+            addr,
+            shared,
+            stop: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kubeconfig document pointing at this sandbox.
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig(&self.url())
+    }
+
+    /// Request counters so far.
+    pub fn stats(&self) -> Stats {
+        self.shared.stats()
+    }
+
+    /// Zeroes the request counters.
+    pub fn reset_stats(&self) {
+        self.shared.reset_stats()
+    }
+
+    /// Adds a fault rule.
+    pub async fn inject(&self, rule: FaultRule) -> Result<(), FaultError> {
+        self.shared.faults.lock().await.add(rule)
+    }
+
+    /// Removes every fault rule.
+    pub async fn clear_faults(&self) {
+        self.shared.faults.lock().await.clear()
+    }
+
+    /// Ends every open watch.
+    pub fn close_watches(&self) {
+        self.shared.close_watches()
+    }
+
+    /// Drops the event history: resuming from an older revision gets 410.
+    pub async fn compact(&self) {
+        self.shared.store.lock().await.compact()
+    }
+
+    /// The current cluster revision.
+    pub async fn revision(&self) -> u64 {
+        self.shared.store.lock().await.revision()
+    }
+
+    /// Number of stored objects and the bytes of their serialized form.
+    pub async fn size(&self) -> (usize, usize) {
+        self.shared.store.lock().await.size()
+    }
+
+    /// Stops the server and waits for it.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// A kubeconfig with one cluster, user and context named `mirra-sandbox`.
+pub fn kubeconfig(url: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mirra-sandbox\n  cluster:\n    server: {url}\nusers:\n- name: mirra-sandbox\n  user: {{}}\ncontexts:\n- name: mirra-sandbox\n  context:\n    cluster: mirra-sandbox\n    user: mirra-sandbox\n    namespace: default\ncurrent-context: mirra-sandbox\npreferences: {{}}\n"
+    )
+}

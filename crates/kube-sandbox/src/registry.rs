@@ -1,0 +1,661 @@
+//! The kinds the sandbox serves: built-in resources and those added by
+//! CustomResourceDefinitions.
+//!
+//! A [`Resource`] describes one REST resource (group, version, plural, kind,
+//! scope, subresources) and the per-kind behaviour the store applies to it.
+//! The registry answers discovery and routes URLs; it holds no objects.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// How a kind's names are validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS-1123 subdomain (most kinds).
+    Subdomain,
+    /// DNS-1123 label (Namespace, Service).
+    Label,
+    /// Path segment name only (RBAC kinds allow `:` and more).
+    PathSegment,
+}
+
+/// Kind-specific behaviour the store applies on writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Special {
+    /// No special handling.
+    None,
+    /// Namespaces: phase, finalizers, the `kubernetes.io/metadata.name` label.
+    Namespace,
+    /// Services: defaulting, clusterIP and nodePort allocation, immutability.
+    Service,
+    /// ConfigMaps: `immutable`.
+    ConfigMap,
+    /// Secrets: `immutable`, immutable `type`.
+    Secret,
+    /// CustomResourceDefinitions: serve the resources they define.
+    Crd,
+}
+
+/// One REST resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resource {
+    /// API group, empty for core.
+    pub group: String,
+    /// Version served (one per resource in this sandbox).
+    pub version: String,
+    /// Plural resource name used in URLs.
+    pub plural: String,
+    /// Singular name (for discovery).
+    pub singular: String,
+    /// Kind.
+    pub kind: String,
+    /// `ListKind`.
+    pub list_kind: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Short names for kubectl (`cm`, `svc`, ...).
+    pub short_names: Vec<String>,
+    /// Whether `/status` is a separate subresource (status ignored on main
+    /// writes, everything but status ignored on status writes).
+    pub status_subresource: bool,
+    /// Whether `metadata.generation` is tracked (bumped on spec changes).
+    pub tracks_generation: bool,
+    /// Name validation rule.
+    pub name_rule: NameRule,
+    /// Special write behaviour.
+    pub special: Special,
+    /// Whether strategic merge patch is accepted (not for custom resources).
+    pub strategic_merge: bool,
+    /// Additional printer columns (CRDs), as `(name, type, jsonPath)`.
+    pub printer_columns: Vec<(String, String, String)>,
+    /// Categories (`all`).
+    pub categories: Vec<String>,
+}
+
+impl Resource {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The key used in stats and stores: `configmaps` or
+    /// `deployments.apps`.
+    pub fn qualified(&self) -> String {
+        crate::status::qualified(&self.group, &self.plural)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn builtin(
+    group: &str,
+    version: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    short: &[&str],
+    status: bool,
+    generation: bool,
+    name_rule: NameRule,
+    special: Special,
+) -> Resource {
+    Resource {
+        group: group.into(),
+        version: version.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        status_subresource: status,
+        tracks_generation: generation,
+        name_rule,
+        special,
+        strategic_merge: true,
+        printer_columns: Vec::new(),
+        categories: Vec::new(),
+    }
+}
+
+/// The built-in resources, in discovery order.
+pub fn builtins() -> Vec<Resource> {
+    use NameRule::*;
+    use Special as S;
+    let mut v = vec![
+        builtin(
+            "",
+            "v1",
+            "namespaces",
+            "Namespace",
+            false,
+            &["ns"],
+            true,
+            false,
+            Label,
+            S::Namespace,
+        ),
+        builtin(
+            "",
+            "v1",
+            "configmaps",
+            "ConfigMap",
+            true,
+            &["cm"],
+            false,
+            false,
+            Subdomain,
+            S::ConfigMap,
+        ),
+        builtin(
+            "",
+            "v1",
+            "secrets",
+            "Secret",
+            true,
+            &[],
+            false,
+            false,
+            Subdomain,
+            S::Secret,
+        ),
+        builtin(
+            "",
+            "v1",
+            "services",
+            "Service",
+            true,
+            &["svc"],
+            true,
+            false,
+            Label,
+            S::Service,
+        ),
+        builtin(
+            "",
+            "v1",
+            "endpoints",
+            "Endpoints",
+            true,
+            &["ep"],
+            false,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "",
+            "v1",
+            "nodes",
+            "Node",
+            false,
+            &["no"],
+            true,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "",
+            "v1",
+            "serviceaccounts",
+            "ServiceAccount",
+            true,
+            &["sa"],
+            false,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "",
+            "v1",
+            "events",
+            "Event",
+            true,
+            &["ev"],
+            false,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "discovery.k8s.io",
+            "v1",
+            "endpointslices",
+            "EndpointSlice",
+            true,
+            &[],
+            false,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            true,
+            &["ev"],
+            false,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "coordination.k8s.io",
+            "v1",
+            "leases",
+            "Lease",
+            true,
+            &[],
+            false,
+            false,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "networking.k8s.io",
+            "v1",
+            "ingresses",
+            "Ingress",
+            true,
+            &["ing"],
+            true,
+            true,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "networking.k8s.io",
+            "v1",
+            "networkpolicies",
+            "NetworkPolicy",
+            true,
+            &["netpol"],
+            false,
+            true,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "roles",
+            "Role",
+            true,
+            &[],
+            false,
+            false,
+            PathSegment,
+            S::None,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+            true,
+            &[],
+            false,
+            false,
+            PathSegment,
+            S::None,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+            false,
+            &[],
+            false,
+            false,
+            PathSegment,
+            S::None,
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+            false,
+            &[],
+            false,
+            false,
+            PathSegment,
+            S::None,
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "deployments",
+            "Deployment",
+            true,
+            &["deploy"],
+            true,
+            true,
+            Subdomain,
+            S::None,
+        ),
+        builtin(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+            &["crd", "crds"],
+            true,
+            false,
+            Subdomain,
+            S::Crd,
+        ),
+    ];
+    for r in &mut v {
+        // The `all` category, as kubectl expands it for these kinds.
+        if matches!(r.plural.as_str(), "services" | "deployments") {
+            r.categories = vec!["all".into()];
+        }
+    }
+    v
+}
+
+/// Errors in a CustomResourceDefinition that stop it from being served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CrdError {
+    /// A required field is missing or has the wrong type.
+    #[error("{0}: Required value")]
+    Missing(&'static str),
+    /// `metadata.name` must be `<plural>.<group>`.
+    #[error("metadata.name: Invalid value: {0:?}: must be spec.names.plural+\".\"+spec.group")]
+    Name(String),
+    /// `spec.scope` must be Namespaced or Cluster.
+    #[error("spec.scope: Unsupported value: {0:?}: supported values: \"Cluster\", \"Namespaced\"")]
+    Scope(String),
+    /// No version is served.
+    #[error(
+        "spec.versions: Invalid value: must have exactly one version marked as storage version"
+    )]
+    Versions,
+}
+
+impl CrdError {
+    /// The field path for the `Status` cause.
+    pub fn field(&self) -> &'static str {
+        match self {
+            CrdError::Missing(f) => f,
+            CrdError::Name(_) => "metadata.name",
+            CrdError::Scope(_) => "spec.scope",
+            CrdError::Versions => "spec.versions",
+        }
+    }
+}
+
+/// Reads the resource a CRD defines (the storage version; a CRD serving
+/// several versions is served at its storage version only).
+pub fn resource_from_crd(crd: &Value) -> Result<Resource, CrdError> {
+    let spec = crd.get("spec").ok_or(CrdError::Missing("spec"))?;
+    let group = spec
+        .get("group")
+        .and_then(Value::as_str)
+        .ok_or(CrdError::Missing("spec.group"))?;
+    let names = spec.get("names").ok_or(CrdError::Missing("spec.names"))?;
+    let plural = names
+        .get("plural")
+        .and_then(Value::as_str)
+        .ok_or(CrdError::Missing("spec.names.plural"))?;
+    let kind = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or(CrdError::Missing("spec.names.kind"))?;
+    let singular = names
+        .get("singular")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_lowercase());
+    let list_kind = names
+        .get("listKind")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{kind}List"));
+    let short_names = str_list(names.get("shortNames"));
+    let categories = str_list(names.get("categories"));
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if name != format!("{plural}.{group}") {
+        return Err(CrdError::Name(name.to_string()));
+    }
+    let scope = spec
+        .get("scope")
+        .and_then(Value::as_str)
+        .ok_or(CrdError::Missing("spec.scope"))?;
+    let namespaced = match scope {
+        "Namespaced" => true,
+        "Cluster" => false,
+        other => return Err(CrdError::Scope(other.to_string())),
+    };
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .ok_or(CrdError::Missing("spec.versions"))?;
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))
+        .collect();
+    let [version] = storage.as_slice() else {
+        return Err(CrdError::Versions);
+    };
+    let version_name = version
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or(CrdError::Missing("spec.versions[].name"))?;
+    let status_subresource = version.pointer("/subresources/status").is_some();
+    let printer_columns = version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|cols| {
+            cols.iter()
+                .filter_map(|c| {
+                    Some((
+                        c.get("name")?.as_str()?.to_string(),
+                        c.get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("string")
+                            .to_string(),
+                        c.get("jsonPath")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Resource {
+        group: group.to_string(),
+        version: version_name.to_string(),
+        plural: plural.to_string(),
+        singular,
+        kind: kind.to_string(),
+        list_kind,
+        namespaced,
+        short_names,
+        status_subresource,
+        // Custom resources always track generation.
+        tracks_generation: true,
+        name_rule: NameRule::Subdomain,
+        special: Special::None,
+        strategic_merge: false,
+        printer_columns,
+        categories,
+    })
+}
+
+fn str_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// All resources currently served, indexed for routing.
+#[derive(Debug, Default, Clone)]
+pub struct Registry {
+    /// (group, version, plural) -> resource.
+    by_path: BTreeMap<(String, String, String), Arc<Resource>>,
+    /// Insertion order, for discovery.
+    order: Vec<Arc<Resource>>,
+}
+
+impl Registry {
+    /// A registry with the built-in kinds.
+    pub fn with_builtins() -> Self {
+        let mut r = Registry::default();
+        for res in builtins() {
+            r.insert(res);
+        }
+        r
+    }
+
+    /// Adds or replaces a resource.
+    pub fn insert(&mut self, res: Resource) -> Arc<Resource> {
+        let key = (res.group.clone(), res.version.clone(), res.plural.clone());
+        let res = Arc::new(res);
+        self.order.retain(|r| {
+            (r.group.as_str(), r.version.as_str(), r.plural.as_str())
+                != (key.0.as_str(), key.1.as_str(), key.2.as_str())
+        });
+        self.order.push(res.clone());
+        self.by_path.insert(key, res.clone());
+        res
+    }
+
+    /// Removes a resource (a CRD was deleted).
+    pub fn remove(&mut self, group: &str, version: &str, plural: &str) {
+        self.by_path
+            .remove(&(group.to_string(), version.to_string(), plural.to_string()));
+        self.order
+            .retain(|r| !(r.group == group && r.version == version && r.plural == plural));
+    }
+
+    /// Looks a resource up by its URL parts.
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<Resource>> {
+        self.by_path
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
+    }
+
+    /// Every resource, in discovery order.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Resource>> {
+        self.order.iter()
+    }
+
+    /// The served groups, each with its versions, in discovery order
+    /// (core `""` first when present).
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for r in &self.order {
+            match out.iter_mut().find(|(g, _)| *g == r.group) {
+                Some((_, versions)) => {
+                    if !versions.contains(&r.version) {
+                        versions.push(r.version.clone());
+                    }
+                }
+                None => out.push((r.group.clone(), vec![r.version.clone()])),
+            }
+        }
+        out
+    }
+
+    /// Whether a group/version is served.
+    pub fn serves(&self, group: &str, version: &str) -> bool {
+        self.order
+            .iter()
+            .any(|r| r.group == group && r.version == version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn crd(scope: &str) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": scope,
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [
+                    {"name": "v1beta1", "served": true, "storage": false},
+                    {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                     "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]}
+                ]
+            }
+        })
+    }
+
+    #[test]
+    fn crd_defines_a_resource() {
+        let r = resource_from_crd(&crd("Namespaced")).unwrap();
+        assert_eq!(r.plural, "widgets");
+        assert_eq!(r.version, "v1");
+        assert!(r.namespaced);
+        assert!(r.status_subresource);
+        assert_eq!(r.list_kind, "WidgetList");
+        assert_eq!(
+            r.printer_columns,
+            vec![("Size".into(), "integer".into(), ".spec.size".into())]
+        );
+        assert!(!resource_from_crd(&crd("Cluster")).unwrap().namespaced);
+    }
+
+    #[test]
+    fn malformed_crds_are_refused() {
+        assert!(matches!(
+            resource_from_crd(&crd("Galaxy")),
+            Err(CrdError::Scope(_))
+        ));
+        let mut c = crd("Namespaced");
+        c["metadata"]["name"] = json!("wrong.example.com");
+        assert!(matches!(resource_from_crd(&c), Err(CrdError::Name(_))));
+        let mut c = crd("Namespaced");
+        c["spec"]["versions"][0]["storage"] = json!(true);
+        assert_eq!(resource_from_crd(&c), Err(CrdError::Versions));
+        assert_eq!(
+            resource_from_crd(&json!({})),
+            Err(CrdError::Missing("spec"))
+        );
+        assert_eq!(
+            resource_from_crd(&json!({"spec": 3})),
+            Err(CrdError::Missing("spec.group"))
+        );
+    }
+
+    #[test]
+    fn builtins_route() {
+        let r = Registry::with_builtins();
+        assert_eq!(r.get("", "v1", "configmaps").unwrap().kind, "ConfigMap");
+        assert_eq!(
+            r.get("discovery.k8s.io", "v1", "endpointslices")
+                .unwrap()
+                .kind,
+            "EndpointSlice"
+        );
+        assert!(r.get("", "v1", "pods").is_none());
+        let groups = r.groups();
+        assert_eq!(groups[0].0, "");
+        assert!(groups.iter().any(|(g, _)| g == "apps"));
+    }
+}

@@ -1,0 +1,349 @@
+//! API errors as the Kubernetes API server reports them: a `Status` object
+//! with the HTTP code, a machine-readable `reason` and, for validation
+//! failures, field `causes`.
+//!
+//! Every failure the sandbox returns goes through [`ApiError`], so clients
+//! (kubectl, kube-rs, the Python client) see the same reasons and codes they
+//! would see from a real server. This module must not decide *when* an error
+//! happens; it only knows how each one looks on the wire.
+
+use serde_json::{Value, json};
+
+/// One field-level cause inside a `Status`'s `details.causes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// The cause type, e.g. `FieldValueInvalid`, `FieldValueRequired`.
+    pub reason: String,
+    /// The field path, e.g. `metadata.name`.
+    pub field: String,
+    /// A human readable message.
+    pub message: String,
+}
+
+/// A failed API request, rendered as a `Status` object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// The `Status.reason` (`NotFound`, `AlreadyExists`, `Conflict`, ...).
+    pub reason: &'static str,
+    /// The message shown to users.
+    pub message: String,
+    /// `details.name`, when the error concerns one object.
+    pub name: Option<String>,
+    /// `details.group`.
+    pub group: Option<String>,
+    /// `details.kind` (the resource plural, as the real server puts it).
+    pub kind: Option<String>,
+    /// `details.causes`.
+    pub causes: Vec<Cause>,
+    /// `details.retryAfterSeconds` and the `Retry-After` header.
+    pub retry_after: Option<u32>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            name: None,
+            group: None,
+            kind: None,
+            causes: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// Adds the object identity to `details`.
+    pub fn with_details(mut self, group: &str, resource: &str, name: &str) -> Self {
+        self.group = (!group.is_empty()).then(|| group.to_string());
+        self.kind = Some(resource.to_string());
+        self.name = (!name.is_empty()).then(|| name.to_string());
+        self
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 404 NotFound for an object: `configmaps "x" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// 404 NotFound for a URL that names nothing the server serves.
+    pub fn no_route() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed(verb: &str, resource: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow this method on the requested resource ({verb} {resource})"
+            ),
+        )
+    }
+
+    /// 409 AlreadyExists.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// 409 Conflict for an optimistic-concurrency failure.
+    pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, resource)
+            ),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// 409 Conflict for server-side apply field-manager conflicts.
+    pub fn apply_conflict(
+        group: &str,
+        resource: &str,
+        name: &str,
+        message: String,
+        causes: Vec<Cause>,
+    ) -> Self {
+        let mut e = Self::new(409, "Conflict", message).with_details(group, resource, name);
+        e.causes = causes;
+        e
+    }
+
+    /// 410 Gone, reason Expired: a resourceVersion or continue token older
+    /// than the retained history.
+    pub fn expired(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 413 RequestEntityTooLarge.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type:?}"
+            ),
+        )
+    }
+
+    /// 422 Invalid with field causes:
+    /// `ConfigMap "x" is invalid: metadata.name: Invalid value: ...`.
+    pub fn invalid(
+        group: &str,
+        kind: &str,
+        resource: &str,
+        name: &str,
+        causes: Vec<Cause>,
+    ) -> Self {
+        let list: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let joined = if list.len() == 1 {
+            list.join("")
+        } else {
+            format!("[{}]", list.join(", "))
+        };
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {joined}"),
+        )
+        .with_details(group, resource, name);
+        // The real server puts the kind (not the plural) into details.kind
+        // for Invalid errors.
+        e.kind = Some(kind.to_string());
+        e.causes = causes;
+        e
+    }
+
+    /// 403 Forbidden.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: {why}",
+                qualified(group, resource)
+            ),
+        )
+        .with_details(group, resource, name)
+    }
+
+    /// 429 TooManyRequests with a `Retry-After`.
+    pub fn too_many_requests(retry_after: u32) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            "The server has received too many requests and has asked us to try again later",
+        );
+        e.retry_after = Some(retry_after);
+        e
+    }
+
+    /// An injected or internal error with an arbitrary code.
+    pub fn with_code(code: u16) -> Self {
+        let (reason, message) = match code {
+            409 => ("Conflict", "injected conflict"),
+            429 => (
+                "TooManyRequests",
+                "The server has received too many requests and has asked us to try again later",
+            ),
+            500 => ("InternalError", "Internal error occurred: injected fault"),
+            503 => (
+                "ServiceUnavailable",
+                "The server is currently unable to handle the request",
+            ),
+            504 => (
+                "Timeout",
+                "The server was unable to return a response in the time allotted",
+            ),
+            _ => ("Unknown", "injected fault"),
+        };
+        Self::new(code, reason, message)
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        let mut details = serde_json::Map::new();
+        if let Some(n) = &self.name {
+            details.insert("name".into(), json!(n));
+        }
+        if let Some(g) = &self.group {
+            details.insert("group".into(), json!(g));
+        }
+        if let Some(k) = &self.kind {
+            details.insert("kind".into(), json!(k));
+        }
+        if !self.causes.is_empty() {
+            let causes: Vec<Value> = self
+                .causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+        }
+        if let Some(r) = self.retry_after {
+            details.insert("retryAfterSeconds".into(), json!(r));
+        }
+        if !details.is_empty() {
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+/// `configmaps` or `deployments.apps`: how the server names a resource in
+/// messages.
+pub fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+/// A successful deletion without an object to return.
+pub fn success_status(group: &str, resource: &str, name: &str, uid: &str) -> Value {
+    let mut details = json!({"name": name, "kind": resource, "uid": uid});
+    if !group.is_empty() {
+        details["group"] = json!(group);
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_matches_the_real_server() {
+        let s = ApiError::not_found("", "configmaps", "x").to_status();
+        assert_eq!(s["message"], "configmaps \"x\" not found");
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["details"]["kind"], "configmaps");
+        let s = ApiError::not_found("apps", "deployments", "d").to_status();
+        assert_eq!(s["message"], "deployments.apps \"d\" not found");
+        assert_eq!(s["details"]["group"], "apps");
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let e = ApiError::invalid(
+            "",
+            "ConfigMap",
+            "configmaps",
+            "Bad",
+            vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                field: "metadata.name".into(),
+                message: "Invalid value: \"Bad\": nope".into(),
+            }],
+        );
+        let s = e.to_status();
+        assert_eq!(
+            s["message"],
+            "ConfigMap \"Bad\" is invalid: metadata.name: Invalid value: \"Bad\": nope"
+        );
+        assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
+        assert_eq!(s["details"]["kind"], "ConfigMap");
+    }
+
+    #[test]
+    fn retry_after_is_in_details() {
+        let s = ApiError::too_many_requests(3).to_status();
+        assert_eq!(s["details"]["retryAfterSeconds"], 3);
+        assert_eq!(s["code"], 429);
+    }
+}

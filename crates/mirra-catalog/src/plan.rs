@@ -1,0 +1,315 @@
+//! The catalog planner: desired registrations vs observed instances ->
+//! the smallest list of catalog operations, plus the index that keeps the
+//! work for one Service proportional to that Service.
+//!
+//! ```text
+//! event on Service K ──► desired_for_service(K) ──► KeyIndex::set(K, regs)
+//!                                                      │ ids touched = old(K) ∪ new(K)
+//!                                                      ▼
+//!        desired_for_ids(ids) + observed restricted to ids ──► plan() ──► ops
+//! verification pass: desired_all() + all observed ──► plan() ──► ops (reaps orphans)
+//! ```
+//!
+//! Invariants: unchanged instances produce no operation; an observed
+//! instance without mirra's marks never appears in an operation (not even
+//! when a desired instance wants its ID: that is reported as a conflict);
+//! planning again after the operations were applied yields nothing.
+//! This module must NOT perform the operations or decide when full
+//! knowledge is reached; the controller only runs a whole-node plan (the one
+//! that can reap orphans) after every watch has delivered its initial list.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::model::{Registration, ServiceKey};
+use crate::observed::{ObservedInstance, echo, is_owned, matches, stale_checks};
+use crate::settings::SyncSettings;
+
+/// One write to the Consul catalog. The controller batches these into
+/// `/v1/txn` requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CatalogOp {
+    /// Register (create or replace) the instance and its readiness check on
+    /// mirra's node.
+    Register(Registration),
+    /// Remove a leftover readiness check from an instance that stays.
+    DeregisterCheck {
+        /// The node the check is on.
+        node: String,
+        /// The check to remove.
+        check_id: String,
+    },
+    /// Remove an instance mirra owns; Consul removes its checks with it.
+    Deregister {
+        /// The node the instance is on.
+        node: String,
+        /// The instance to remove.
+        service_id: String,
+        /// The checks that go with it (for logs; Consul deletes them anyway).
+        check_ids: Vec<String>,
+    },
+}
+
+impl CatalogOp {
+    /// The service ID the operation is about (for a check, the ID of the
+    /// check's instance is not known here, so the check ID is returned).
+    pub fn target(&self) -> &str {
+        match self {
+            Self::Register(r) => &r.id,
+            Self::DeregisterCheck { check_id, .. } => check_id,
+            Self::Deregister { service_id, .. } => service_id,
+        }
+    }
+}
+
+/// A desired instance whose ID is taken, on mirra's node, by an instance
+/// without mirra's marks. mirra leaves it alone and reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The contested service ID.
+    pub service_id: String,
+    /// The Service that wants it.
+    pub key: ServiceKey,
+}
+
+/// The result of [`plan_detailed`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Operations: deregistrations first, then check removals, then
+    /// registrations, each group in service-ID order.
+    pub ops: Vec<CatalogOp>,
+    /// Desired instances that were not written because their ID belongs to
+    /// someone else.
+    pub conflicts: Vec<Conflict>,
+}
+
+/// The operations that bring `observed` to `desired`. See [`plan_detailed`].
+pub fn plan(
+    desired: &BTreeMap<String, Registration>,
+    observed: &BTreeMap<String, ObservedInstance>,
+    settings: &SyncSettings,
+) -> Vec<CatalogOp> {
+    plan_detailed(desired, observed, settings).ops
+}
+
+/// The operations that bring `observed` (instances on mirra's node, keyed by
+/// service ID) to `desired` (keyed by service ID), and the conflicts found.
+///
+/// Every observed instance the plan touches passes [`is_owned`]. Observed
+/// instances that are owned but not desired are deregistered, so callers
+/// must restrict `observed` to the IDs they have full knowledge of.
+pub fn plan_detailed(
+    desired: &BTreeMap<String, Registration>,
+    observed: &BTreeMap<String, ObservedInstance>,
+    settings: &SyncSettings,
+) -> Plan {
+    let mut deregs = Vec::new();
+    let mut check_removals = Vec::new();
+    let mut registers = Vec::new();
+    let mut conflicts = Vec::new();
+
+    for (id, want) in desired {
+        match observed.get(id) {
+            None => registers.push(CatalogOp::Register(want.clone())),
+            Some(have) if !is_owned(have, settings) => conflicts.push(Conflict {
+                service_id: id.clone(),
+                key: want.key.clone(),
+            }),
+            Some(have) => {
+                if matches(want, have) {
+                    continue;
+                }
+                for check_id in stale_checks(want, have) {
+                    check_removals.push(CatalogOp::DeregisterCheck {
+                        node: have.node.clone(),
+                        check_id,
+                    });
+                }
+                if !crate::observed::differing_fields(want, have).is_empty() {
+                    registers.push(CatalogOp::Register(want.clone()));
+                }
+            }
+        }
+    }
+    for (id, have) in observed {
+        if desired.contains_key(id) || !is_owned(have, settings) {
+            continue;
+        }
+        deregs.push(CatalogOp::Deregister {
+            node: have.node.clone(),
+            service_id: id.clone(),
+            check_ids: have
+                .checks
+                .as_deref()
+                .unwrap_or(&[])
+                .iter()
+                .map(|c| c.check_id.clone())
+                .collect(),
+        });
+    }
+
+    let mut ops = deregs;
+    ops.extend(check_removals);
+    ops.extend(registers);
+    Plan { ops, conflicts }
+}
+
+/// Applies operations to a model of mirra's node the way Consul would: the
+/// dry-run renderer and the property tests use it to check that a plan
+/// reaches a fixpoint.
+pub fn simulate_apply(
+    observed: &mut BTreeMap<String, ObservedInstance>,
+    ops: &[CatalogOp],
+    settings: &SyncSettings,
+) {
+    for op in ops {
+        match op {
+            CatalogOp::Register(r) => {
+                let previous = observed.get(&r.id).and_then(|o| o.checks.clone());
+                let inst = echo(r, previous.as_deref(), settings);
+                observed.insert(r.id.clone(), inst);
+            }
+            CatalogOp::DeregisterCheck { check_id, .. } => {
+                for inst in observed.values_mut() {
+                    if let Some(checks) = inst.checks.as_mut() {
+                        checks.retain(|c| c.check_id != *check_id);
+                    }
+                }
+            }
+            CatalogOp::Deregister { service_id, .. } => {
+                observed.remove(service_id);
+            }
+        }
+    }
+}
+
+/// Which Service produced which service IDs, with the registrations
+/// themselves, so that an event on one Service diffs only that Service's
+/// instances.
+///
+/// Two Services can want the same ID (same Consul name and address, e.g. two
+/// namespaces without the namespace suffix sharing an external IP). The
+/// smallest [`ServiceKey`] wins, whatever the order of events, and the other
+/// claim waits until the winner lets go.
+#[derive(Clone, Debug, Default)]
+pub struct KeyIndex {
+    by_key: BTreeMap<ServiceKey, BTreeMap<String, Registration>>,
+    claims: BTreeMap<String, BTreeSet<ServiceKey>>,
+}
+
+impl KeyIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replaces the registrations of `key` and returns every service ID
+    /// whose desired state may have changed (the key's old IDs and new IDs).
+    pub fn set(&mut self, key: &ServiceKey, registrations: Vec<Registration>) -> BTreeSet<String> {
+        let mut touched = self.remove(key);
+        if registrations.is_empty() {
+            return touched;
+        }
+        let mut mine = BTreeMap::new();
+        for r in registrations {
+            touched.insert(r.id.clone());
+            self.claims
+                .entry(r.id.clone())
+                .or_default()
+                .insert(key.clone());
+            mine.insert(r.id.clone(), r);
+        }
+        self.by_key.insert(key.clone(), mine);
+        touched
+    }
+
+    /// Forgets `key` (its Service was deleted or is no longer synced) and
+    /// returns the IDs it had.
+    pub fn remove(&mut self, key: &ServiceKey) -> BTreeSet<String> {
+        let Some(old) = self.by_key.remove(key) else {
+            return BTreeSet::new();
+        };
+        for id in old.keys() {
+            if let Some(set) = self.claims.get_mut(id) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.claims.remove(id);
+                }
+            }
+        }
+        old.into_keys().collect()
+    }
+
+    /// The IDs `key` currently wants (won or not).
+    pub fn ids_for_key(&self, key: &ServiceKey) -> BTreeSet<String> {
+        self.by_key
+            .get(key)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The Service whose registration wins for `id`.
+    pub fn owner_of(&self, id: &str) -> Option<&ServiceKey> {
+        self.claims.get(id).and_then(|s| s.first())
+    }
+
+    /// Keys known to the index.
+    pub fn keys(&self) -> impl Iterator<Item = &ServiceKey> {
+        self.by_key.keys()
+    }
+
+    /// Number of service IDs wanted by any Service.
+    pub fn len(&self) -> usize {
+        self.claims.len()
+    }
+
+    /// Whether no Service wants anything.
+    pub fn is_empty(&self) -> bool {
+        self.claims.is_empty()
+    }
+
+    fn winner(&self, id: &str) -> Option<&Registration> {
+        let key = self.owner_of(id)?;
+        self.by_key.get(key)?.get(id)
+    }
+
+    /// The winning registrations for the given IDs (IDs nobody wants are
+    /// simply absent, which makes the planner deregister them).
+    pub fn desired_for_ids(&self, ids: &BTreeSet<String>) -> BTreeMap<String, Registration> {
+        ids.iter()
+            .filter_map(|id| self.winner(id).map(|r| (id.clone(), r.clone())))
+            .collect()
+    }
+
+    /// Every winning registration (the verification pass).
+    pub fn desired_all(&self) -> BTreeMap<String, Registration> {
+        self.claims
+            .keys()
+            .filter_map(|id| self.winner(id).map(|r| (id.clone(), r.clone())))
+            .collect()
+    }
+}
+
+/// The observed instances with the given IDs.
+pub fn observed_for_ids(
+    observed: &BTreeMap<String, ObservedInstance>,
+    ids: &BTreeSet<String>,
+) -> BTreeMap<String, ObservedInstance> {
+    ids.iter()
+        .filter_map(|id| observed.get(id).map(|o| (id.clone(), o.clone())))
+        .collect()
+}
+
+/// The per-event path in one call: records the Service's new registrations
+/// in `index` and plans only the IDs this Service had or has.
+pub fn plan_for_key(
+    index: &mut KeyIndex,
+    key: &ServiceKey,
+    registrations: Vec<Registration>,
+    observed: &BTreeMap<String, ObservedInstance>,
+    settings: &SyncSettings,
+) -> Plan {
+    let ids = index.set(key, registrations);
+    let desired = index.desired_for_ids(&ids);
+    let scoped = observed_for_ids(observed, &ids);
+    plan_detailed(&desired, &scoped, settings)
+}

@@ -1,0 +1,693 @@
+//! The Consul HTTP client: one pooled connection pool, the ACL token header,
+//! retries, and one typed method per endpoint mirra uses.
+//!
+//! ```text
+//! method (register, txn, node_services, ...)
+//!    -> build_url (dc/ns/partition, filters, index/wait)
+//!    -> execute: attempt -> map answer or transport error -> retry?
+//!         retry only if the error is retryable AND (the request is
+//!         idempotent OR Consul certainly did not apply it)
+//!    -> decode body, read X-Consul-Index
+//! ```
+//!
+//! Which writes are retried: `catalog/register` and `catalog/deregister`
+//! set the catalog to a given state, so sending them twice equals sending
+//! them once; a transaction of only `set`/`delete` operations likewise.
+//! A transaction containing `cas` or `delete-cas` is NOT retried after a
+//! timeout, broken connection or generic 5xx: the first attempt may have
+//! committed, moving the ModifyIndex, so the retry would fail its own check
+//! and report a conflict that is not real (or, for a later caller, hide that
+//! the write happened). It is retried only when Consul certainly did not
+//! apply it: the connection was refused, there was no leader, or the rate
+//! limiter refused it. 4xx answers are never retried (except 429, which
+//! means "later"): the same request would get the same answer.
+//!
+//! This module must NOT log or format the token, and must NOT hold state
+//! about the catalog: it is a transport, callers own the logic.
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use reqwest::{Method, Url};
+use serde::de::DeserializeOwned;
+use tracing::{debug, warn};
+
+use crate::backoff::RetryPolicy;
+use crate::blocking::{QueryOptions, Versioned, blocking_timeout};
+use crate::config::{ConfigError, ConsulConfig, MAX_TXN_MAX_OPS, TlsConfig, Token};
+use crate::endpoint::{CommonParams, build_url};
+use crate::error::{Error, ErrorContext, error_from_response, error_from_transport};
+use crate::txn::{
+    FailedOp, TxnBatchError, TxnOp, TxnResponse, TxnResult, TxnSummary, all_idempotent, split_ops,
+};
+use crate::types::{
+    CatalogServiceInstance, DeregisterRequest, Node, NodeServices, RegisterRequest, ServiceEntry,
+    ServiceTags,
+};
+
+/// Header carrying the ACL token.
+pub const TOKEN_HEADER: &str = "X-Consul-Token";
+
+/// Header carrying the index of a read.
+pub const INDEX_HEADER: &str = "X-Consul-Index";
+
+/// Time to establish a TCP (and TLS) connection. A reachable Consul answers
+/// in milliseconds; 5 s separates "down" from "slow" without stalling a
+/// writer for long when an address is wrong.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long an idle pooled connection is kept. 50 s is below the 60 s idle
+/// timeout common on load balancers in front of Consul, so the pool never
+/// hands out a connection the balancer already dropped.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(50);
+
+/// Idle connections kept per host. mirra runs one writer and a few watches
+/// (each watch holds one connection while blocked); 16 covers that with
+/// room to spare without keeping many sockets open on the servers.
+const POOL_MAX_IDLE_PER_HOST: usize = 16;
+
+/// TCP keep-alive probe interval: a blocking query sits silent for up to
+/// ten minutes, and keep-alives stop middleboxes from silently dropping it.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(30);
+
+/// A typed async Consul client. Cheap to clone: clones share one connection
+/// pool.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base: Url,
+    token: Option<Token>,
+    token_header: Option<HeaderValue>,
+    token_hint: String,
+    common: CommonParams,
+    retry: RetryPolicy,
+    request_timeout: Duration,
+    txn_max_ops: usize,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("address", &self.inner.base.as_str())
+            .field("token", &self.inner.token_hint)
+            .field("common", &self.inner.common)
+            .field("retry", &self.inner.retry)
+            .field("request_timeout", &self.inner.request_timeout)
+            .field("txn_max_ops", &self.inner.txn_max_ops)
+            .finish()
+    }
+}
+
+/// One request, ready to send (and resend).
+struct Call<'a> {
+    operation: &'static str,
+    method: Method,
+    url: Url,
+    body: Option<Bytes>,
+    timeout: Duration,
+    idempotent: bool,
+    txn_ops: Option<&'a [TxnOp]>,
+}
+
+/// A successful answer.
+struct Answer {
+    index: u64,
+    body: Bytes,
+}
+
+impl Client {
+    /// Builds the client (and its connection pool) from a configuration.
+    /// Reads the TLS files; fails with [`Error::Config`] on bad settings.
+    pub fn new(config: ConsulConfig) -> Result<Self, Error> {
+        if config.txn_max_ops == 0 || config.txn_max_ops > MAX_TXN_MAX_OPS {
+            return Err(ConfigError::BadTxnMaxOps(config.txn_max_ops).into());
+        }
+        let mut base = config.address.clone();
+        let builder = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+            .tcp_keepalive(TCP_KEEPALIVE)
+            .user_agent(concat!("mirra-consul/", env!("CARGO_PKG_VERSION")));
+        let builder = apply_tls(builder, &config.tls, &mut base)?;
+        let http = builder
+            .build()
+            .map_err(|e| ConfigError::HttpClient(e.to_string()))?;
+
+        let token_hint = config.token_hint();
+        let (token, token_header) = match &config.token {
+            Some(t) => {
+                let mut value = HeaderValue::from_str(t.secret.expose()).map_err(|_| {
+                    ConfigError::TokenNotHeaderSafe {
+                        source_hint: t.source.to_string(),
+                    }
+                })?;
+                // Keeps the value out of the HTTP library's Debug output.
+                value.set_sensitive(true);
+                (Some(t.secret.clone()), Some(value))
+            }
+            None => (None, None),
+        };
+
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                base,
+                token,
+                token_header,
+                token_hint,
+                common: CommonParams {
+                    datacenter: config.datacenter,
+                    namespace: config.namespace,
+                    partition: config.partition,
+                },
+                retry: config.retry,
+                request_timeout: config.request_timeout,
+                txn_max_ops: config.txn_max_ops,
+            }),
+        })
+    }
+
+    /// The base URL requests go to.
+    pub fn address(&self) -> &Url {
+        &self.inner.base
+    }
+
+    /// Operations per transaction used by [`Client::apply_ops`].
+    pub fn txn_max_ops(&self) -> usize {
+        self.inner.txn_max_ops
+    }
+
+    /// The retry policy (also used by watches between failed attempts).
+    pub fn retry_policy(&self) -> &RetryPolicy {
+        &self.inner.retry
+    }
+
+    // ----- catalog writes -------------------------------------------------
+
+    /// `PUT /v1/catalog/register`: registers a node and optionally one
+    /// service instance and checks. One Raft apply. Retried on transient
+    /// errors (it is idempotent).
+    pub async fn register(&self, req: &RegisterRequest) -> Result<(), Error> {
+        self.write(
+            "catalog.register",
+            &["catalog", "register"],
+            req,
+            true,
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// `PUT /v1/catalog/deregister`: removes a node, a service instance or a
+    /// check. One Raft apply. Retried on transient errors (idempotent:
+    /// removing what is gone succeeds).
+    pub async fn deregister(&self, req: &DeregisterRequest) -> Result<(), Error> {
+        self.write(
+            "catalog.deregister",
+            &["catalog", "deregister"],
+            req,
+            true,
+            None,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    // ----- transactions -----------------------------------------------------
+
+    /// `PUT /v1/txn`: applies `ops` atomically in one Raft apply. A rollback
+    /// (409) is [`Error::TxnRolledBack`] naming the failed operations by
+    /// their index in `ops`. The caller keeps `ops` within the server's
+    /// limit (see [`Client::apply_ops`] for automatic splitting); an empty
+    /// list sends nothing.
+    pub async fn txn(&self, ops: &[TxnOp]) -> Result<Vec<TxnResult>, Error> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let answer = self
+            .write("txn", &["txn"], &ops, all_idempotent(ops), Some(ops))
+            .await?;
+        let resp: TxnResponse = decode("txn", &answer.body)?;
+        Ok(resp.results)
+    }
+
+    /// Applies any number of operations as consecutive transactions of at
+    /// most [`Client::txn_max_ops`] each, in order. Stops at the first
+    /// failing transaction; the error tells what committed and returns every
+    /// operation that did not, with failed ones indexed into `ops`.
+    pub async fn apply_ops(&self, ops: Vec<TxnOp>) -> Result<TxnSummary, TxnBatchError> {
+        let total = ops.len();
+        let mut chunks = split_ops(ops, self.inner.txn_max_ops).into_iter();
+        let mut summary = TxnSummary::default();
+        while let Some(chunk) = chunks.next() {
+            match self.txn(&chunk).await {
+                Ok(_) => {
+                    summary.transactions += 1;
+                    summary.ops += chunk.len();
+                }
+                Err(e) => {
+                    let offset = summary.ops;
+                    let source = match e {
+                        Error::TxnRolledBack { failed } => Error::TxnRolledBack {
+                            failed: failed
+                                .into_iter()
+                                .map(|f| FailedOp {
+                                    index: f.index.and_then(|i| i.checked_add(offset)),
+                                    ..f
+                                })
+                                .collect(),
+                        },
+                        other => other,
+                    };
+                    let mut unapplied = chunk;
+                    unapplied.extend(chunks.flatten());
+                    debug_assert_eq!(summary.ops + unapplied.len(), total);
+                    return Err(TxnBatchError {
+                        committed_transactions: summary.transactions,
+                        committed_ops: summary.ops,
+                        source,
+                        unapplied,
+                    });
+                }
+            }
+        }
+        Ok(summary)
+    }
+
+    // ----- catalog and health reads ------------------------------------------
+
+    /// `GET /v1/catalog/services`: service names and their tags. Honors
+    /// `node_meta`, `filter`, `stale` and blocking options.
+    pub async fn services(&self, q: &QueryOptions) -> Result<Versioned<ServiceTags>, Error> {
+        self.read("catalog.services", &["catalog", "services"], q)
+            .await
+    }
+
+    /// `GET /v1/catalog/service/:name`: the instances of one service. Honors
+    /// `tags`, `node_meta`, `filter`, `stale` and blocking options.
+    pub async fn service(
+        &self,
+        name: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<Vec<CatalogServiceInstance>>, Error> {
+        self.read("catalog.service", &["catalog", "service", name], q)
+            .await
+    }
+
+    /// `GET /v1/catalog/node-services/:node`: one node and all its instances,
+    /// the read a syncer that owns one node needs. A node that does not exist
+    /// reads as `node: None` with no services.
+    pub async fn node_services(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<NodeServices>, Error> {
+        let v: Versioned<Option<NodeServices>> = self
+            .read(
+                "catalog.node_services",
+                &["catalog", "node-services", node],
+                q,
+            )
+            .await?;
+        Ok(Versioned {
+            index: v.index,
+            value: v.value.unwrap_or_default(),
+        })
+    }
+
+    /// `GET /v1/catalog/nodes`: all nodes. Honors `node_meta`, `filter`,
+    /// `stale` and blocking options.
+    pub async fn nodes(&self, q: &QueryOptions) -> Result<Versioned<Vec<Node>>, Error> {
+        self.read("catalog.nodes", &["catalog", "nodes"], q).await
+    }
+
+    /// `GET /v1/health/service/:name`: instances with their node and checks.
+    /// Honors `passing_only`, `tags`, `node_meta`, `filter`, `stale` and
+    /// blocking options.
+    pub async fn health_service(
+        &self,
+        name: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<Vec<ServiceEntry>>, Error> {
+        self.read("health.service", &["health", "service", name], q)
+            .await
+    }
+
+    // ----- plumbing -----------------------------------------------------------
+
+    async fn read<T: DeserializeOwned>(
+        &self,
+        operation: &'static str,
+        segments: &[&str],
+        q: &QueryOptions,
+    ) -> Result<Versioned<T>, Error> {
+        let timeout = match q.effective_wait() {
+            Some(wait) => blocking_timeout(wait, self.inner.request_timeout),
+            None => self.inner.request_timeout,
+        };
+        let call = Call {
+            operation,
+            method: Method::GET,
+            url: self.url(operation, segments, Some(q))?,
+            body: None,
+            timeout,
+            idempotent: true,
+            txn_ops: None,
+        };
+        let answer = self.execute(call).await?;
+        let value = decode(operation, &answer.body)?;
+        Ok(Versioned {
+            index: answer.index,
+            value,
+        })
+    }
+
+    async fn write<B: serde::Serialize + ?Sized>(
+        &self,
+        operation: &'static str,
+        segments: &[&str],
+        body: &B,
+        idempotent: bool,
+        txn_ops: Option<&[TxnOp]>,
+    ) -> Result<Answer, Error> {
+        let body = serde_json::to_vec(body).map_err(|e| Error::Encode {
+            operation,
+            message: e.to_string(),
+        })?;
+        let call = Call {
+            operation,
+            method: Method::PUT,
+            url: self.url(operation, segments, None)?,
+            body: Some(Bytes::from(body)),
+            timeout: self.inner.request_timeout,
+            idempotent,
+            txn_ops,
+        };
+        self.execute(call).await
+    }
+
+    fn url(
+        &self,
+        operation: &'static str,
+        segments: &[&str],
+        q: Option<&QueryOptions>,
+    ) -> Result<Url, Error> {
+        build_url(&self.inner.base, segments, &self.inner.common, q).map_err(|e| Error::Encode {
+            operation,
+            message: e.to_string(),
+        })
+    }
+
+    /// Sends `call`, retrying per the rules in the module docs.
+    async fn execute(&self, call: Call<'_>) -> Result<Answer, Error> {
+        let max_attempts = self.inner.retry.max_attempts.max(1);
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let err = match self.attempt(&call).await {
+                Ok(answer) => return Ok(answer),
+                Err(e) => e,
+            };
+            let may_retry = err.is_retryable() && (call.idempotent || err.certainly_not_applied());
+            if !may_retry || attempt >= max_attempts {
+                debug!(
+                    operation = call.operation,
+                    class = err.class(),
+                    attempt,
+                    "consul request failed"
+                );
+                return Err(err);
+            }
+            let delay = self.inner.retry.jittered_delay(attempt);
+            warn!(
+                operation = call.operation,
+                class = err.class(),
+                attempt,
+                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                error = %err,
+                "consul request failed, retrying"
+            );
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn attempt(&self, call: &Call<'_>) -> Result<Answer, Error> {
+        let secret = self.inner.token.as_ref().map(Token::expose);
+        let transport =
+            |e: reqwest::Error| error_from_transport(call.operation, call.timeout, &e, secret);
+
+        let mut req = self
+            .inner
+            .http
+            .request(call.method.clone(), call.url.clone())
+            .timeout(call.timeout);
+        if let Some(h) = &self.inner.token_header {
+            req = req.header(TOKEN_HEADER, h.clone());
+        }
+        if let Some(body) = &call.body {
+            req = req
+                .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+                .body(body.clone());
+        }
+        let resp = req.send().await.map_err(transport)?;
+        let status = resp.status();
+        let index = resp
+            .headers()
+            .get(INDEX_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let body = resp.bytes().await.map_err(transport)?;
+        debug!(
+            operation = call.operation,
+            status = status.as_u16(),
+            index,
+            bytes = body.len(),
+            "consul answered"
+        );
+        if status.is_success() {
+            return Ok(Answer { index, body });
+        }
+        let ctx = ErrorContext {
+            operation: call.operation,
+            token_hint: &self.inner.token_hint,
+            secret,
+            txn_ops: call.txn_ops,
+        };
+        Err(error_from_response(&ctx, status, &body))
+    }
+}
+
+fn decode<T: DeserializeOwned>(operation: &'static str, body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| Error::Decode {
+        operation,
+        message: e.to_string(),
+    })
+}
+
+fn apply_tls(
+    mut b: reqwest::ClientBuilder,
+    tls: &TlsConfig,
+    base: &mut Url,
+) -> Result<reqwest::ClientBuilder, ConfigError> {
+    let read = |what: &'static str, p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| ConfigError::Tls {
+            what,
+            path: p.display().to_string(),
+            reason: e.to_string(),
+        })
+    };
+    if let Some(ca) = &tls.ca_file {
+        let pem = read("CA file", ca)?;
+        let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::Tls {
+            what: "CA file",
+            path: ca.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        if certs.is_empty() {
+            return Err(ConfigError::Tls {
+                what: "CA file",
+                path: ca.display().to_string(),
+                reason: "no PEM certificate found".into(),
+            });
+        }
+        for c in certs {
+            b = b.add_root_certificate(c);
+        }
+    }
+    match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => {
+            let mut pem = read("client certificate", cert)?;
+            pem.push(b'\n');
+            pem.extend(read("client key", key)?);
+            let id = reqwest::Identity::from_pem(&pem).map_err(|e| ConfigError::Tls {
+                what: "client certificate/key",
+                path: format!("{} + {}", cert.display(), key.display()),
+                reason: e.to_string(),
+            })?;
+            b = b.identity(id);
+        }
+        (None, None) => {}
+        _ => return Err(ConfigError::IncompleteClientIdentity),
+    }
+    if tls.insecure_skip_verify {
+        warn!("TLS certificate verification of Consul is disabled");
+        b = b.danger_accept_invalid_certs(true);
+    }
+    if let Some(name) = tls.server_name.as_deref().filter(|n| !n.is_empty())
+        && base.scheme() == "https"
+    {
+        b = apply_server_name(b, name, base)?;
+    }
+    Ok(b)
+}
+
+/// Makes TLS use `name` for SNI and certificate verification while still
+/// connecting to the configured host: the URL's host becomes `name`, and
+/// `name` resolves to the configured host's addresses. A configured host
+/// name is resolved once, here.
+fn apply_server_name(
+    b: reqwest::ClientBuilder,
+    name: &str,
+    base: &mut Url,
+) -> Result<reqwest::ClientBuilder, ConfigError> {
+    let fail = |reason: String| ConfigError::ServerName {
+        server_name: name.to_owned(),
+        reason,
+    };
+    let host = base
+        .host_str()
+        .ok_or_else(|| fail("address has no host".into()))?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = base
+        .port_or_known_default()
+        .ok_or_else(|| fail("address has no port".into()))?;
+    let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| fail(format!("cannot resolve {host}: {e}")))?
+            .collect(),
+    };
+    if addrs.is_empty() {
+        return Err(fail(format!("{host} resolves to no address")));
+    }
+    base.set_host(Some(name))
+        .map_err(|e| fail(format!("not a valid host name: {e}")))?;
+    Ok(b.resolve_to_addrs(name, &addrs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Overrides, TokenConfig, TokenSource};
+
+    const SECRET: &str = "6a1f0c55-secret-token-value-4be2";
+
+    fn config_with_token() -> ConsulConfig {
+        let mut c = ConsulConfig::new("127.0.0.1:1").unwrap();
+        c.token = Some(TokenConfig {
+            secret: Token::new(SECRET),
+            source: TokenSource::EnvVar,
+        });
+        c
+    }
+
+    #[test]
+    fn client_debug_hides_token() {
+        let client = Client::new(config_with_token()).unwrap();
+        let dbg = format!("{client:?}");
+        assert!(!dbg.contains(SECRET), "{dbg}");
+        assert!(dbg.contains("CONSUL_HTTP_TOKEN"));
+    }
+
+    #[test]
+    fn txn_max_ops_is_validated() {
+        for bad in [0usize, 129, 10_000] {
+            let mut c = ConsulConfig::new("127.0.0.1:1").unwrap();
+            c.txn_max_ops = bad;
+            let err = Client::new(c).unwrap_err();
+            assert_eq!(err.class(), "config");
+        }
+        let mut c = ConsulConfig::new("127.0.0.1:1").unwrap();
+        c.txn_max_ops = 128;
+        assert_eq!(Client::new(c).unwrap().txn_max_ops(), 128);
+    }
+
+    #[test]
+    fn missing_and_garbage_tls_files_are_config_errors() {
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.ca_file = Some("/nonexistent/ca.pem".into());
+        let err = Client::new(c).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Config(ConfigError::Tls {
+                    what: "CA file",
+                    ..
+                })
+            ),
+            "{err}"
+        );
+
+        let garbage = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(garbage.path(), "not a certificate").unwrap();
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.ca_file = Some(garbage.path().to_owned());
+        assert!(matches!(
+            Client::new(c).unwrap_err(),
+            Error::Config(ConfigError::Tls { .. })
+        ));
+
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.client_cert = Some(garbage.path().to_owned());
+        c.tls.client_key = Some(garbage.path().to_owned());
+        assert!(matches!(
+            Client::new(c).unwrap_err(),
+            Error::Config(ConfigError::Tls { .. })
+        ));
+
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.client_cert = Some(garbage.path().to_owned());
+        assert!(matches!(
+            Client::new(c).unwrap_err(),
+            Error::Config(ConfigError::IncompleteClientIdentity)
+        ));
+    }
+
+    #[test]
+    fn server_name_rewrites_host_and_keeps_port() {
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.server_name = Some("server.dc1.consul".into());
+        c.tls.insecure_skip_verify = true;
+        let client = Client::new(c).unwrap();
+        assert_eq!(client.address().host_str(), Some("server.dc1.consul"));
+        assert_eq!(client.address().port(), Some(8501));
+
+        // Plain http has no SNI: the address is left alone.
+        let mut c = ConsulConfig::new("http://127.0.0.1:8500").unwrap();
+        c.tls.server_name = Some("server.dc1.consul".into());
+        assert_eq!(
+            Client::new(c).unwrap().address().host_str(),
+            Some("127.0.0.1")
+        );
+    }
+
+    #[test]
+    fn from_env_overrides_builds() {
+        let c = ConsulConfig::from_sources(&Default::default(), &Overrides::default()).unwrap();
+        assert!(Client::new(c).is_ok());
+    }
+}

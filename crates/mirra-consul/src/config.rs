@@ -1,0 +1,809 @@
+//! Connection settings: where Consul is, which ACL token to present, how to
+//! speak TLS, and which datacenter, namespace and partition to address.
+//!
+//! Parsing is a pure function of an environment map and explicit values
+//! ([`ConsulConfig::from_sources`]); the only I/O it does is reading the
+//! token file it is pointed at. It reads the same variables as Consul's own
+//! CLI so that an operator's existing environment just works.
+//!
+//! This module must NOT let the ACL token escape: [`Token`] has no `Display`,
+//! its `Debug` is redacted, and every error names the token by its source
+//! ("token from CONSUL_HTTP_TOKEN_FILE"), never by its value.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use reqwest::Url;
+
+use crate::backoff::RetryPolicy;
+
+/// The address Consul's CLI and libraries use when nothing is configured.
+pub const DEFAULT_ADDRESS: &str = "127.0.0.1:8500";
+
+/// Default number of operations per `/v1/txn` request.
+///
+/// Consul servers before the limit was raised reject a transaction with more
+/// than 64 operations (`413`), and newer servers accept 128. 64 works against
+/// every server version mirra supports while still cutting Raft applies by a
+/// factor of 64 compared to one `catalog/register` per instance; operators of
+/// newer clusters can raise it with [`ConsulConfig::txn_max_ops`].
+pub const DEFAULT_TXN_MAX_OPS: usize = 64;
+
+/// Upper bound accepted for [`ConsulConfig::txn_max_ops`]: the largest
+/// transaction any Consul release documents. A larger value could only ever
+/// produce `413 Request Entity Too Large`.
+pub const MAX_TXN_MAX_OPS: usize = 128;
+
+/// Timeout for a non-blocking request (and the margin added on top of the
+/// wait of a blocking one). Catalog reads and writes answer in milliseconds
+/// on a healthy cluster; 10 s leaves room for a Raft commit on a loaded
+/// server and a leader election (which Consul bounds to a few seconds)
+/// without hanging a reconcile loop for long.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Environment variable names, as Consul's CLI reads them.
+pub mod env {
+    /// Address of the Consul HTTP API (`host:port` or a URL).
+    pub const HTTP_ADDR: &str = "CONSUL_HTTP_ADDR";
+    /// ACL token.
+    pub const HTTP_TOKEN: &str = "CONSUL_HTTP_TOKEN";
+    /// Path of a file holding the ACL token.
+    pub const HTTP_TOKEN_FILE: &str = "CONSUL_HTTP_TOKEN_FILE";
+    /// `true` switches a scheme-less address to https.
+    pub const HTTP_SSL: &str = "CONSUL_HTTP_SSL";
+    /// `false` disables verification of the server certificate.
+    pub const HTTP_SSL_VERIFY: &str = "CONSUL_HTTP_SSL_VERIFY";
+    /// PEM file with the CA certificate(s) that signed the server's cert.
+    pub const CACERT: &str = "CONSUL_CACERT";
+    /// PEM file with the client certificate (mutual TLS).
+    pub const CLIENT_CERT: &str = "CONSUL_CLIENT_CERT";
+    /// PEM file with the client private key (mutual TLS).
+    pub const CLIENT_KEY: &str = "CONSUL_CLIENT_KEY";
+    /// Server name to send in SNI and to verify the certificate against.
+    pub const TLS_SERVER_NAME: &str = "CONSUL_TLS_SERVER_NAME";
+    /// Consul Enterprise namespace.
+    pub const NAMESPACE: &str = "CONSUL_NAMESPACE";
+    /// Consul Enterprise admin partition.
+    pub const PARTITION: &str = "CONSUL_PARTITION";
+}
+
+/// An ACL token. The secret never appears in `Debug` output and the type has
+/// no `Display`; the only way to read it is [`Token::expose`], which the
+/// client calls when it builds the `X-Consul-Token` header.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a secret. Surrounding whitespace (a trailing newline in a file)
+    /// is removed, as Consul's own client does.
+    pub fn new(secret: impl Into<String>) -> Self {
+        Self(secret.into().trim().to_owned())
+    }
+
+    /// The secret itself. Call only to put it on the wire.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Where the token came from. Its `Display` is the hint used in errors and
+/// logs instead of the secret ("token from CONSUL_HTTP_TOKEN_FILE ...").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenSource {
+    /// Passed explicitly by the program (for example a command-line flag).
+    Explicit,
+    /// Read from a file named explicitly by the program.
+    ExplicitFile(PathBuf),
+    /// The `CONSUL_HTTP_TOKEN` environment variable.
+    EnvVar,
+    /// The file named by `CONSUL_HTTP_TOKEN_FILE`.
+    EnvFile(PathBuf),
+}
+
+impl fmt::Display for TokenSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Explicit => f.write_str("explicitly configured token"),
+            Self::ExplicitFile(p) => write!(f, "token from file {}", p.display()),
+            Self::EnvVar => write!(f, "token from {}", env::HTTP_TOKEN),
+            Self::EnvFile(p) => {
+                write!(f, "token from {} ({})", env::HTTP_TOKEN_FILE, p.display())
+            }
+        }
+    }
+}
+
+/// A token and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenConfig {
+    /// The secret.
+    pub secret: Token,
+    /// Its origin, shown instead of the secret.
+    pub source: TokenSource,
+}
+
+/// TLS settings. All paths are read when the client is built.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// PEM bundle of CA certificates to trust in addition to the built-in roots.
+    pub ca_file: Option<PathBuf>,
+    /// PEM client certificate (chain) for mutual TLS; needs `client_key`.
+    pub client_cert: Option<PathBuf>,
+    /// PEM private key matching `client_cert`.
+    pub client_key: Option<PathBuf>,
+    /// Name to use for SNI and certificate verification instead of the host
+    /// in the address (useful when connecting by IP).
+    pub server_name: Option<String>,
+    /// Accept any server certificate. Only for development: it removes all
+    /// protection against a man in the middle, including of the ACL token.
+    pub insecure_skip_verify: bool,
+}
+
+/// Values given explicitly by the program (flags). Each one, when set, wins
+/// over the corresponding environment variable.
+#[derive(Clone, Default)]
+pub struct Overrides {
+    /// Address (`host:port`, `http://...` or `https://...`).
+    pub address: Option<String>,
+    /// Token secret.
+    pub token: Option<String>,
+    /// File holding the token.
+    pub token_file: Option<PathBuf>,
+    /// CA bundle.
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate.
+    pub client_cert: Option<PathBuf>,
+    /// Client key.
+    pub client_key: Option<PathBuf>,
+    /// TLS server name.
+    pub tls_server_name: Option<String>,
+    /// Skip server certificate verification.
+    pub insecure_skip_verify: Option<bool>,
+    /// Datacenter (`dc` query parameter).
+    pub datacenter: Option<String>,
+    /// Namespace (`ns` query parameter).
+    pub namespace: Option<String>,
+    /// Admin partition (`partition` query parameter).
+    pub partition: Option<String>,
+}
+
+impl fmt::Debug for Overrides {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Overrides")
+            .field("address", &self.address)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("token_file", &self.token_file)
+            .field("ca_file", &self.ca_file)
+            .field("client_cert", &self.client_cert)
+            .field("client_key", &self.client_key)
+            .field("tls_server_name", &self.tls_server_name)
+            .field("insecure_skip_verify", &self.insecure_skip_verify)
+            .field("datacenter", &self.datacenter)
+            .field("namespace", &self.namespace)
+            .field("partition", &self.partition)
+            .finish()
+    }
+}
+
+/// Everything the client needs to talk to Consul.
+#[derive(Clone, Debug)]
+pub struct ConsulConfig {
+    /// Base URL of the HTTP API, without the `/v1` prefix.
+    pub address: Url,
+    /// ACL token, if any.
+    pub token: Option<TokenConfig>,
+    /// TLS settings (ignored for http addresses except `insecure_skip_verify`).
+    pub tls: TlsConfig,
+    /// `dc` query parameter sent with every request, if set.
+    pub datacenter: Option<String>,
+    /// `ns` query parameter sent with every request, if set.
+    pub namespace: Option<String>,
+    /// `partition` query parameter sent with every request, if set.
+    pub partition: Option<String>,
+    /// Retries for connection errors and 5xx answers.
+    pub retry: RetryPolicy,
+    /// Timeout of one non-blocking request, and the margin added to the wait
+    /// of a blocking one.
+    pub request_timeout: Duration,
+    /// Operations per `/v1/txn` request in [`crate::Client::apply_ops`];
+    /// between 1 and [`MAX_TXN_MAX_OPS`].
+    pub txn_max_ops: usize,
+}
+
+/// Why the configuration was rejected. None of these is retryable: the
+/// operator must fix the named setting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The address is not `host:port` or an http(s) URL. Fix the named
+    /// setting.
+    #[error("invalid Consul address {value:?} from {origin}: {reason}")]
+    BadAddress {
+        /// What was given.
+        value: String,
+        /// Which setting it came from.
+        origin: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A boolean setting is not one of Go's spellings
+    /// (`1 t T TRUE true True 0 f F FALSE false False`).
+    #[error("invalid boolean {value:?} for {name}: expected true or false")]
+    BadBool {
+        /// Which variable.
+        name: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// The token file could not be read. Check the path and permissions.
+    #[error("cannot read {source_hint}: {reason}")]
+    TokenFileUnreadable {
+        /// Where the path came from and the path itself.
+        source_hint: String,
+        /// The I/O error.
+        reason: String,
+    },
+    /// The token file exists but holds only whitespace. An empty token would
+    /// silently fall back to anonymous access, so it is refused.
+    #[error("{source_hint} is empty")]
+    TokenFileEmpty {
+        /// Where the path came from and the path itself.
+        source_hint: String,
+    },
+    /// The token contains characters that cannot go in an HTTP header.
+    #[error("{source_hint} contains characters not allowed in an HTTP header")]
+    TokenNotHeaderSafe {
+        /// Where the token came from (never the token).
+        source_hint: String,
+    },
+    /// A TLS file could not be read or parsed.
+    #[error("TLS {what} {path}: {reason}")]
+    Tls {
+        /// Which file ("CA file", "client certificate", ...).
+        what: &'static str,
+        /// Its path.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A client certificate was given without a key, or the reverse.
+    #[error("client certificate and client key must be set together")]
+    IncompleteClientIdentity,
+    /// `txn_max_ops` outside `1..=128`.
+    #[error("txn_max_ops must be between 1 and {MAX_TXN_MAX_OPS}, got {0}")]
+    BadTxnMaxOps(usize),
+    /// The TLS server name could not be applied (for example the host in the
+    /// address does not resolve).
+    #[error("cannot use TLS server name {server_name:?}: {reason}")]
+    ServerName {
+        /// The configured server name.
+        server_name: String,
+        /// Why it could not be used.
+        reason: String,
+    },
+    /// The HTTP client could not be built from these settings.
+    #[error("cannot build HTTP client: {0}")]
+    HttpClient(String),
+}
+
+impl ConsulConfig {
+    /// A configuration for `address` with no token and default settings.
+    pub fn new(address: &str) -> Result<Self, ConfigError> {
+        Ok(Self {
+            address: parse_address(address, false, "explicit address")?,
+            token: None,
+            tls: TlsConfig::default(),
+            datacenter: None,
+            namespace: None,
+            partition: None,
+            retry: RetryPolicy::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            txn_max_ops: DEFAULT_TXN_MAX_OPS,
+        })
+    }
+
+    /// Builds the configuration from an environment map (normally the
+    /// process environment) and explicit values, which win over it.
+    ///
+    /// Token precedence: an explicit token file, an explicit token,
+    /// `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`. Within one level the
+    /// file wins, as it does in Consul's own client.
+    pub fn from_sources(
+        env_map: &BTreeMap<String, String>,
+        overrides: &Overrides,
+    ) -> Result<Self, ConfigError> {
+        let get = |name: &str| {
+            env_map
+                .get(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+
+        let ssl = match get(env::HTTP_SSL) {
+            Some(v) => parse_bool(env::HTTP_SSL, &v)?,
+            None => false,
+        };
+        let address = match (&overrides.address, get(env::HTTP_ADDR)) {
+            (Some(a), _) => parse_address(a, ssl, "explicit address")?,
+            (None, Some(a)) => parse_address(&a, ssl, env::HTTP_ADDR)?,
+            (None, None) => parse_address(DEFAULT_ADDRESS, ssl, "default address")?,
+        };
+
+        let token = if let Some(path) = &overrides.token_file {
+            Some(read_token_file(
+                TokenSource::ExplicitFile(path.clone()),
+                path,
+            )?)
+        } else if let Some(secret) = overrides.token.as_deref().filter(|t| !t.trim().is_empty()) {
+            Some(TokenConfig {
+                secret: Token::new(secret),
+                source: TokenSource::Explicit,
+            })
+        } else if let Some(path) = get(env::HTTP_TOKEN_FILE) {
+            let path = PathBuf::from(path);
+            Some(read_token_file(TokenSource::EnvFile(path.clone()), &path)?)
+        } else {
+            get(env::HTTP_TOKEN).map(|secret| TokenConfig {
+                secret: Token::new(secret),
+                source: TokenSource::EnvVar,
+            })
+        };
+        if let Some(t) = &token {
+            check_header_safe(t)?;
+        }
+
+        let verify = match get(env::HTTP_SSL_VERIFY) {
+            Some(v) => parse_bool(env::HTTP_SSL_VERIFY, &v)?,
+            None => true,
+        };
+        let tls = TlsConfig {
+            ca_file: overrides
+                .ca_file
+                .clone()
+                .or_else(|| get(env::CACERT).map(PathBuf::from)),
+            client_cert: overrides
+                .client_cert
+                .clone()
+                .or_else(|| get(env::CLIENT_CERT).map(PathBuf::from)),
+            client_key: overrides
+                .client_key
+                .clone()
+                .or_else(|| get(env::CLIENT_KEY).map(PathBuf::from)),
+            server_name: overrides
+                .tls_server_name
+                .clone()
+                .or_else(|| get(env::TLS_SERVER_NAME)),
+            insecure_skip_verify: overrides.insecure_skip_verify.unwrap_or(!verify),
+        };
+        if tls.client_cert.is_some() != tls.client_key.is_some() {
+            return Err(ConfigError::IncompleteClientIdentity);
+        }
+
+        Ok(Self {
+            address,
+            token,
+            tls,
+            datacenter: overrides.datacenter.clone().filter(|s| !s.is_empty()),
+            namespace: overrides.namespace.clone().or_else(|| get(env::NAMESPACE)),
+            partition: overrides.partition.clone().or_else(|| get(env::PARTITION)),
+            retry: RetryPolicy::default(),
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            txn_max_ops: DEFAULT_TXN_MAX_OPS,
+        })
+    }
+
+    /// [`ConsulConfig::from_sources`] over the process environment.
+    pub fn from_process_env(overrides: &Overrides) -> Result<Self, ConfigError> {
+        let map: BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        Self::from_sources(&map, overrides)
+    }
+
+    /// The hint naming the token in errors: its source, or "anonymous".
+    pub fn token_hint(&self) -> String {
+        match &self.token {
+            Some(t) => t.source.to_string(),
+            None => "no token (anonymous)".to_owned(),
+        }
+    }
+}
+
+/// Parses a boolean the way Go's `strconv.ParseBool` does, since Consul's
+/// CLI reads its variables with it.
+pub fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim() {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        other => Err(ConfigError::BadBool {
+            name,
+            value: other.to_owned(),
+        }),
+    }
+}
+
+/// Parses an address: `host:port` (http, or https when `ssl`), or an
+/// `http://` / `https://` URL, possibly with a path prefix (for a proxy).
+pub fn parse_address(value: &str, ssl: bool, origin: &'static str) -> Result<Url, ConfigError> {
+    let bad = |reason: &str| ConfigError::BadAddress {
+        value: value.to_owned(),
+        origin,
+        reason: reason.to_owned(),
+    };
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Err(bad("empty"));
+    }
+    let with_scheme = if trimmed.contains("://") {
+        trimmed.to_owned()
+    } else if ssl {
+        format!("https://{trimmed}")
+    } else {
+        format!("http://{trimmed}")
+    };
+    let mut url = Url::parse(&with_scheme).map_err(|e| bad(&e.to_string()))?;
+    match url.scheme() {
+        "http" | "https" => {}
+        "unix" => return Err(bad("unix sockets are not supported; use http(s)://")),
+        other => return Err(bad(&format!("unsupported scheme {other:?}"))),
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("must not have a query or fragment"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("must not carry credentials; use the ACL token"));
+    }
+    // Endpoint paths are appended segment by segment; a trailing slash would
+    // leave an empty segment in front of "v1".
+    let path = url.path().trim_end_matches('/').to_owned();
+    url.set_path(&path);
+    Ok(url)
+}
+
+fn read_token_file(source: TokenSource, path: &Path) -> Result<TokenConfig, ConfigError> {
+    let hint = source.to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::TokenFileUnreadable {
+        source_hint: hint.clone(),
+        reason: e.to_string(),
+    })?;
+    let secret = Token::new(text);
+    if secret.expose().is_empty() {
+        return Err(ConfigError::TokenFileEmpty { source_hint: hint });
+    }
+    Ok(TokenConfig { secret, source })
+}
+
+fn check_header_safe(token: &TokenConfig) -> Result<(), ConfigError> {
+    let ok = token
+        .secret
+        .expose()
+        .bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::TokenNotHeaderSafe {
+            source_hint: token.source.to_string(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::io::Write;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    const SECRET: &str = "3f9c1e2a-5b7d-4c8e-9a0b-1c2d3e4f5a6b";
+
+    #[test]
+    fn defaults_to_local_http_agent() {
+        let c = ConsulConfig::from_sources(&env(&[]), &Overrides::default()).unwrap();
+        assert_eq!(c.address.as_str(), "http://127.0.0.1:8500/");
+        assert!(c.token.is_none());
+        assert!(!c.tls.insecure_skip_verify);
+        assert_eq!(c.txn_max_ops, 64);
+    }
+
+    #[test]
+    fn host_port_without_scheme_is_http_unless_ssl() {
+        let c = ConsulConfig::from_sources(
+            &env(&[("CONSUL_HTTP_ADDR", "consul.example:8501")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.scheme(), "http");
+        assert_eq!(c.address.port(), Some(8501));
+
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_HTTP_ADDR", "consul.example:8501"),
+                ("CONSUL_HTTP_SSL", "true"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.scheme(), "https");
+    }
+
+    #[test]
+    fn https_url_and_path_prefix_are_kept() {
+        let u = parse_address("https://proxy.example/consul/", false, "t").unwrap();
+        assert_eq!(u.scheme(), "https");
+        assert_eq!(u.path(), "/consul");
+    }
+
+    #[test]
+    fn explicit_address_wins_over_env() {
+        let o = Overrides {
+            address: Some("http://10.0.0.1:8500".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&[("CONSUL_HTTP_ADDR", "other:1")]), &o).unwrap();
+        assert_eq!(c.address.host_str(), Some("10.0.0.1"));
+    }
+
+    #[test]
+    fn malformed_addresses_are_rejected_with_origin() {
+        for bad in [
+            "",
+            "ftp://x:1",
+            "unix:///tmp/consul.sock",
+            "http://",
+            "http://h:99999",
+            "http://u:p@h:1",
+            "http://h:1/?a=b",
+        ] {
+            let err = ConsulConfig::from_sources(
+                &env(&[("CONSUL_HTTP_ADDR", bad)]),
+                &Overrides::default(),
+            );
+            // An empty variable counts as unset, like in Consul's CLI.
+            if bad.is_empty() {
+                assert!(err.is_ok());
+                continue;
+            }
+            let err = err.unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadAddress {
+                        origin: "CONSUL_HTTP_ADDR",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_HTTP_ADDR"));
+        }
+        assert!(parse_address("   ", false, "t").is_err());
+    }
+
+    #[test]
+    fn bad_bool_is_an_error_naming_the_variable() {
+        let err = ConsulConfig::from_sources(
+            &env(&[("CONSUL_HTTP_SSL_VERIFY", "nope")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigError::BadBool {
+                name: "CONSUL_HTTP_SSL_VERIFY",
+                ..
+            }
+        ));
+        assert!(err.to_string().contains("CONSUL_HTTP_SSL_VERIFY"));
+    }
+
+    #[test]
+    fn ssl_verify_false_means_insecure() {
+        let c = ConsulConfig::from_sources(
+            &env(&[("CONSUL_HTTP_SSL_VERIFY", "false")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(c.tls.insecure_skip_verify);
+        let o = Overrides {
+            insecure_skip_verify: Some(false),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&[("CONSUL_HTTP_SSL_VERIFY", "0")]), &o).unwrap();
+        assert!(!c.tls.insecure_skip_verify);
+    }
+
+    #[test]
+    fn tls_settings_come_from_env() {
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_CACERT", "/etc/consul/ca.pem"),
+                ("CONSUL_CLIENT_CERT", "/etc/consul/cert.pem"),
+                ("CONSUL_CLIENT_KEY", "/etc/consul/key.pem"),
+                ("CONSUL_TLS_SERVER_NAME", "server.dc1.consul"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            c.tls.ca_file.as_deref(),
+            Some(Path::new("/etc/consul/ca.pem"))
+        );
+        assert_eq!(
+            c.tls.client_cert.as_deref(),
+            Some(Path::new("/etc/consul/cert.pem"))
+        );
+        assert_eq!(
+            c.tls.client_key.as_deref(),
+            Some(Path::new("/etc/consul/key.pem"))
+        );
+        assert_eq!(c.tls.server_name.as_deref(), Some("server.dc1.consul"));
+    }
+
+    #[test]
+    fn client_cert_without_key_is_rejected() {
+        let err = ConsulConfig::from_sources(
+            &env(&[("CONSUL_CLIENT_CERT", "/c.pem")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::IncompleteClientIdentity));
+    }
+
+    #[test]
+    fn namespace_and_partition_from_env_datacenter_explicit() {
+        let o = Overrides {
+            datacenter: Some("dc2".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(
+            &env(&[("CONSUL_NAMESPACE", "team-a"), ("CONSUL_PARTITION", "p1")]),
+            &o,
+        )
+        .unwrap();
+        assert_eq!(c.datacenter.as_deref(), Some("dc2"));
+        assert_eq!(c.namespace.as_deref(), Some("team-a"));
+        assert_eq!(c.partition.as_deref(), Some("p1"));
+    }
+
+    #[test]
+    fn token_from_env_var() {
+        let c = ConsulConfig::from_sources(
+            &env(&[("CONSUL_HTTP_TOKEN", SECRET)]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let t = c.token.as_ref().unwrap();
+        assert_eq!(t.secret.expose(), SECRET);
+        assert_eq!(t.source, TokenSource::EnvVar);
+        assert_eq!(c.token_hint(), "token from CONSUL_HTTP_TOKEN");
+    }
+
+    #[test]
+    fn token_file_wins_over_token_var_and_is_trimmed() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        writeln!(f, "  {SECRET}  ").unwrap();
+        let path = f.path().to_str().unwrap().to_owned();
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_HTTP_TOKEN", "other"),
+                ("CONSUL_HTTP_TOKEN_FILE", &path),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let t = c.token.as_ref().unwrap();
+        assert_eq!(t.secret.expose(), SECRET);
+        assert!(matches!(t.source, TokenSource::EnvFile(_)));
+        assert!(c.token_hint().contains("CONSUL_HTTP_TOKEN_FILE"));
+    }
+
+    #[test]
+    fn explicit_token_wins_over_env() {
+        let o = Overrides {
+            token: Some("explicit-secret".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&[("CONSUL_HTTP_TOKEN", SECRET)]), &o).unwrap();
+        assert_eq!(c.token.as_ref().unwrap().secret.expose(), "explicit-secret");
+        assert_eq!(c.token.as_ref().unwrap().source, TokenSource::Explicit);
+    }
+
+    #[test]
+    fn unreadable_and_empty_token_files_are_errors() {
+        let err = ConsulConfig::from_sources(
+            &env(&[("CONSUL_HTTP_TOKEN_FILE", "/nonexistent/mirra/token")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::TokenFileUnreadable { .. }));
+        assert!(err.to_string().contains("/nonexistent/mirra/token"));
+
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), "\n  \n").unwrap();
+        let o = Overrides {
+            token_file: Some(f.path().to_owned()),
+            ..Overrides::default()
+        };
+        let err = ConsulConfig::from_sources(&env(&[]), &o).unwrap_err();
+        assert!(matches!(err, ConfigError::TokenFileEmpty { .. }));
+    }
+
+    #[test]
+    fn token_with_newline_inside_is_refused_without_showing_it() {
+        let o = Overrides {
+            token: Some("abc\ndef-secret".into()),
+            ..Overrides::default()
+        };
+        let err = ConsulConfig::from_sources(&env(&[]), &o).unwrap_err();
+        assert!(matches!(err, ConfigError::TokenNotHeaderSafe { .. }));
+        assert!(!err.to_string().contains("def-secret"));
+        assert!(!format!("{err:?}").contains("def-secret"));
+    }
+
+    #[test]
+    fn secret_never_appears_in_debug_of_config_or_overrides() {
+        let o = Overrides {
+            token: Some(SECRET.into()),
+            ..Overrides::default()
+        };
+        assert!(!format!("{o:?}").contains(SECRET));
+        let c = ConsulConfig::from_sources(&env(&[]), &o).unwrap();
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains(SECRET), "{dbg}");
+        assert!(dbg.contains("redacted"));
+        assert!(!format!("{:#?}", c).contains(SECRET));
+        assert!(!c.token_hint().contains(SECRET));
+    }
+
+    #[test]
+    fn go_bool_spellings() {
+        for t in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert!(parse_bool("X", t).unwrap());
+        }
+        for f in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert!(!parse_bool("X", f).unwrap());
+        }
+        for bad in ["yes", "no", "tRuE", "2", ""] {
+            assert!(parse_bool("X", bad).is_err());
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn address_parsing_never_panics(s in ".{0,64}") {
+            let _ = parse_address(&s, false, "t");
+            let _ = parse_address(&s, true, "t");
+        }
+
+        #[test]
+        fn bool_parsing_never_panics(s in ".{0,16}") {
+            let _ = parse_bool("X", &s);
+        }
+
+        #[test]
+        fn host_port_round_trips(host in "[a-w][a-z0-9-]{0,20}(\\.[a-w][a-z0-9-]{0,10}){0,3}", port in 1u16..) {
+            let u = parse_address(&format!("{host}:{port}"), false, "t").unwrap();
+            prop_assert_eq!(u.scheme(), "http");
+            prop_assert_eq!(u.host_str(), Some(host.as_str()));
+            // The URL omits the port when it is the scheme's default.
+            prop_assert_eq!(u.port_or_known_default(), Some(port));
+        }
+    }
+}

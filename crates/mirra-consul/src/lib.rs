@@ -1,0 +1,47 @@
+//! mirra-consul: mirra's typed async client for Consul's HTTP API.
+//!
+//! It covers what catalog sync needs and nothing more: catalog register and
+//! deregister, the catalog and health reads, `/v1/txn` with Node, Service
+//! and Check operations (split into transactions of at most 64 operations,
+//! because each request is one Raft apply on the servers), blocking queries
+//! and watch streams, ACL tokens and TLS. It was written from Consul's HTTP
+//! API documentation and shares no code or types with the test server in
+//! `consul-sandbox`, so that a misread field on either side shows up as a
+//! failing integration test.
+//!
+//! ```text
+//! ConsulConfig::from_sources(env, overrides)   config.rs  (pure)
+//!   -> Client::new                               client.rs  (pool, TLS, token)
+//!        register / deregister / txn / apply_ops   writes  -> txn.rs (split, map 409)
+//!        services / service / node_services /      reads   -> blocking.rs (index rules)
+//!        nodes / health_service
+//!        watch_node_services -> Stream             watch.rs
+//!   errors: Error (error.rs) with class() for metrics and is_retryable()
+//! ```
+//!
+//! What this crate must NOT do: decide what to write (that is the catalog
+//! planner's job), cache catalog state, log or display the ACL token, or
+//! retry a non-idempotent write whose outcome is unknown.
+
+pub mod backoff;
+pub mod blocking;
+mod client;
+pub mod config;
+pub mod endpoint;
+pub mod error;
+pub mod txn;
+pub mod types;
+mod watch;
+
+pub use backoff::RetryPolicy;
+pub use blocking::{QueryOptions, Versioned, WatchOptions};
+pub use client::{Client, INDEX_HEADER, TOKEN_HEADER};
+pub use config::{
+    ConfigError, ConsulConfig, Overrides, TlsConfig, Token, TokenConfig, TokenSource,
+};
+pub use error::Error;
+pub use txn::{FailedOp, TxnBatchError, TxnOp, TxnResult, TxnSummary, Verb, split_ops};
+pub use types::{
+    CatalogServiceInstance, CheckDefinition, DeregisterRequest, HealthCheck, Meta, Node,
+    NodeServices, RegisterRequest, Service, ServiceAddress, ServiceEntry, ServiceTags, Weights,
+};

@@ -1,0 +1,773 @@
+//! Typed request and response bodies of Consul's catalog and health APIs,
+//! written from Consul's HTTP API documentation.
+//!
+//! Field names follow Consul's PascalCase JSON. Every response type
+//! tolerates unknown fields (newer Consul versions add them) and `null`
+//! where Consul writes `null` for an empty list or map. Request types omit
+//! empty optional fields so that the body says only what the caller meant.
+//!
+//! This module must NOT contain behaviour beyond (de)serialisation: no I/O,
+//! no defaults that change what Consul stores.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Deserialises `null` as the type's default (Consul writes `"Tags": null`).
+fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u16(v: &u16) -> bool {
+    *v == 0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
+}
+
+/// String-to-string metadata (node meta, service meta, tagged addresses of
+/// a node). Ordered so that equal maps compare and serialise identically.
+pub type Meta = BTreeMap<String, String>;
+
+/// A catalog node, as in `/v1/catalog/nodes`, the `Node` of
+/// `/v1/catalog/node-services/:node` and a transaction's `Node` operation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Node {
+    /// Optional UUID of the node.
+    #[serde(
+        rename = "ID",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub id: String,
+    /// Node name.
+    #[serde(default, deserialize_with = "nullable")]
+    pub node: String,
+    /// Node address.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub address: String,
+    /// Datacenter; empty means the agent's.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub datacenter: String,
+    /// Tagged addresses (`lan`, `wan`, ...).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub tagged_addresses: Meta,
+    /// Node metadata.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub meta: Meta,
+    /// Admin partition (Enterprise).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub partition: String,
+    /// Raft index that created the entry.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub create_index: u64,
+    /// Raft index of the last change; the CAS index of a `cas` operation.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub modify_index: u64,
+}
+
+/// A tagged address of a service: address and port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceAddress {
+    /// Address. Consul's documentation writes lowercase keys in examples and
+    /// its server writes PascalCase; both are accepted.
+    #[serde(
+        rename = "Address",
+        alias = "address",
+        default,
+        deserialize_with = "nullable"
+    )]
+    pub address: String,
+    /// Port.
+    #[serde(
+        rename = "Port",
+        alias = "port",
+        default,
+        deserialize_with = "nullable"
+    )]
+    pub port: u16,
+}
+
+/// DNS SRV weights of a service instance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Weights {
+    /// Weight when all checks pass.
+    #[serde(default, deserialize_with = "nullable")]
+    pub passing: u32,
+    /// Weight when a check warns.
+    #[serde(default, deserialize_with = "nullable")]
+    pub warning: u32,
+}
+
+/// A service instance, in the shape of the register body's `Service`, of
+/// `Services` in `/v1/catalog/node-services/:node`, of `Service` in
+/// `/v1/health/service/:name` and of a transaction's `Service` operation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Service {
+    /// Instance ID, unique per node; defaults to the name when empty.
+    #[serde(
+        rename = "ID",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub id: String,
+    /// Service name.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service: String,
+    /// Tags.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub tags: Vec<String>,
+    /// Address; empty means the node's address.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub address: String,
+    /// Tagged addresses (`lan_ipv4`, `wan`, ...).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub tagged_addresses: BTreeMap<String, ServiceAddress>,
+    /// Service metadata.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub meta: Meta,
+    /// Port.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u16"
+    )]
+    pub port: u16,
+    /// DNS weights; `None` means Consul's default (passing 1, warning 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights: Option<Weights>,
+    /// Whether agents may override the tags (anti-entropy).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
+    pub enable_tag_override: bool,
+    /// Service kind; empty for a typical service.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub kind: String,
+    /// Namespace (Enterprise).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub namespace: String,
+    /// Admin partition (Enterprise).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub partition: String,
+    /// Raft index that created the entry.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub create_index: u64,
+    /// Raft index of the last change; the CAS index of a `cas` operation.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub modify_index: u64,
+}
+
+/// The definition of a check (for checks run by an agent; a catalog-only
+/// check such as a Kubernetes readiness check has none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CheckDefinition {
+    /// HTTP URL to probe.
+    #[serde(
+        rename = "HTTP",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub http: String,
+    /// TCP address to probe.
+    #[serde(
+        rename = "TCP",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub tcp: String,
+    /// Probe interval as a Go duration ("10s").
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub interval: String,
+    /// Probe timeout as a Go duration.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub timeout: String,
+    /// Deregister the service after being critical this long.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub deregister_critical_service_after: String,
+}
+
+/// A health check, as in the register body's `Check`/`Checks`, the `Checks`
+/// of `/v1/health/service/:name` and a transaction's `Check` operation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct HealthCheck {
+    /// Node the check belongs to.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub node: String,
+    /// Check ID, unique per node; defaults to the name when empty.
+    #[serde(
+        rename = "CheckID",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub check_id: String,
+    /// Human-readable name.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub name: String,
+    /// `passing`, `warning` or `critical` (`maintenance` may be read back).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub status: String,
+    /// Free text.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub notes: String,
+    /// Output of the last run.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub output: String,
+    /// Service instance the check belongs to; empty for a node check.
+    #[serde(
+        rename = "ServiceID",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub service_id: String,
+    /// Name of that service.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub service_name: String,
+    /// Tags of that service.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub service_tags: Vec<String>,
+    /// Check type (`http`, `tcp`, `ttl`, `kubernetes-readiness`, ...).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub r#type: String,
+    /// How an agent runs it, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<CheckDefinition>,
+    /// Namespace (Enterprise).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub namespace: String,
+    /// Admin partition (Enterprise).
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub partition: String,
+    /// Raft index that created the entry.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub create_index: u64,
+    /// Raft index of the last change; the CAS index of a `cas` operation.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_zero_u64"
+    )]
+    pub modify_index: u64,
+}
+
+/// Body of `PUT /v1/catalog/register`: a node, optionally one service and
+/// checks. One request is one Raft apply.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RegisterRequest {
+    /// Optional node UUID.
+    #[serde(rename = "ID", default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    /// Node name (required).
+    pub node: String,
+    /// Node address (required by Consul unless `skip_node_update` and the
+    /// node exists).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub address: String,
+    /// Datacenter; empty means the agent's.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub datacenter: String,
+    /// Node tagged addresses.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tagged_addresses: Meta,
+    /// Node metadata.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_meta: Meta,
+    /// The service instance to register, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<Service>,
+    /// One check to register.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<HealthCheck>,
+    /// Several checks to register.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<HealthCheck>,
+    /// Leave the node's own fields as they are if it already exists.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub skip_node_update: bool,
+    /// Namespace (Enterprise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Admin partition (Enterprise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub partition: String,
+}
+
+/// Body of `PUT /v1/catalog/deregister`. With only `node` set the whole node
+/// goes (with its services and checks); with `service_id` one instance and
+/// its checks; with `check_id` one check.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct DeregisterRequest {
+    /// Node name (required).
+    pub node: String,
+    /// Datacenter; empty means the agent's.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub datacenter: String,
+    /// Service instance to remove.
+    #[serde(
+        rename = "ServiceID",
+        default,
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub service_id: String,
+    /// Check to remove.
+    #[serde(rename = "CheckID", default, skip_serializing_if = "String::is_empty")]
+    pub check_id: String,
+    /// Namespace (Enterprise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Admin partition (Enterprise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub partition: String,
+}
+
+impl DeregisterRequest {
+    /// Remove a whole node with everything on it.
+    pub fn node(node: impl Into<String>) -> Self {
+        Self {
+            node: node.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Remove one service instance (and its checks) from a node.
+    pub fn service(node: impl Into<String>, service_id: impl Into<String>) -> Self {
+        Self {
+            node: node.into(),
+            service_id: service_id.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Remove one check from a node.
+    pub fn check(node: impl Into<String>, check_id: impl Into<String>) -> Self {
+        Self {
+            node: node.into(),
+            check_id: check_id.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Response of `/v1/catalog/node-services/:node`: the node and the list of
+/// its service instances. `node` is `None` when the node does not exist.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct NodeServices {
+    /// The node, if registered.
+    #[serde(default)]
+    pub node: Option<Node>,
+    /// Its service instances.
+    #[serde(default, deserialize_with = "nullable")]
+    pub services: Vec<Service>,
+}
+
+/// One entry of `/v1/catalog/service/:name`: an instance flattened together
+/// with its node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct CatalogServiceInstance {
+    /// Node UUID.
+    #[serde(rename = "ID", default, deserialize_with = "nullable")]
+    pub id: String,
+    /// Node name.
+    #[serde(default, deserialize_with = "nullable")]
+    pub node: String,
+    /// Node address.
+    #[serde(default, deserialize_with = "nullable")]
+    pub address: String,
+    /// Datacenter.
+    #[serde(default, deserialize_with = "nullable")]
+    pub datacenter: String,
+    /// Node tagged addresses.
+    #[serde(default, deserialize_with = "nullable")]
+    pub tagged_addresses: Meta,
+    /// Node metadata.
+    #[serde(default, deserialize_with = "nullable")]
+    pub node_meta: Meta,
+    /// Instance ID.
+    #[serde(rename = "ServiceID", default, deserialize_with = "nullable")]
+    pub service_id: String,
+    /// Service name.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_name: String,
+    /// Instance address (empty: use the node's).
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_address: String,
+    /// Tags.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_tags: Vec<String>,
+    /// Service metadata.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_meta: Meta,
+    /// Port.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_port: u16,
+    /// Service tagged addresses.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_tagged_addresses: BTreeMap<String, ServiceAddress>,
+    /// DNS weights.
+    #[serde(default)]
+    pub service_weights: Option<Weights>,
+    /// Tag override flag.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_enable_tag_override: bool,
+    /// Service kind.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_kind: String,
+    /// Namespace (Enterprise).
+    #[serde(default, deserialize_with = "nullable")]
+    pub namespace: String,
+    /// Admin partition (Enterprise).
+    #[serde(default, deserialize_with = "nullable")]
+    pub partition: String,
+    /// Raft index that created the instance.
+    #[serde(default, deserialize_with = "nullable")]
+    pub create_index: u64,
+    /// Raft index of the instance's last change.
+    #[serde(default, deserialize_with = "nullable")]
+    pub modify_index: u64,
+}
+
+/// One entry of `/v1/health/service/:name`: node, instance and checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ServiceEntry {
+    /// The node.
+    #[serde(default, deserialize_with = "nullable")]
+    pub node: Node,
+    /// The instance.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service: Service,
+    /// Node and service checks.
+    #[serde(default, deserialize_with = "nullable")]
+    pub checks: Vec<HealthCheck>,
+}
+
+/// Response of `/v1/catalog/services`: service name to the union of its tags.
+pub type ServiceTags = BTreeMap<String, Vec<String>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    #[test]
+    fn node_services_from_documented_sample_with_nulls_and_unknown_fields() {
+        let body = json!({
+            "Node": {
+                "ID": "40e4a748-2192-161a-0510-9bf59fe950b5",
+                "Node": "t2-node",
+                "Address": "10.1.10.12",
+                "Datacenter": "dc1",
+                "TaggedAddresses": {"lan": "10.1.10.12"},
+                "Meta": {"instance_type": "t2.medium"},
+                "SomethingNew": {"x": 1}
+            },
+            "Services": [
+                {"ID": "consul", "Service": "consul", "Tags": null, "Meta": {}, "Port": 8300},
+                {
+                    "ID": "redis", "Service": "redis",
+                    "TaggedAddresses": {"lan": {"address": "10.1.10.12", "port": 8000}},
+                    "Tags": ["v1"], "Meta": {"redis_version": "4.0"}, "Port": 8000,
+                    "Namespace": "default", "Proxy": {"Upstreams": null}
+                }
+            ]
+        });
+        let ns: NodeServices = serde_json::from_value(body).unwrap();
+        let node = ns.node.unwrap();
+        assert_eq!(node.node, "t2-node");
+        assert_eq!(node.meta["instance_type"], "t2.medium");
+        assert_eq!(ns.services.len(), 2);
+        assert!(ns.services[0].tags.is_empty());
+        assert_eq!(ns.services[1].tagged_addresses["lan"].port, 8000);
+        assert_eq!(ns.services[1].namespace, "default");
+    }
+
+    #[test]
+    fn missing_node_reads_as_none() {
+        let ns: NodeServices = serde_json::from_str(r#"{"Node":null,"Services":null}"#).unwrap();
+        assert!(ns.node.is_none());
+        assert!(ns.services.is_empty());
+    }
+
+    #[test]
+    fn register_body_uses_consul_field_names_and_omits_empties() {
+        let req = RegisterRequest {
+            node: "k8s-sync".into(),
+            address: "127.0.0.1".into(),
+            node_meta: [("external-source".to_owned(), "kubernetes".to_owned())].into(),
+            service: Some(Service {
+                id: "web-0123456789ab".into(),
+                service: "web".into(),
+                tags: vec!["k8s".into()],
+                port: 8080,
+                weights: Some(Weights {
+                    passing: 3,
+                    warning: 1,
+                }),
+                ..Service::default()
+            }),
+            check: Some(HealthCheck {
+                check_id: "default/web-0123456789ab".into(),
+                name: "Kubernetes Readiness Check".into(),
+                r#type: "kubernetes-readiness".into(),
+                status: "passing".into(),
+                service_id: "web-0123456789ab".into(),
+                ..HealthCheck::default()
+            }),
+            skip_node_update: true,
+            ..RegisterRequest::default()
+        };
+        let v = serde_json::to_value(&req).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "Node": "k8s-sync",
+                "Address": "127.0.0.1",
+                "NodeMeta": {"external-source": "kubernetes"},
+                "Service": {
+                    "ID": "web-0123456789ab", "Service": "web", "Tags": ["k8s"], "Port": 8080,
+                    "Weights": {"Passing": 3, "Warning": 1}
+                },
+                "Check": {
+                    "CheckID": "default/web-0123456789ab",
+                    "Name": "Kubernetes Readiness Check",
+                    "Status": "passing",
+                    "ServiceID": "web-0123456789ab",
+                    "Type": "kubernetes-readiness"
+                },
+                "SkipNodeUpdate": true
+            })
+        );
+    }
+
+    #[test]
+    fn deregister_constructors() {
+        assert_eq!(
+            serde_json::to_value(DeregisterRequest::service("n", "s1")).unwrap(),
+            json!({"Node": "n", "ServiceID": "s1"})
+        );
+        assert_eq!(
+            serde_json::to_value(DeregisterRequest::check("n", "c1")).unwrap(),
+            json!({"Node": "n", "CheckID": "c1"})
+        );
+        assert_eq!(
+            serde_json::to_value(DeregisterRequest::node("n")).unwrap(),
+            json!({"Node": "n"})
+        );
+    }
+
+    #[test]
+    fn catalog_service_instance_from_documented_sample() {
+        let body = json!([{
+            "ID": "40e4a748-2192-161a-0510-9bf59fe950b5",
+            "Node": "t2.320", "Address": "192.168.10.10", "Datacenter": "dc1",
+            "TaggedAddresses": {"lan": "192.168.10.10"},
+            "NodeMeta": {"somekey": "somevalue"},
+            "CreateIndex": 51, "ModifyIndex": 51,
+            "ServiceAddress": "172.17.0.3", "ServiceEnableTagOverride": false,
+            "ServiceID": "32a2a47f7992:nodea:5000", "ServiceName": "web",
+            "ServicePort": 5000, "ServiceMeta": {"web_meta_value": "baz"},
+            "ServiceTaggedAddresses": {"lan": {"address": "172.17.0.3", "port": 5000}},
+            "ServiceTags": ["prod"],
+            "ServiceProxy": {"DestinationServiceName": "", "Config": null, "Upstreams": null},
+            "ServiceConnect": {"Native": false, "Proxy": null},
+            "ServiceWeights": {"Passing": 1, "Warning": 1},
+            "Namespace": "default"
+        }]);
+        let v: Vec<CatalogServiceInstance> = serde_json::from_value(body).unwrap();
+        assert_eq!(v[0].service_id, "32a2a47f7992:nodea:5000");
+        assert_eq!(v[0].service_port, 5000);
+        assert_eq!(v[0].modify_index, 51);
+        assert_eq!(v[0].service_tagged_addresses["lan"].address, "172.17.0.3");
+    }
+
+    #[test]
+    fn wrong_types_are_errors_not_panics() {
+        assert!(serde_json::from_str::<NodeServices>(r#"{"Services": 3}"#).is_err());
+        assert!(serde_json::from_str::<Service>(r#"{"Port": 70000}"#).is_err());
+        assert!(serde_json::from_str::<Service>(r#"{"Port": -1}"#).is_err());
+        assert!(serde_json::from_str::<Vec<ServiceEntry>>(r#"[{"Node": "x"}]"#).is_err());
+    }
+
+    fn arb_service() -> impl Strategy<Value = Service> {
+        (
+            "[a-z0-9-]{0,12}",
+            "[a-z0-9-]{1,12}",
+            proptest::collection::vec("[a-z0-9=,]{0,6}", 0..4),
+            proptest::collection::btree_map("[a-z-]{1,8}", "[ -~]{0,8}", 0..4),
+            any::<u16>(),
+            any::<u64>(),
+        )
+            .prop_map(|(id, service, tags, meta, port, modify_index)| Service {
+                id,
+                service,
+                tags,
+                meta,
+                port,
+                modify_index,
+                ..Service::default()
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn service_round_trips(s in arb_service()) {
+            let text = serde_json::to_string(&s).unwrap();
+            let back: Service = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(back, s);
+        }
+
+        #[test]
+        fn arbitrary_json_never_panics(text in ".{0,200}") {
+            let _ = serde_json::from_str::<NodeServices>(&text);
+            let _ = serde_json::from_str::<Vec<CatalogServiceInstance>>(&text);
+            let _ = serde_json::from_str::<Vec<ServiceEntry>>(&text);
+        }
+    }
+}

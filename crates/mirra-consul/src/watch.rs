@@ -1,0 +1,147 @@
+//! Watches: "give me every new version of X", as a stream built on blocking
+//! queries.
+//!
+//! ```text
+//!   loop:
+//!     wait for min_interval since the last request (and backoff after errors)
+//!     GET ...?index=<next>&wait=<wait>
+//!       ok  -> next = next_index(next, returned)
+//!              yield only if the index moved since the last answer
+//!       err -> yield the error, back off (jittered, exponential), go on
+//! ```
+//!
+//! A watch never ends by itself; drop the stream to stop it. It must NOT
+//! swallow errors (the consumer sees each one, for metrics and readiness)
+//! and must NOT yield an unchanged value (consumers re-plan on each item).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::time::Instant;
+
+use crate::blocking::{QueryOptions, Versioned, WatchOptions, index_moved, next_index};
+use crate::client::Client;
+use crate::error::Error;
+use crate::types::{CatalogServiceInstance, NodeServices, ServiceTags};
+
+type Fetch<T> = Arc<
+    dyn Fn(QueryOptions) -> Pin<Box<dyn Future<Output = Result<Versioned<T>, Error>> + Send>>
+        + Send
+        + Sync,
+>;
+
+struct State<T> {
+    fetch: Fetch<T>,
+    client: Client,
+    opts: WatchOptions,
+    /// Index to send with the next request (0: non-blocking read).
+    send_index: u64,
+    /// Index of the last answer, to tell news from a wait that just ended.
+    last_seen: Option<u64>,
+    /// Consecutive failures, for the backoff.
+    failures: u32,
+    /// Earliest time the next request may start.
+    not_before: Option<Instant>,
+}
+
+/// Builds a watch over any blocking read.
+fn watch<T: Send + 'static>(
+    client: Client,
+    opts: WatchOptions,
+    fetch: Fetch<T>,
+) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
+    let state = State {
+        fetch,
+        client,
+        opts,
+        send_index: 0,
+        last_seen: None,
+        failures: 0,
+        not_before: None,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(t) = st.not_before {
+                tokio::time::sleep_until(t).await;
+            }
+            let started = Instant::now();
+            st.not_before = Some(started + st.opts.min_interval);
+
+            let mut q = st.opts.query.clone();
+            q.index = (st.send_index > 0).then_some(st.send_index);
+            q.wait = Some(st.opts.wait);
+            match (st.fetch)(q).await {
+                Ok(v) => {
+                    st.failures = 0;
+                    let moved = index_moved(st.last_seen, v.index);
+                    st.send_index = next_index(st.send_index, v.index);
+                    st.last_seen = Some(v.index);
+                    if moved {
+                        return Some((Ok(v), st));
+                    }
+                }
+                Err(e) => {
+                    st.failures = st.failures.saturating_add(1);
+                    let delay = st.client.retry_policy().jittered_delay(st.failures);
+                    st.not_before = Some(Instant::now() + delay.max(st.opts.min_interval));
+                    return Some((Err(e), st));
+                }
+            }
+        }
+    })
+}
+
+impl Client {
+    /// Every new version of `/v1/catalog/node-services/:node`: the first read
+    /// at once, then one item each time the catalog index moves. Errors are
+    /// yielded and followed by a jittered backoff; the stream goes on until
+    /// dropped.
+    pub fn watch_node_services(
+        &self,
+        node: impl Into<String>,
+        opts: WatchOptions,
+    ) -> impl Stream<Item = Result<Versioned<NodeServices>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node.into());
+        let client = self.clone();
+        let fetch: Fetch<NodeServices> = Arc::new(move |q| {
+            let client = client.clone();
+            let node = node.clone();
+            Box::pin(async move { client.node_services(&node, &q).await })
+        });
+        watch(self.clone(), opts, fetch)
+    }
+
+    /// Every new version of `/v1/catalog/service/:name` (see
+    /// [`Client::watch_node_services`] for the semantics).
+    pub fn watch_service(
+        &self,
+        name: impl Into<String>,
+        opts: WatchOptions,
+    ) -> impl Stream<Item = Result<Versioned<Vec<CatalogServiceInstance>>, Error>> + Send + 'static
+    {
+        let name: Arc<str> = Arc::from(name.into());
+        let client = self.clone();
+        let fetch: Fetch<Vec<CatalogServiceInstance>> = Arc::new(move |q| {
+            let client = client.clone();
+            let name = name.clone();
+            Box::pin(async move { client.service(&name, &q).await })
+        });
+        watch(self.clone(), opts, fetch)
+    }
+
+    /// Every new version of `/v1/catalog/services` (see
+    /// [`Client::watch_node_services`] for the semantics).
+    pub fn watch_services(
+        &self,
+        opts: WatchOptions,
+    ) -> impl Stream<Item = Result<Versioned<ServiceTags>, Error>> + Send + 'static {
+        let client = self.clone();
+        let fetch: Fetch<ServiceTags> = Arc::new(move |q| {
+            let client = client.clone();
+            Box::pin(async move { client.services(&q).await })
+        });
+        watch(self.clone(), opts, fetch)
+    }
+}

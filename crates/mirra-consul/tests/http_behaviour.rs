@@ -1,0 +1,604 @@
+//! The client's HTTP behaviour against a tiny scripted server: which
+//! answers are retried and how often, how errors are mapped, that the token
+//! travels in the header and never in an error, that blocking reads outlive
+//! the plain request timeout, and how a watch follows the index.
+//!
+//! The server answers each request with the next scripted answer (the last
+//! one repeats) and records what it received, so tests assert request
+//! counts and contents, never durations.
+
+// Test helpers outside #[test] functions unwrap too: a failed fixture must
+// stop the test, and clippy only exempts the test functions themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use mirra_consul::{
+    Client, ConsulConfig, DeregisterRequest, Error, QueryOptions, RegisterRequest, RetryPolicy,
+    Service, TokenConfig, TokenSource, TxnOp, Verb, WatchOptions,
+};
+
+const SECRET: &str = "e3b0c442-98fc-1c14-9afb-f4c8996fb924";
+
+#[derive(Clone)]
+struct Canned {
+    status: u16,
+    body: String,
+    index: Option<u64>,
+    /// Hold the answer this long before sending it.
+    delay: Duration,
+    /// Hold the answer for the `wait` the request asked for (a blocking
+    /// query that ends without a change).
+    honour_wait: bool,
+}
+
+fn canned(status: u16, body: &str) -> Canned {
+    Canned {
+        status,
+        body: body.to_owned(),
+        index: None,
+        delay: Duration::ZERO,
+        honour_wait: false,
+    }
+}
+
+fn at_index(status: u16, body: &str, index: u64) -> Canned {
+    Canned {
+        index: Some(index),
+        ..canned(status, body)
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Seen {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+#[derive(Default)]
+struct Script {
+    answers: Mutex<VecDeque<Canned>>,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Script {
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+    fn hits(&self) -> usize {
+        self.seen.lock().unwrap().len()
+    }
+}
+
+async fn answer(
+    script: Arc<Script>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    script.seen.lock().unwrap().push(Seen {
+        method,
+        uri: uri.clone(),
+        headers,
+        body,
+    });
+    let next = {
+        let mut q = script.answers.lock().unwrap();
+        if q.len() > 1 {
+            q.pop_front()
+        } else {
+            q.front().cloned()
+        }
+    };
+    let Some(c) = next else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "script empty").into_response();
+    };
+    let mut delay = c.delay;
+    if c.honour_wait {
+        let wait_ms = uri
+            .query()
+            .unwrap_or("")
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("wait="))
+            .and_then(|v| v.strip_suffix("ms"))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        delay += Duration::from_millis(wait_ms);
+    }
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    let mut resp = (StatusCode::from_u16(c.status).unwrap(), c.body).into_response();
+    if let Some(i) = c.index {
+        resp.headers_mut()
+            .insert("X-Consul-Index", i.to_string().parse().unwrap());
+    }
+    resp
+}
+
+async fn serve(answers: Vec<Canned>) -> (SocketAddr, Arc<Script>) {
+    let script = Arc::new(Script {
+        answers: Mutex::new(answers.into()),
+        seen: Mutex::default(),
+    });
+    let s = script.clone();
+    let app = Router::new()
+        .fallback(move |m: Method, u: Uri, h: HeaderMap, b: Bytes| answer(s.clone(), m, u, h, b));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.unwrap();
+    });
+    (addr, script)
+}
+
+/// Fast retries so the tests do not sleep noticeably.
+fn fast_retry(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts,
+        initial_backoff: Duration::from_millis(1),
+        max_backoff: Duration::from_millis(5),
+    }
+}
+
+fn client(addr: SocketAddr, max_attempts: u32) -> Client {
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.token = Some(TokenConfig {
+        secret: mirra_consul::Token::new(SECRET),
+        source: TokenSource::EnvFile("/var/run/secrets/consul/token".into()),
+    });
+    c.retry = fast_retry(max_attempts);
+    Client::new(c).unwrap()
+}
+
+fn register_req() -> RegisterRequest {
+    RegisterRequest {
+        node: "k8s-sync".into(),
+        address: "127.0.0.1".into(),
+        service: Some(Service {
+            id: "web-1".into(),
+            service: "web".into(),
+            port: 80,
+            ..Service::default()
+        }),
+        ..RegisterRequest::default()
+    }
+}
+
+fn svc_op(verb: Verb, i: usize) -> TxnOp {
+    TxnOp::Service {
+        verb,
+        node: "k8s-sync".into(),
+        service: Service {
+            id: format!("web-{i}"),
+            service: "web".into(),
+            port: 80,
+            modify_index: if verb == Verb::Cas { 3 } else { 0 },
+            ..Service::default()
+        },
+    }
+}
+
+fn assert_no_secret(e: &Error) {
+    let shown = format!("{e} | {e:?}");
+    assert!(!shown.contains(SECRET), "secret leaked: {shown}");
+}
+
+#[tokio::test]
+async fn retries_5xx_then_succeeds() {
+    let (addr, script) = serve(vec![
+        canned(500, "boom"),
+        canned(503, ""),
+        canned(200, "true"),
+    ])
+    .await;
+    client(addr, 4).register(&register_req()).await.unwrap();
+    assert_eq!(script.hits(), 3);
+    let seen = script.seen();
+    assert!(
+        seen.iter()
+            .all(|s| s.method == Method::PUT && s.uri.path() == "/v1/catalog/register")
+    );
+    // Every attempt carries the same body.
+    assert!(seen.windows(2).all(|w| w[0].body == w[1].body));
+    let body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(body["Service"]["ID"], "web-1");
+}
+
+#[tokio::test]
+async fn retries_are_bounded() {
+    let (addr, script) = serve(vec![canned(502, "bad gateway")]).await;
+    let err = client(addr, 3)
+        .deregister(&DeregisterRequest::service("n", "s"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Server { status: 502, .. }), "{err}");
+    assert_eq!(script.hits(), 3);
+}
+
+#[tokio::test]
+async fn no_retry_on_403_and_token_named_by_source_only() {
+    let (addr, script) = serve(vec![canned(
+        403,
+        "Permission denied: token with AccessorID 'a1' lacks node:write",
+    )])
+    .await;
+    let err = client(addr, 5).register(&register_req()).await.unwrap_err();
+    assert_eq!(script.hits(), 1, "403 must not be retried");
+    assert_eq!(err.class(), "permission_denied");
+    assert!(!err.is_retryable());
+    let shown = err.to_string();
+    assert!(shown.contains("catalog.register"), "{shown}");
+    assert!(shown.contains("CONSUL_HTTP_TOKEN_FILE"), "{shown}");
+    assert_no_secret(&err);
+    // The token went in the header, not the URL.
+    let seen = script.seen();
+    assert_eq!(seen[0].headers.get("x-consul-token").unwrap(), SECRET);
+    assert!(!seen[0].uri.to_string().contains(SECRET));
+}
+
+#[tokio::test]
+async fn no_retry_on_other_4xx() {
+    for (status, class) in [
+        (400, "bad_request"),
+        (404, "not_found"),
+        (413, "too_large"),
+        (405, "bad_request"),
+    ] {
+        let (addr, script) = serve(vec![canned(status, "nope")]).await;
+        let err = client(addr, 5)
+            .services(&QueryOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(err.class(), class);
+        assert_eq!(script.hits(), 1, "status {status} must not be retried");
+        assert_no_secret(&err);
+    }
+}
+
+#[tokio::test]
+async fn rate_limited_429_is_retried() {
+    let (addr, script) = serve(vec![
+        canned(429, "rate limit exceeded"),
+        at_index(200, "{}", 9),
+    ])
+    .await;
+    let v = client(addr, 3)
+        .services(&QueryOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(v.index, 9);
+    assert_eq!(script.hits(), 2);
+}
+
+#[tokio::test]
+async fn no_cluster_leader_is_retried_and_reported() {
+    let (addr, script) = serve(vec![canned(500, "No cluster leader")]).await;
+    let err = client(addr, 3)
+        .nodes(&QueryOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LeaderUnavailable {
+                operation: "catalog.nodes"
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(err.class(), "leader_unavailable");
+    assert_eq!(script.hits(), 3);
+}
+
+#[tokio::test]
+async fn cas_txn_not_retried_after_ambiguous_500_but_set_txn_is() {
+    let (addr, script) = serve(vec![canned(500, "raft apply timed out")]).await;
+    let err = client(addr, 4)
+        .txn(&[svc_op(Verb::Cas, 1)])
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "server_error");
+    assert_eq!(
+        script.hits(),
+        1,
+        "a cas whose outcome is unknown must not be resent"
+    );
+
+    let (addr, script) = serve(vec![
+        canned(500, "raft apply timed out"),
+        canned(200, r#"{"Results":[],"Errors":null}"#),
+    ])
+    .await;
+    client(addr, 4).txn(&[svc_op(Verb::Set, 1)]).await.unwrap();
+    assert_eq!(
+        script.hits(),
+        2,
+        "an all-set transaction is idempotent and retried"
+    );
+
+    // No leader means nothing was applied: even a cas may be resent.
+    let (addr, script) = serve(vec![
+        canned(500, "No cluster leader"),
+        canned(200, r#"{"Results":[]}"#),
+    ])
+    .await;
+    client(addr, 4).txn(&[svc_op(Verb::Cas, 1)]).await.unwrap();
+    assert_eq!(script.hits(), 2);
+}
+
+#[tokio::test]
+async fn txn_body_and_409_mapping() {
+    let body = r#"{"Results":null,"Errors":[{"OpIndex":1,"What":"failed to insert service: node missing"}]}"#;
+    let (addr, script) = serve(vec![canned(409, body)]).await;
+    let ops = vec![
+        svc_op(Verb::Set, 0),
+        svc_op(Verb::Set, 1),
+        svc_op(Verb::Set, 2),
+    ];
+    let err = client(addr, 4).txn(&ops).await.unwrap_err();
+    assert_eq!(script.hits(), 1, "a rollback is not retried");
+    let failed = err.failed_ops();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].index, Some(1));
+    assert_eq!(failed[0].op.as_ref(), Some(&ops[1]));
+    assert!(failed[0].what.contains("node missing"));
+
+    let seen = script.seen();
+    assert_eq!(seen[0].uri.path(), "/v1/txn");
+    let sent: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(sent[2]["Service"]["Verb"], "set");
+    assert_eq!(sent[2]["Service"]["Node"], "k8s-sync");
+    assert_eq!(sent[2]["Service"]["Service"]["ID"], "web-2");
+}
+
+#[tokio::test]
+async fn apply_ops_reports_global_indexes_and_unapplied_ops() {
+    let ok = r#"{"Results":[],"Errors":null}"#;
+    let rolled = r#"{"Errors":[{"OpIndex":2,"What":"index mismatch"}]}"#;
+    let (addr, script) = serve(vec![canned(200, ok), canned(409, rolled), canned(200, ok)]).await;
+    let mut cfg = ConsulConfig::new(&addr.to_string()).unwrap();
+    cfg.txn_max_ops = 4;
+    cfg.retry = fast_retry(3);
+    let client = Client::new(cfg).unwrap();
+
+    let ops: Vec<TxnOp> = (0..10).map(|i| svc_op(Verb::Set, i)).collect();
+    let err = client.apply_ops(ops.clone()).await.unwrap_err();
+    assert_eq!(script.hits(), 2, "stops at the failing transaction");
+    assert_eq!(err.committed_transactions, 1);
+    assert_eq!(err.committed_ops, 4);
+    assert_eq!(err.unapplied, ops[4..].to_vec(), "nothing is lost");
+    let failed = err.source.failed_ops();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].index, Some(6), "index into the caller's list");
+    assert_eq!(failed[0].op.as_ref(), Some(&ops[6]));
+
+    // Each transaction carried at most 4 operations.
+    for s in script.seen() {
+        let v: serde_json::Value = serde_json::from_slice(&s.body).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 4);
+    }
+}
+
+#[tokio::test]
+async fn empty_txn_sends_nothing() {
+    let (addr, script) = serve(vec![canned(500, "unexpected")]).await;
+    let c = client(addr, 2);
+    assert!(c.txn(&[]).await.unwrap().is_empty());
+    let summary = c.apply_ops(Vec::new()).await.unwrap();
+    assert_eq!(summary.transactions, 0);
+    assert_eq!(script.hits(), 0);
+}
+
+#[tokio::test]
+async fn garbage_success_body_is_a_decode_error_not_retried() {
+    let (addr, script) = serve(vec![at_index(200, "<html>proxy login</html>", 5)]).await;
+    let err = client(addr, 4)
+        .node_services("k8s-sync", &QueryOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "decode");
+    assert!(!err.is_retryable());
+    assert_eq!(script.hits(), 1);
+}
+
+#[tokio::test]
+async fn connection_refused_is_connect_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let err = client(addr, 2)
+        .services(&QueryOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "connect", "{err}");
+    assert!(err.is_retryable());
+    assert!(err.certainly_not_applied());
+    assert_no_secret(&err);
+}
+
+#[tokio::test]
+async fn slow_answer_times_out_and_reads_are_retried() {
+    let slow = Canned {
+        delay: Duration::from_secs(5),
+        ..canned(200, "{}")
+    };
+    let (addr, script) = serve(vec![slow]).await;
+    let mut cfg = ConsulConfig::new(&addr.to_string()).unwrap();
+    cfg.request_timeout = Duration::from_millis(100);
+    cfg.retry = fast_retry(2);
+    let err = Client::new(cfg)
+        .unwrap()
+        .services(&QueryOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                operation: "catalog.services",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(script.hits(), 2);
+}
+
+#[tokio::test]
+async fn blocking_read_outlives_plain_request_timeout() {
+    // The server holds the answer for the whole wait, like Consul when
+    // nothing changes. The plain timeout is far shorter than the wait; the
+    // blocking read must still get its answer in one request.
+    let held = Canned {
+        honour_wait: true,
+        ..at_index(200, r#"{"web":["k8s"]}"#, 12)
+    };
+    let (addr, script) = serve(vec![held]).await;
+    let mut cfg = ConsulConfig::new(&addr.to_string()).unwrap();
+    cfg.request_timeout = Duration::from_secs(1);
+    cfg.retry = fast_retry(1);
+    let client = Client::new(cfg).unwrap();
+    let v = client
+        .services(&QueryOptions::blocking(12, Duration::from_secs(3)))
+        .await
+        .unwrap();
+    assert_eq!(v.index, 12);
+    assert_eq!(v.value["web"], vec!["k8s".to_owned()]);
+    assert_eq!(script.hits(), 1);
+    let q = script.seen()[0].uri.query().unwrap_or("").to_owned();
+    assert!(q.contains("index=12") && q.contains("wait=3000ms"), "{q}");
+}
+
+#[tokio::test]
+async fn common_params_and_filters_reach_the_server() {
+    let (addr, script) = serve(vec![at_index(200, "[]", 3)]).await;
+    let mut cfg = ConsulConfig::new(&format!("http://{addr}/")).unwrap();
+    cfg.datacenter = Some("dc2".into());
+    cfg.namespace = Some("team-a".into());
+    cfg.partition = Some("p1".into());
+    let client = Client::new(cfg).unwrap();
+    let q = QueryOptions {
+        tags: vec!["k8s".into()],
+        node_meta: vec![("external-source".into(), "kubernetes".into())],
+        passing_only: true,
+        ..QueryOptions::default()
+    };
+    client.health_service("web", &q).await.unwrap();
+    let uri = script.seen()[0].uri.clone();
+    assert_eq!(uri.path(), "/v1/health/service/web");
+    assert_eq!(
+        uri.query(),
+        Some(
+            "dc=dc2&ns=team-a&partition=p1&tag=k8s&node-meta=external-source%3Akubernetes&passing=true"
+        )
+    );
+}
+
+#[tokio::test]
+async fn watch_follows_index_yields_only_changes_and_resets_backwards() {
+    let ns =
+        |n: &str| format!(r#"{{"Node":{{"Node":"{n}","Address":"127.0.0.1"}},"Services":null}}"#);
+    let (addr, script) = serve(vec![
+        at_index(200, &ns("a"), 5),
+        at_index(200, &ns("a"), 5), // wait ended, nothing changed
+        at_index(200, &ns("b"), 7),
+        at_index(200, &ns("c"), 3), // index went backwards (snapshot restore)
+        at_index(200, &ns("c"), 3), // the reset read
+        Canned {
+            honour_wait: true,
+            ..at_index(200, &ns("c"), 3)
+        },
+    ])
+    .await;
+    let c = client(addr, 1);
+    let opts = WatchOptions {
+        wait: Duration::from_millis(50),
+        min_interval: Duration::from_millis(1),
+        ..WatchOptions::default()
+    };
+    // Drive the stream in its own task, as a consumer would, so that it keeps
+    // sending requests between the items it yields.
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut stream = Box::pin(c.watch_node_services("k8s-sync", opts));
+    let driver = tokio::spawn(async move {
+        while let Some(item) = stream.next().await {
+            if tx.send(item).is_err() {
+                break;
+            }
+        }
+    });
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let v = rx.recv().await.unwrap().unwrap();
+        got.push((v.index, v.value.node.unwrap().node));
+    }
+    assert_eq!(got, vec![(5, "a".into()), (7, "b".into()), (3, "c".into())]);
+    // Let the watch send the reset read and one more blocking read.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while script.hits() < 6 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let indexes: Vec<Option<String>> = script
+        .seen()
+        .iter()
+        .take(6)
+        .map(|s| {
+            s.uri
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .find_map(|kv| kv.strip_prefix("index=").map(str::to_owned))
+        })
+        .collect();
+    assert_eq!(
+        indexes,
+        vec![
+            None,
+            Some("5".into()),
+            Some("5".into()),
+            Some("7".into()),
+            None, // reset to 0 after the index went backwards
+            Some("3".into()),
+        ]
+    );
+    assert!(rx.try_recv().is_err(), "unchanged answers are not yielded");
+    driver.abort();
+}
+
+#[tokio::test]
+async fn watch_yields_errors_then_recovers() {
+    let (addr, script) = serve(vec![
+        canned(500, "boom"),
+        canned(403, "Permission denied"),
+        at_index(200, r#"{"Node":null,"Services":null}"#, 4),
+    ])
+    .await;
+    let c = client(addr, 1);
+    let opts = WatchOptions {
+        wait: Duration::from_millis(50),
+        min_interval: Duration::from_millis(1),
+        ..WatchOptions::default()
+    };
+    let mut stream = Box::pin(c.watch_node_services("missing-node", opts));
+    let e1 = stream.next().await.unwrap().unwrap_err();
+    assert_eq!(e1.class(), "server_error");
+    let e2 = stream.next().await.unwrap().unwrap_err();
+    assert_eq!(e2.class(), "permission_denied");
+    assert_no_secret(&e2);
+    let v = stream.next().await.unwrap().unwrap();
+    assert_eq!(v.index, 4);
+    assert!(v.value.node.is_none(), "an unknown node reads as no node");
+    assert_eq!(script.hits(), 3);
+}

@@ -1,0 +1,910 @@
+//! Validation: a SyncConfig becomes a [`CompiledConfig`], either with a
+//! [`CompiledSpec`] the planner can use or with the full list of problems.
+//!
+//! Rules (each problem is reported with its field path, all at once):
+//!
+//! - a namespace selector is required, with `labelSelector` or `matchNames`
+//!   (`ignoreNames` alone is not enough); every pattern must compile and the
+//!   label selector must be valid;
+//! - at least one of `syncItems` / `deleteItems`;
+//! - every syncItem is an object with `apiVersion`, `kind` and
+//!   `metadata.name`; `apiVersion` and `kind` may not use `${PROJECT_NAME}`
+//!   (the object's type must not depend on the namespace); the name, with a
+//!   sample namespace substituted, must be a valid name for its kind;
+//!   `metadata.labels` / `metadata.annotations`, when present, are maps of
+//!   strings;
+//! - every deleteItem has `apiVersion`, `kind` and `name`, with the same rules;
+//! - the same object (group, kind, name as written) may not appear twice in
+//!   syncItems, nor in both syncItems and deleteItems: such a spec asks for
+//!   two contradictory things, which espejo executed as a fight.
+//!
+//! `metadata.namespace` in a syncItem is IGNORED, not rejected: every copy is
+//! written to the target namespace, as espejo did, so SyncConfigs exported
+//! with a namespace keep working.
+//!
+//! What this module must NOT do: look at namespaces or existing objects; it
+//! judges the SyncConfig alone.
+
+use serde_json::{Map, Value};
+
+use k8s_openapi::jiff::Timestamp;
+
+use crate::error::ValidationError;
+use crate::marks::{PRUNE_ANNOTATION, prune_opted_out};
+use crate::names::{check_name, strict_name_rule};
+use crate::refs::{ConfigRef, group_of};
+use crate::resource::{SyncConfig, SyncConfigSpec};
+use crate::selector::{CompiledSelector, NamespaceView};
+use crate::template::{PROJECT_NAME, template_str};
+
+/// The namespace name substituted for `${PROJECT_NAME}` when checking names
+/// statically. A single letter is a valid DNS-1035 label, so it never causes
+/// an error by itself; real namespaces are checked again when planning.
+const SAMPLE_NAMESPACE: &str = "a";
+
+/// Metadata fields the API server owns; copying them from a syncItem (for
+/// example one exported with `kubectl get -o yaml`) would make every apply
+/// fail or every comparison differ, so they are dropped.
+const SERVER_METADATA: &[&str] = &[
+    "namespace",
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "selfLink",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// One syncItem, validated, before templating.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyncTemplate {
+    /// Position in `spec.syncItems`.
+    pub index: usize,
+    /// apiVersion (never templated).
+    pub api_version: String,
+    /// API group derived from `api_version`.
+    pub group: String,
+    /// Kind (never templated).
+    pub kind: String,
+    /// `metadata.name` as written, possibly containing `${PROJECT_NAME}`.
+    pub name: String,
+    /// The item without server-owned metadata and without `status`.
+    pub body: Value,
+}
+
+/// One deleteItem, validated, before templating.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeleteTemplate {
+    /// Position in `spec.deleteItems`.
+    pub index: usize,
+    /// apiVersion.
+    pub api_version: String,
+    /// API group derived from `api_version`.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Name as written, possibly containing `${PROJECT_NAME}`.
+    pub name: String,
+}
+
+/// A valid spec, ready for planning.
+#[derive(Debug, Clone)]
+pub struct CompiledSpec {
+    /// The namespace selector.
+    pub selector: CompiledSelector,
+    /// The syncItems, in spec order.
+    pub sync_items: Vec<SyncTemplate>,
+    /// The deleteItems, in spec order.
+    pub delete_items: Vec<DeleteTemplate>,
+}
+
+/// Everything the planner needs to know about one SyncConfig.
+#[derive(Debug, Clone)]
+pub struct CompiledConfig {
+    /// `namespace/name` of the SyncConfig.
+    pub key: ConfigRef,
+    /// `metadata.uid` (empty when unknown, e.g. offline).
+    pub uid: String,
+    /// `metadata.creationTimestamp`; the oldest SyncConfig wins a conflict.
+    /// `None` (offline manifests) sorts before every timestamp.
+    pub created: Option<Timestamp>,
+    /// `metadata.generation`, reported back as `status.observedGeneration`.
+    pub generation: Option<i64>,
+    /// Whether copies that are no longer wanted are deleted; `false` when the
+    /// SyncConfig carries [`PRUNE_ANNOTATION`]`: "false"`.
+    pub prune: bool,
+    /// `spec.forceRecreate`: on a 422 the controller may delete and recreate.
+    pub force_recreate: bool,
+    /// The compiled spec, or every problem found in it.
+    pub spec: Result<CompiledSpec, Vec<ValidationError>>,
+    /// What planning depends on, for [`CompiledConfig::same_plan_input`].
+    plan_input: Value,
+}
+
+impl CompiledConfig {
+    /// Compiles a typed SyncConfig.
+    pub fn compile(config: &SyncConfig) -> CompiledConfig {
+        let meta = &config.metadata;
+        let prune = !prune_opted_out(
+            meta.annotations
+                .as_ref()
+                .and_then(|a| a.get(PRUNE_ANNOTATION))
+                .map(String::as_str),
+        );
+        let key = ConfigRef::new(
+            meta.namespace.clone().unwrap_or_default(),
+            meta.name.clone().unwrap_or_default(),
+        );
+        let spec_value = serde_json::to_value(&config.spec).unwrap_or(Value::Null);
+        Self::assemble(
+            key,
+            meta.uid.clone().unwrap_or_default(),
+            meta.creation_timestamp.as_ref().map(|t| t.0),
+            meta.generation,
+            prune,
+            with_metadata_errors(compile_spec(&config.spec), meta.name.as_deref()),
+            config.spec.force_recreate,
+            spec_value,
+        )
+    }
+
+    /// Compiles a SyncConfig given as JSON, accepting anything: a spec of the
+    /// wrong shape (say, a string where a list belongs) yields an invalid
+    /// config whose errors name the field, never a panic or a lost object.
+    pub fn from_json(object: &Value) -> CompiledConfig {
+        let meta = object.get("metadata");
+        let meta_str = |field: &str| {
+            meta.and_then(|m| m.get(field))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let name = meta_str("name");
+        let key = ConfigRef::new(
+            meta_str("namespace").unwrap_or_default(),
+            name.clone().unwrap_or_default(),
+        );
+        let prune = !prune_opted_out(
+            meta.and_then(|m| m.get("annotations"))
+                .and_then(|a| a.get(PRUNE_ANNOTATION))
+                .and_then(Value::as_str),
+        );
+        let created = meta_str("creationTimestamp").and_then(|t| t.parse::<Timestamp>().ok());
+        let generation = meta
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64);
+        let spec_value = object.get("spec").cloned().unwrap_or(Value::Null);
+        let parsed: Result<SyncConfigSpec, Vec<ValidationError>> = match &spec_value {
+            Value::Null => Err(vec![ValidationError::Missing {
+                path: "spec".into(),
+                message: "a spec is required".into(),
+            }]),
+            v => serde_path_to_error::deserialize(v).map_err(|e| {
+                let inner = e.path().to_string();
+                let path = if inner == "." || inner.is_empty() {
+                    "spec".to_string()
+                } else {
+                    format!("spec.{inner}")
+                };
+                vec![ValidationError::Malformed {
+                    path,
+                    message: e.inner().to_string(),
+                }]
+            }),
+        };
+        let force_recreate = parsed.as_ref().is_ok_and(|s| s.force_recreate);
+        // The typed form, when there is one, so that spellings of the same
+        // spec (an explicit `forceRecreate: false`) compare equal.
+        let spec_value = match &parsed {
+            Ok(s) => serde_json::to_value(s).unwrap_or(spec_value),
+            Err(_) => spec_value,
+        };
+        let spec = with_metadata_errors(parsed.and_then(|s| compile_spec(&s)), name.as_deref());
+        Self::assemble(
+            key,
+            meta_str("uid").unwrap_or_default(),
+            created,
+            generation,
+            prune,
+            spec,
+            force_recreate,
+            spec_value,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        key: ConfigRef,
+        uid: String,
+        created: Option<Timestamp>,
+        generation: Option<i64>,
+        prune: bool,
+        spec: Result<CompiledSpec, Vec<ValidationError>>,
+        force_recreate: bool,
+        spec_value: Value,
+    ) -> CompiledConfig {
+        let plan_input = serde_json::json!({ "uid": uid, "prune": prune, "spec": spec_value });
+        CompiledConfig {
+            key,
+            uid,
+            created,
+            generation,
+            prune,
+            force_recreate,
+            spec,
+            plan_input,
+        }
+    }
+
+    /// Whether the spec is valid.
+    pub fn is_valid(&self) -> bool {
+        self.spec.is_ok()
+    }
+
+    /// The validation problems (empty when valid).
+    pub fn errors(&self) -> &[ValidationError] {
+        match &self.spec {
+            Ok(_) => &[],
+            Err(e) => e,
+        }
+    }
+
+    /// Whether this config is valid and selects the namespace (which must be
+    /// Active).
+    pub fn selects(&self, ns: &NamespaceView<'_>) -> bool {
+        self.spec.as_ref().is_ok_and(|s| s.selector.selects(ns))
+    }
+
+    /// Whether planning would see no difference between `self` and `other`
+    /// (same uid, prune choice and spec), so a change between them (labels,
+    /// status, other annotations) touches no namespace.
+    pub fn same_plan_input(&self, other: &CompiledConfig) -> bool {
+        self.key == other.key
+            && self.created == other.created
+            && self.plan_input == other.plan_input
+    }
+
+    /// The order in which conflicts are decided: oldest first, then by
+    /// `namespace/name`. Depends only on the SyncConfigs, never on which one
+    /// wrote the object last, so the winner never flips back and forth.
+    pub fn precedence(&self) -> (Option<Timestamp>, &ConfigRef) {
+        (self.created, &self.key)
+    }
+}
+
+/// Adds the metadata problems (a SyncConfig without a name cannot own
+/// anything) in front of the spec's.
+fn with_metadata_errors(
+    spec: Result<CompiledSpec, Vec<ValidationError>>,
+    name: Option<&str>,
+) -> Result<CompiledSpec, Vec<ValidationError>> {
+    if !name.is_none_or(str::is_empty) {
+        return spec;
+    }
+    let mut errors = vec![ValidationError::Missing {
+        path: "metadata.name".into(),
+        message: "a name is required".into(),
+    }];
+    if let Err(e) = spec {
+        errors.extend(e);
+    }
+    Err(errors)
+}
+
+/// Validates a spec, collecting every problem.
+pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<ValidationError>> {
+    let mut errors = Vec::new();
+    let selector = match CompiledSelector::compile(spec.namespace_selector.as_ref()) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            errors.extend(e);
+            None
+        }
+    };
+    if spec.sync_items.is_empty() && spec.delete_items.is_empty() {
+        errors.push(ValidationError::Missing {
+            path: "spec".into(),
+            message: "either syncItems or deleteItems is required".into(),
+        });
+    }
+    // (group, kind, name as written) -> path of its first appearance.
+    let mut seen: Vec<((String, String, String), String)> = Vec::new();
+    let mut sync_items = Vec::new();
+    for (index, item) in spec.sync_items.iter().enumerate() {
+        let path = format!("spec.syncItems[{index}]");
+        match compile_sync_item(index, item, &path) {
+            Ok(t) => {
+                let id = (t.group.clone(), t.kind.clone(), t.name.clone());
+                if let Some((_, first)) = seen.iter().find(|(k, _)| *k == id) {
+                    errors.push(ValidationError::Contradiction {
+                        path,
+                        message: format!("names the same object as {first}"),
+                    });
+                } else {
+                    seen.push((id, path));
+                }
+                sync_items.push(t);
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    let mut delete_items = Vec::new();
+    for (index, item) in spec.delete_items.iter().enumerate() {
+        let path = format!("spec.deleteItems[{index}]");
+        let mut item_errors = Vec::new();
+        let api_version = required_type_field(
+            &item.api_version,
+            &format!("{path}.apiVersion"),
+            &mut item_errors,
+        );
+        let kind = required_type_field(&item.kind, &format!("{path}.kind"), &mut item_errors);
+        if item.name.is_empty() {
+            item_errors.push(ValidationError::Missing {
+                path: format!("{path}.name"),
+                message: "a name is required".into(),
+            });
+        } else if let (Some(av), Some(k)) = (&api_version, &kind) {
+            check_static_name(
+                &item.name,
+                group_of(av),
+                k,
+                &format!("{path}.name"),
+                &mut item_errors,
+            );
+        }
+        if let (true, Some(api_version), Some(kind)) = (item_errors.is_empty(), api_version, kind) {
+            let group = group_of(&api_version).to_string();
+            let id = (group.clone(), kind.clone(), item.name.clone());
+            if let Some((_, first)) = seen
+                .iter()
+                .find(|(k, p)| *k == id && p.starts_with("spec.syncItems"))
+            {
+                errors.push(ValidationError::Contradiction {
+                    path: path.clone(),
+                    message: format!("deletes the object that {first} syncs"),
+                });
+            }
+            delete_items.push(DeleteTemplate {
+                index,
+                api_version,
+                group,
+                kind,
+                name: item.name.clone(),
+            });
+        }
+        errors.extend(item_errors);
+    }
+    match (selector, errors.is_empty()) {
+        (Some(selector), true) => Ok(CompiledSpec {
+            selector,
+            sync_items,
+            delete_items,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// Checks an apiVersion or kind: present, not templated, and (for an
+/// apiVersion) of the form `version` or `group/version`.
+fn required_type_field(
+    value: &str,
+    path: &str,
+    errors: &mut Vec<ValidationError>,
+) -> Option<String> {
+    if value.is_empty() {
+        errors.push(ValidationError::Missing {
+            path: path.into(),
+            message: "is required".into(),
+        });
+        return None;
+    }
+    if value.contains(PROJECT_NAME) {
+        errors.push(ValidationError::Malformed {
+            path: path.into(),
+            message: format!(
+                "must not contain {PROJECT_NAME}: the object's type cannot depend on the namespace"
+            ),
+        });
+        return None;
+    }
+    if path.ends_with("apiVersion") {
+        let parts: Vec<&str> = value.split('/').collect();
+        if parts.len() > 2
+            || parts
+                .iter()
+                .any(|p| p.is_empty() || p.contains(char::is_whitespace))
+        {
+            errors.push(ValidationError::Malformed {
+                path: path.into(),
+                message: format!("{value:?} is not of the form <version> or <group>/<version>"),
+            });
+            return None;
+        }
+    } else if !value.chars().all(|c| c.is_ascii_alphanumeric()) {
+        errors.push(ValidationError::Malformed {
+            path: path.into(),
+            message: format!("{value:?} is not a kind (letters and digits only)"),
+        });
+        return None;
+    }
+    Some(value.to_string())
+}
+
+fn check_static_name(
+    name: &str,
+    group: &str,
+    kind: &str,
+    path: &str,
+    errors: &mut Vec<ValidationError>,
+) {
+    let sample = template_str(name, SAMPLE_NAMESPACE);
+    if let Err(message) = check_name(&sample, strict_name_rule(group, kind)) {
+        errors.push(ValidationError::Name {
+            path: path.into(),
+            name: name.into(),
+            message,
+        });
+    }
+}
+
+fn compile_sync_item(
+    index: usize,
+    item: &Value,
+    path: &str,
+) -> Result<SyncTemplate, Vec<ValidationError>> {
+    let mut errors = Vec::new();
+    let Some(obj) = item.as_object() else {
+        return Err(vec![ValidationError::Malformed {
+            path: path.into(),
+            message: format!("must be an object, found {}", type_name(item)),
+        }]);
+    };
+    let string_field = |field: &str, errors: &mut Vec<ValidationError>| -> Option<String> {
+        match obj.get(field) {
+            None | Some(Value::Null) => {
+                errors.push(ValidationError::Missing {
+                    path: format!("{path}.{field}"),
+                    message: "is required".into(),
+                });
+                None
+            }
+            Some(Value::String(s)) => required_type_field(s, &format!("{path}.{field}"), errors),
+            Some(other) => {
+                errors.push(ValidationError::Malformed {
+                    path: format!("{path}.{field}"),
+                    message: format!("must be a string, found {}", type_name(other)),
+                });
+                None
+            }
+        }
+    };
+    let api_version = string_field("apiVersion", &mut errors);
+    let kind = string_field("kind", &mut errors);
+    let name = match obj.get("metadata") {
+        None | Some(Value::Null) => {
+            errors.push(ValidationError::Missing {
+                path: format!("{path}.metadata.name"),
+                message: "is required".into(),
+            });
+            None
+        }
+        Some(Value::Object(meta)) => {
+            for field in ["labels", "annotations"] {
+                match meta.get(field) {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(m)) => {
+                        for (k, v) in m {
+                            if !v.is_string() {
+                                errors.push(ValidationError::Malformed {
+                                    path: format!("{path}.metadata.{field}[{k:?}]"),
+                                    message: format!("must be a string, found {}", type_name(v)),
+                                });
+                            }
+                        }
+                    }
+                    Some(other) => errors.push(ValidationError::Malformed {
+                        path: format!("{path}.metadata.{field}"),
+                        message: format!("must be a map of strings, found {}", type_name(other)),
+                    }),
+                }
+            }
+            match meta.get("name") {
+                Some(Value::String(n)) if !n.is_empty() => Some(n.clone()),
+                None | Some(Value::Null) | Some(Value::String(_)) => {
+                    errors.push(ValidationError::Missing {
+                        path: format!("{path}.metadata.name"),
+                        message: "is required (generateName is not supported: a copy needs a stable name)"
+                            .into(),
+                    });
+                    None
+                }
+                Some(other) => {
+                    errors.push(ValidationError::Malformed {
+                        path: format!("{path}.metadata.name"),
+                        message: format!("must be a string, found {}", type_name(other)),
+                    });
+                    None
+                }
+            }
+        }
+        Some(other) => {
+            errors.push(ValidationError::Malformed {
+                path: format!("{path}.metadata"),
+                message: format!("must be an object, found {}", type_name(other)),
+            });
+            None
+        }
+    };
+    if let (Some(av), Some(k), Some(n)) = (&api_version, &kind, &name) {
+        check_static_name(
+            n,
+            group_of(av),
+            k,
+            &format!("{path}.metadata.name"),
+            &mut errors,
+        );
+    }
+    match (api_version, kind, name) {
+        (Some(api_version), Some(kind), Some(name)) if errors.is_empty() => {
+            let group = group_of(&api_version).to_string();
+            Ok(SyncTemplate {
+                index,
+                api_version,
+                group,
+                kind,
+                name,
+                body: clean_body(obj),
+            })
+        }
+        _ => Err(errors),
+    }
+}
+
+/// The item without `status` and without server-owned metadata.
+fn clean_body(obj: &Map<String, Value>) -> Value {
+    let mut body = obj.clone();
+    body.remove("status");
+    if let Some(Value::Object(meta)) = body.get_mut("metadata") {
+        for field in SERVER_METADATA {
+            meta.remove(*field);
+        }
+    }
+    Value::Object(body)
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn config(spec: Value) -> CompiledConfig {
+        CompiledConfig::from_json(&json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1",
+            "kind": "SyncConfig",
+            "metadata": {"name": "c", "namespace": "ops"},
+            "spec": spec,
+        }))
+    }
+
+    fn paths(c: &CompiledConfig) -> Vec<String> {
+        c.errors().iter().map(|e| e.path().to_string()).collect()
+    }
+
+    fn cm(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
+    }
+
+    #[test]
+    fn a_good_spec_compiles() {
+        let c = config(json!({
+            "namespaceSelector": {"matchNames": ["team-.*"]},
+            "syncItems": [cm("x-${PROJECT_NAME}")],
+            "deleteItems": [{"apiVersion": "v1", "kind": "Secret", "name": "old"}],
+        }));
+        assert!(c.is_valid(), "{:?}", c.errors());
+        let spec = c.spec.as_ref().unwrap();
+        assert_eq!(spec.sync_items.len(), 1);
+        assert_eq!(spec.sync_items[0].name, "x-${PROJECT_NAME}");
+        assert_eq!(spec.delete_items[0].kind, "Secret");
+        assert!(c.prune);
+    }
+
+    #[test]
+    fn validation_table() {
+        let sel = json!({"matchNames": ["a"]});
+        // (spec, expected error paths)
+        let cases: Vec<(Value, Vec<&str>)> = vec![
+            (
+                json!({"syncItems": [cm("x")]}),
+                vec!["spec.namespaceSelector"],
+            ),
+            (
+                json!({"namespaceSelector": {"ignoreNames": ["x"]}, "syncItems": [cm("x")]}),
+                vec!["spec.namespaceSelector"],
+            ),
+            (json!({"namespaceSelector": sel}), vec!["spec"]),
+            (
+                json!({"namespaceSelector": {"matchNames": ["ok", "(", "x"], "ignoreNames": ["["]}, "syncItems": [cm("x")]}),
+                vec![
+                    "spec.namespaceSelector.matchNames[1]",
+                    "spec.namespaceSelector.ignoreNames[0]",
+                ],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"kind": "ConfigMap", "metadata": {"name": "x"}}]}),
+                vec!["spec.syncItems[0].apiVersion"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "metadata": {"name": "x"}}]}),
+                vec!["spec.syncItems[0].kind"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap"}]}),
+                vec!["spec.syncItems[0].metadata.name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-"}}]}),
+                vec!["spec.syncItems[0].metadata.name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 5}}]}),
+                vec!["spec.syncItems[0].metadata.name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": 1, "kind": "ConfigMap", "metadata": {"name": "x"}}]}),
+                vec!["spec.syncItems[0].apiVersion"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "a/b/c", "kind": "ConfigMap", "metadata": {"name": "x"}}]}),
+                vec!["spec.syncItems[0].apiVersion"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "Config Map", "metadata": {"name": "x"}}]}),
+                vec!["spec.syncItems[0].kind"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "${PROJECT_NAME}", "metadata": {"name": "x"}}]}),
+                vec!["spec.syncItems[0].kind"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": ["just a string"]}),
+                vec!["spec.syncItems[0]"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": "x"}]}),
+                vec!["spec.syncItems[0].metadata"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"a": 1}}}]}),
+                vec!["spec.syncItems[0].metadata.labels[\"a\"]"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "annotations": ["a"]}}]}),
+                vec!["spec.syncItems[0].metadata.annotations"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [cm("Bad_Name")]}),
+                vec!["spec.syncItems[0].metadata.name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [cm("${PROJECT_NAME}_x")]}),
+                vec!["spec.syncItems[0].metadata.name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [cm("x"), cm("y"), cm("x")]}),
+                vec!["spec.syncItems[2]"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "deleteItems": [{"kind": "ConfigMap", "name": "x"}]}),
+                vec!["spec.deleteItems[0].apiVersion"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "deleteItems": [{"apiVersion": "v1", "name": "x"}]}),
+                vec!["spec.deleteItems[0].kind"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap"}]}),
+                vec!["spec.deleteItems[0].name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "a/b"}]}),
+                vec!["spec.deleteItems[0].name"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": [cm("x")], "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}]}),
+                vec!["spec.deleteItems[0]"],
+            ),
+            // Wrong types anywhere in the typed part of the spec.
+            (
+                json!({"namespaceSelector": {"matchNames": "a"}, "syncItems": [cm("x")]}),
+                vec!["spec.namespaceSelector.matchNames"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "syncItems": {"a": 1}}),
+                vec!["spec.syncItems"],
+            ),
+            (
+                json!({"namespaceSelector": sel, "forceRecreate": "yes", "syncItems": [cm("x")]}),
+                vec!["spec.forceRecreate"],
+            ),
+            (
+                json!({"namespaceSelector": {"labelSelector": {"matchLabels": {"a": 1}}}, "syncItems": [cm("x")]}),
+                vec!["spec.namespaceSelector.labelSelector.matchLabels.a"],
+            ),
+            (json!("not an object"), vec!["spec"]),
+        ];
+        for (i, (spec, want)) in cases.into_iter().enumerate() {
+            let c = config(spec.clone());
+            assert!(!c.is_valid(), "case {i} should be invalid: {spec}");
+            assert_eq!(paths(&c), want, "case {i}: {spec} -> {:?}", c.errors());
+        }
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once() {
+        let c = config(json!({
+            "namespaceSelector": {"matchNames": ["("]},
+            "syncItems": [{"kind": "ConfigMap"}, cm("ok")],
+            "deleteItems": [{}],
+        }));
+        assert_eq!(
+            paths(&c),
+            [
+                "spec.namespaceSelector.matchNames[0]",
+                "spec.syncItems[0].apiVersion",
+                "spec.syncItems[0].metadata.name",
+                "spec.deleteItems[0].apiVersion",
+                "spec.deleteItems[0].kind",
+                "spec.deleteItems[0].name",
+            ]
+        );
+        let message = crate::error::join_errors(c.errors());
+        assert!(
+            message
+                .contains("spec.namespaceSelector.matchNames[0]: invalid regular expression \"(\""),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn missing_metadata_name_and_spec_are_reported() {
+        let c = CompiledConfig::from_json(&json!({"metadata": {"namespace": "ops"}}));
+        assert_eq!(paths(&c), ["metadata.name", "spec"]);
+        let c = CompiledConfig::from_json(&json!(42));
+        assert_eq!(paths(&c), ["metadata.name", "spec"]);
+        let c = CompiledConfig::from_json(&json!({
+            "metadata": {"namespace": "ops"},
+            "spec": {"namespaceSelector": {"matchNames": ["a"]}, "syncItems": [cm("x")]}
+        }));
+        assert_eq!(paths(&c), ["metadata.name"]);
+    }
+
+    #[test]
+    fn metadata_namespace_is_ignored_and_server_fields_dropped() {
+        let c = config(json!({
+            "namespaceSelector": {"matchNames": ["a"]},
+            "syncItems": [{
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "elsewhere", "resourceVersion": "12", "uid": "u",
+                             "creationTimestamp": "2020-01-01T00:00:00Z", "managedFields": [], "labels": {"a": "b"}},
+                "status": {"phase": "x"},
+                "data": {"k": "v"},
+            }],
+        }));
+        let body = &c.spec.as_ref().unwrap().sync_items[0].body;
+        assert_eq!(
+            body,
+            &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "labels": {"a": "b"}}, "data": {"k": "v"}})
+        );
+    }
+
+    #[test]
+    fn prune_annotation_and_metadata_are_read() {
+        let c = CompiledConfig::from_json(&json!({
+            "metadata": {"name": "c", "namespace": "ops", "uid": "u1", "generation": 3,
+                         "creationTimestamp": "2024-05-01T10:00:00Z",
+                         "annotations": {PRUNE_ANNOTATION: "false"}},
+            "spec": {"namespaceSelector": {"matchNames": ["a"]}, "syncItems": [cm("x")], "forceRecreate": true},
+        }));
+        assert!(c.is_valid());
+        assert!(!c.prune);
+        assert!(c.force_recreate);
+        assert_eq!(c.generation, Some(3));
+        assert_eq!(c.uid, "u1");
+        assert_eq!(c.created, Some("2024-05-01T10:00:00Z".parse().unwrap()));
+    }
+
+    #[test]
+    fn typed_and_json_compilation_agree() {
+        let v = json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+            "metadata": {"name": "c", "namespace": "ops", "creationTimestamp": "2024-05-01T10:00:00Z"},
+            "spec": {"namespaceSelector": {"matchNames": ["a"]}, "syncItems": [cm("x")]},
+        });
+        let typed: SyncConfig = serde_json::from_value(v.clone()).unwrap();
+        let a = CompiledConfig::compile(&typed);
+        let b = CompiledConfig::from_json(&v);
+        assert!(a.same_plan_input(&b));
+        assert_eq!(a.created, b.created);
+        assert_eq!(a.spec.unwrap().sync_items, b.spec.unwrap().sync_items);
+    }
+
+    #[test]
+    fn plan_input_ignores_unrelated_changes() {
+        let spec = json!({"namespaceSelector": {"matchNames": ["a"]}, "syncItems": [cm("x")]});
+        let a = config(spec.clone());
+        let b = CompiledConfig::from_json(&json!({
+            "metadata": {"name": "c", "namespace": "ops", "labels": {"new": "label"}},
+            "spec": spec, "status": {"synchronizedItemCount": 4},
+        }));
+        assert!(a.same_plan_input(&b));
+        let c = config(json!({"namespaceSelector": {"matchNames": ["b"]}, "syncItems": [cm("x")]}));
+        assert!(!a.same_plan_input(&c));
+        let explicit_default = config(json!({
+            "namespaceSelector": {"matchNames": ["a"]}, "syncItems": [cm("x")], "forceRecreate": false,
+        }));
+        assert!(a.same_plan_input(&explicit_default));
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "[a-z(\\[*.${}/ ]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("namespaceSelector".to_string()),
+                        Just("matchNames".to_string()),
+                        Just("ignoreNames".to_string()),
+                        Just("labelSelector".to_string()),
+                        Just("syncItems".to_string()),
+                        Just("deleteItems".to_string()),
+                        Just("apiVersion".to_string()),
+                        Just("kind".to_string()),
+                        Just("metadata".to_string()),
+                        Just("name".to_string()),
+                        Just("matchExpressions".to_string()),
+                        Just("operator".to_string()),
+                        "[a-z]{1,5}",
+                    ],
+                    inner,
+                    0..5,
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn malformed_specs_never_panic(spec in arb_json()) {
+            let c = config(spec);
+            // Either valid, or every error names a field under spec.
+            for e in c.errors() {
+                prop_assert!(e.path().starts_with("spec"), "{e}");
+                prop_assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+}

@@ -1,0 +1,418 @@
+//! The desired copy of one syncItem in one namespace, exactly as mirra will
+//! server-side apply it, and the test for whether an observed copy already
+//! matches it.
+//!
+//! Building a copy: template the item for the namespace, set
+//! `metadata.namespace`, normalise what the API server would rewrite (a
+//! Secret's write-only `stringData` becomes base64 `data`), add the ownership
+//! marks, and finally the hash of all of that as [`HASH_ANNOTATION`].
+//!
+//! Comparing ([`is_subset`]): an Apply is needed iff the desired copy is NOT
+//! contained in the observed object, where
+//!
+//! - maps are compared key by key, and only the desired keys: labels,
+//!   annotations, finalizers, data keys and any field added by someone else
+//!   are ignored;
+//! - a desired key missing from the observed object is fine only when its
+//!   value is "empty" (null, false, 0, "", {} or []), because the API server
+//!   drops such values on many types;
+//! - a desired `null` matches anything (in an apply it means "not set");
+//! - lists are compared in order: the desired elements must match (each as a
+//!   subset) a subsequence of the observed elements, so defaults the server
+//!   fills into list elements and elements other managers merged into an
+//!   associative list do not count as drift;
+//! - numbers compare by value (`1` equals `1.0`), strings and booleans
+//!   exactly.
+//!
+//! Because the hash annotation is itself part of the desired copy, a field
+//! REMOVED from the spec changes the hash and is caught, although the
+//! observed copy still carries the old field. Known limit: a value the server
+//! normalises (a quantity `1000m` stored as `1`) reads as drift and is
+//! re-applied on every verification pass; write such values canonically.
+//!
+//! What this module must NOT do: look at anything but the one item and the
+//! one observed object.
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use crate::compile::{CompiledConfig, SyncTemplate};
+use crate::marks::{
+    HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
+    content_hash,
+};
+use crate::names::{check_name, strict_name_rule};
+use crate::refs::ObjectRef;
+use crate::template::template_value;
+
+/// A copy ready to apply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredCopy {
+    /// Where it goes.
+    pub target: ObjectRef,
+    /// The full server-side apply body, marks and hash included.
+    pub body: Value,
+}
+
+/// Builds the copy of `item` for `namespace`. `Err` explains why this item
+/// cannot be written to this namespace (e.g. its templated name is invalid).
+pub fn desired_copy(
+    config: &CompiledConfig,
+    item: &SyncTemplate,
+    namespace: &str,
+) -> Result<DesiredCopy, String> {
+    let mut body = item.body.clone();
+    template_value(&mut body, namespace);
+    let Value::Object(obj) = &mut body else {
+        return Err("item is not an object".into());
+    };
+    let meta = object_entry(obj, "metadata")?;
+    let name = match meta.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        _ => return Err("metadata.name is not a string".into()),
+    };
+    check_name(&name, strict_name_rule(&item.group, &item.kind))
+        .map_err(|e| format!("name {name:?} for namespace {namespace:?} {e}"))?;
+    meta.insert("namespace".into(), Value::String(namespace.into()));
+
+    let labels = object_entry(meta, "labels")?;
+    labels.insert(MANAGED_BY_LABEL.into(), MANAGED_BY_VALUE.into());
+    let annotations = object_entry(meta, "annotations")?;
+    annotations.remove(HASH_ANNOTATION);
+    annotations.insert(
+        OWNER_ANNOTATION.into(),
+        Value::String(config.key.to_string()),
+    );
+    if !config.prune {
+        annotations.insert(PRUNE_ANNOTATION.into(), "false".into());
+    }
+
+    if item.group.is_empty() && item.kind == "Secret" {
+        normalise_secret(obj)?;
+    }
+
+    let hash = content_hash(&body);
+    if let Some(Value::Object(annotations)) = body.pointer_mut("/metadata/annotations") {
+        annotations.insert(HASH_ANNOTATION.into(), Value::String(hash));
+    }
+    Ok(DesiredCopy {
+        target: ObjectRef {
+            api_version: item.api_version.clone(),
+            kind: item.kind.clone(),
+            namespace: namespace.into(),
+            name,
+        },
+        body,
+    })
+}
+
+/// The map under `key`, created when absent or null.
+fn object_entry<'m>(
+    map: &'m mut Map<String, Value>,
+    key: &str,
+) -> Result<&'m mut Map<String, Value>, String> {
+    let entry = map
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if entry.is_null() {
+        *entry = Value::Object(Map::new());
+    }
+    entry
+        .as_object_mut()
+        .ok_or_else(|| format!("{key} is not an object"))
+}
+
+/// Folds a Secret's write-only `stringData` into `data` (base64), as the API
+/// server does; `stringData` wins over `data` for the same key. Without this
+/// the observed Secret never has `stringData` and every comparison differs.
+fn normalise_secret(obj: &mut Map<String, Value>) -> Result<(), String> {
+    let Some(string_data) = obj.remove("stringData") else {
+        return Ok(());
+    };
+    let string_data = match string_data {
+        Value::Null => return Ok(()),
+        Value::Object(m) => m,
+        _ => return Err("stringData is not a map of strings".into()),
+    };
+    let data = object_entry(obj, "data")?;
+    for (k, v) in string_data {
+        let Value::String(s) = v else {
+            return Err(format!("stringData[{k:?}] is not a string"));
+        };
+        let encoded = base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+        data.insert(k, Value::String(encoded));
+    }
+    Ok(())
+}
+
+/// Whether every field of `desired` is present and equal in `observed`, by
+/// the rules in the module documentation.
+pub fn is_subset(desired: &Value, observed: &Value) -> bool {
+    match (desired, observed) {
+        (Value::Null, _) => true,
+        (Value::Object(d), Value::Object(o)) => d.iter().all(|(k, dv)| match o.get(k) {
+            Some(ov) => is_subset(dv, ov),
+            None => is_empty(dv),
+        }),
+        (Value::Array(d), Value::Array(o)) => {
+            // Greedy matching finds an ordered subsequence whenever one
+            // exists: taking the earliest match leaves the most room for the
+            // remaining desired elements.
+            let mut rest = o.iter();
+            d.iter().all(|dv| rest.any(|ov| is_subset(dv, ov)))
+        }
+        (Value::Number(d), Value::Number(o)) => numbers_equal(d, o),
+        (d, o) if is_empty(d) && o.is_null() => true,
+        (d, o) => d == o,
+    }
+}
+
+/// Values the API server commonly drops (Go's `omitempty`).
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.values().all(is_empty),
+    }
+}
+
+/// Numbers by value: integers exactly, anything involving a float as f64
+/// (the API server may store `1.0` as `1`).
+fn numbers_equal(a: &serde_json::Number, b: &serde_json::Number) -> bool {
+    let int = |n: &serde_json::Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    match (int(a), int(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a.as_f64() == b.as_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::CompiledConfig;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn config(prune: bool, items: Value) -> CompiledConfig {
+        let mut meta = json!({"name": "base", "namespace": "ops"});
+        if !prune {
+            meta["annotations"] = json!({PRUNE_ANNOTATION: "false"});
+        }
+        CompiledConfig::from_json(&json!({
+            "metadata": meta,
+            "spec": {"namespaceSelector": {"matchNames": [".*"]}, "syncItems": items},
+        }))
+    }
+
+    fn first_copy(c: &CompiledConfig, ns: &str) -> Result<DesiredCopy, String> {
+        desired_copy(c, &c.spec.as_ref().unwrap().sync_items[0], ns)
+    }
+
+    #[test]
+    fn copy_carries_marks_namespace_and_hash() {
+        let c = config(
+            true,
+            json!([{
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "cfg-${PROJECT_NAME}", "namespace": "ignored", "labels": {"team": "x"}},
+                "data": {"ns": "${PROJECT_NAME}"},
+            }]),
+        );
+        let copy = first_copy(&c, "team-a").unwrap();
+        assert_eq!(copy.target.to_string(), "v1 ConfigMap team-a/cfg-team-a");
+        let meta = &copy.body["metadata"];
+        assert_eq!(meta["namespace"], "team-a");
+        assert_eq!(meta["labels"]["team"], "x");
+        assert_eq!(meta["labels"][MANAGED_BY_LABEL], MANAGED_BY_VALUE);
+        assert_eq!(meta["annotations"][OWNER_ANNOTATION], "ops/base");
+        assert!(meta["annotations"].get(PRUNE_ANNOTATION).is_none());
+        assert_eq!(
+            meta["annotations"][HASH_ANNOTATION].as_str().unwrap().len(),
+            40
+        );
+        assert_eq!(copy.body["data"]["ns"], "team-a");
+    }
+
+    #[test]
+    fn prune_opt_out_is_copied_onto_the_copy() {
+        let c = config(
+            false,
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}]),
+        );
+        let copy = first_copy(&c, "n").unwrap();
+        assert_eq!(
+            copy.body["metadata"]["annotations"][PRUNE_ANNOTATION],
+            "false"
+        );
+    }
+
+    #[test]
+    fn hash_changes_when_a_field_is_removed() {
+        let with = config(
+            true,
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}}]),
+        );
+        let without = config(
+            true,
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}]),
+        );
+        let old = first_copy(&with, "n").unwrap();
+        let new = first_copy(&without, "n").unwrap();
+        // Without the hash the new copy would look contained in the old one.
+        let mut new_unhashed = new.body.clone();
+        new_unhashed["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove(HASH_ANNOTATION);
+        assert!(is_subset(&new_unhashed, &old.body));
+        assert!(!is_subset(&new.body, &old.body));
+    }
+
+    #[test]
+    fn invalid_templated_name_is_an_error_for_that_namespace_only() {
+        let c = config(
+            true,
+            json!([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "${PROJECT_NAME}"}}]),
+        );
+        assert!(first_copy(&c, "web").is_ok());
+        let err = first_copy(&c, "1team").unwrap_err();
+        assert!(err.contains("1team"), "{err}");
+    }
+
+    #[test]
+    fn secret_string_data_becomes_data() {
+        let c = config(
+            true,
+            json!([{
+                "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                "data": {"a": "b2xk", "keep": "eA=="}, "stringData": {"a": "new", "ns": "${PROJECT_NAME}"},
+            }]),
+        );
+        let copy = first_copy(&c, "n1").unwrap();
+        assert!(copy.body.get("stringData").is_none());
+        assert_eq!(
+            copy.body["data"],
+            json!({"a": "bmV3", "keep": "eA==", "ns": "bjE="})
+        );
+        let bad = config(
+            true,
+            json!([{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a": 1}}]),
+        );
+        assert!(first_copy(&bad, "n").is_err());
+    }
+
+    #[test]
+    fn subset_table() {
+        let cases: Vec<(Value, Value, bool)> = vec![
+            (json!({"a": 1}), json!({"a": 1, "b": 2}), true),
+            (json!({"a": 1}), json!({"a": 2}), false),
+            (json!({"a": 1}), json!({}), false),
+            (json!({"a": 1.0}), json!({"a": 1}), true),
+            (json!({"a": 1.5}), json!({"a": 1}), false),
+            (json!({"a": -1}), json!({"a": u64::MAX}), false),
+            (
+                json!({"labels": {"x": "1"}}),
+                json!({"labels": {"x": "1", "other": "y"}}),
+                true,
+            ),
+            (
+                json!({"labels": {"x": "1"}}),
+                json!({"labels": {"x": "2"}}),
+                false,
+            ),
+            // Empty values the server drops.
+            (
+                json!({"data": {}, "flag": false, "n": 0, "s": "", "l": [], "z": null}),
+                json!({}),
+                true,
+            ),
+            (json!({"flag": true}), json!({}), false),
+            // Null desired matches anything.
+            (json!({"a": null}), json!({"a": 5}), true),
+            // Lists: ordered subsequence of element-wise subsets.
+            (
+                json!({"p": [{"port": 80}]}),
+                json!({"p": [{"port": 80, "protocol": "TCP"}]}),
+                true,
+            ),
+            (
+                json!({"p": [{"port": 80}, {"port": 443}]}),
+                json!({"p": [{"port": 80}, {"port": 8080}, {"port": 443}]}),
+                true,
+            ),
+            (
+                json!({"p": [{"port": 443}, {"port": 80}]}),
+                json!({"p": [{"port": 80}, {"port": 443}]}),
+                false,
+            ),
+            (json!({"p": [1, 1]}), json!({"p": [1]}), false),
+            (json!({"p": [1]}), json!({"p": []}), false),
+            (json!({"s": "a"}), json!({"s": "A"}), false),
+            (json!({"s": "a"}), json!({"s": ["a"]}), false),
+        ];
+        for (i, (d, o, want)) in cases.iter().enumerate() {
+            assert_eq!(is_subset(d, o), *want, "case {i}: {d} in {o}");
+        }
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-5i64..5).prop_map(Value::from),
+            "[a-c]{0,2}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-d]", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// What a server-side apply leaves behind, roughly: desired fields win,
+    /// fields of others in maps stay.
+    fn merge(observed: &Value, desired: &Value) -> Value {
+        match (observed, desired) {
+            (Value::Object(o), Value::Object(d)) => {
+                let mut out = o.clone();
+                for (k, dv) in d {
+                    let merged = match o.get(k) {
+                        Some(ov) => merge(ov, dv),
+                        None => dv.clone(),
+                    };
+                    out.insert(k.clone(), merged);
+                }
+                Value::Object(out)
+            }
+            (_, d) => d.clone(),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn everything_contains_itself(v in arb_json()) {
+            prop_assert!(is_subset(&v, &v));
+        }
+
+        #[test]
+        fn after_apply_the_desired_state_is_contained(o in arb_json(), d in arb_json()) {
+            prop_assert!(is_subset(&d, &merge(&o, &d)));
+        }
+
+        #[test]
+        fn a_changed_leaf_is_noticed(key in "[a-d]", a in 0i64..5, b in 5i64..10) {
+            let desired = json!({ key.clone(): a });
+            let observed = json!({ key: b });
+            prop_assert!(!is_subset(&desired, &observed));
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! The planner: for one target namespace, what mirra must write or delete so
+//! that it matches every SyncConfig, computed from cached state only.
+//!
+//! ```text
+//!  NamespaceView ─┐
+//!  CompiledConfig ┼─> plan_namespace ─> NamespacePlan { ops, outcomes }
+//!  ObservedLookup ┘        (pure)            │
+//!                                            └─> writer (SSA / delete with uid)
+//! ```
+//!
+//! Rules:
+//!
+//! - A namespace that is missing, not Active, or excluded by the operator
+//!   gets no operation at all: no apply, and no delete either (a terminating
+//!   namespace removes its objects by itself, and an excluded one is hands
+//!   off).
+//! - Each valid SyncConfig that selects the namespace wants its syncItems
+//!   there. The copy is applied iff it is not already contained in the
+//!   observed object ([`crate::desired::is_subset`]): zero writes when nothing
+//!   changed.
+//! - Two SyncConfigs wanting the same object: the oldest (then by
+//!   `namespace/name`) wins, always, whatever the object's current owner
+//!   annotation says, so the plan never flaps. The loser gets a
+//!   [`OutcomeState::Conflict`] naming the winner; the winner's outcome lists
+//!   the losers in `contenders`.
+//! - An existing object WITHOUT mirra's marks that a syncItem names is
+//!   adopted: the apply takes ownership of the fields the item sets and adds
+//!   the marks (espejo overwrote such objects entirely; the spec names the
+//!   object explicitly, so writing it is the user's intent, and fields set by
+//!   others survive). Once adopted it is mirra's, and pruned like any copy.
+//! - deleteItems delete the named object in every selected namespace, marked
+//!   or not (the spec names it), and only while it exists and is not already
+//!   being deleted. When a syncItem (of any SyncConfig) wants the same object
+//!   in that namespace, the syncItem wins and the deleteItem gets a
+//!   `Conflict` outcome: deleting what another rule recreates would fight
+//!   forever.
+//! - Pruning: an object carrying mirra's marks that no valid SyncConfig wants
+//!   in this namespace is deleted (with its uid as precondition) unless kept:
+//!   its SyncConfig exists but is invalid (a typo must not delete copies),
+//!   its SyncConfig opted out of pruning, or, when the SyncConfig is gone, the
+//!   copy itself carries the opt-out. An object without both marks is never
+//!   pruned.
+//! - An object that is being deleted is left alone; once it is gone the next
+//!   plan recreates it if it is still wanted (this is also how
+//!   `forceRecreate` completes without racing the deletion).
+//!
+//! What this module must NOT do: I/O, clocks, logging decisions away. The
+//! caller must pass EVERY SyncConfig it honours (an absent one counts as
+//! deleted and its copies are pruned) and must only call it once its caches
+//! hold their initial lists.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::compile::CompiledConfig;
+use crate::desired::{desired_copy, is_subset};
+use crate::marks::{PRUNE_ANNOTATION, owner_of, prune_opted_out};
+use crate::names::{check_name, strict_name_rule};
+use crate::refs::{ConfigRef, ObjectKey, ObjectRef, group_of};
+use crate::selector::NamespaceView;
+use crate::template::template_str;
+
+/// An object as the controller's caches hold it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObservedObject {
+    /// apiVersion it was read with.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `metadata.uid`, the precondition of every delete.
+    pub uid: String,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.annotations`.
+    pub annotations: BTreeMap<String, String>,
+    /// The whole object as JSON (managedFields may be stripped).
+    pub body: Value,
+    /// Whether `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+impl ObservedObject {
+    /// Reads an object from its JSON form. `None` when apiVersion, kind,
+    /// namespace or name is missing (the API server never sends such an
+    /// object; a malformed cache entry is skipped, not trusted).
+    pub fn from_json(body: Value) -> Option<ObservedObject> {
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        let meta = body.get("metadata");
+        let field = |f: &str| s(meta.and_then(|m| m.get(f)));
+        let string_map = |f: &str| -> BTreeMap<String, String> {
+            meta.and_then(|m| m.get(f))
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let api_version = s(body.get("apiVersion")).filter(|v| !v.is_empty())?;
+        let kind = s(body.get("kind")).filter(|v| !v.is_empty())?;
+        let namespace = field("namespace").filter(|v| !v.is_empty())?;
+        let name = field("name").filter(|v| !v.is_empty())?;
+        Some(ObservedObject {
+            api_version,
+            kind,
+            namespace,
+            name,
+            uid: field("uid").unwrap_or_default(),
+            labels: string_map("labels"),
+            annotations: string_map("annotations"),
+            deleting: meta
+                .and_then(|m| m.get("deletionTimestamp"))
+                .is_some_and(|v| !v.is_null()),
+            body,
+        })
+    }
+
+    /// The object's identity.
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey {
+            group: group_of(&self.api_version).to_string(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// The SyncConfig that owns this object, if it carries mirra's marks.
+    pub fn owner(&self) -> Option<ConfigRef> {
+        owner_of(&self.labels, &self.annotations)
+    }
+
+    fn object_ref(&self) -> ObjectRef {
+        ObjectRef {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// Read access to the objects the caches hold for ONE namespace: mirra's
+/// copies (found by its label) and the objects named by deleteItems.
+pub trait ObservedLookup {
+    /// The object with this identity, if cached.
+    fn get(&self, key: &ObjectKey) -> Option<&ObservedObject>;
+    /// Every cached object of the namespace. Objects of other namespaces
+    /// are ignored by the planner.
+    fn objects(&self) -> Box<dyn Iterator<Item = &ObservedObject> + '_>;
+}
+
+/// A simple in-memory [`ObservedLookup`], ordered by identity. Used by
+/// `render` (empty), tests, and simulations.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ObservedSet {
+    objects: BTreeMap<ObjectKey, ObservedObject>,
+}
+
+impl ObservedSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds or replaces an object; returns the previous one.
+    pub fn insert(&mut self, object: ObservedObject) -> Option<ObservedObject> {
+        self.objects.insert(object.key(), object)
+    }
+
+    /// Removes an object.
+    pub fn remove(&mut self, key: &ObjectKey) -> Option<ObservedObject> {
+        self.objects.remove(key)
+    }
+
+    /// Number of objects.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
+    }
+
+    /// All objects, ordered by identity.
+    pub fn iter(&self) -> impl Iterator<Item = &ObservedObject> {
+        self.objects.values()
+    }
+
+    /// The objects of one namespace, as a new set.
+    pub fn in_namespace(&self, namespace: &str) -> ObservedSet {
+        ObservedSet {
+            objects: self
+                .objects
+                .iter()
+                .filter(|(k, _)| k.namespace == namespace)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        }
+    }
+}
+
+impl ObservedLookup for ObservedSet {
+    fn get(&self, key: &ObjectKey) -> Option<&ObservedObject> {
+        self.objects.get(key)
+    }
+
+    fn objects(&self) -> Box<dyn Iterator<Item = &ObservedObject> + '_> {
+        Box::new(self.objects.values())
+    }
+}
+
+/// Why an object is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeleteCause {
+    /// A copy mirra owns that no SyncConfig wants any more.
+    Pruned,
+    /// A deleteItem names it.
+    DeleteItem,
+}
+
+/// One write the controller must perform.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Server-side apply `body` with field manager [`crate::FIELD_MANAGER`]
+    /// (forced: the spec is the source of truth for the fields it sets).
+    Apply {
+        /// The object to write.
+        target: ObjectRef,
+        /// The full apply body, marks and hash included.
+        body: Value,
+        /// The SyncConfig that wants it.
+        config: ConfigRef,
+        /// The SyncConfig's `forceRecreate`: on 422, delete the object (with
+        /// its uid as precondition) and let the next plan recreate it.
+        force_recreate: bool,
+    },
+    /// Delete with `uid` as precondition, so a newer object of the same name
+    /// is never deleted by a stale decision.
+    Delete {
+        /// The object to delete.
+        target: ObjectRef,
+        /// The observed uid.
+        uid: String,
+        /// Why.
+        cause: DeleteCause,
+        /// The SyncConfig responsible (the owner, for a prune).
+        config: ConfigRef,
+    },
+}
+
+impl Op {
+    /// The object the operation acts on.
+    pub fn target(&self) -> &ObjectRef {
+        match self {
+            Op::Apply { target, .. } | Op::Delete { target, .. } => target,
+        }
+    }
+}
+
+/// Which entry of a SyncConfig an outcome is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ItemRef {
+    /// `spec.syncItems[i]`.
+    Sync(usize),
+    /// `spec.deleteItems[i]`.
+    Delete(usize),
+    /// A copy the SyncConfig owns that no entry wants any more.
+    Orphan,
+}
+
+/// What became of one item in one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutcomeState {
+    /// The observed copy already matches: nothing to write.
+    InSync,
+    /// An Apply is planned.
+    Applied,
+    /// A Delete is planned.
+    Deleted,
+    /// A deleteItem's object does not exist: nothing to do.
+    Gone,
+    /// The object is being deleted; the plan waits for it to disappear.
+    Terminating,
+    /// An orphaned copy is deleted (a Delete is planned).
+    Pruned,
+    /// An orphaned copy is kept (pruning opted out, or its SyncConfig is
+    /// invalid).
+    Retained {
+        /// Why it is kept.
+        reason: String,
+    },
+    /// Another SyncConfig (or an earlier entry of the same one) wins this
+    /// object.
+    Conflict {
+        /// The winning SyncConfig.
+        winner: ConfigRef,
+        /// The winning entry.
+        winner_item: ItemRef,
+    },
+    /// The item cannot be written here.
+    Failed {
+        /// Why, for the status message.
+        reason: String,
+    },
+}
+
+/// The outcome of one (SyncConfig, item) pair in one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemOutcome {
+    /// The SyncConfig.
+    pub config: ConfigRef,
+    /// Its entry.
+    pub item: ItemRef,
+    /// The object concerned.
+    pub target: ObjectRef,
+    /// What happened.
+    pub state: OutcomeState,
+    /// SyncConfigs that wanted the same object and lost to this one.
+    pub contenders: Vec<ConfigRef>,
+}
+
+/// The result of planning one namespace.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamespacePlan {
+    /// The writes, applies first, each group ordered by object identity.
+    pub ops: Vec<Op>,
+    /// One outcome per (SyncConfig, item) selecting the namespace, plus one
+    /// per orphaned copy.
+    pub outcomes: Vec<ItemOutcome>,
+}
+
+struct Want<'c> {
+    config: &'c CompiledConfig,
+    item: ItemRef,
+    target: ObjectRef,
+    body: Value,
+    contenders: Vec<ConfigRef>,
+}
+
+/// Plans one namespace. See the module documentation for the rules.
+///
+/// `ns` is `None` when the namespace does not exist; `excluded` says whether
+/// the operator put a namespace out of mirra's reach.
+pub fn plan_namespace(
+    ns: Option<&NamespaceView<'_>>,
+    configs: &[CompiledConfig],
+    observed: &dyn ObservedLookup,
+    excluded: &dyn Fn(&str) -> bool,
+) -> NamespacePlan {
+    let Some(ns) = ns else {
+        return NamespacePlan::default();
+    };
+    if !ns.active || excluded(ns.name) {
+        return NamespacePlan::default();
+    }
+    let mut selecting: Vec<&CompiledConfig> = configs.iter().filter(|c| c.selects(ns)).collect();
+    selecting.sort_by(|a, b| a.precedence().cmp(&b.precedence()));
+
+    let mut outcomes = Vec::new();
+    // Losers are recorded first, then attached to the winner's outcome.
+    let mut wants: BTreeMap<ObjectKey, Want<'_>> = BTreeMap::new();
+    for config in &selecting {
+        let Ok(spec) = &config.spec else { continue };
+        for item in &spec.sync_items {
+            let item_ref = ItemRef::Sync(item.index);
+            match desired_copy(config, item, ns.name) {
+                Err(reason) => outcomes.push(ItemOutcome {
+                    config: config.key.clone(),
+                    item: item_ref,
+                    target: ObjectRef {
+                        api_version: item.api_version.clone(),
+                        kind: item.kind.clone(),
+                        namespace: ns.name.to_string(),
+                        name: template_str(&item.name, ns.name),
+                    },
+                    state: OutcomeState::Failed { reason },
+                    contenders: Vec::new(),
+                }),
+                Ok(copy) => {
+                    let key = copy.target.key();
+                    if let Some(winner) = wants.get_mut(&key) {
+                        winner.contenders.push(config.key.clone());
+                        outcomes.push(ItemOutcome {
+                            config: config.key.clone(),
+                            item: item_ref,
+                            target: copy.target,
+                            state: OutcomeState::Conflict {
+                                winner: winner.config.key.clone(),
+                                winner_item: winner.item,
+                            },
+                            contenders: Vec::new(),
+                        });
+                    } else {
+                        wants.insert(
+                            key,
+                            Want {
+                                config,
+                                item: item_ref,
+                                target: copy.target,
+                                body: copy.body,
+                                contenders: Vec::new(),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    let mut applies = Vec::new();
+    for (key, want) in &wants {
+        let state = match observed.get(key) {
+            Some(o) if o.deleting => OutcomeState::Terminating,
+            Some(o) if is_subset(&want.body, &o.body) => OutcomeState::InSync,
+            _ => {
+                applies.push(Op::Apply {
+                    target: want.target.clone(),
+                    body: want.body.clone(),
+                    config: want.config.key.clone(),
+                    force_recreate: want.config.force_recreate,
+                });
+                OutcomeState::Applied
+            }
+        };
+        let mut contenders = want.contenders.clone();
+        contenders.sort();
+        contenders.dedup();
+        outcomes.push(ItemOutcome {
+            config: want.config.key.clone(),
+            item: want.item,
+            target: want.target.clone(),
+            state,
+            contenders,
+        });
+    }
+
+    let mut deletes: BTreeMap<ObjectKey, Op> = BTreeMap::new();
+    for config in &selecting {
+        let Ok(spec) = &config.spec else { continue };
+        for item in &spec.delete_items {
+            let name = template_str(&item.name, ns.name);
+            let target = ObjectRef {
+                api_version: item.api_version.clone(),
+                kind: item.kind.clone(),
+                namespace: ns.name.to_string(),
+                name: name.clone(),
+            };
+            let key = target.key();
+            let state = if let Err(e) = check_name(&name, strict_name_rule(&item.group, &item.kind))
+            {
+                OutcomeState::Failed {
+                    reason: format!("name {name:?} {e}"),
+                }
+            } else if let Some(winner) = wants.get(&key) {
+                OutcomeState::Conflict {
+                    winner: winner.config.key.clone(),
+                    winner_item: winner.item,
+                }
+            } else {
+                match observed.get(&key) {
+                    None => OutcomeState::Gone,
+                    Some(o) if o.deleting => OutcomeState::Terminating,
+                    Some(o) if o.uid.is_empty() => OutcomeState::Failed {
+                        reason: "the observed object has no uid to delete it safely".into(),
+                    },
+                    Some(o) => {
+                        deletes.entry(key).or_insert_with(|| Op::Delete {
+                            target: o.object_ref(),
+                            uid: o.uid.clone(),
+                            cause: DeleteCause::DeleteItem,
+                            config: config.key.clone(),
+                        });
+                        OutcomeState::Deleted
+                    }
+                }
+            };
+            outcomes.push(ItemOutcome {
+                config: config.key.clone(),
+                item: ItemRef::Delete(item.index),
+                target,
+                state,
+                contenders: Vec::new(),
+            });
+        }
+    }
+
+    let mut orphans: Vec<(&ObservedObject, ConfigRef)> = observed
+        .objects()
+        .filter(|o| o.namespace == ns.name && !o.deleting)
+        .filter_map(|o| o.owner().map(|owner| (o, owner)))
+        .filter(|(o, _)| {
+            let key = o.key();
+            !wants.contains_key(&key) && !deletes.contains_key(&key)
+        })
+        .collect();
+    orphans.sort_by_key(|(o, _)| o.key());
+    for (o, owner) in orphans {
+        let keep = match configs.iter().find(|c| c.key == owner) {
+            Some(c) if !c.is_valid() => Some("its SyncConfig is invalid".to_string()),
+            Some(c) if !c.prune => Some("its SyncConfig opted out of pruning".to_string()),
+            Some(_) => None,
+            None if prune_opted_out(o.annotations.get(PRUNE_ANNOTATION).map(String::as_str)) => {
+                Some("the copy opted out of pruning".to_string())
+            }
+            None => None,
+        };
+        let state = match keep {
+            Some(reason) => OutcomeState::Retained { reason },
+            None if o.uid.is_empty() => OutcomeState::Failed {
+                reason: "the observed copy has no uid to delete it safely".into(),
+            },
+            None => {
+                deletes.insert(
+                    o.key(),
+                    Op::Delete {
+                        target: o.object_ref(),
+                        uid: o.uid.clone(),
+                        cause: DeleteCause::Pruned,
+                        config: owner.clone(),
+                    },
+                );
+                OutcomeState::Pruned
+            }
+        };
+        outcomes.push(ItemOutcome {
+            config: owner,
+            item: ItemRef::Orphan,
+            target: o.object_ref(),
+            state,
+            contenders: Vec::new(),
+        });
+    }
+
+    applies.sort_by_key(|op| op.target().key());
+    let mut ops = applies;
+    ops.extend(deletes.into_values());
+    outcomes.sort_by(|a, b| (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target)));
+    NamespacePlan { ops, outcomes }
+}
+
+/// The namespaces (keys) a SyncConfig change touches: those selected by the
+/// old or the new version. Empty when nothing planning depends on changed
+/// (only labels, status or unrelated annotations). An invalid version selects
+/// nothing; copies written by an earlier valid version in namespaces neither
+/// version selects must come from the caller's index of copies by owner (or
+/// the periodic verification pass), so callers should add the namespaces
+/// where that index holds copies of this SyncConfig.
+pub fn namespaces_for_config_change<'a>(
+    old: Option<&CompiledConfig>,
+    new: Option<&CompiledConfig>,
+    namespaces: impl Iterator<Item = &'a NamespaceView<'a>>,
+) -> BTreeSet<String> {
+    if let (Some(o), Some(n)) = (old, new)
+        && o.same_plan_input(n)
+    {
+        return BTreeSet::new();
+    }
+    namespaces
+        .filter(|ns| old.is_some_and(|c| c.selects(ns)) || new.is_some_and(|c| c.selects(ns)))
+        .map(|ns| ns.name.to_string())
+        .collect()
+}

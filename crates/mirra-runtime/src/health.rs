@@ -1,0 +1,289 @@
+//! The operational HTTP endpoint: liveness, readiness and `/metrics`.
+//!
+//! | path                      | answers                                            |
+//! |---------------------------|----------------------------------------------------|
+//! | `/healthz`                | 200 while the process serves HTTP (liveness)        |
+//! | `/readyz`, `/health/ready`| 200 once every registered cache has its initial     |
+//! |                           | list; 503 with the names still waiting otherwise    |
+//! | `/metrics`                | the prometheus-client registry as OpenMetrics text  |
+//!
+//! Readiness means "full knowledge": a controller that has not seen the
+//! initial list of everything it depends on must not prune, and its pod
+//! must not receive traffic that assumes it is in step.
+//!
+//! It must NOT: start watches, decide what "ready" means for a cache (the
+//! owner of each cache sets its flag), or bind its own socket (the caller
+//! passes a bound listener, so tests use port 0).
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+
+/// Errors from the health server.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// Accepting or serving connections failed. Not retryable in-process:
+    /// the listener is unusable; restart (liveness probes fail and the
+    /// kubelet does it).
+    #[error("health server: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+/// The set of things that must be ready before the process is ready.
+/// Cheap to clone; clones share the set.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness {
+    flags: Arc<Mutex<Vec<ReadyFlag>>>,
+}
+
+/// One registered readiness condition, set by its owner.
+#[derive(Debug, Clone)]
+pub struct ReadyFlag {
+    name: Arc<str>,
+    ready: Arc<AtomicBool>,
+}
+
+impl ReadyFlag {
+    /// Marks this condition as met (for a cache: its initial list arrived).
+    /// Readiness never goes back: a cache that relists keeps its previous,
+    /// complete contents meanwhile.
+    pub fn set_ready(&self) {
+        if !self.ready.swap(true, Ordering::Release) {
+            tracing::info!(name = %self.name, "ready");
+        }
+    }
+
+    /// Whether [`set_ready`](ReadyFlag::set_ready) was called.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// The name it was registered with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Readiness {
+    /// An empty set (ready, since nothing is awaited).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a condition named `name` (shown in the 503 body), not ready yet.
+    /// Register every cache before serving, so the process cannot look
+    /// ready before its caches exist.
+    pub fn register(&self, name: impl Into<String>) -> ReadyFlag {
+        let flag = ReadyFlag {
+            name: Arc::from(name.into()),
+            ready: Arc::new(AtomicBool::new(false)),
+        };
+        self.lock().push(flag.clone());
+        flag
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ReadyFlag>> {
+        // The vector only grows by whole pushes; a poisoned lock is intact.
+        self.flags.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when every registered condition is met.
+    pub fn is_ready(&self) -> bool {
+        self.lock().iter().all(ReadyFlag::is_ready)
+    }
+
+    /// Names of the conditions not met yet, in registration order.
+    pub fn not_ready(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|f| !f.is_ready())
+            .map(|f| f.name.to_string())
+            .collect()
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    readiness: Readiness,
+    registry: Arc<Registry>,
+}
+
+/// The OpenMetrics content type prometheus-client's text encoder produces.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The router alone, for embedding into another server.
+pub fn router(readiness: Readiness, registry: Arc<Registry>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .route("/health/ready", get(ready))
+        .route("/metrics", get(metrics))
+        .with_state(AppState {
+            readiness,
+            registry,
+        })
+}
+
+async fn ready(State(st): State<AppState>) -> Response {
+    let waiting = st.readiness.not_ready();
+    if waiting.is_empty() {
+        (StatusCode::OK, "ok\n").into_response()
+    } else {
+        let mut body = String::from("not ready:\n");
+        for name in waiting {
+            body.push_str("- ");
+            body.push_str(&name);
+            body.push('\n');
+        }
+        (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+    }
+}
+
+async fn metrics(State(st): State<AppState>) -> Response {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &st.registry) {
+        Ok(()) => ([(header::CONTENT_TYPE, OPENMETRICS)], body).into_response(),
+        Err(e) => {
+            // Only a failing `fmt::Write` can cause this, which a String
+            // never is; answer 500 rather than a truncated exposition.
+            tracing::error!(error = %e, "encoding metrics");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "encoding metrics failed\n",
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Serves the health endpoints on `listener` until `shutdown` completes.
+pub async fn serve_health(
+    listener: TcpListener,
+    readiness: Readiness,
+    registry: Arc<Registry>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), HealthError> {
+    if let Ok(addr) = listener.local_addr() {
+        tracing::info!(%addr, "serving health and metrics");
+    }
+    axum::serve(listener, router(readiness, registry))
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus_client::metrics::counter::Counter;
+
+    async fn start(
+        readiness: Readiness,
+    ) -> (
+        String,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<Result<(), HealthError>>,
+    ) {
+        let mut registry = Registry::default();
+        let c: Counter = Counter::default();
+        c.inc();
+        registry.register("probe_hits", "A test counter", c);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(serve_health(
+            listener,
+            readiness,
+            Arc::new(registry),
+            async move {
+                let _ = rx.await;
+            },
+        ));
+        (url, tx, task)
+    }
+
+    #[test]
+    fn readiness_tracks_every_flag() {
+        let r = Readiness::new();
+        assert!(r.is_ready(), "nothing registered, nothing awaited");
+        let a = r.register("namespaces");
+        let b = r.register("services");
+        assert!(!r.is_ready());
+        a.set_ready();
+        assert_eq!(r.not_ready(), vec!["services".to_string()]);
+        b.set_ready();
+        b.set_ready();
+        assert!(r.is_ready() && a.is_ready() && b.name() == "services");
+        // A clone of the handle sees and extends the same set.
+        let c = r.clone().register("nodes");
+        assert!(!r.is_ready());
+        c.set_ready();
+        assert!(r.is_ready());
+    }
+
+    #[tokio::test]
+    async fn endpoints_over_http() {
+        let readiness = Readiness::new();
+        let ns = readiness.register("namespaces");
+        let svc = readiness.register("services");
+        let (url, stop, task) = start(readiness).await;
+        let http = reqwest::Client::new();
+
+        let live = http.get(format!("{url}/healthz")).send().await.unwrap();
+        assert_eq!(live.status(), 200);
+
+        for path in ["/readyz", "/health/ready"] {
+            let r = http.get(format!("{url}{path}")).send().await.unwrap();
+            assert_eq!(r.status(), 503, "{path}");
+            let body = r.text().await.unwrap();
+            assert!(
+                body.contains("namespaces") && body.contains("services"),
+                "{body}"
+            );
+        }
+        ns.set_ready();
+        let body = http
+            .get(format!("{url}/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            !body.contains("namespaces") && body.contains("services"),
+            "{body}"
+        );
+        svc.set_ready();
+        for path in ["/readyz", "/health/ready"] {
+            let r = http.get(format!("{url}{path}")).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{path}");
+        }
+
+        let m = http.get(format!("{url}/metrics")).send().await.unwrap();
+        assert_eq!(m.status(), 200);
+        assert!(
+            m.headers()[reqwest::header::CONTENT_TYPE]
+                .to_str()
+                .unwrap()
+                .starts_with("application/openmetrics-text")
+        );
+        let text = m.text().await.unwrap();
+        assert!(text.contains("probe_hits_total 1"), "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+
+        let missing = http.get(format!("{url}/nope")).send().await.unwrap();
+        assert_eq!(missing.status(), 404);
+
+        stop.send(()).unwrap();
+        task.await.unwrap().unwrap();
+    }
+}

@@ -1,0 +1,566 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease.
+//!
+//! Several replicas may run; only the leader writes. Each replica runs a
+//! [`LeaderElector`]; a `watch::Receiver<bool>` tells the rest of the process
+//! whether it currently leads, and writers check it before every write.
+//!
+//! ```text
+//!            every `renew`: GET lease
+//!   ┌──────────────┬──────────────────────────┬─────────────────────────┐
+//!   │ absent       │ held by us               │ free or expired          │ held, fresh
+//!   │ CREATE       │ PUT renewTime (rv-guard) │ PUT holder=us (rv-guard) │ wait
+//!   └──────────────┴──────────────────────────┴─────────────────────────┘
+//!     409 on any write = another replica won the race: follow.
+//! ```
+//!
+//! Expiry never compares clocks between machines: a follower considers the
+//! lease expired when the record has not changed (same `resourceVersion`)
+//! for a full lease duration *as measured by its own monotonic clock since
+//! it first saw that record*. The leader steps down when it has not renewed
+//! successfully for a lease duration counted from *before* its last
+//! successful renewal was sent, which is never later than when any follower
+//! can have seen that renewal, so the leader stops strictly before anyone
+//! may take over (given clocks that tick at the same rate).
+//!
+//! On a clean shutdown the leader releases the lease (clears the holder) so
+//! a successor takes over at its next attempt instead of after expiry.
+//!
+//! It must NOT: stop or start controllers itself (it only publishes the
+//! flag), retry a lost race immediately, or trust wall-clock timestamps
+//! written by other replicas.
+
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
+use kube::api::{Api, ObjectMeta, PostParams};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// Errors of leader election.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaderError {
+    /// The configuration is inconsistent (see the message). Not retryable:
+    /// fix the flags.
+    #[error("invalid leader election configuration: {0}")]
+    InvalidConfig(&'static str),
+    /// A request about the Lease failed (network, 5xx, 403). Retryable: the
+    /// elector retries every `renew` interval by itself; a persistent 403
+    /// means the RBAC role lacks get/create/update on leases.
+    #[error("lease request failed: {0}")]
+    Api(#[from] kube::Error),
+    /// A request about the Lease did not answer in time. Retryable: retried
+    /// at the next interval.
+    #[error("lease request timed out")]
+    Timeout,
+}
+
+impl LeaderError {
+    /// A low-cardinality label for the errors metric.
+    pub fn class(&self) -> &'static str {
+        match self {
+            LeaderError::InvalidConfig(_) => "config",
+            LeaderError::Api(kube::Error::Api(s)) if s.code == 403 => "forbidden",
+            LeaderError::Api(_) => "api",
+            LeaderError::Timeout => "timeout",
+        }
+    }
+}
+
+/// Where the Lease lives, who we are, and how fast to act.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderConfig {
+    /// Namespace of the Lease (normally the pod's own namespace).
+    pub namespace: String,
+    /// Name of the Lease.
+    pub lease_name: String,
+    /// Our holder identity; see [`default_identity`].
+    pub identity: String,
+    /// How long a lease is valid without renewal; written to the Lease as
+    /// `leaseDurationSeconds` (rounded up to whole seconds).
+    pub lease_duration: Duration,
+    /// Interval between attempts to renew (leader) or acquire (follower).
+    pub renew: Duration,
+}
+
+impl LeaderConfig {
+    /// A configuration with the default timings.
+    pub fn new(
+        namespace: impl Into<String>,
+        lease_name: impl Into<String>,
+        identity: impl Into<String>,
+    ) -> Self {
+        Self {
+            namespace: namespace.into(),
+            lease_name: lease_name.into(),
+            identity: identity.into(),
+            // 15 s / 2 s, the values client-go and kube-controller-manager
+            // use: a crashed leader is replaced within ~15 s, and the leader
+            // gets seven renewal attempts before its lease can lapse, so a
+            // few slow API answers do not cause a leadership flap.
+            lease_duration: Duration::from_secs(15),
+            renew: Duration::from_secs(2),
+        }
+    }
+
+    /// Checks the timings and names.
+    pub fn validate(&self) -> Result<(), LeaderError> {
+        if self.namespace.is_empty() || self.lease_name.is_empty() {
+            return Err(LeaderError::InvalidConfig(
+                "namespace and lease name are required",
+            ));
+        }
+        if self.identity.is_empty() {
+            return Err(LeaderError::InvalidConfig("identity must not be empty"));
+        }
+        if self.lease_duration < Duration::from_secs(1) {
+            return Err(LeaderError::InvalidConfig(
+                "lease_duration must be at least 1s",
+            ));
+        }
+        if self.renew.is_zero() || self.renew * 2 > self.lease_duration {
+            return Err(LeaderError::InvalidConfig(
+                "renew must be > 0 and at most half of lease_duration",
+            ));
+        }
+        Ok(())
+    }
+
+    fn lease_seconds(&self) -> i32 {
+        let secs =
+            self.lease_duration.as_secs() + u64::from(self.lease_duration.subsec_nanos() > 0);
+        i32::try_from(secs).unwrap_or(i32::MAX)
+    }
+}
+
+/// Length of the random suffix of an identity: 8 characters from 36 give
+/// ~2.8e12 values, so two processes on the same host (or a restarted pod
+/// reusing its name while the old lease record still exists) never collide.
+const IDENTITY_SUFFIX_LEN: usize = 8;
+
+/// `<pod name or hostname>-<random suffix>`.
+///
+/// The pod name comes from `POD_NAME` (set it with the downward API), then
+/// `HOSTNAME`, then the kernel's hostname; `mirra` if none is known. The
+/// suffix distinguishes a restarted process from its previous incarnation,
+/// which must not be mistaken for the holder of the old lease.
+pub fn default_identity() -> String {
+    let base = ["POD_NAME", "HOSTNAME"]
+        .into_iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .chain(std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|s| s.trim().to_owned())
+        .find(|s| !s.is_empty());
+    identity_with_suffix(base.as_deref(), &random_suffix())
+}
+
+fn random_suffix() -> String {
+    use rand::Rng;
+    use rand::distr::Alphanumeric;
+    rand::rng()
+        .sample_iter(Alphanumeric)
+        .take(IDENTITY_SUFFIX_LEN)
+        .map(|b| char::from(b).to_ascii_lowercase())
+        .collect()
+}
+
+fn identity_with_suffix(base: Option<&str>, suffix: &str) -> String {
+    format!(
+        "{}-{suffix}",
+        base.filter(|b| !b.is_empty()).unwrap_or("mirra")
+    )
+}
+
+/// What to do with the lease as currently observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decision {
+    /// We hold it: renew.
+    Renew,
+    /// Free or expired: take it.
+    Acquire,
+    /// Someone else holds a fresh lease.
+    Follow,
+}
+
+/// Pure decision from the current holder and how long the record has been
+/// unchanged by our own clock.
+fn decide(
+    holder: Option<&str>,
+    me: &str,
+    unchanged_for: Duration,
+    valid_for: Duration,
+) -> Decision {
+    match holder {
+        None | Some("") => Decision::Acquire,
+        Some(h) if h == me => Decision::Renew,
+        Some(_) if unchanged_for >= valid_for => Decision::Acquire,
+        Some(_) => Decision::Follow,
+    }
+}
+
+/// The lease record as last seen and when we first saw it.
+#[derive(Debug, Clone)]
+struct Observed {
+    resource_version: Option<String>,
+    since: Instant,
+}
+
+/// Runs leader election for one replica; see the module docs.
+#[derive(Debug)]
+pub struct LeaderElector {
+    api: Api<Lease>,
+    config: LeaderConfig,
+    tx: watch::Sender<bool>,
+    observed: Option<Observed>,
+}
+
+enum Attempt {
+    Leading,
+    Following,
+}
+
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+fn now_micro() -> MicroTime {
+    MicroTime(k8s_openapi::jiff::Timestamp::now())
+}
+
+impl LeaderElector {
+    /// Creates an elector; nothing is sent until [`run`](LeaderElector::run).
+    pub fn new(client: kube::Client, config: LeaderConfig) -> Result<Self, LeaderError> {
+        config.validate()?;
+        let api = Api::namespaced(client, &config.namespace);
+        let (tx, _) = watch::channel(false);
+        Ok(Self {
+            api,
+            config,
+            tx,
+            observed: None,
+        })
+    }
+
+    /// Whether this replica leads, now and on every change. Becomes `false`
+    /// (and then closed) when `run` ends.
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.tx.subscribe()
+    }
+
+    /// Our holder identity.
+    pub fn identity(&self) -> &str {
+        &self.config.identity
+    }
+
+    /// Campaigns and renews until `shutdown` completes, then releases the
+    /// lease if held. API errors are logged and retried; they never end the
+    /// loop.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        // Start of the last successful renewal, while leading.
+        let mut leading_since_renew: Option<Instant> = None;
+        loop {
+            let started = Instant::now();
+            // While leading, an attempt may only run until the step-down
+            // deadline; otherwise one lease duration bounds a hung request.
+            let budget = match leading_since_renew {
+                Some(t) => (t + self.config.lease_duration).saturating_duration_since(started),
+                None => self.config.lease_duration,
+            };
+            let result = tokio::select! {
+                _ = &mut shutdown => break,
+                r = tokio::time::timeout(budget, self.attempt()) => r.unwrap_or(Err(LeaderError::Timeout)),
+            };
+            match result {
+                Ok(Attempt::Leading) => {
+                    leading_since_renew = Some(started);
+                    self.publish(true);
+                }
+                Ok(Attempt::Following) => {
+                    leading_since_renew = None;
+                    self.publish(false);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, class = e.class(), lease = %self.config.lease_name, "leader election attempt failed");
+                    if let Some(t) = leading_since_renew
+                        && t.elapsed() >= self.config.lease_duration
+                    {
+                        tracing::warn!("could not renew the lease in time; stepping down");
+                        leading_since_renew = None;
+                        self.publish(false);
+                    }
+                }
+            }
+            let wake = started + self.config.renew;
+            let wake = match leading_since_renew {
+                // Never sleep past the step-down deadline.
+                Some(t) => wake.min(t + self.config.lease_duration),
+                None => wake,
+            };
+            tokio::select! {
+                _ = &mut shutdown => break,
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+            if let Some(t) = leading_since_renew
+                && t.elapsed() >= self.config.lease_duration
+            {
+                tracing::warn!("lease not renewed in time; stepping down");
+                leading_since_renew = None;
+                self.publish(false);
+            }
+        }
+        let was_leading = *self.tx.borrow();
+        self.publish(false);
+        if was_leading {
+            // Bounded so shutdown never hangs on an unreachable API server;
+            // without the release the lease simply expires.
+            match tokio::time::timeout(self.config.renew, self.release()).await {
+                Ok(Ok(())) => tracing::info!(lease = %self.config.lease_name, "released the lease"),
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "releasing the lease failed; it will expire")
+                }
+                Err(_) => tracing::warn!("releasing the lease timed out; it will expire"),
+            }
+        }
+    }
+
+    fn publish(&self, leading: bool) {
+        self.tx.send_if_modified(|cur| {
+            if *cur == leading {
+                return false;
+            }
+            *cur = leading;
+            tracing::info!(identity = %self.config.identity, leading, "leadership changed");
+            true
+        });
+    }
+
+    fn new_spec(&self, transitions: i32) -> LeaseSpec {
+        let now = now_micro();
+        LeaseSpec {
+            holder_identity: Some(self.config.identity.clone()),
+            lease_duration_seconds: Some(self.config.lease_seconds()),
+            acquire_time: Some(now.clone()),
+            renew_time: Some(now),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        }
+    }
+
+    fn observe(&mut self, lease: &Lease) -> Duration {
+        let rv = lease.metadata.resource_version.clone();
+        match &self.observed {
+            Some(o) if o.resource_version == rv => o.since.elapsed(),
+            _ => {
+                self.observed = Some(Observed {
+                    resource_version: rv,
+                    since: Instant::now(),
+                });
+                Duration::ZERO
+            }
+        }
+    }
+
+    async fn attempt(&mut self) -> Result<Attempt, LeaderError> {
+        let name = self.config.lease_name.clone();
+        let Some(mut lease) = self.api.get_opt(&name).await? else {
+            let lease = Lease {
+                metadata: ObjectMeta {
+                    name: Some(name),
+                    ..Default::default()
+                },
+                spec: Some(self.new_spec(0)),
+            };
+            return match self.api.create(&PostParams::default(), &lease).await {
+                Ok(created) => {
+                    self.observe(&created);
+                    Ok(Attempt::Leading)
+                }
+                Err(e) if is_conflict(&e) => Ok(Attempt::Following),
+                Err(e) => Err(e.into()),
+            };
+        };
+        let unchanged_for = self.observe(&lease);
+        let spec = lease.spec.clone().unwrap_or_default();
+        let valid_for = spec
+            .lease_duration_seconds
+            .and_then(|s| u64::try_from(s).ok())
+            .filter(|s| *s > 0)
+            .map_or(self.config.lease_duration, Duration::from_secs);
+        let decision = decide(
+            spec.holder_identity.as_deref(),
+            &self.config.identity,
+            unchanged_for,
+            valid_for,
+        );
+        let new_spec = match decision {
+            Decision::Follow => return Ok(Attempt::Following),
+            Decision::Renew => LeaseSpec {
+                renew_time: Some(now_micro()),
+                lease_duration_seconds: Some(self.config.lease_seconds()),
+                ..spec
+            },
+            Decision::Acquire => {
+                let previous = spec.holder_identity.as_deref().unwrap_or("");
+                tracing::info!(previous, identity = %self.config.identity, "taking over the lease");
+                // Every change of holder counts, as in client-go, so the
+                // number of failovers is visible on the Lease itself.
+                self.new_spec(spec.lease_transitions.unwrap_or(0).saturating_add(1))
+            }
+        };
+        // The resourceVersion we read stays in the object, so the PUT fails
+        // with 409 if anyone wrote the lease since: the race has one winner.
+        lease.spec = Some(new_spec);
+        match self
+            .api
+            .replace(&name, &PostParams::default(), &lease)
+            .await
+        {
+            Ok(updated) => {
+                self.observe(&updated);
+                Ok(Attempt::Leading)
+            }
+            Err(e) if is_conflict(&e) => Ok(Attempt::Following),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn release(&self) -> Result<(), LeaderError> {
+        let Some(mut lease) = self.api.get_opt(&self.config.lease_name).await? else {
+            return Ok(());
+        };
+        let Some(spec) = lease.spec.as_mut() else {
+            return Ok(());
+        };
+        if spec.holder_identity.as_deref() != Some(self.config.identity.as_str()) {
+            return Ok(());
+        }
+        spec.holder_identity = None;
+        spec.renew_time = Some(now_micro());
+        // One second, the minimum, so clients that honour the record's
+        // duration rather than the holder field also move on quickly.
+        spec.lease_duration_seconds = Some(1);
+        self.api
+            .replace(&self.config.lease_name, &PostParams::default(), &lease)
+            .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SEC: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn decisions() {
+        let d = 15 * SEC;
+        assert_eq!(decide(None, "me", Duration::ZERO, d), Decision::Acquire);
+        assert_eq!(decide(Some(""), "me", Duration::ZERO, d), Decision::Acquire);
+        assert_eq!(decide(Some("me"), "me", 100 * SEC, d), Decision::Renew);
+        assert_eq!(decide(Some("other"), "me", 14 * SEC, d), Decision::Follow);
+        assert_eq!(decide(Some("other"), "me", 15 * SEC, d), Decision::Acquire);
+    }
+
+    proptest! {
+        /// A fresh lease held by someone else is never taken, whatever the
+        /// identities look like; an expired one always is.
+        #[test]
+        fn fresh_foreign_lease_is_never_taken(
+            holder in "[a-z0-9-]{1,20}",
+            me in "[a-z0-9-]{1,20}",
+            age_ms in 0u64..100_000,
+            valid_ms in 1u64..100_000,
+        ) {
+            let age = Duration::from_millis(age_ms);
+            let valid = Duration::from_millis(valid_ms);
+            let d = decide(Some(&holder), &me, age, valid);
+            if holder == me {
+                prop_assert_eq!(d, Decision::Renew);
+            } else if age < valid {
+                prop_assert_eq!(d, Decision::Follow);
+            } else {
+                prop_assert_eq!(d, Decision::Acquire);
+            }
+        }
+    }
+
+    #[test]
+    fn identity_has_base_and_random_suffix() {
+        assert_eq!(identity_with_suffix(Some("pod-1"), "abc"), "pod-1-abc");
+        assert_eq!(identity_with_suffix(Some(""), "abc"), "mirra-abc");
+        assert_eq!(identity_with_suffix(None, "abc"), "mirra-abc");
+        let a = default_identity();
+        let b = default_identity();
+        assert_ne!(a, b, "two processes on one host must differ");
+        let suffix = a.rsplit('-').next().unwrap();
+        assert_eq!(suffix.len(), IDENTITY_SUFFIX_LEN);
+        assert!(
+            suffix
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        );
+    }
+
+    #[test]
+    fn config_validation() {
+        let ok = LeaderConfig::new("ns", "mirra", "me");
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.lease_seconds(), 15);
+        for bad in [
+            LeaderConfig {
+                namespace: String::new(),
+                ..ok.clone()
+            },
+            LeaderConfig {
+                identity: String::new(),
+                ..ok.clone()
+            },
+            LeaderConfig {
+                lease_duration: Duration::from_millis(500),
+                ..ok.clone()
+            },
+            LeaderConfig {
+                renew: Duration::ZERO,
+                ..ok.clone()
+            },
+            LeaderConfig {
+                renew: 8 * SEC,
+                ..ok.clone()
+            },
+        ] {
+            assert!(
+                matches!(bad.validate(), Err(LeaderError::InvalidConfig(_))),
+                "{bad:?}"
+            );
+        }
+        let odd = LeaderConfig {
+            lease_duration: Duration::from_millis(2500),
+            ..ok
+        };
+        assert_eq!(
+            odd.lease_seconds(),
+            3,
+            "rounded up, never shorter than configured"
+        );
+    }
+
+    #[test]
+    fn error_classes_are_constant_labels() {
+        let forbidden = kube::Error::Api(Box::new(kube::core::Status {
+            code: 403,
+            ..Default::default()
+        }));
+        assert_eq!(LeaderError::from(forbidden).class(), "forbidden");
+        let conflict = kube::Error::Api(Box::new(kube::core::Status {
+            code: 409,
+            ..Default::default()
+        }));
+        assert!(is_conflict(&conflict));
+        assert_eq!(LeaderError::from(conflict).class(), "api");
+        assert_eq!(LeaderError::Timeout.class(), "timeout");
+    }
+}

@@ -1,0 +1,34 @@
+//! Shared engine pieces of the mirra controllers.
+//!
+//! Both controllers (mirror: keys are target namespaces; catalog: keys are
+//! Services) run the same pipeline, and this crate holds the generic parts
+//! of it:
+//!
+//! ```text
+//! watch streams ─► cache::Cache ─► keys ─► queue::WorkQueue ─► plan ─► writers
+//!                  (old/new diffs)          (dedup, debounce,          │
+//!                                            backoff, batches)         ▼
+//!                                        ratelimit (kube client layer), metrics
+//! leader::LeaderElector gates the writers; health serves /healthz, /readyz,
+//! /metrics.
+//! ```
+//!
+//! This crate must NOT know about SyncConfigs, Services or Consul, nor plan
+//! anything: the planners are pure functions in their own crates, and the
+//! wiring of streams to queues lives in the binary. Each module is usable
+//! and testable on its own; only `leader` and `ratelimit::rate_limited_client`
+//! talk to a server.
+
+pub mod cache;
+pub mod health;
+pub mod leader;
+pub mod metrics;
+pub mod queue;
+pub mod ratelimit;
+
+pub use cache::{Cache, Change, ObjectKey};
+pub use health::{HealthError, Readiness, ReadyFlag, serve_health};
+pub use leader::{LeaderConfig, LeaderElector, LeaderError, default_identity};
+pub use metrics::Metrics;
+pub use queue::{Outcome, QueueConfig, QueueError, WorkQueue};
+pub use ratelimit::{RateLimitConfig, RateLimitError, RateLimitLayer};

@@ -1,0 +1,860 @@
+//! A keyed work queue for reconcilers: dedup, debounce, per-key backoff.
+//!
+//! Watch events are turned into keys (a target namespace, a Service) and
+//! added here; workers take ready keys, plan and write, and report the
+//! outcome. The queue holds at most ONE entry per key, never a log of
+//! events: a reconciler is level-based, so ten events for one key are one
+//! unit of work.
+//!
+//! ```text
+//!  add(k) ──► Pending{ready_at} ──next()/drain_ready()──► InFlight
+//!                 ▲                                          │
+//!                 │  re-added while in flight, Retry,        │ done(k, outcome)
+//!                 └───────── RetryAfter ─────────────────────┤
+//!                                                            ▼
+//!                                           gone (Success, not re-added)
+//! ```
+//!
+//! Guarantees:
+//! - a key is handed to at most one worker at a time (a key added while in
+//!   flight is remembered and handed out again after `done`);
+//! - every added key is handed out eventually (until `shutdown`);
+//! - a burst of adds is gathered: a key becomes ready `debounce` after its
+//!   latest add, but never later than `max_delay` after the first add of the
+//!   burst, so a steady stream of events cannot starve it.
+//!
+//! It must NOT: do I/O, know what a key means, keep per-event history, or
+//! read the wall clock (it uses `tokio::time::Instant`, so tests drive it
+//! with `tokio::time::pause`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// Errors from the queue. All of them are caller bugs, never transient.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum QueueError {
+    /// `done` was called for a key that was not handed out (or was already
+    /// reported). Not retryable: the worker loop is calling `done` twice or
+    /// for the wrong key; fix the caller.
+    #[error("done() for a key that is not in flight")]
+    NotInFlight,
+    /// The configuration is inconsistent (see the message). Not retryable:
+    /// fix the configuration.
+    #[error("invalid queue configuration: {0}")]
+    InvalidConfig(&'static str),
+}
+
+/// How processing a key ended, reported with [`WorkQueue::done`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The key is in step. Its failure count is reset.
+    Success,
+    /// Processing failed; try again after the key's exponential backoff
+    /// (with jitter). Increments the key's failure count.
+    Retry,
+    /// Try again after exactly this delay (for example a server's
+    /// `Retry-After`). Leaves the failure count unchanged.
+    RetryAfter(Duration),
+}
+
+/// Timing parameters of a [`WorkQueue`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueConfig {
+    /// Quiet time after the latest add before a key becomes ready.
+    pub debounce: Duration,
+    /// Upper bound from the first add of a burst until the key is ready,
+    /// however many adds keep arriving. Must be `>= debounce`; set it equal
+    /// to `debounce` for a fixed window counted from the first add.
+    pub max_delay: Duration,
+    /// Backoff after the first failure; doubles with each further failure.
+    pub backoff_base: Duration,
+    /// Largest backoff for one key.
+    pub backoff_cap: Duration,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self {
+            // 100 ms gathers the events of one API write (an object and its
+            // status, a Service and its EndpointSlices arrive within a few
+            // milliseconds) and most of a rollout's per-pod churn, while
+            // staying far below what a human notices.
+            debounce: Duration::from_millis(100),
+            // 1 s bounds the added latency during a long rollout, where
+            // EndpointSlices change continuously for minutes: the key is
+            // synced at least once a second instead of never.
+            max_delay: Duration::from_secs(1),
+            // 200 ms: a conflict or a brief API hiccup usually clears within
+            // one round trip or two; controller-runtime's 5 ms mostly
+            // re-sends into the same failure.
+            backoff_base: Duration::from_millis(200),
+            // 5 min: after ~11 doublings a persistently failing key (bad
+            // permissions, an invalid object) costs one request per five
+            // minutes, and a fix is still picked up without a restart. The
+            // periodic verification pass and new events reach it sooner.
+            backoff_cap: Duration::from_secs(300),
+        }
+    }
+}
+
+impl QueueConfig {
+    /// Checks that the parameters are consistent.
+    pub fn validate(&self) -> Result<(), QueueError> {
+        if self.max_delay < self.debounce {
+            return Err(QueueError::InvalidConfig("max_delay must be >= debounce"));
+        }
+        if self.backoff_cap < self.backoff_base {
+            return Err(QueueError::InvalidConfig(
+                "backoff_cap must be >= backoff_base",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The backoff before retry number `failures` (1 = first failure).
+///
+/// The un-jittered delay is `base * 2^(failures-1)`, capped at `cap`.
+/// "Equal jitter" then keeps half of it fixed and randomises the other half
+/// with `jitter` in `[0, 1]` (clamped; NaN counts as 0): keys that failed
+/// together (an API outage) spread out instead of retrying in lockstep,
+/// yet a key never retries sooner than half its nominal delay.
+pub fn backoff_delay(base: Duration, cap: Duration, failures: u32, jitter: f64) -> Duration {
+    // Past 2^31 the multiplier overflows, and by then any base has long
+    // reached any sensible cap, so overflow simply means "the cap".
+    let nominal = 2u32
+        .checked_pow(failures.saturating_sub(1))
+        .and_then(|m| base.checked_mul(m))
+        .map_or(cap, |d| d.min(cap));
+    let jitter = if jitter.is_nan() {
+        0.0
+    } else {
+        jitter.clamp(0.0, 1.0)
+    };
+    let half = nominal / 2;
+    half + (nominal - half).mul_f64(jitter)
+}
+
+/// When a pending key becomes ready: the earlier of its debounce deadline
+/// (from `add`) and its timer (from `add_after` or a retry).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Wake {
+    /// First add of the current burst, the anchor for `max_delay`.
+    burst_start: Option<Instant>,
+    /// `min(latest add + debounce, burst_start + max_delay)`.
+    debounce_at: Option<Instant>,
+    /// Earliest explicit timer.
+    timer_at: Option<Instant>,
+}
+
+impl Wake {
+    fn add(&mut self, now: Instant, cfg: &QueueConfig) {
+        let start = *self.burst_start.get_or_insert(now);
+        let limit = start + cfg.max_delay;
+        self.debounce_at = Some((now + cfg.debounce).min(limit));
+    }
+
+    fn add_timer(&mut self, at: Instant) {
+        self.timer_at = Some(self.timer_at.map_or(at, |t| t.min(at)));
+    }
+
+    fn ready_at(&self) -> Option<Instant> {
+        match (self.debounce_at, self.timer_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Slot {
+    /// Just created, about to become pending (never left in the map).
+    Idle,
+    /// Waiting to become ready; `ready_at` mirrors the key in `by_time`.
+    Pending { wake: Wake, ready_at: Instant },
+    /// Handed to a worker. `again` holds adds that arrived meanwhile.
+    InFlight { again: Option<Wake> },
+}
+
+#[derive(Debug)]
+struct Entry {
+    slot: Slot,
+    failures: u32,
+}
+
+#[derive(Debug)]
+struct State<K> {
+    entries: BTreeMap<K, Entry>,
+    /// Pending keys ordered by readiness: the earliest is first, ties by key.
+    by_time: BTreeSet<(Instant, K)>,
+    in_flight: usize,
+    shutdown: bool,
+}
+
+/// A keyed work queue. Cheap to clone: clones share one queue.
+#[derive(Debug)]
+pub struct WorkQueue<K> {
+    state: Arc<Mutex<State<K>>>,
+    notify: Arc<Notify>,
+    config: Arc<QueueConfig>,
+}
+
+impl<K> Clone for WorkQueue<K> {
+    fn clone(&self) -> Self {
+        Self {
+            state: Arc::clone(&self.state),
+            notify: Arc::clone(&self.notify),
+            config: Arc::clone(&self.config),
+        }
+    }
+}
+
+impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
+    /// Creates an empty queue.
+    pub fn new(config: QueueConfig) -> Result<Self, QueueError> {
+        config.validate()?;
+        Ok(Self {
+            state: Arc::new(Mutex::new(State {
+                entries: BTreeMap::new(),
+                by_time: BTreeSet::new(),
+                in_flight: 0,
+                shutdown: false,
+            })),
+            notify: Arc::new(Notify::new()),
+            config: Arc::new(config),
+        })
+    }
+
+    /// The configuration this queue was built with.
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<K>> {
+        // A panic while holding the lock cannot leave the maps half-updated
+        // in a way that breaks the invariants worse than losing the queue
+        // would, so keep serving rather than cascade the panic.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks `key` as needing work after the debounce window.
+    ///
+    /// A key that is already pending stays pending once (its debounce
+    /// deadline moves to `now + debounce`, bounded by `max_delay` since the
+    /// first add of the burst). A key in flight is handed out again after
+    /// its `done`. Ignored after `shutdown`.
+    pub fn add(&self, key: K) {
+        let cfg = Arc::clone(&self.config);
+        self.schedule(key, move |wake, now| wake.add(now, &cfg));
+    }
+
+    /// Marks `key` as needing work after `delay`. If the key is already
+    /// pending, the earlier of the two times wins.
+    pub fn add_after(&self, key: K, delay: Duration) {
+        self.schedule(key, move |wake, now| wake.add_timer(now + delay));
+    }
+
+    fn schedule(&self, key: K, update: impl FnOnce(&mut Wake, Instant)) {
+        let now = Instant::now();
+        let mut st = self.lock();
+        if st.shutdown {
+            return;
+        }
+        let State {
+            entries, by_time, ..
+        } = &mut *st;
+        let entry = entries.entry(key.clone()).or_insert(Entry {
+            slot: Slot::Idle,
+            failures: 0,
+        });
+        match &mut entry.slot {
+            Slot::InFlight { again } => update(again.get_or_insert_with(Wake::default), now),
+            Slot::Pending { wake, ready_at } => {
+                update(wake, now);
+                let new_at = wake.ready_at().unwrap_or(now);
+                if new_at != *ready_at {
+                    by_time.remove(&(*ready_at, key.clone()));
+                    by_time.insert((new_at, key));
+                    *ready_at = new_at;
+                }
+            }
+            Slot::Idle => {
+                let mut wake = Wake::default();
+                update(&mut wake, now);
+                let ready_at = wake.ready_at().unwrap_or(now);
+                by_time.insert((ready_at, key));
+                entry.slot = Slot::Pending { wake, ready_at };
+            }
+        }
+        drop(st);
+        // Waiting workers re-check: the new deadline may be earlier than the
+        // one they sleep towards.
+        self.notify.notify_waiters();
+    }
+
+    /// Takes up to `max` keys that are ready now, marking them in flight.
+    /// Never waits. Each returned key must be reported with [`done`].
+    ///
+    /// [`done`]: WorkQueue::done
+    pub fn drain_ready(&self, max: usize) -> Vec<K> {
+        let now = Instant::now();
+        let mut st = self.lock();
+        Self::take_ready(&mut st, now, max)
+    }
+
+    fn take_ready(st: &mut State<K>, now: Instant, max: usize) -> Vec<K> {
+        let mut out = Vec::new();
+        if st.shutdown {
+            return out;
+        }
+        while out.len() < max {
+            let Some((at, _)) = st.by_time.first() else {
+                break;
+            };
+            if *at > now {
+                break;
+            }
+            let Some((_, key)) = st.by_time.pop_first() else {
+                break;
+            };
+            if let Some(entry) = st.entries.get_mut(&key) {
+                entry.slot = Slot::InFlight { again: None };
+                st.in_flight += 1;
+                out.push(key);
+            }
+        }
+        out
+    }
+
+    /// Waits for a ready key that no worker holds and marks it in flight.
+    /// Returns `None` once the queue is shut down. Cancel-safe: a key is
+    /// marked in flight only when this returns it.
+    pub async fn next(&self) -> Option<K> {
+        self.next_batch(1).await.pop()
+    }
+
+    /// Like [`next`](WorkQueue::next), but takes up to `max` ready keys at
+    /// once (at least one; empty only after shutdown), for writers that
+    /// batch many keys into one request.
+    pub async fn next_batch(&self, max: usize) -> Vec<K> {
+        let max = max.max(1);
+        loop {
+            // Register interest before looking, so an add between the check
+            // and the wait still wakes us.
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let next_at = {
+                let mut st = self.lock();
+                if st.shutdown {
+                    return Vec::new();
+                }
+                let batch = Self::take_ready(&mut st, Instant::now(), max);
+                if !batch.is_empty() {
+                    return batch;
+                }
+                st.by_time.first().map(|(at, _)| *at)
+            };
+            match next_at {
+                Some(at) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(at) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Reports how processing `key` ended and releases it.
+    ///
+    /// If the key was added while in flight, it becomes pending again (with
+    /// the timing of those adds, or the retry time if that is earlier).
+    pub fn done(&self, key: &K, outcome: Outcome) -> Result<(), QueueError> {
+        let now = Instant::now();
+        let mut st = self.lock();
+        let State {
+            entries,
+            by_time,
+            in_flight,
+            shutdown,
+        } = &mut *st;
+        let entry = entries.get_mut(key).ok_or(QueueError::NotInFlight)?;
+        let again = match &mut entry.slot {
+            Slot::InFlight { again } => again.take(),
+            _ => return Err(QueueError::NotInFlight),
+        };
+        *in_flight -= 1;
+        let mut wake = again;
+        match outcome {
+            Outcome::Success => entry.failures = 0,
+            Outcome::Retry => {
+                entry.failures = entry.failures.saturating_add(1);
+                let delay = backoff_delay(
+                    self.config.backoff_base,
+                    self.config.backoff_cap,
+                    entry.failures,
+                    rand::random::<f64>(),
+                );
+                wake.get_or_insert_with(Wake::default)
+                    .add_timer(now + delay);
+            }
+            Outcome::RetryAfter(delay) => {
+                wake.get_or_insert_with(Wake::default)
+                    .add_timer(now + delay);
+            }
+        }
+        match wake.filter(|_| !*shutdown) {
+            Some(wake) => {
+                let ready_at = wake.ready_at().unwrap_or(now);
+                by_time.insert((ready_at, key.clone()));
+                entry.slot = Slot::Pending { wake, ready_at };
+                drop(st);
+                self.notify.notify_waiters();
+            }
+            // Not coming back: nothing to remember, not even the failure
+            // count (only `Success` ends a run without a wake, and it resets
+            // the count), so memory stays one entry per queued key.
+            None => {
+                entries.remove(key);
+            }
+        }
+        Ok(())
+    }
+
+    /// The number of consecutive failures recorded for `key`.
+    pub fn failures(&self, key: &K) -> u32 {
+        self.lock().entries.get(key).map_or(0, |e| e.failures)
+    }
+
+    /// Keys waiting to be handed out (ready or not yet), excluding keys in
+    /// flight.
+    pub fn len(&self) -> usize {
+        self.lock().by_time.len()
+    }
+
+    /// True when no key is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keys currently held by workers.
+    pub fn in_flight(&self) -> usize {
+        self.lock().in_flight
+    }
+
+    /// Stops the queue: `next` returns `None` from now on, adds are ignored
+    /// and pending keys are dropped. Workers may still report `done`.
+    pub fn shutdown(&self) {
+        let mut st = self.lock();
+        st.shutdown = true;
+        st.by_time.clear();
+        st.entries
+            .retain(|_, e| matches!(e.slot, Slot::InFlight { .. }));
+        drop(st);
+        self.notify.notify_waiters();
+    }
+
+    /// True after [`shutdown`](WorkQueue::shutdown).
+    pub fn is_shutdown(&self) -> bool {
+        self.lock().shutdown
+    }
+
+    /// Calls `shutdown` when `signal` completes; run it as a task.
+    pub async fn shutdown_on(self, signal: impl Future<Output = ()>) {
+        signal.await;
+        self.shutdown();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn cfg() -> QueueConfig {
+        QueueConfig {
+            debounce: Duration::from_millis(100),
+            max_delay: Duration::from_millis(1000),
+            backoff_base: Duration::from_millis(200),
+            backoff_cap: Duration::from_secs(10),
+        }
+    }
+
+    fn queue() -> WorkQueue<&'static str> {
+        WorkQueue::new(cfg()).unwrap()
+    }
+
+    async fn advance(ms: u64) {
+        tokio::time::advance(Duration::from_millis(ms)).await;
+    }
+
+    #[test]
+    fn invalid_config_is_rejected() {
+        let mut c = cfg();
+        c.max_delay = Duration::from_millis(10);
+        assert!(matches!(
+            WorkQueue::<u8>::new(c),
+            Err(QueueError::InvalidConfig(_))
+        ));
+        let mut c = cfg();
+        c.backoff_cap = Duration::from_millis(1);
+        assert!(matches!(
+            WorkQueue::<u8>::new(c),
+            Err(QueueError::InvalidConfig(_))
+        ));
+        assert!(QueueConfig::default().validate().is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn add_dedups_and_debounces() {
+        let q = queue();
+        q.add("a");
+        q.add("a");
+        q.add("a");
+        assert_eq!(q.len(), 1);
+        assert!(
+            q.drain_ready(10).is_empty(),
+            "not ready before the debounce window"
+        );
+        advance(99).await;
+        assert!(q.drain_ready(10).is_empty());
+        advance(1).await;
+        assert_eq!(q.drain_ready(10), vec!["a"]);
+        assert_eq!(q.len(), 0);
+        assert_eq!(q.in_flight(), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn burst_of_many_keys_is_gathered_into_one_batch() {
+        let q = WorkQueue::new(cfg()).unwrap();
+        for i in 0..50u32 {
+            q.add(i);
+            advance(1).await;
+        }
+        // The first key is ready 100 ms after its add; by then everything
+        // added within that window is still waiting, the batch holds the
+        // ones that became ready.
+        advance(60).await;
+        assert_eq!(q.drain_ready(1000).len(), 11);
+        advance(100).await;
+        assert_eq!(q.drain_ready(1000).len(), 39);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn trailing_debounce_is_bounded_by_max_delay() {
+        let q = queue();
+        // An event every 50 ms forever: the debounce alone would never fire.
+        for _ in 0..19 {
+            q.add("a");
+            advance(50).await;
+            assert!(q.drain_ready(1).is_empty());
+        }
+        q.add("a");
+        advance(50).await; // 1000 ms after the first add
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn add_after_and_add_earliest_wins() {
+        let q = queue();
+        q.add_after("a", Duration::from_secs(60));
+        advance(1000).await;
+        assert!(q.drain_ready(1).is_empty());
+        q.add("a");
+        advance(100).await;
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+
+        q.add_after("b", Duration::from_millis(10));
+        q.add_after("b", Duration::from_secs(5));
+        advance(10).await;
+        assert_eq!(q.drain_ready(1), vec!["b"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn next_waits_for_ready_key() {
+        let q = queue();
+        let worker = {
+            let q = q.clone();
+            tokio::spawn(async move { q.next().await })
+        };
+        tokio::task::yield_now().await;
+        q.add("a");
+        // With time paused, the runtime auto-advances to the debounce
+        // deadline once every task is idle.
+        assert_eq!(worker.await.unwrap(), Some("a"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn key_in_flight_is_not_handed_out_twice_and_requeued_after_done() {
+        let q = queue();
+        q.add("a");
+        advance(100).await;
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+        q.add("a");
+        advance(1000).await;
+        assert!(
+            q.drain_ready(10).is_empty(),
+            "in flight: must not be handed out again"
+        );
+        assert_eq!(q.len(), 0);
+        q.done(&"a", Outcome::Success).unwrap();
+        assert_eq!(q.len(), 1);
+        // The add happened 1000 ms ago, so it is ready at once.
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+        q.done(&"a", Outcome::Success).unwrap();
+        assert_eq!((q.len(), q.in_flight()), (0, 0));
+        assert_eq!(q.done(&"a", Outcome::Success), Err(QueueError::NotInFlight));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_backs_off_exponentially_and_success_resets() {
+        let q = queue();
+        q.add("a");
+        advance(100).await;
+        let mut expected_min = 100u64; // half of the 200 ms base
+        for failures in 1..=4u32 {
+            assert_eq!(q.drain_ready(1), vec!["a"]);
+            q.done(&"a", Outcome::Retry).unwrap();
+            assert_eq!(q.failures(&"a"), failures);
+            advance(expected_min - 1).await;
+            assert!(
+                q.drain_ready(1).is_empty(),
+                "retried before half the backoff"
+            );
+            // The full nominal delay is 2 * expected_min.
+            advance(expected_min + 1).await;
+            expected_min *= 2;
+        }
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+        q.done(&"a", Outcome::Success).unwrap();
+        assert_eq!(q.failures(&"a"), 0);
+        assert_eq!((q.len(), q.in_flight()), (0, 0));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retry_after_uses_exact_delay_and_keeps_failures() {
+        let q = queue();
+        q.add("a");
+        advance(100).await;
+        q.drain_ready(1);
+        q.done(&"a", Outcome::Retry).unwrap();
+        advance(200).await;
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+        q.done(&"a", Outcome::RetryAfter(Duration::from_secs(3)))
+            .unwrap();
+        assert_eq!(q.failures(&"a"), 1);
+        advance(2999).await;
+        assert!(q.drain_ready(1).is_empty());
+        advance(1).await;
+        assert_eq!(q.drain_ready(1), vec!["a"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn entries_are_freed_after_success() {
+        let q = queue();
+        q.add("a");
+        advance(100).await;
+        q.drain_ready(1);
+        q.done(&"a", Outcome::Retry).unwrap();
+        assert_eq!(
+            q.lock().entries.len(),
+            1,
+            "failure count kept while retrying"
+        );
+        advance(200).await;
+        q.drain_ready(1);
+        q.done(&"a", Outcome::RetryAfter(Duration::ZERO)).unwrap();
+        q.drain_ready(1);
+        q.done(&"a", Outcome::Success).unwrap();
+        assert_eq!(q.lock().entries.len(), 0);
+        assert_eq!(q.failures(&"a"), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_wakes_waiting_workers_with_none() {
+        let q = queue();
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                let q = q.clone();
+                tokio::spawn(async move { q.next().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        q.add("x");
+        q.shutdown();
+        for w in workers {
+            assert_eq!(w.await.unwrap(), None);
+        }
+        q.add("y");
+        assert_eq!(q.len(), 0);
+        assert!(q.is_shutdown());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn many_workers_never_share_a_key() {
+        let q: WorkQueue<u32> = WorkQueue::new(cfg()).unwrap();
+        let holding = Arc::new(Mutex::new(BTreeSet::new()));
+        let processed = Arc::new(Mutex::new(0u32));
+        let mut workers = Vec::new();
+        for _ in 0..4 {
+            let (q, holding, processed) = (q.clone(), holding.clone(), processed.clone());
+            workers.push(tokio::spawn(async move {
+                while let Some(k) = q.next().await {
+                    assert!(
+                        holding.lock().unwrap().insert(k),
+                        "key {k} handed out twice"
+                    );
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    holding.lock().unwrap().remove(&k);
+                    *processed.lock().unwrap() += 1;
+                    q.done(&k, Outcome::Success).unwrap();
+                }
+            }));
+        }
+        for round in 0..20u32 {
+            for k in 0..5 {
+                q.add((k + round) % 5);
+            }
+            advance(40).await;
+        }
+        // Let everything settle, then stop.
+        for _ in 0..100 {
+            if q.is_empty() && q.in_flight() == 0 {
+                break;
+            }
+            advance(50).await;
+        }
+        assert_eq!((q.len(), q.in_flight()), (0, 0));
+        q.shutdown();
+        for w in workers {
+            w.await.unwrap();
+        }
+        let n = *processed.lock().unwrap();
+        assert!(n >= 5, "every key processed at least once, got {n}");
+        // Dedup: 100 adds collapse into far fewer runs.
+        assert!(n < 100, "events were not gathered: {n} runs");
+    }
+
+    #[test]
+    fn backoff_examples() {
+        let base = Duration::from_millis(200);
+        let cap = Duration::from_secs(300);
+        assert_eq!(backoff_delay(base, cap, 1, 1.0), base);
+        assert_eq!(backoff_delay(base, cap, 1, 0.0), base / 2);
+        assert_eq!(backoff_delay(base, cap, 3, 1.0), base * 4);
+        assert_eq!(backoff_delay(base, cap, 40, 1.0), cap);
+        assert_eq!(backoff_delay(base, cap, u32::MAX, 1.0), cap);
+        assert_eq!(backoff_delay(base, cap, 0, f64::NAN), base / 2);
+        assert_eq!(backoff_delay(base, cap, 2, 7.0), base * 2);
+    }
+
+    proptest! {
+        #[test]
+        fn backoff_is_bounded_and_monotone_in_failures(
+            base_ms in 0u64..10_000,
+            extra_ms in 0u64..1_000_000,
+            failures in 0u32..100,
+            jitter in proptest::num::f64::ANY,
+        ) {
+            let base = Duration::from_millis(base_ms);
+            let cap = base + Duration::from_millis(extra_ms);
+            let d = backoff_delay(base, cap, failures, jitter);
+            prop_assert!(d <= cap);
+            let nominal = backoff_delay(base, cap, failures, 1.0);
+            prop_assert!(d >= nominal / 2);
+            prop_assert!(nominal <= backoff_delay(base, cap, failures.saturating_add(1), 1.0));
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Add(u8),
+        AddAfter(u8, u16),
+        Take(u8),
+        Done(u8, u8),
+        Advance(u16),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u8..8).prop_map(Op::Add),
+            (0u8..8, 0u16..3000).prop_map(|(k, d)| Op::AddAfter(k, d)),
+            (1u8..4).prop_map(Op::Take),
+            (0u8..16, 0u8..3).prop_map(|(i, o)| Op::Done(i, o)),
+            (0u16..2000).prop_map(Op::Advance),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn queue_model(ops in proptest::collection::vec(op(), 0..80)) {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let q: WorkQueue<u8> = WorkQueue::new(cfg()).unwrap();
+                let mut held: Vec<u8> = Vec::new();
+                let mut owed: BTreeSet<u8> = BTreeSet::new();
+                let mut distinct: BTreeSet<u8> = BTreeSet::new();
+                let outcome = |o: u8| match o {
+                    0 => Outcome::Success,
+                    1 => Outcome::Retry,
+                    _ => Outcome::RetryAfter(Duration::from_millis(500)),
+                };
+                let take = |q: &WorkQueue<u8>, n: usize, held: &mut Vec<u8>, owed: &mut BTreeSet<u8>| {
+                    for k in q.drain_ready(n) {
+                        assert!(!held.contains(&k), "key {k} handed out while in flight");
+                        held.push(k);
+                        owed.remove(&k);
+                    }
+                };
+                for op in ops {
+                    match op {
+                        Op::Add(k) => { q.add(k); owed.insert(k); distinct.insert(k); }
+                        Op::AddAfter(k, d) => {
+                            q.add_after(k, Duration::from_millis(d.into()));
+                            owed.insert(k);
+                            distinct.insert(k);
+                        }
+                        Op::Take(n) => take(&q, n.into(), &mut held, &mut owed),
+                        Op::Done(i, o) => {
+                            if !held.is_empty() {
+                                let k = held.remove(usize::from(i) % held.len());
+                                q.done(&k, outcome(o)).unwrap();
+                            }
+                        }
+                        Op::Advance(ms) => advance(ms.into()).await,
+                    }
+                    assert!(q.len() + q.in_flight() <= distinct.len());
+                    assert_eq!(q.in_flight(), held.len());
+                }
+                // Drain: everything still owed must come out, and with only
+                // successes the queue must empty. 1000 rounds of 10 s are
+                // far beyond any configured delay.
+                for _ in 0..1000 {
+                    for k in held.drain(..) {
+                        q.done(&k, Outcome::Success).unwrap();
+                    }
+                    take(&q, 100, &mut held, &mut owed);
+                    if owed.is_empty() && held.is_empty() && q.is_empty() {
+                        break;
+                    }
+                    advance(10_000).await;
+                }
+                assert!(owed.is_empty(), "never handed out: {owed:?}");
+                assert_eq!((q.len(), q.in_flight()), (0, 0));
+            });
+        }
+    }
+}

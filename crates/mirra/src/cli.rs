@@ -1,0 +1,176 @@
+//! The command line: every command, flag and default in one place, so
+//! `--help` is the documentation.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// mirra keeps things outside a namespace in step with Kubernetes,
+/// incrementally: copies of objects in the namespaces a SyncConfig selects,
+/// and Kubernetes Services in the Consul catalog.
+#[derive(Debug, Parser)]
+#[command(name = "mirra", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Logging options.
+    #[command(flatten)]
+    pub log: LogArgs,
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Logging flags, shared by every command.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Log level or filter (tracing `EnvFilter` syntax, e.g. `info` or
+    /// `mirra=debug,kube=info`). `RUST_LOG` overrides it when set.
+    #[arg(long, global = true, default_value = "info", env = "MIRRA_LOG_LEVEL")]
+    pub log_level: String,
+    /// Log format: `pretty` for people, `json` for log pipelines.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Pretty, env = "MIRRA_LOG_FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// Log output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run everything locally on embedded sandboxes: a Kubernetes API server
+    /// and a Consul catalog server, in this process. Prints how to point
+    /// kubectl at it; runs until Ctrl-C.
+    Dev(DevArgs),
+    /// Run one sandbox server alone (for tests and experiments).
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
+}
+
+/// `mirra dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Address of the embedded Kubernetes API server (port 0 picks a free
+    /// port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub kube_listen: SocketAddr,
+    /// Address of the embedded Consul server (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub consul_listen: SocketAddr,
+    /// Where to write the kubeconfig for the embedded API server.
+    #[arg(long, default_value = "mirra-dev.kubeconfig")]
+    pub kubeconfig_out: PathBuf,
+}
+
+/// `mirra sandbox ...`.
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// An in-process Kubernetes API server. Prints `listening on
+    /// http://ADDR` on stdout once it accepts connections.
+    Kube(KubeSandboxArgs),
+    /// An in-process Consul catalog server. Prints `listening on
+    /// http://ADDR` on stdout once it accepts connections.
+    Consul(ConsulSandboxArgs),
+}
+
+/// `mirra sandbox kube`.
+#[derive(Debug, Args)]
+pub struct KubeSandboxArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Write a kubeconfig pointing at the sandbox to this file.
+    #[arg(long)]
+    pub kubeconfig_out: Option<PathBuf>,
+    /// Events kept for resuming watches; older revisions get 410 Gone.
+    #[arg(long, default_value_t = 100_000)]
+    pub history: usize,
+}
+
+/// `mirra sandbox consul`.
+#[derive(Debug, Args)]
+pub struct ConsulSandboxArgs {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Datacenter name the server reports.
+    #[arg(long, default_value = "dc1")]
+    pub datacenter: String,
+    /// Most operations accepted in one /v1/txn request.
+    #[arg(long, default_value_t = 64)]
+    pub max_txn_ops: usize,
+}
+
+/// Sets up `tracing` as the flags say.
+pub fn init_logging(args: &LogArgs) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(s) if !s.is_empty() => EnvFilter::try_new(s),
+        _ => EnvFilter::try_new(&args.log_level),
+    }
+    .map_err(|e| anyhow::anyhow!("invalid log level {:?}: {e}", args.log_level))?;
+    // Logs go to stderr: stdout carries the machine-readable lines
+    // (`listening on ...`) that scripts and tests read.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match args.log_format {
+        LogFormat::Pretty => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+    result.map_err(|e| anyhow::anyhow!("cannot initialise logging: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn sandbox_kube_parses() {
+        let cli = Cli::try_parse_from([
+            "mirra",
+            "sandbox",
+            "kube",
+            "--listen",
+            "127.0.0.1:0",
+            "--kubeconfig-out",
+            "/tmp/k",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Sandbox(SandboxCommand::Kube(a)) => {
+                assert_eq!(a.listen.port(), 0);
+                assert_eq!(
+                    a.kubeconfig_out.as_deref(),
+                    Some(std::path::Path::new("/tmp/k"))
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_flags_are_rejected() {
+        assert!(
+            Cli::try_parse_from(["mirra", "sandbox", "kube", "--listen", "not-an-address"])
+                .is_err()
+        );
+        assert!(Cli::try_parse_from(["mirra", "--log-format", "xml", "dev"]).is_err());
+        assert!(
+            Cli::try_parse_from(["mirra", "sandbox", "consul", "--max-txn-ops", "-1"]).is_err()
+        );
+        assert!(Cli::try_parse_from(["mirra"]).is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! The `mirra` binary: command-line parsing, logging and wiring. It holds no
+//! sync logic of its own; every command calls into a library crate.
+
+mod cli;
+mod sandbox;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    if let Err(e) = cli::init_logging(&cli.log) {
+        eprintln!("error: {e:#}");
+        return std::process::ExitCode::from(2);
+    }
+    let result = match cli.command {
+        cli::Command::Dev(args) => sandbox::dev(args).await,
+        cli::Command::Sandbox(cli::SandboxCommand::Kube(args)) => sandbox::kube(args).await,
+        cli::Command::Sandbox(cli::SandboxCommand::Consul(args)) => sandbox::consul(args).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = format!("{e:#}"), "mirra failed");
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,71 @@
+"""Fixtures shared by the conformance tests.
+
+These tests check the sandboxes with clients the project did not write (the
+official Python clients). Each fixture starts the real `mirra` binary as a
+separate process on a free loopback port, so the tests also cover the CLI
+contract: the first line on stdout is `listening on http://ADDR`.
+"""
+
+import os
+import pathlib
+import subprocess
+import tempfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def mirra_bin() -> str:
+    """The binary under test: $MIRRA_BIN, else the workspace's debug build."""
+    return os.environ.get("MIRRA_BIN", str(ROOT / "target" / "debug" / "mirra"))
+
+
+class Server:
+    """A sandbox process and the address it reported."""
+
+    def __init__(self, args):
+        self.proc = subprocess.Popen(
+            [mirra_bin(), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        line = self.proc.stdout.readline().strip()
+        prefix = "listening on "
+        if not line.startswith(prefix):
+            self.stop()
+            raise RuntimeError(f"sandbox did not report its address, first line: {line!r}")
+        self.url = line[len(prefix):]
+        self.addr = self.url.removeprefix("http://")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def consul_sandbox():
+    """A fresh consul-sandbox; yields the Server (url, addr)."""
+    server = Server(["sandbox", "consul", "--listen", "127.0.0.1:0"])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def kube_sandbox():
+    """A fresh kube-sandbox; yields the Server with `kubeconfig` set."""
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = os.path.join(tmp, "kubeconfig")
+        server = Server(["sandbox", "kube", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig])
+        server.kubeconfig = kubeconfig
+        try:
+            yield server
+        finally:
+            server.stop()

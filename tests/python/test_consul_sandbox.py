@@ -1,0 +1,246 @@
+"""Conformance of consul-sandbox with py-consul, a Consul client this project
+did not write.
+
+Each test drives the `mirra sandbox consul` process (fixture `consul_sandbox`)
+through py-consul and checks what Consul's HTTP API documentation promises.
+Where the sandbox and the documented behaviour disagree, the documentation
+wins: the comments name the section of https://developer.hashicorp.com/consul/api-docs
+that each assertion follows.
+"""
+
+import json
+import threading
+import time
+import urllib.request
+
+import consul
+import pytest
+
+# Generous bound for "soon": tests assert states, not durations.
+SOON_SECONDS = 20
+
+
+def client(server):
+    host, port = server.addr.rsplit(":", 1)
+    return consul.Consul(host=host, port=int(port))
+
+
+def get_json(server, path):
+    with urllib.request.urlopen(server.url + path, timeout=SOON_SECONDS) as resp:
+        return json.loads(resp.read())
+
+
+def stats(server):
+    return get_json(server, "/v1/sandbox/stats")
+
+
+def wait_for(predicate):
+    deadline = time.monotonic() + SOON_SECONDS
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_register_list_and_read_by_service_and_by_node(consul_sandbox):
+    c = client(consul_sandbox)
+    # catalog.mdx "Register Entity": PUT /v1/catalog/register; py-consul
+    # returns True on 200.
+    assert c.catalog.register(
+        "k8s-sync",
+        "127.0.0.1",
+        service={"Service": "web", "ID": "web-1", "Tags": ["k8s"], "Port": 8080,
+                 "Meta": {"external-source": "kubernetes"}},
+        node_meta={"external-source": "kubernetes"},
+    )
+
+    # "List Services": a map of service name -> tags; every read carries
+    # X-Consul-Index (py-consul raises if it is missing).
+    index, services = c.catalog.services()
+    assert int(index) > 0
+    assert services["web"] == ["k8s"]
+    # A Consul server registers itself as the "consul" service.
+    assert "consul" in services
+
+    # "List Nodes for Service": flattened ServiceNode entries.
+    index, nodes = c.catalog.service("web")
+    assert len(nodes) == 1
+    entry = nodes[0]
+    assert entry["Node"] == "k8s-sync"
+    assert entry["Address"] == "127.0.0.1"
+    assert entry["Datacenter"] == "dc1"
+    assert entry["ServiceID"] == "web-1"
+    assert entry["ServiceName"] == "web"
+    assert entry["ServiceTags"] == ["k8s"]
+    assert entry["ServicePort"] == 8080
+    assert entry["ServiceMeta"] == {"external-source": "kubernetes"}
+    # py-consul sends node_meta as a `node-meta` query parameter, which the
+    # register endpoint does not read (catalog.mdx "Register Entity" takes
+    # NodeMeta only in the JSON body), so Consul stores no node meta: null.
+    assert entry["NodeMeta"] is None
+    assert entry["ServiceWeights"] == {"Passing": 1, "Warning": 1}
+    assert entry["ModifyIndex"] == int(index)
+
+    # "Retrieve Map of Services for a Node": {Node, Services: {id: ...}}.
+    _, node = c.catalog.node("k8s-sync")
+    assert node["Node"]["Node"] == "k8s-sync"
+    assert node["Services"]["web-1"]["Service"] == "web"
+    assert node["Services"]["web-1"]["Port"] == 8080
+
+    # "List Services for Node" (node-services): Services is a list.
+    listing = get_json(consul_sandbox, "/v1/catalog/node-services/k8s-sync")
+    assert listing["Node"]["Node"] == "k8s-sync"
+    assert [s["ID"] for s in listing["Services"]] == ["web-1"]
+
+    # py-consul sends lowercase JSON keys ("node", "service"); Consul's Go
+    # decoder matches field names case-insensitively, and so must we.
+    raw = urllib.request.Request(
+        consul_sandbox.url + "/v1/catalog/register",
+        data=json.dumps({"Node": "meta-node", "Address": "10.0.0.9",
+                         "NodeMeta": {"zone": "a"}}).encode(),
+        method="PUT",
+    )
+    urllib.request.urlopen(raw, timeout=SOON_SECONDS).read()
+    _, meta_nodes = c.catalog.nodes(node_meta={"zone": "a"})
+    assert [n["Node"] for n in meta_nodes] == ["meta-node"]
+
+    # catalog tag filter ("tag" query parameter).
+    _, tagged = c.catalog.service("web", tag="k8s")
+    assert len(tagged) == 1
+    _, untagged = c.catalog.service("web", tag="nope")
+    assert untagged == []
+
+
+def test_identical_registration_moves_no_index(consul_sandbox):
+    c = client(consul_sandbox)
+    svc = {"Service": "web", "ID": "web-1", "Port": 80}
+    c.catalog.register("n1", "10.0.0.1", service=svc)
+    first_index, first = c.catalog.service("web")
+    before = stats(consul_sandbox)["raft_applies"]
+    c.catalog.register("n1", "10.0.0.1", service=svc)
+    second_index, second = c.catalog.service("web")
+    # Each write is one Raft apply, but the state store skips identical
+    # content, so ModifyIndex and X-Consul-Index stay put.
+    assert stats(consul_sandbox)["raft_applies"] == before + 1
+    assert second_index == first_index
+    assert second[0]["ModifyIndex"] == first[0]["ModifyIndex"]
+
+
+def test_blocking_query_returns_when_another_thread_registers(consul_sandbox):
+    c = client(consul_sandbox)
+    c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-1", "Port": 80})
+    index, _ = c.catalog.service("web")
+    result = {}
+
+    def watch():
+        # features/blocking.mdx: ?index=<X-Consul-Index>&wait=<duration>.
+        result["index"], result["nodes"] = client(consul_sandbox).catalog.service(
+            "web", index=index, wait="60s"
+        )
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    assert wait_for(lambda: stats(consul_sandbox)["blocking_queries_open"] == 1)
+    c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-1", "Port": 81})
+    watcher.join(timeout=SOON_SECONDS)
+    assert not watcher.is_alive(), "the blocking query did not return after a change"
+    assert int(result["index"]) > int(index)
+    assert result["nodes"][0]["ServicePort"] == 81
+
+
+def test_blocking_query_ends_with_the_same_index_when_nothing_changes(consul_sandbox):
+    c = client(consul_sandbox)
+    c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "Port": 80})
+    index, _ = c.catalog.service("web")
+    # A change to another service must not wake a query on "web".
+    c.catalog.register("n2", "10.0.0.2", service={"Service": "db", "Port": 5432})
+    # blocking.mdx: "A blocking query ... returns when the wait time
+    # elapses"; the index is then unchanged.
+    new_index, nodes = c.catalog.service("web", index=index, wait="200ms")
+    assert new_index == index
+    assert len(nodes) == 1
+
+
+def test_health_service_and_passing_filter(consul_sandbox):
+    c = client(consul_sandbox)
+    for node, status in (("n1", "passing"), ("n2", "critical")):
+        c.catalog.register(
+            node,
+            "10.0.0.1",
+            service={"Service": "web", "ID": "web", "Port": 80},
+            check={"CheckID": "k8s", "Name": "Kubernetes Readiness Check",
+                   "ServiceID": "web", "Status": status},
+        )
+    # health.mdx "List Service Instances for Service": [{Node, Service, Checks}].
+    _, all_nodes = c.health.service("web")
+    assert sorted(e["Node"]["Node"] for e in all_nodes) == ["n1", "n2"]
+    assert all_nodes[0]["Checks"][0]["ServiceName"] == "web"
+    _, passing = c.health.service("web", passing=True)
+    assert [e["Node"]["Node"] for e in passing] == ["n1"]
+
+
+def test_deregister_service_and_node(consul_sandbox):
+    c = client(consul_sandbox)
+    c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-1"})
+    c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-2"})
+    # catalog.mdx "Deregister Entity": ServiceID removes one instance.
+    assert c.catalog.deregister("n1", service_id="web-1")
+    _, nodes = c.catalog.service("web")
+    assert [n["ServiceID"] for n in nodes] == ["web-2"]
+    # Node alone removes the node with its services and checks.
+    assert c.catalog.deregister("n1")
+    _, nodes = c.catalog.service("web")
+    assert nodes == []
+    _, node = c.catalog.node("n1")
+    assert node is None
+
+
+def test_transaction_is_atomic_and_one_raft_apply(consul_sandbox):
+    c = client(consul_sandbox)
+    before = stats(consul_sandbox)["raft_applies"]
+    ops = [{"Node": {"Verb": "set", "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"}}}]
+    ops += [
+        {"Service": {"Verb": "set", "Node": "k8s-sync",
+                     "Service": {"ID": f"web-{i}", "Service": "web", "Port": 8000 + i}}}
+        for i in range(10)
+    ]
+    # txn.mdx "Create Transaction": 200 with Results and Errors null.
+    result = c.txn.put(ops)
+    assert result["Errors"] is None
+    assert len(result["Results"]) == 11
+    assert stats(consul_sandbox)["raft_applies"] == before + 1
+    _, nodes = c.catalog.service("web")
+    assert len(nodes) == 10
+
+    # One stale CAS rolls the whole transaction back with 409 (py-consul
+    # raises ClientError carrying the status and body).
+    modify = nodes[0]["ModifyIndex"]
+    with pytest.raises(consul.ConsulException) as failure:
+        c.txn.put([
+            {"Service": {"Verb": "delete", "Node": "k8s-sync", "Service": {"ID": "web-1", "Service": "web"}}},
+            {"Service": {"Verb": "cas", "Node": "k8s-sync",
+                         "Service": {"ID": "web-0", "Service": "web", "Port": 1, "ModifyIndex": modify + 999}}},
+        ])
+    message = str(failure.value)
+    assert message.startswith("409")
+    assert '"OpIndex":1' in message
+    _, after = c.catalog.service("web")
+    assert len(after) == 10, "the delete in the failed transaction was not applied"
+
+
+def test_transaction_with_too_many_operations_is_413(consul_sandbox):
+    c = client(consul_sandbox)
+    ops = [{"Service": {"Verb": "set", "Node": "n", "Service": {"Service": f"s{i}"}}} for i in range(65)]
+    with pytest.raises(consul.ConsulException) as failure:
+        c.txn.put(ops)
+    assert str(failure.value).startswith("413")
+
+
+def test_agent_self_and_status_leader(consul_sandbox):
+    c = client(consul_sandbox)
+    me = c.agent.self()
+    assert me["Config"]["Datacenter"] == "dc1"
+    assert me["Member"]["Name"] == me["Config"]["NodeName"]
+    # status.mdx "Get Raft Leader": "<ip>:<port>" of the leader's RPC port.
+    assert c.status.leader() == "127.0.0.1:8300"

@@ -1,0 +1,130 @@
+"""kube-sandbox checked with the official Python client (`kubernetes`)."""
+
+import threading
+
+import pytest
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+
+@pytest.fixture
+def core(kube_sandbox):
+    api_client = config.new_client_from_config(config_file=kube_sandbox.kubeconfig)
+    yield client.CoreV1Api(api_client)
+    api_client.close()
+
+
+def cm(name, data=None, labels=None):
+    return client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=name, labels=labels), data=data or {}
+    )
+
+
+def test_list_then_watch_receives_every_change_in_order(core):
+    listed = core.list_namespaced_config_map("default")
+    rv = listed.metadata.resource_version
+    expected = []
+    for i in range(5):
+        core.create_namespaced_config_map("default", cm(f"c{i}"))
+        expected.append(("ADDED", f"c{i}"))
+    core.patch_namespaced_config_map("c1", "default", {"data": {"k": "v"}})
+    expected.append(("MODIFIED", "c1"))
+    core.delete_namespaced_config_map("c3", "default")
+    expected.append(("DELETED", "c3"))
+
+    seen = []
+    w = watch.Watch()
+    for event in w.stream(
+        core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+    ):
+        seen.append((event["type"], event["object"].metadata.name))
+        if len(seen) == len(expected):
+            w.stop()
+    assert seen == expected
+    # Revisions increase along the stream.
+
+
+def test_watch_sees_a_change_made_concurrently(core):
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    w = watch.Watch()
+
+    def later():
+        core.create_namespaced_config_map("default", cm("late"))
+
+    t = threading.Timer(0.2, later)
+    t.start()
+    try:
+        for event in w.stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=10
+        ):
+            assert event["type"] == "ADDED"
+            assert event["object"].metadata.name == "late"
+            w.stop()
+    finally:
+        t.cancel()
+
+
+def test_watch_after_compaction_gets_410(core, kube_sandbox):
+    import urllib.request
+
+    rv = core.list_namespaced_config_map("default").metadata.resource_version
+    core.create_namespaced_config_map("default", cm("x"))
+    req = urllib.request.Request(kube_sandbox.url + "/sandbox/faults/compact", method="POST")
+    urllib.request.urlopen(req).read()
+    with pytest.raises(ApiException) as err:
+        for _ in watch.Watch().stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+        ):
+            pass
+    assert err.value.status == 410
+
+
+def test_pagination_returns_every_object_once(core):
+    names = {f"p{i:02d}" for i in range(23)}
+    for n in names:
+        core.create_namespaced_config_map("default", cm(n))
+    seen = []
+    token = None
+    pages = 0
+    while True:
+        page = core.list_namespaced_config_map("default", limit=5, _continue=token)
+        pages += 1
+        assert len(page.items) <= 5
+        seen.extend(i.metadata.name for i in page.items)
+        token = page.metadata._continue
+        if not token:
+            break
+    assert sorted(seen) == sorted(names)
+    assert len(seen) == len(set(seen))
+    assert pages == 5
+
+
+def test_errors_are_status_objects(core):
+    with pytest.raises(ApiException) as err:
+        core.read_namespaced_config_map("missing", "default")
+    assert err.value.status == 404
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map("default", cm("Bad_Name"))
+    assert err.value.status == 422
+    core.create_namespaced_config_map("default", cm("dup"))
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map("default", cm("dup"))
+    assert err.value.status == 409
+
+
+def test_label_selectors(core):
+    core.create_namespaced_config_map("default", cm("a", labels={"env": "prod", "team": "x"}))
+    core.create_namespaced_config_map("default", cm("b", labels={"env": "dev"}))
+    core.create_namespaced_config_map("default", cm("c"))
+
+    def names(sel):
+        return sorted(
+            i.metadata.name
+            for i in core.list_namespaced_config_map("default", label_selector=sel).items
+        )
+
+    assert names("env=prod") == ["a"]
+    assert names("env in (prod,dev)") == ["a", "b"]
+    assert names("env notin (prod)") == ["b", "c"]
+    assert names("!env") == ["c"]
+    assert names("team,env!=dev") == ["a"]

@@ -1,0 +1,229 @@
+"""kube-sandbox checked with kubectl, the way people use it."""
+
+import json
+import os
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+MANIFEST = textwrap.dedent(
+    """
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      name: demo
+      labels:
+        team: blue
+    ---
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: settings
+      namespace: demo
+      labels:
+        app: web
+        tier: front
+    data:
+      color: blue
+    ---
+    apiVersion: v1
+    kind: Secret
+    metadata:
+      name: creds
+      namespace: demo
+      labels:
+        app: db
+    stringData:
+      password: hunter2
+    ---
+    apiVersion: v1
+    kind: Service
+    metadata:
+      name: web
+      namespace: demo
+    spec:
+      selector:
+        app: web
+      ports:
+      - port: 80
+        targetPort: 8080
+    ---
+    apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata:
+      name: widgets.example.com
+    spec:
+      group: example.com
+      scope: Namespaced
+      names:
+        plural: widgets
+        singular: widget
+        kind: Widget
+        shortNames: [wd]
+      versions:
+      - name: v1
+        served: true
+        storage: true
+        schema:
+          openAPIV3Schema:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+    """
+)
+
+WIDGET = textwrap.dedent(
+    """
+    apiVersion: example.com/v1
+    kind: Widget
+    metadata:
+      name: gear
+      namespace: demo
+    spec:
+      size: 3
+    """
+)
+
+
+@pytest.fixture
+def kubectl(kube_sandbox):
+    env = dict(os.environ, KUBECONFIG=kube_sandbox.kubeconfig)
+    # A fresh cache dir: discovery must come from this server.
+    env["KUBECACHEDIR"] = os.path.join(os.path.dirname(kube_sandbox.kubeconfig), "cache")
+
+    def run(*args, input=None, check=True):
+        p = subprocess.run(
+            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
+        )
+        if check and p.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {p.stderr}")
+        return p
+
+    run.env = env
+    return run
+
+
+def apply_manifest(kubectl):
+    out = kubectl("apply", "-f", "-", input=MANIFEST).stdout
+    assert "namespace/demo created" in out
+    assert "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created" in out
+    out = kubectl("apply", "-f", "-", input=WIDGET).stdout
+    assert "widget.example.com/gear created" in out
+
+
+def test_apply_multi_document_and_get(kubectl):
+    apply_manifest(kubectl)
+    cm = json.loads(kubectl("get", "configmap", "settings", "-n", "demo", "-o", "json").stdout)
+    assert cm["data"] == {"color": "blue"}
+    svc = json.loads(kubectl("get", "svc", "web", "-n", "demo", "-o", "json").stdout)
+    assert svc["spec"]["clusterIP"].startswith("10.96.")
+    assert svc["spec"]["type"] == "ClusterIP"
+    w = json.loads(kubectl("get", "widgets", "gear", "-n", "demo", "-o", "json").stdout)
+    assert w["spec"]["size"] == 3
+    # Re-applying the same manifest changes nothing.
+    out = kubectl("apply", "-f", "-", input=MANIFEST).stdout
+    assert "configmap/settings unchanged" in out
+    table = kubectl("get", "configmaps", "-n", "demo").stdout
+    assert "settings" in table and "NAME" in table
+
+
+def test_api_resources_lists_the_crd(kubectl):
+    apply_manifest(kubectl)
+    out = kubectl("api-resources").stdout
+    assert any(line.split()[:1] == ["widgets"] for line in out.splitlines()), out
+    assert "configmaps" in out
+
+
+def test_chunked_get(kubectl):
+    kubectl("create", "namespace", "many")
+    for i in range(7):
+        kubectl("create", "configmap", f"c{i}", "-n", "many")
+    out = kubectl("get", "configmaps", "-n", "many", "--chunk-size=2", "-o", "name").stdout.split()
+    assert sorted(out) == [f"configmap/c{i}" for i in range(7)]
+
+
+def test_set_based_label_selectors_and_label(kubectl):
+    apply_manifest(kubectl)
+    get = lambda sel: kubectl("get", "cm,secret", "-n", "demo", "-l", sel, "-o", "name").stdout.split()
+    assert get("app in (web,db)") == ["configmap/settings", "secret/creds"]
+    assert get("app notin (web),app") == ["secret/creds"]
+    assert get("tier") == ["configmap/settings"]
+    kubectl("label", "configmap", "settings", "-n", "demo", "tier=back", "--overwrite")
+    assert get("tier=back") == ["configmap/settings"]
+    kubectl("label", "configmap", "settings", "-n", "demo", "tier-")
+    assert get("tier") == []
+
+
+def test_patch_merge_and_json(kubectl):
+    apply_manifest(kubectl)
+    kubectl("patch", "configmap", "settings", "-n", "demo", "--type", "merge", "-p", '{"data":{"size":"L"}}')
+    kubectl("patch", "configmap", "settings", "-n", "demo", "--type", "json", "-p", '[{"op":"remove","path":"/data/color"}]')
+    cm = json.loads(kubectl("get", "configmap", "settings", "-n", "demo", "-o", "json").stdout)
+    assert cm["data"] == {"size": "L"}
+    bad = kubectl("patch", "configmap", "settings", "-n", "demo", "--type", "json", "-p", '[{"op":"remove","path":"/data/nope"}]', check=False)
+    assert bad.returncode != 0
+
+
+def test_server_side_apply_two_managers(kubectl):
+    kubectl("create", "namespace", "ssa")
+    doc = lambda value: textwrap.dedent(
+        f"""
+        apiVersion: v1
+        kind: ConfigMap
+        metadata:
+          name: shared
+          namespace: ssa
+        data:
+          owner: {value}
+        """
+    )
+    kubectl("apply", "--server-side", "--field-manager=alice", "-f", "-", input=doc("alice"))
+    conflict = kubectl("apply", "--server-side", "--field-manager=bob", "-f", "-", input=doc("bob"), check=False)
+    assert conflict.returncode != 0
+    assert "conflict" in conflict.stderr.lower()
+    kubectl("apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-", input=doc("bob"))
+    cm = json.loads(kubectl("get", "configmap", "shared", "-n", "ssa", "-o", "json").stdout)
+    assert cm["data"]["owner"] == "bob"
+    managers = {m["manager"] for m in cm["metadata"]["managedFields"]}
+    assert "bob" in managers
+
+
+def test_delete_with_finalizer_waits(kubectl):
+    kubectl("create", "namespace", "fin")
+    kubectl("create", "configmap", "held", "-n", "fin")
+    kubectl("patch", "configmap", "held", "-n", "fin", "--type", "merge", "-p", '{"metadata":{"finalizers":["example.com/hold"]}}')
+    kubectl("delete", "configmap", "held", "-n", "fin", "--wait=false")
+    cm = json.loads(kubectl("get", "configmap", "held", "-n", "fin", "-o", "json").stdout)
+    assert "deletionTimestamp" in cm["metadata"]
+    kubectl("patch", "configmap", "held", "-n", "fin", "--type", "merge", "-p", '{"metadata":{"finalizers":null}}')
+    gone = kubectl("get", "configmap", "held", "-n", "fin", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
+
+
+def test_delete_namespace_takes_its_contents(kubectl):
+    apply_manifest(kubectl)
+    kubectl("delete", "namespace", "demo", "--timeout=30s")
+    gone = kubectl("get", "namespace", "demo", check=False)
+    assert gone.returncode != 0
+    left = kubectl("get", "configmaps", "-A", "-o", "name").stdout
+    assert "settings" not in left
+
+
+def test_get_watch_sees_another_commands_change(kubectl):
+    kubectl("create", "namespace", "w")
+    proc = subprocess.Popen(
+        ["kubectl", "get", "configmaps", "-n", "w", "-w", "-o", "name"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1)
+        kubectl("create", "configmap", "fresh", "-n", "w")
+        line = proc.stdout.readline().strip()
+        assert line == "configmap/fresh"
+    finally:
+        proc.kill()
+        proc.wait()
