@@ -86,6 +86,19 @@ WIDGET = textwrap.dedent(
 )
 
 
+def namespace(kubectl, name):
+    # `kubectl create namespace` sends protobuf, which the sandbox refuses
+    # (it speaks JSON); `apply` sends JSON.
+    kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+
+
+def configmap(kubectl, ns, name):
+    kubectl(
+        "apply", "-f", "-",
+        input=f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n",
+    )
+
+
 @pytest.fixture
 def kubectl(kube_sandbox):
     env = dict(os.environ, KUBECONFIG=kube_sandbox.kubeconfig)
@@ -136,9 +149,9 @@ def test_api_resources_lists_the_crd(kubectl):
 
 
 def test_chunked_get(kubectl):
-    kubectl("create", "namespace", "many")
+    namespace(kubectl, "many")
     for i in range(7):
-        kubectl("create", "configmap", f"c{i}", "-n", "many")
+        configmap(kubectl, "many", f"c{i}")
     out = kubectl("get", "configmaps", "-n", "many", "--chunk-size=2", "-o", "name").stdout.split()
     assert sorted(out) == [f"configmap/c{i}" for i in range(7)]
 
@@ -166,7 +179,7 @@ def test_patch_merge_and_json(kubectl):
 
 
 def test_server_side_apply_two_managers(kubectl):
-    kubectl("create", "namespace", "ssa")
+    namespace(kubectl, "ssa")
     doc = lambda value: textwrap.dedent(
         f"""
         apiVersion: v1
@@ -183,15 +196,15 @@ def test_server_side_apply_two_managers(kubectl):
     assert conflict.returncode != 0
     assert "conflict" in conflict.stderr.lower()
     kubectl("apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-", input=doc("bob"))
-    cm = json.loads(kubectl("get", "configmap", "shared", "-n", "ssa", "-o", "json").stdout)
+    cm = json.loads(kubectl("get", "configmap", "shared", "-n", "ssa", "-o", "json", "--show-managed-fields").stdout)
     assert cm["data"]["owner"] == "bob"
     managers = {m["manager"] for m in cm["metadata"]["managedFields"]}
     assert "bob" in managers
 
 
 def test_delete_with_finalizer_waits(kubectl):
-    kubectl("create", "namespace", "fin")
-    kubectl("create", "configmap", "held", "-n", "fin")
+    namespace(kubectl, "fin")
+    configmap(kubectl, "fin", "held")
     kubectl("patch", "configmap", "held", "-n", "fin", "--type", "merge", "-p", '{"metadata":{"finalizers":["example.com/hold"]}}')
     kubectl("delete", "configmap", "held", "-n", "fin", "--wait=false")
     cm = json.loads(kubectl("get", "configmap", "held", "-n", "fin", "-o", "json").stdout)
@@ -211,7 +224,7 @@ def test_delete_namespace_takes_its_contents(kubectl):
 
 
 def test_get_watch_sees_another_commands_change(kubectl):
-    kubectl("create", "namespace", "w")
+    namespace(kubectl, "w")
     proc = subprocess.Popen(
         ["kubectl", "get", "configmaps", "-n", "w", "-w", "-o", "name"],
         env=kubectl.env,
@@ -221,9 +234,16 @@ def test_get_watch_sees_another_commands_change(kubectl):
     )
     try:
         time.sleep(1)
-        kubectl("create", "configmap", "fresh", "-n", "w")
+        configmap(kubectl, "w", "fresh")
         line = proc.stdout.readline().strip()
         assert line == "configmap/fresh"
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_protobuf_bodies_are_refused_plainly(kubectl):
+    out = kubectl("create", "namespace", "pb", check=False)
+    assert out.returncode != 0
+    assert "UnsupportedMediaType" in out.stderr or "unknown format" in out.stderr
+    assert kubectl("get", "namespace", "pb", check=False).returncode != 0

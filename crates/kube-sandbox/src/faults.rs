@@ -79,15 +79,15 @@ pub enum FaultError {
 impl FaultRule {
     /// Checks a rule.
     pub fn validate(&self) -> Result<(), FaultError> {
-        if let Some(s) = self.status {
-            if !matches!(s, 409 | 429 | 500 | 503 | 504) {
-                return Err(FaultError::Status(s));
-            }
+        if let Some(s) = self.status
+            && !matches!(s, 409 | 429 | 500 | 503 | 504)
+        {
+            return Err(FaultError::Status(s));
         }
-        if let Some(f) = self.fraction {
-            if !(0.0..=1.0).contains(&f) || f.is_nan() {
-                return Err(FaultError::Fraction(f));
-            }
+        if let Some(f) = self.fraction
+            && (!(0.0..=1.0).contains(&f) || f.is_nan())
+        {
+            return Err(FaultError::Fraction(f));
         }
         Ok(())
     }
@@ -129,10 +129,10 @@ impl Faults {
             if rule.count == Some(0) {
                 continue;
             }
-            if let Some(f) = rule.fraction {
-                if rng.random::<f64>() >= f {
-                    continue;
-                }
+            if let Some(f) = rule.fraction
+                && rng.random::<f64>() >= f
+            {
+                continue;
             }
             if let Some(c) = rule.count.as_mut() {
                 *c -= 1;
@@ -140,13 +140,13 @@ impl Faults {
             if let Some(ms) = rule.latency_ms {
                 delay = Some(delay.unwrap_or_default() + Duration::from_millis(ms));
             }
-            if error.is_none() {
-                if let Some(status) = rule.status {
-                    error = Some(match status {
-                        429 => ApiError::too_many_requests(rule.retry_after_seconds.unwrap_or(1)),
-                        other => ApiError::with_code(other),
-                    });
-                }
+            if error.is_none()
+                && let Some(status) = rule.status
+            {
+                error = Some(match status {
+                    429 => ApiError::too_many_requests(rule.retry_after_seconds.unwrap_or(1)),
+                    other => ApiError::with_code(other),
+                });
             }
         }
         self.rules.retain(|r| r.count != Some(0));

@@ -64,10 +64,10 @@ fn value_response(code: StatusCode, v: &Value) -> http::Response<Body> {
 pub fn error_response(e: &ApiError) -> http::Response<Body> {
     let code = StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = value_response(code, &e.to_status());
-    if let Some(s) = e.retry_after {
-        if let Ok(v) = HeaderValue::from_str(&s.to_string()) {
-            r.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
     }
     r
 }
@@ -274,12 +274,12 @@ fn dry_run(q: &Query) -> Result<bool, ApiError> {
 }
 
 fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOptions, ApiError> {
-    if let Some(v) = q.get("fieldValidation") {
-        if !matches!(v, "" | "Ignore" | "Warn" | "Strict") {
-            return Err(ApiError::bad_request(format!(
-                "Invalid field validation directive: {v:?}: must be one of Ignore, Warn, Strict"
-            )));
-        }
+    if let Some(v) = q.get("fieldValidation")
+        && !matches!(v, "" | "Ignore" | "Warn" | "Strict")
+    {
+        return Err(ApiError::bad_request(format!(
+            "Invalid field validation directive: {v:?}: must be one of Ignore, Warn, Strict"
+        )));
     }
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
@@ -312,6 +312,16 @@ async fn object(
         return Err(ApiError::no_route());
     }
     let ns = o.namespace.clone().unwrap_or_default();
+    // The sandbox speaks JSON (and YAML) only; protobuf bodies, which
+    // kubectl's typed generators such as `kubectl create namespace` send,
+    // are refused plainly instead of being misread.
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if ct.contains("protobuf") && !body.is_empty() {
+        return Err(ApiError::unsupported_media_type(ct));
+    }
     match (method.as_str(), o.name.as_deref()) {
         ("GET", Some(name)) => {
             let store = shared.store.lock().await;
@@ -582,10 +592,11 @@ async fn watch(
                         return;
                     }
                 }
-                if send_initial && bookmarks {
-                    if tx.send(Ok(bookmark(&res, last, true))).await.is_err() {
-                        return;
-                    }
+                if send_initial
+                    && bookmarks
+                    && tx.send(Ok(bookmark(&res, last, true))).await.is_err()
+                {
+                    return;
                 }
                 let deadline = tokio::time::sleep(timeout);
                 tokio::pin!(deadline);

@@ -219,10 +219,10 @@ pub fn on_update(res: &Resource, old: &Value, new: &mut Value) -> Result<(), Vec
                 .to_string();
             let labels = ensure_object(new, &["metadata", "labels"]);
             labels.insert("kubernetes.io/metadata.name".into(), json!(name));
-            if new.pointer("/spec/finalizers").is_none() {
-                if let Some(f) = old.pointer("/spec/finalizers") {
-                    ensure_object(new, &["spec"]).insert("finalizers".into(), f.clone());
-                }
+            if new.pointer("/spec/finalizers").is_none()
+                && let Some(f) = old.pointer("/spec/finalizers")
+            {
+                ensure_object(new, &["spec"]).insert("finalizers".into(), f.clone());
             }
             Ok(())
         }
@@ -394,25 +394,25 @@ fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cau
         spec.insert("ipFamilies".into(), json!(["IPv4"]));
         spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
     }
-    if ty == "NodePort" || ty == "LoadBalancer" {
-        if let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports") {
-            for p in ports.iter_mut() {
-                if p.get("nodePort").and_then(Value::as_u64).is_none() {
-                    let port = alloc.alloc_port().ok_or_else(|| {
-                        vec![cause(
-                            "FieldValueInvalid",
-                            "spec.ports",
-                            "Internal error: node port range is full".into(),
-                        )]
-                    })?;
-                    p["nodePort"] = json!(port);
-                } else if let Some(n) = p
-                    .get("nodePort")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u16::try_from(n).ok())
-                {
-                    alloc.used_ports.insert(n);
-                }
+    if (ty == "NodePort" || ty == "LoadBalancer")
+        && let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports")
+    {
+        for p in ports.iter_mut() {
+            if p.get("nodePort").and_then(Value::as_u64).is_none() {
+                let port = alloc.alloc_port().ok_or_else(|| {
+                    vec![cause(
+                        "FieldValueInvalid",
+                        "spec.ports",
+                        "Internal error: node port range is full".into(),
+                    )]
+                })?;
+                p["nodePort"] = json!(port);
+            } else if let Some(n) = p
+                .get("nodePort")
+                .and_then(Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok())
+            {
+                alloc.used_ports.insert(n);
             }
         }
     }
@@ -464,12 +464,11 @@ fn service_update(old: &Value, new: &mut Value) -> Result<(), Vec<Cause>> {
         .unwrap_or_default();
     if let Some(Value::Array(ports)) = new.pointer_mut("/spec/ports") {
         for p in ports.iter_mut() {
-            if p.get("nodePort").is_none() {
-                if let Some(op) = old_ports.iter().find(|op| op.get("port") == p.get("port")) {
-                    if let Some(np) = op.get("nodePort") {
-                        p["nodePort"] = np.clone();
-                    }
-                }
+            if p.get("nodePort").is_none()
+                && let Some(op) = old_ports.iter().find(|op| op.get("port") == p.get("port"))
+                && let Some(np) = op.get("nodePort")
+            {
+                p["nodePort"] = np.clone();
             }
         }
     }

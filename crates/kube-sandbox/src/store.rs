@@ -179,15 +179,15 @@ impl Filter {
         labels: &BTreeMap<String, String>,
         object: impl FnOnce() -> Option<Value>,
     ) -> bool {
-        if let Some(want) = &self.namespace {
-            if want != ns {
-                return false;
-            }
+        if let Some(want) = &self.namespace
+            && want != ns
+        {
+            return false;
         }
-        if let Some(sel) = &self.labels {
-            if !semantics::label_matches(sel, labels) {
-                return false;
-            }
+        if let Some(sel) = &self.labels
+            && !semantics::label_matches(sel, labels)
+        {
+            return false;
         }
         if let Some(sel) = &self.fields {
             return match object() {
@@ -482,30 +482,32 @@ impl Store {
                 "the body of the request must be a JSON object",
             ));
         }
-        if let Some(av) = body.get("apiVersion") {
-            if av.as_str() != Some(res.api_version().as_str()) {
-                return Err(ApiError::bad_request(format!(
-                    "the API version in the data ({}) does not match the expected API version ({})",
-                    av.as_str().unwrap_or_default(),
-                    res.api_version()
-                )));
-            }
+        if let Some(av) = body.get("apiVersion")
+            && av.as_str() != Some(res.api_version().as_str())
+        {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({}) does not match the expected API version ({})",
+                av.as_str().unwrap_or_default(),
+                res.api_version()
+            )));
         }
-        if let Some(kind) = body.get("kind") {
-            if kind.as_str() != Some(res.kind.as_str()) {
-                return Err(ApiError::bad_request(format!(
-                    "the kind in the data ({}) does not match the expected kind ({})",
-                    kind.as_str().unwrap_or_default(),
-                    res.kind
-                )));
-            }
+        if let Some(kind) = body.get("kind")
+            && kind.as_str() != Some(res.kind.as_str())
+        {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({}) does not match the expected kind ({})",
+                kind.as_str().unwrap_or_default(),
+                res.kind
+            )));
         }
-        if let Some(body_ns) = meta_str(body, "namespace") {
-            if res.namespaced && !body_ns.is_empty() && body_ns != ns {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
+        if let Some(body_ns) = meta_str(body, "namespace")
+            && res.namespaced
+            && !body_ns.is_empty()
+            && body_ns != ns
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         Ok(())
     }
@@ -593,10 +595,11 @@ impl Store {
         {
             return Err(ApiError::already_exists(&res.group, &res.plural, &name));
         }
-        if res.status_subresource && res.special != Special::Namespace {
-            if let Value::Object(m) = &mut body {
-                m.remove("status");
-            }
+        if res.status_subresource
+            && res.special != Special::Namespace
+            && let Value::Object(m) = &mut body
+        {
+            m.remove("status");
         }
         let crd = if res.special == Special::Crd {
             let crd = resource_from_crd(&body).map_err(|e| {
@@ -720,23 +723,23 @@ impl Store {
         opts: &WriteOptions,
     ) -> Result<Bytes, ApiError> {
         Self::check_identity(res, ns, &body)?;
-        if let Some(body_name) = meta_str(&body, "name") {
-            if body_name != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
-                )));
-            }
+        if let Some(body_name) = meta_str(&body, "name")
+            && body_name != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
         }
         let old = self.get_value(res, ns, name)?;
-        if let Some(want) = meta_str(&body, "resourceVersion").filter(|s| !s.is_empty()) {
-            if Some(want) != meta_str(&old, "resourceVersion") {
-                return Err(ApiError::conflict(
-                    &res.group,
-                    &res.plural,
-                    name,
-                    "the object has been modified; please apply your changes to the latest version and try again",
-                ));
-            }
+        if let Some(want) = meta_str(&body, "resourceVersion").filter(|s| !s.is_empty())
+            && Some(want) != meta_str(&old, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                &res.group,
+                &res.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
         }
         self.replace(res, ns, name, old, body, opts, None)
     }
@@ -765,12 +768,12 @@ impl Store {
             }
             let applied = semantics::parse_apply_body(patch)?;
             Self::check_identity(res, ns, &applied)?;
-            if let Some(n) = meta_str(&applied, "name") {
-                if n != name {
-                    return Err(ApiError::bad_request(format!(
-                        "the name of the object ({n}) does not match the name on the URL ({name})"
-                    )));
-                }
+            if let Some(n) = meta_str(&applied, "name")
+                && n != name
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
             }
             let mut applied = applied;
             if opts.status {
@@ -780,10 +783,10 @@ impl Store {
                         matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status")
                     });
                 }
-            } else if res.status_subresource {
-                if let Value::Object(m) = &mut applied {
-                    m.remove("status");
-                }
+            } else if res.status_subresource
+                && let Value::Object(m) = &mut applied
+            {
+                m.remove("status");
             }
             let Some(old) = existing else {
                 // Apply creates; the apply's ownership record is kept as is.
@@ -837,15 +840,15 @@ impl Store {
             PatchKind::Apply => unreachable!("handled above"),
         };
         // A patch that sets resourceVersion is a precondition.
-        if let Some(want) = meta_str(&patched, "resourceVersion") {
-            if Some(want) != meta_str(&old, "resourceVersion") {
-                return Err(ApiError::conflict(
-                    &res.group,
-                    &res.plural,
-                    name,
-                    "the object has been modified; please apply your changes to the latest version and try again",
-                ));
-            }
+        if let Some(want) = meta_str(&patched, "resourceVersion")
+            && Some(want) != meta_str(&old, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                &res.group,
+                &res.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
         }
         if meta_str(&patched, "name") != Some(name) {
             return Err(ApiError::bad_request(
@@ -1006,10 +1009,10 @@ impl Store {
             self.alloc.release(&obj);
         }
         let out = self.commit(res, ns, name, EventType::Deleted, obj.clone());
-        if res.special == Special::Crd {
-            if let Ok(crd) = resource_from_crd(&obj) {
-                self.drop_resource(&crd);
-            }
+        if res.special == Special::Crd
+            && let Ok(crd) = resource_from_crd(&obj)
+        {
+            self.drop_resource(&crd);
         }
         if res.namespaced {
             self.maybe_finish_namespace(ns);

@@ -1,6 +1,9 @@
 //! kube-sandbox through real clients over HTTP: kube-rs for the typed API,
 //! reqwest for malformed input and the sandbox's own endpoints.
 
+// Test fixtures: a failure to set up is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -583,7 +586,9 @@ async fn bad_input_gets_the_real_status_and_changes_nothing() {
     let (sb, _client) = sandbox().await;
     let before = sb.revision().await;
     let cms = "/api/v1/namespaces/default/configmaps";
-    let cases: Vec<(Method, String, &str, Vec<u8>, u16, &str)> = vec![
+    // (method, path, content type, body, expected code, expected reason)
+    type Case<'a> = (Method, String, &'a str, Vec<u8>, u16, &'a str);
+    let cases: Vec<Case> = vec![
         (
             Method::POST,
             cms.into(),

@@ -2,6 +2,9 @@
 //! of writes interleaved with dropped watches and history compactions, the
 //! reflector's store equals the server's state.
 
+// Test fixtures: a failure to set up is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
