@@ -786,3 +786,45 @@ async fn crds_serve_their_resources() {
         "{err:?}"
     );
 }
+
+mod random_input {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bodies() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..256),
+            "[{}\\[\\]\":,a-z0-9 ]{0,64}".prop_map(String::into_bytes),
+            Just(br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":7}}"#.to_vec()),
+            Just(br#"{"metadata":{"name":"x","labels":[1]},"data":{"a":{"b":1}}}"#.to_vec()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Random bodies and paths get an answer (never a dropped
+        /// connection), and the server keeps serving afterwards.
+        #[test]
+        fn random_requests_never_break_the_server(
+            body in bodies(),
+            path in "/api/v1(/namespaces/default)?/(configmaps|services|namespaces|x)(/[a-z%0-9]{0,6})?",
+            method in prop_oneof![Just(reqwest::Method::POST), Just(reqwest::Method::PUT), Just(reqwest::Method::PATCH)],
+            ct in prop_oneof![Just("application/json"), Just("application/merge-patch+json"), Just("application/json-patch+json"), Just("application/apply-patch+yaml"), Just("application/strategic-merge-patch+json")],
+        ) {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let (sb, client) = sandbox().await;
+                let r = reqwest::Client::new()
+                    .request(method, format!("{}{path}?fieldManager=fuzz", sb.url()))
+                    .header("content-type", ct)
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().as_u16() < 500, "server error {}", r.status());
+                let api: Api<Namespace> = Api::all(client);
+                assert!(api.get("default").await.is_ok(), "server stopped answering");
+            });
+        }
+    }
+}
