@@ -1,0 +1,116 @@
+//! mirra-bench: scale scenarios whose output is copied into BENCHMARKS.md.
+//!
+//! Benchmarks measure; they never gate CI on time. Run with
+//! `cargo run --release -p mirra-bench -- kube-sandbox`.
+//!
+//! Scenarios:
+//! - `kube-sandbox`: small ConfigMap writes per second over HTTP while 10
+//!   watches receive every event, and the store's bytes per object.
+
+use std::time::Instant;
+
+use anyhow::Context;
+use serde_json::json;
+
+/// Writes in the throughput scenario.
+const WRITES: usize = 20_000;
+/// Concurrent writers: enough to keep both cores busy over loopback.
+const WRITERS: usize = 16;
+/// Open watches, as the target names.
+const WATCHES: usize = 10;
+
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+async fn kube_sandbox() -> anyhow::Result<()> {
+    let sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default()).await?;
+    let url = sb.url();
+    let http = reqwest::Client::new();
+    let mut watchers = Vec::new();
+    for _ in 0..WATCHES {
+        let mut resp = http
+            .get(format!(
+                "{url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0"
+            ))
+            .send()
+            .await
+            .context("watch")?;
+        watchers.push(tokio::spawn(async move {
+            let mut events = 0usize;
+            while let Ok(Some(chunk)) = resp.chunk().await {
+                events += chunk.iter().filter(|b| **b == b'\n').count();
+                if events >= WRITES {
+                    break;
+                }
+            }
+            events
+        }));
+    }
+    let rss_before = rss_kib();
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let http = http.clone();
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..WRITES).step_by(WRITERS) {
+                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
+                    "data": {"key": "value", "index": i.to_string()}});
+                let r = http
+                    .post(format!("{url}/api/v1/namespaces/default/configmaps"))
+                    .json(&body)
+                    .send()
+                    .await?;
+                anyhow::ensure!(r.status().as_u16() == 201, "create answered {}", r.status());
+            }
+            Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let writes_secs = start.elapsed().as_secs_f64();
+    let mut delivered = 0;
+    for w in watchers {
+        delivered += w.await?;
+    }
+    let all_secs = start.elapsed().as_secs_f64();
+    let (objects, bytes) = sb.size().await;
+    sb.compact().await;
+    let rss_after = rss_kib();
+    println!("scenario: kube-sandbox writes with {WATCHES} watches");
+    println!("writes: {WRITES} creates by {WRITERS} concurrent HTTP clients");
+    println!(
+        "write throughput: {:.0} creates/s ({writes_secs:.2} s)",
+        WRITES as f64 / writes_secs
+    );
+    println!(
+        "watch events delivered: {delivered} of {} ({all_secs:.2} s until the last)",
+        WRITES * WATCHES
+    );
+    println!(
+        "stored objects: {objects}, serialized bytes: {bytes}, {:.0} bytes/object",
+        bytes as f64 / objects as f64
+    );
+    if let (Some(a), Some(b)) = (rss_before, rss_after) {
+        println!(
+            "process RSS growth while storing: {} KiB ({:.0} bytes/object, {:.2}x the JSON size; includes history and client buffers)",
+            b.saturating_sub(a),
+            (b.saturating_sub(a) * 1024) as f64 / objects as f64,
+            (b.saturating_sub(a) * 1024) as f64 / bytes as f64
+        );
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match std::env::args().nth(1).as_deref() {
+        Some("kube-sandbox") | None => kube_sandbox().await,
+        Some(other) => anyhow::bail!("unknown scenario {other:?}; known: kube-sandbox"),
+    }
+}
