@@ -406,7 +406,12 @@ impl Store {
         self.rv += 1;
         let rv = self.rv;
         metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        let json = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+        let mut buf = serde_json::to_vec(&obj).unwrap_or_default();
+        // `to_vec` grows its buffer by doubling; `Bytes` keeps whatever
+        // capacity it is given, so trim it or a stored object costs up to
+        // twice its size.
+        buf.shrink_to_fit();
+        let json = Bytes::from(buf);
         let labels = Arc::new(labels_of(&obj));
         let resource: Arc<str> = Arc::from(res.qualified());
         let key: Key = (Arc::from(ns), Arc::from(name));

@@ -6,6 +6,9 @@
 //! Scenarios:
 //! - `kube-sandbox`: small ConfigMap writes per second over HTTP while 10
 //!   watches receive every event, and the store's bytes per object.
+//! - `kube-sandbox-memory [MIRRA_BIN]`: the sandbox in its own process
+//!   (default `target/release/mirra`), RSS growth per stored ConfigMap
+//!   against its JSON size.
 
 use std::time::Instant;
 
@@ -107,10 +110,117 @@ async fn kube_sandbox() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Objects stored in the memory scenario.
+const MEMORY_OBJECTS: usize = 50_000;
+
+fn rss_kib_of(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("no VmRSS")?;
+    line.split_whitespace()
+        .nth(1)
+        .context("bad VmRSS")?
+        .parse()
+        .context("bad VmRSS")
+}
+
+/// The sandbox in its own process (`mirra sandbox kube --history 1`, so
+/// the event history holds no old versions), measured from outside.
+async fn kube_sandbox_memory(mirra: &str) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(mirra)
+        .args([
+            "sandbox",
+            "kube",
+            "--listen",
+            "127.0.0.1:0",
+            "--history",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {mirra}"))?;
+    let pid = child.id();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut line)?;
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .context("no address line")?
+        .to_string();
+    let http = reqwest::Client::new();
+    let result = async {
+        let before = rss_kib_of(pid)?;
+        let mut tasks = Vec::new();
+        for w in 0..WRITERS {
+            let http = http.clone();
+            let url = url.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (w..MEMORY_OBJECTS).step_by(WRITERS) {
+                    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
+                        "data": {"key": "value", "index": i.to_string()}});
+                    let r = http
+                        .post(format!("{url}/api/v1/namespaces/default/configmaps"))
+                        .json(&body)
+                        .send()
+                        .await?;
+                    anyhow::ensure!(r.status().as_u16() == 201, "create answered {}", r.status());
+                }
+                Ok(())
+            }));
+        }
+        for t in tasks {
+            t.await??;
+        }
+        let after = rss_kib_of(pid)?;
+        let list: serde_json::Value = http
+            .get(format!("{url}/api/v1/configmaps"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let items = list["items"].as_array().context("no items")?;
+        let json_bytes: usize = items
+            .iter()
+            .map(|i| serde_json::to_vec(i).map(|v| v.len()).unwrap_or(0))
+            .sum();
+        let growth = after.saturating_sub(before) * 1024;
+        println!("scenario: kube-sandbox memory, server in its own process (--history 1)");
+        println!(
+            "stored objects: {}, JSON bytes: {json_bytes} ({:.0} bytes/object)",
+            items.len(),
+            json_bytes as f64 / items.len() as f64
+        );
+        println!(
+            "server RSS growth: {} KiB ({:.0} bytes/object, {:.2}x the JSON size)",
+            growth / 1024,
+            growth as f64 / items.len() as f64,
+            growth as f64 / json_bytes as f64
+        );
+        Ok(())
+    }
+    .await;
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("kube-sandbox") | None => kube_sandbox().await,
-        Some(other) => anyhow::bail!("unknown scenario {other:?}; known: kube-sandbox"),
+        Some("kube-sandbox-memory") => {
+            let mirra = std::env::args()
+                .nth(2)
+                .unwrap_or_else(|| "target/release/mirra".into());
+            kube_sandbox_memory(&mirra).await
+        }
+        Some(other) => anyhow::bail!(
+            "unknown scenario {other:?}; known: kube-sandbox, kube-sandbox-memory [MIRRA_BIN]"
+        ),
     }
 }
