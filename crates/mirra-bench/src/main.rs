@@ -22,6 +22,34 @@ const WRITERS: usize = 16;
 /// Open watches, as the target names.
 const WATCHES: usize = 10;
 
+/// Creates `count` small ConfigMaps in `default` with `WRITERS`
+/// concurrent clients.
+async fn create_configmaps(http: &reqwest::Client, url: &str, count: usize) -> anyhow::Result<()> {
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        let http = http.clone();
+        let url = url.to_string();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..count).step_by(WRITERS) {
+                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
+                    "data": {"key": "value", "index": i.to_string()}});
+                let r = http
+                    .post(format!("{url}/api/v1/namespaces/default/configmaps"))
+                    .json(&body)
+                    .send()
+                    .await?;
+                anyhow::ensure!(r.status().as_u16() == 201, "create answered {}", r.status());
+            }
+            Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}
+
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -54,28 +82,7 @@ async fn kube_sandbox() -> anyhow::Result<()> {
     }
     let rss_before = rss_kib();
     let start = Instant::now();
-    let mut tasks = Vec::new();
-    for w in 0..WRITERS {
-        let http = http.clone();
-        let url = url.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (w..WRITES).step_by(WRITERS) {
-                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
-                    "data": {"key": "value", "index": i.to_string()}});
-                let r = http
-                    .post(format!("{url}/api/v1/namespaces/default/configmaps"))
-                    .json(&body)
-                    .send()
-                    .await?;
-                anyhow::ensure!(r.status().as_u16() == 201, "create answered {}", r.status());
-            }
-            Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
+    create_configmaps(&http, &url, WRITES).await?;
     let writes_secs = start.elapsed().as_secs_f64();
     let mut delivered = 0;
     for w in watchers {
@@ -154,28 +161,7 @@ async fn kube_sandbox_memory(mirra: &str) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let result = async {
         let before = rss_kib_of(pid)?;
-        let mut tasks = Vec::new();
-        for w in 0..WRITERS {
-            let http = http.clone();
-            let url = url.clone();
-            tasks.push(tokio::spawn(async move {
-                for i in (w..MEMORY_OBJECTS).step_by(WRITERS) {
-                    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
-                        "data": {"key": "value", "index": i.to_string()}});
-                    let r = http
-                        .post(format!("{url}/api/v1/namespaces/default/configmaps"))
-                        .json(&body)
-                        .send()
-                        .await?;
-                    anyhow::ensure!(r.status().as_u16() == 201, "create answered {}", r.status());
-                }
-                Ok(())
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
+        create_configmaps(&http, &url, MEMORY_OBJECTS).await?;
         let after = rss_kib_of(pid)?;
         let list: serde_json::Value = http
             .get(format!("{url}/api/v1/configmaps"))
