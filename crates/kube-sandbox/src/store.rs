@@ -307,6 +307,25 @@ fn decode_continue(token: &str) -> Result<(u64, Key), ApiError> {
     Ok((rv, (Arc::from(ns), Arc::from(name))))
 }
 
+/// Optimistic concurrency: a non-empty `metadata.resourceVersion` in the
+/// incoming object must equal the stored one, else 409 Conflict.
+fn check_resource_version(
+    res: &Resource,
+    name: &str,
+    incoming: &Value,
+    stored: &Value,
+) -> Result<(), ApiError> {
+    match meta_str(incoming, "resourceVersion").filter(|s| !s.is_empty()) {
+        Some(want) if Some(want) != meta_str(stored, "resourceVersion") => Err(ApiError::conflict(
+            &res.group,
+            &res.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Parses a `resourceVersion` query or metadata value.
 pub fn parse_rv(s: &str) -> Result<u64, ApiError> {
     s.parse::<u64>().map_err(|_| {
@@ -736,16 +755,7 @@ impl Store {
             )));
         }
         let old = self.get_value(res, ns, name)?;
-        if let Some(want) = meta_str(&body, "resourceVersion").filter(|s| !s.is_empty())
-            && Some(want) != meta_str(&old, "resourceVersion")
-        {
-            return Err(ApiError::conflict(
-                &res.group,
-                &res.plural,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            ));
-        }
+        check_resource_version(res, name, &body, &old)?;
         self.replace(res, ns, name, old, body, opts, None)
     }
 
@@ -845,16 +855,7 @@ impl Store {
             PatchKind::Apply => unreachable!("handled above"),
         };
         // A patch that sets resourceVersion is a precondition.
-        if let Some(want) = meta_str(&patched, "resourceVersion")
-            && Some(want) != meta_str(&old, "resourceVersion")
-        {
-            return Err(ApiError::conflict(
-                &res.group,
-                &res.plural,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            ));
-        }
+        check_resource_version(res, name, &patched, &old)?;
         if meta_str(&patched, "name") != Some(name) {
             return Err(ApiError::bad_request(
                 "metadata.name may not be changed by a patch",
