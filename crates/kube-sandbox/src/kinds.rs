@@ -132,6 +132,51 @@ pub fn validate_name(rule: NameRule, name: &str) -> Result<(), Cause> {
     }
 }
 
+/// Validates `metadata.labels` as the API server does for every kind: keys
+/// are qualified names, values are label values (strings).
+pub fn validate_labels(obj: &Value) -> Vec<Cause> {
+    let Some(labels) = obj.pointer("/metadata/labels") else {
+        return Vec::new();
+    };
+    let Some(labels) = labels.as_object() else {
+        if labels.is_null() {
+            return Vec::new();
+        }
+        return vec![cause(
+            "FieldValueInvalid",
+            "metadata.labels",
+            "Invalid value: must be a map of strings".into(),
+        )];
+    };
+    let mut causes = Vec::new();
+    for (key, value) in labels {
+        for msg in kube_semantics::names::is_qualified_name(key) {
+            causes.push(cause(
+                "FieldValueInvalid",
+                "metadata.labels",
+                format!("Invalid value: {key:?}: {msg}"),
+            ));
+        }
+        match value.as_str() {
+            Some(v) => {
+                for msg in kube_semantics::names::is_valid_label_value(v) {
+                    causes.push(cause(
+                        "FieldValueInvalid",
+                        &format!("metadata.labels.{key}"),
+                        format!("Invalid value: {v:?}: {msg}"),
+                    ));
+                }
+            }
+            None => causes.push(cause(
+                "FieldValueInvalid",
+                &format!("metadata.labels.{key}"),
+                format!("Invalid value: {value}: must be a string"),
+            )),
+        }
+    }
+    causes
+}
+
 /// Defaults and validates an object about to be created. `obj` has its
 /// metadata already set.
 pub fn on_create(
@@ -139,6 +184,10 @@ pub fn on_create(
     obj: &mut Value,
     alloc: &mut Allocators,
 ) -> Result<(), Vec<Cause>> {
+    let causes = validate_labels(obj);
+    if !causes.is_empty() {
+        return Err(causes);
+    }
     match res.special {
         Special::Namespace => {
             let name = obj
@@ -167,6 +216,10 @@ pub fn on_create(
 /// Checks an update against the old object: immutable fields, Service
 /// allocations carried over, namespace labels kept.
 pub fn on_update(res: &Resource, old: &Value, new: &mut Value) -> Result<(), Vec<Cause>> {
+    let causes = validate_labels(new);
+    if !causes.is_empty() {
+        return Err(causes);
+    }
     match res.special {
         Special::ConfigMap | Special::Secret => {
             let mut causes = Vec::new();

@@ -3,8 +3,6 @@
 //!
 //! Nothing here decides behaviour; it only adapts types.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 use crate::registry::Resource;
@@ -22,11 +20,6 @@ pub fn parse_labels(s: &str) -> Result<LabelSelector, ApiError> {
 pub fn parse_fields(s: &str) -> Result<FieldSelector, ApiError> {
     kube_semantics::selector::parse_field_selector(s)
         .map_err(|e| ApiError::bad_request(e.to_string()))
-}
-
-/// Whether labels match.
-pub fn label_matches(sel: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    sel.matches(labels)
 }
 
 /// Whether an object matches a field selector.

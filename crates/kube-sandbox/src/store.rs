@@ -11,7 +11,7 @@
 //! The store knows Kubernetes semantics (preconditions, finalizers,
 //! namespace lifecycle, generation, status subresources) but nothing of HTTP.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -60,7 +60,53 @@ pub struct Event {
     /// revision), serialized.
     pub object: Bytes,
     /// The object's labels, for label-selector filtering without parsing.
-    pub labels: Arc<BTreeMap<String, String>>,
+    pub labels: Labels,
+}
+
+/// An object's labels, parsed once for selectors and packed into one
+/// allocation (`key NUL value NUL ...`, sorted by key): a map would cost
+/// more than a small object's whole JSON (a B-tree node reserves room for
+/// eleven entries). NUL cannot occur in a valid label key or value, and
+/// invalid labels are refused before an object is stored.
+#[derive(Debug, Clone, Default)]
+pub struct Labels(Option<Arc<str>>);
+
+impl Labels {
+    /// The labels of `metadata.labels` (non-string values are ignored, as
+    /// they cannot match a selector).
+    fn of(obj: &Value) -> Labels {
+        let Some(map) = obj.pointer("/metadata/labels").and_then(Value::as_object) else {
+            return Labels(None);
+        };
+        let mut pairs: Vec<(&str, &str)> = map
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+            .filter(|(k, v)| !k.contains('\0') && !v.contains('\0'))
+            .collect();
+        if pairs.is_empty() {
+            return Labels(None);
+        }
+        pairs.sort_unstable();
+        let mut packed = String::new();
+        for (k, v) in pairs {
+            packed.push_str(k);
+            packed.push('\0');
+            packed.push_str(v);
+            packed.push('\0');
+        }
+        Labels(Some(Arc::from(packed)))
+    }
+
+    /// The value of label `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let mut parts = self.0.as_deref()?.split('\0');
+        while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+            if k == key {
+                return Some(v);
+            }
+        }
+        None
+    }
 }
 
 /// A stored object.
@@ -69,7 +115,7 @@ pub struct Stored {
     /// Serialized object.
     pub json: Bytes,
     /// Its labels (parsed once, for selectors).
-    pub labels: Arc<BTreeMap<String, String>>,
+    pub labels: Labels,
     /// Its revision.
     pub rv: u64,
 }
@@ -173,19 +219,14 @@ pub struct Filter {
 }
 
 impl Filter {
-    fn matches(
-        &self,
-        ns: &str,
-        labels: &BTreeMap<String, String>,
-        object: impl FnOnce() -> Option<Value>,
-    ) -> bool {
+    fn matches(&self, ns: &str, labels: &Labels, object: impl FnOnce() -> Option<Value>) -> bool {
         if let Some(want) = &self.namespace
             && want != ns
         {
             return false;
         }
         if let Some(sel) = &self.labels
-            && !semantics::label_matches(sel, labels)
+            && !sel.matches_lookup(|k| labels.get(k))
         {
             return false;
         }
@@ -227,6 +268,10 @@ pub struct Store {
     compacted: u64,
     tx: broadcast::Sender<Arc<Event>>,
     alloc: Allocators,
+    /// One shared copy of every namespace and resource name in keys and
+    /// events: thousands of objects per namespace would otherwise each
+    /// carry their own.
+    interned: HashSet<Arc<str>>,
 }
 
 fn now() -> String {
@@ -235,17 +280,6 @@ fn now() -> String {
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
-}
-
-fn labels_of(obj: &Value) -> BTreeMap<String, String> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn has_finalizers(obj: &Value) -> bool {
@@ -348,6 +382,7 @@ impl Store {
             compacted: 0,
             tx,
             alloc: Allocators::default(),
+            interned: HashSet::new(),
         };
         let ns = store.registry.get("", "v1", "namespaces");
         if let Some(ns) = ns {
@@ -413,6 +448,16 @@ impl Store {
         })
     }
 
+    /// The shared copy of `s`.
+    fn intern(&mut self, s: &str) -> Arc<str> {
+        if let Some(shared) = self.interned.get(s) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = Arc::from(s);
+        self.interned.insert(shared.clone());
+        shared
+    }
+
     /// Commits a new version (or a deletion) and emits its event.
     fn commit(
         &mut self,
@@ -431,9 +476,9 @@ impl Store {
         // twice its size.
         buf.shrink_to_fit();
         let json = Bytes::from(buf);
-        let labels = Arc::new(labels_of(&obj));
-        let resource: Arc<str> = Arc::from(res.qualified());
-        let key: Key = (Arc::from(ns), Arc::from(name));
+        let labels = Labels::of(&obj);
+        let resource = self.intern(&res.qualified());
+        let key: Key = (self.intern(ns), Arc::from(name));
         let coll = self.objects.entry(resource.clone()).or_default();
         if kind == EventType::Deleted {
             coll.remove(&key);
@@ -1293,5 +1338,41 @@ impl ApiError {
     pub fn with_message(mut self, message: String) -> Self {
         self.message = message;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Packed labels answer every lookup as the map they came from.
+        #[test]
+        fn packed_labels_answer_like_the_map(
+            map in proptest::collection::btree_map("[a-z./-]{0,8}", "[a-zA-Z0-9._-]{0,8}", 0..6),
+            probe in "[a-z./-]{0,8}",
+        ) {
+            let labels = Labels::of(&json!({"metadata": {"labels": map}}));
+            for (k, v) in &map {
+                prop_assert_eq!(labels.get(k), Some(v.as_str()));
+            }
+            prop_assert_eq!(labels.get(&probe), map.get(&probe).map(String::as_str));
+        }
+    }
+
+    #[test]
+    fn labels_without_strings_are_empty() {
+        for obj in [
+            json!({}),
+            json!({"metadata": {"labels": null}}),
+            json!({"metadata": {"labels": {"a": 1}}}),
+        ] {
+            assert_eq!(Labels::of(&obj).get("a"), None);
+        }
+        let labels = Labels::of(&json!({"metadata": {"labels": {"a": "", "b": "x"}}}));
+        assert_eq!(labels.get("a"), Some(""));
+        assert_eq!(labels.get("b"), Some("x"));
+        assert_eq!(labels.get(""), None);
     }
 }

@@ -173,6 +173,12 @@ impl LabelSelector {
         self.requirements.iter().all(|r| r.matches_with(&get))
     }
 
+    /// Whether the labels seen through `get` (label key to value) satisfy
+    /// every requirement; for callers that keep labels in their own layout.
+    pub fn matches_lookup<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches_with(&get))
+    }
+
     /// Whether a JSON labels object (`metadata.labels`; `None` or a non-object
     /// means no labels) satisfies every requirement, without copying it.
     /// Non-string values count as absent.

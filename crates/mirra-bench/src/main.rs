@@ -6,9 +6,13 @@
 //! Scenarios:
 //! - `kube-sandbox`: small ConfigMap writes per second over HTTP while 10
 //!   watches receive every event, and the store's bytes per object.
+//! - `consul-sandbox`: register requests per second and 1,000 blocking
+//!   queries parked at once on the Consul sandbox.
 //! - `kube-sandbox-memory [MIRRA_BIN]`: the sandbox in its own process
 //!   (default `target/release/mirra`), RSS growth per stored ConfigMap
 //!   against its JSON size.
+
+mod consul;
 
 use std::time::Instant;
 
@@ -205,8 +209,10 @@ async fn main() -> anyhow::Result<()> {
                 .unwrap_or_else(|| "target/release/mirra".into());
             kube_sandbox_memory(&mirra).await
         }
+        Some("consul-sandbox") => consul::run().await,
         Some(other) => anyhow::bail!(
-            "unknown scenario {other:?}; known: kube-sandbox, kube-sandbox-memory [MIRRA_BIN]"
+            "unknown scenario {other:?}; known: kube-sandbox, kube-sandbox-memory [MIRRA_BIN], \
+             consul-sandbox"
         ),
     }
 }
