@@ -69,3 +69,22 @@ def kube_sandbox():
             yield server
         finally:
             server.stop()
+
+
+@pytest.fixture
+def kubectl(kube_sandbox):
+    """Runs kubectl against the fresh kube-sandbox; returns the CompletedProcess."""
+    env = dict(os.environ, KUBECONFIG=kube_sandbox.kubeconfig)
+    # A fresh cache dir: discovery must come from this server.
+    env["KUBECACHEDIR"] = os.path.join(os.path.dirname(kube_sandbox.kubeconfig), "cache")
+
+    def run(*args, input=None, check=True):
+        p = subprocess.run(
+            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
+        )
+        if check and p.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {p.stderr}")
+        return p
+
+    run.env = env
+    return run

@@ -51,6 +51,27 @@ pub enum Command {
     /// Run one sandbox server alone (for tests and experiments).
     #[command(subcommand)]
     Sandbox(SandboxCommand),
+    /// Print the SyncConfig CustomResourceDefinition as YAML (the content of
+    /// deploy/crd/syncconfig.yaml), e.g. `mirra crds | kubectl apply -f -`.
+    Crds,
+    /// Show, offline, what mirra would write into each namespace: every copy
+    /// as the apply body the controller would send, from the same planner.
+    /// Nothing is read from or written to a cluster.
+    Render(RenderArgs),
+}
+
+/// `mirra render`.
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    /// A file of SyncConfigs (multi-document YAML or JSON; `List` documents
+    /// are read too). Repeatable; `-` reads stdin.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<PathBuf>,
+    /// A file of Namespaces to render into, e.g. the output of `kubectl get
+    /// namespaces -o yaml`. Repeatable. Their labels and names decide the
+    /// selection, as in the cluster.
+    #[arg(long, required = true)]
+    pub namespaces: Vec<PathBuf>,
 }
 
 /// `mirra dev`.
@@ -172,5 +193,7 @@ mod tests {
             Cli::try_parse_from(["mirra", "sandbox", "consul", "--max-txn-ops", "-1"]).is_err()
         );
         assert!(Cli::try_parse_from(["mirra"]).is_err());
+        assert!(Cli::try_parse_from(["mirra", "render", "--namespaces", "n.yaml"]).is_err());
+        assert!(Cli::try_parse_from(["mirra", "render", "-f", "s.yaml"]).is_err());
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::cli::{ConsulSandboxArgs, DevArgs, KubeSandboxArgs};
 
 /// Resolves on SIGINT or SIGTERM.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

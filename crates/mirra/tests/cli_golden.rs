@@ -1,0 +1,137 @@
+//! Golden tests of what users see from the `mirra` binary: `mirra crds`,
+//! `mirra render`, and the help texts. Regenerate the expected files with
+//! `MIRRA_BLESS=1 cargo test -p mirra --test cli_golden` and review the diff.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn mirra(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mirra"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+fn golden(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+/// Compares `actual` with the golden file, or rewrites it when blessing.
+fn check(actual: &str, path: &Path) {
+    if std::env::var_os("MIRRA_BLESS").is_some() {
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with MIRRA_BLESS=1)", path.display()));
+    assert_eq!(actual, expected, "{} differs", path.display());
+}
+
+fn stdout_of(args: &[&str]) -> String {
+    let out = mirra(args);
+    assert!(
+        out.status.success(),
+        "mirra {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn crds_prints_the_deployed_crd() {
+    let deployed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/crd/syncconfig.yaml");
+    let expected = std::fs::read_to_string(deployed).unwrap();
+    assert_eq!(stdout_of(&["crds"]), expected);
+}
+
+#[test]
+fn render_prints_the_copies_per_namespace() {
+    let out = stdout_of(&[
+        "render",
+        "-f",
+        "tests/golden/render-syncconfigs.yaml",
+        "--namespaces",
+        "tests/golden/render-namespaces.yaml",
+    ]);
+    // Only team-a is selected (team-legacy is ignored, other has no label).
+    assert!(out.contains("namespace: team-a"), "{out}");
+    assert!(!out.contains("namespace: team-legacy"), "{out}");
+    assert!(!out.contains("namespace: other"), "{out}");
+    assert!(out.contains("team-a-default-deny"), "{out}");
+    check(&out, &golden("render.out.yaml"));
+}
+
+#[test]
+fn render_reads_stdin() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mirra"))
+        .args([
+            "render",
+            "-f",
+            "-",
+            "--namespaces",
+            "tests/golden/render-namespaces.yaml",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = std::fs::read(golden("render-syncconfigs.yaml")).unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    check(
+        &String::from_utf8(out.stdout).unwrap(),
+        &golden("render.out.yaml"),
+    );
+}
+
+#[test]
+fn render_rejects_bad_input_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    let cases = [
+        (
+            "kind: SyncConfig\napiVersion: sync.appuio.ch/v1alpha1\nspec: [",
+            "not valid YAML",
+        ),
+        (
+            "apiVersion: sync.appuio.ch/v1alpha1\nkind: SyncConfig\nmetadata: {name: x}\nspec:\n  namespaceSelector: {matchNames: ['(']}\n",
+            "invalid regular expression",
+        ),
+        (
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+            "is a Secret (v1)",
+        ),
+    ];
+    for (text, want) in cases {
+        std::fs::write(&bad, text).unwrap();
+        let out = mirra(&[
+            "render",
+            "-f",
+            bad.to_str().unwrap(),
+            "--namespaces",
+            "tests/golden/render-namespaces.yaml",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text:?} was accepted");
+        assert!(out.stdout.is_empty(), "{text:?} printed output");
+        assert!(stderr.contains("error: "), "{stderr}");
+        assert!(stderr.contains(want), "{text:?}: {stderr}");
+    }
+}
+
+#[test]
+fn help_texts() {
+    check(&stdout_of(&["--help"]), &golden("help.txt"));
+    check(
+        &stdout_of(&["render", "--help"]),
+        &golden("help-render.txt"),
+    );
+}
