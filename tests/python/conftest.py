@@ -10,6 +10,7 @@ import os
 import pathlib
 import subprocess
 import tempfile
+import time
 
 import pytest
 
@@ -19,6 +20,30 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 def mirra_bin() -> str:
     """The binary under test: $MIRRA_BIN, else the workspace's debug build."""
     return os.environ.get("MIRRA_BIN", str(ROOT / "target" / "debug" / "mirra"))
+
+
+def wait_for(what, check, timeout=60):
+    """Polls `check` until it returns something truthy (and returns that);
+    fails naming `what` after `timeout` seconds. A deadline for eventual
+    conditions, never a timing assertion."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def stop_process(proc):
+    """SIGTERM, then SIGKILL if it has not stopped within 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class Server:
@@ -40,12 +65,7 @@ class Server:
         self.addr = self.url.removeprefix("http://")
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@
 //! | `PUT /v1/txn` | Node/Service/Check ops, all-or-nothing, one Raft apply; 409/413 |
 //! | `GET /v1/catalog/services`, `/service/<name>`, `/node-services/<node>`, `/node/<node>`, `/nodes`, `/datacenters` | blocking queries |
 //! | `GET /v1/health/service/<name>` | `passing`, `tag`, `node-meta` |
+//! | `GET /v1/health/node/<node>` | the node's checks; blocking (index: the node's) |
 //! | `GET /v1/agent/self`, `/v1/status/leader`, `/v1/status/peers` | |
 //! | `GET /v1/sandbox/stats`, `POST`/`DELETE /v1/sandbox/faults` | sandbox control |
 //!
@@ -19,7 +20,9 @@
 //! content really changes, exactly as in Consul. See `store` for the index
 //! model and which index each read watches.
 //!
-//! Deliberate differences from Consul, all documented where they live: no
+//! Deliberate differences from Consul, all documented where they live:
+//! `health/node` reports the node's own index where Consul reports the
+//! checks table's (both only grow when the answer may have changed); no
 //! KV store (KV txn ops are refused), no `filter=` expressions (400), only
 //! the `default` namespace and partition (`ns=default` is accepted, other
 //! values are refused like Consul CE does), a simplified ACL model

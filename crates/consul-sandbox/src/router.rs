@@ -18,6 +18,7 @@ pub(crate) enum Route {
     NodeServices(String),
     Node(String),
     HealthService(String),
+    HealthNode(String),
     AgentSelf,
     StatusLeader,
     StatusPeers,
@@ -41,6 +42,7 @@ impl Route {
             Route::NodeServices(_) => "/v1/catalog/node-services",
             Route::Node(_) => "/v1/catalog/node",
             Route::HealthService(_) => "/v1/health/service",
+            Route::HealthNode(_) => "/v1/health/node",
             Route::AgentSelf => "/v1/agent/self",
             Route::StatusLeader => "/v1/status/leader",
             Route::StatusPeers => "/v1/status/peers",
@@ -89,11 +91,12 @@ pub(crate) fn route(path: &str) -> Route {
         return r;
     }
     type MakeRoute = fn(String) -> Route;
-    let prefixed: [(&str, MakeRoute); 4] = [
+    let prefixed: [(&str, MakeRoute); 5] = [
         ("/v1/catalog/service/", Route::ServiceNodes),
         ("/v1/catalog/node-services/", Route::NodeServices),
         ("/v1/catalog/node/", Route::Node),
         ("/v1/health/service/", Route::HealthService),
+        ("/v1/health/node/", Route::HealthNode),
     ];
     for (prefix, make) in prefixed {
         if let Some(rest) = path.strip_prefix(prefix) {
@@ -309,6 +312,8 @@ mod tests {
             route("/v1/health/service/web"),
             Route::HealthService("web".into())
         );
+        assert_eq!(route("/v1/health/node/n1"), Route::HealthNode("n1".into()));
+        assert_eq!(Route::HealthNode("n1".into()).template(), "/v1/health/node");
         assert_eq!(route("/v1/kv/x"), Route::NotFound);
         assert_eq!(
             route("/v1/catalog/node-services/n1").template(),

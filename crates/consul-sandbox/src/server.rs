@@ -761,7 +761,9 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         Route::ServiceNodes(name) | Route::HealthService(name) if name.is_empty() => {
             Err(ApiError::BadRequest("Missing service name".into()))
         }
-        Route::NodeServices(name) | Route::Node(name) if name.is_empty() => {
+        Route::NodeServices(name) | Route::Node(name) | Route::HealthNode(name)
+            if name.is_empty() =>
+        {
             Err(ApiError::BadRequest("Missing node name".into()))
         }
         Route::ServiceNodes(name) => {
@@ -789,6 +791,14 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             let key = WatchKey::Node(name.clone());
             let r =
                 read_blocking(shared, &q, key, |st| st.read_node_services(&name, &authz)).await?;
+            Ok(read_response(r, pretty))
+        }
+        Route::HealthNode(name) => {
+            check_scope(shared, &q)?;
+            // Every check on the node lives under the node's index, so a
+            // blocked reader waits on the node alone.
+            let key = WatchKey::Node(name.clone());
+            let r = read_blocking(shared, &q, key, |st| st.read_health_node(&name, &authz)).await?;
             Ok(read_response(r, pretty))
         }
         Route::Node(name) => {

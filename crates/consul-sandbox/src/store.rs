@@ -89,7 +89,8 @@ pub(crate) enum WatchKey {
     Services { node_meta: bool },
     /// `/v1/catalog/service/<name>` and `/v1/health/service/<name>`.
     Service(String),
-    /// `/v1/catalog/node/<node>` and `/v1/catalog/node-services/<node>`.
+    /// `/v1/catalog/node/<node>`, `/v1/catalog/node-services/<node>` and
+    /// `/v1/health/node/<node>` (check changes move the node's index too).
     Node(String),
 }
 
@@ -152,6 +153,10 @@ pub(crate) struct Store {
     services: BTreeMap<RecKey, ServiceRec>,
     checks: BTreeMap<RecKey, CheckRec>,
     by_name: BTreeMap<String, BTreeSet<RecKey>>,
+    /// (folded node, folded service ID or "" for node checks) -> folded
+    /// check IDs: Consul indexes checks by service, so deleting an instance
+    /// or reading its health never scans every check of a large node.
+    checks_by_service: BTreeMap<RecKey, BTreeSet<String>>,
     idx: Indexes,
     raft_index: u64,
     raft_applies: u64,
@@ -278,6 +283,17 @@ impl Store {
             .range((lnode.to_string(), String::new())..)
             .take_while(move |((n, _), _)| n == lnode)
             .map(|(_, s)| s)
+    }
+
+    /// The checks of one instance (`lid` folded) or, with `lid` empty, the
+    /// node-level checks of `lnode`, in check-ID order.
+    fn checks_of<'a>(&'a self, lnode: &str, lid: &str) -> impl Iterator<Item = &'a CheckRec> + 'a {
+        let lnode = lnode.to_string();
+        self.checks_by_service
+            .get(&(lnode.clone(), lid.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(move |cid| self.checks.get(&(lnode.clone(), cid.clone())))
     }
 
     fn checks_on<'a>(&'a self, lnode: &'a str) -> impl Iterator<Item = &'a CheckRec> + 'a {
@@ -424,10 +440,11 @@ impl Store {
                 continue;
             }
             let lnode = fold(&node.name);
-            let checks: Vec<&CheckRec> = self
-                .checks_on(&lnode)
-                .filter(|c| c.service_id.is_empty() || fold(&c.service_id) == fold(&s.id))
+            let mut checks: Vec<&CheckRec> = self
+                .checks_of(&lnode, "")
+                .chain(self.checks_of(&lnode, &fold(&s.id)))
                 .collect();
+            checks.sort_by_key(|c| fold(&c.check_id));
             if filter.passing && checks.iter().any(|c| c.status != "passing") {
                 continue;
             }
@@ -482,6 +499,43 @@ impl Store {
         ReadResult {
             index,
             body: json!({"Node": n.to_json(), "Services": services}),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/node/<node>`: the node's checks (node-level and
+    /// service-level) as `HealthCheck`s; an empty array (never `null`) for
+    /// an unknown or unreadable node, as Consul answers. Checks of services
+    /// the caller may not read are filtered out.
+    pub fn read_health_node(&self, node: &str, acl: &dyn ReadFilter) -> ReadResult {
+        let index = self.index_for(&WatchKey::Node(node.to_string()));
+        let Some(n) = self.node(node) else {
+            return ReadResult {
+                index,
+                body: Value::Array(Vec::new()),
+                filtered: false,
+            };
+        };
+        if !acl.node_read(&n.name) {
+            return ReadResult {
+                index,
+                body: Value::Array(Vec::new()),
+                filtered: true,
+            };
+        }
+        let lnode = fold(&n.name);
+        let mut filtered = false;
+        let mut out = Vec::new();
+        for c in self.checks_on(&lnode) {
+            if !c.service_name.is_empty() && !acl.service_read(&c.service_name) {
+                filtered = true;
+                continue;
+            }
+            out.push(c.to_json());
+        }
+        ReadResult {
+            index,
+            body: Value::Array(out),
             filtered,
         }
     }
@@ -580,10 +634,30 @@ impl Store {
     }
 
     fn raw_put_check(&mut self, key: &RecKey, rec: Option<CheckRec>) -> Option<CheckRec> {
-        match rec {
+        let by_service = |c: &CheckRec| (key.0.clone(), fold(&c.service_id));
+        if let Some(r) = &rec {
+            self.checks_by_service
+                .entry(by_service(r))
+                .or_default()
+                .insert(key.1.clone());
+        }
+        let new_owner = rec.as_ref().map(by_service);
+        let old = match rec {
             Some(r) => self.checks.insert(key.clone(), r),
             None => self.checks.remove(key),
+        };
+        if let Some(o) = &old {
+            let owner = by_service(o);
+            if Some(&owner) != new_owner.as_ref()
+                && let Some(set) = self.checks_by_service.get_mut(&owner)
+            {
+                set.remove(&key.1);
+                if set.is_empty() {
+                    self.checks_by_service.remove(&owner);
+                }
+            }
         }
+        old
     }
 }
 
@@ -831,8 +905,7 @@ impl Tx<'_> {
         }
         let doomed: Vec<RecKey> = self
             .store
-            .checks_on(&key.0)
-            .filter(|c| !c.service_id.is_empty() && fold(&c.service_id) == key.1)
+            .checks_of(&key.0, &key.1)
             .map(|c| (key.0.clone(), fold(&c.check_id)))
             .collect();
         for k in doomed {

@@ -247,3 +247,71 @@ async fn index_zero_or_missing_never_blocks() {
     assert_eq!(r.status, 200);
     assert_eq!(api.sb.stats().blocking_queries_total, 0);
 }
+
+/// `GET /v1/health/node/<node>`: the node's checks, `[]` for an unknown
+/// node, and a blocked reader woken by a check status change on that node.
+#[tokio::test]
+async fn health_node_lists_the_nodes_checks_and_blocks_on_check_changes() {
+    let api = Api::start().await;
+    let unknown = api.get("/v1/health/node/nobody").await;
+    assert_eq!(unknown.status, 200);
+    assert_eq!(unknown.json(), json!([]));
+
+    let reg = |status: &str| {
+        json!({
+            "Node": "mine", "Address": "10.0.0.1",
+            "Service": {"ID": "web-1", "Service": "web", "Port": 80},
+            "Check": {"CheckID": "default/web-1", "Name": "Kubernetes Readiness Check",
+                      "Status": status, "ServiceID": "web-1", "Type": "kubernetes-readiness"},
+        })
+    };
+    assert_eq!(
+        api.put("/v1/catalog/register", &reg("passing"))
+            .await
+            .status,
+        200
+    );
+    api.register("other", "db-1", "db", 5432).await;
+    api.put(
+        "/v1/catalog/register",
+        &json!({"Node": "other", "Address": "10.0.0.2",
+                "Check": {"CheckID": "serfHealth", "Name": "Serf", "Status": "passing"}}),
+    )
+    .await;
+
+    let first = api.get("/v1/health/node/mine").await;
+    let body = first.json();
+    let checks = body.as_array().unwrap();
+    assert_eq!(checks.len(), 1, "{body}");
+    assert_eq!(checks[0]["CheckID"], "default/web-1");
+    assert_eq!(checks[0]["Node"], "mine");
+    assert_eq!(checks[0]["ServiceID"], "web-1");
+    assert_eq!(checks[0]["ServiceName"], "web");
+    assert_eq!(checks[0]["Status"], "passing");
+    assert_eq!(checks[0]["Type"], "kubernetes-readiness");
+    let idx = first.index();
+
+    let url = api.url(&format!("/v1/health/node/mine?index={idx}&wait=5m"));
+    let http = api.http.clone();
+    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
+    wait_until_blocked(&api, 1).await;
+    assert_eq!(
+        api.put("/v1/catalog/register", &reg("critical"))
+            .await
+            .status,
+        200
+    );
+    let resp = tokio::time::timeout(SOON, waiter).await.unwrap().unwrap();
+    let got: u64 = resp.headers()["X-Consul-Index"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(got > idx, "{got} > {idx}");
+    let body: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(body[0]["Status"], "critical");
+    assert_eq!(
+        api.sb.stats().requests.get("GET /v1/health/node").copied(),
+        Some(3)
+    );
+}

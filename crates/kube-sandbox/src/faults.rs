@@ -30,8 +30,13 @@ pub struct FaultRule {
     /// `leases.coordination.k8s.io`); any when absent.
     #[serde(default)]
     pub resource: Option<String>,
-    /// The status to answer: 409, 429, 500, 503 or 504. Absent: the
-    /// request passes (after `latencyMs`).
+    /// Namespace the request's URL must name; any (including cluster-wide
+    /// requests) when absent. Lets a test deny one namespace only, as RBAC
+    /// scoped by RoleBindings would.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// The status to answer: 403 (Forbidden, as RBAC answers), 409, 429,
+    /// 500, 503 or 504. Absent: the request passes (after `latencyMs`).
     #[serde(default)]
     pub status: Option<u16>,
     /// `Retry-After` seconds for 429 (default 1).
@@ -68,8 +73,9 @@ pub enum Outcome {
 /// Rule validation errors.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FaultError {
-    /// Only the statuses a real server produces under load or races.
-    #[error("status {0} is not injectable: use 409, 429, 500, 503 or 504")]
+    /// Only the statuses a real server produces under load, races or
+    /// denied authorization.
+    #[error("status {0} is not injectable: use 403, 409, 429, 500, 503 or 504")]
     Status(u16),
     /// A fraction outside 0..=1.
     #[error("fraction {0} must be between 0 and 1")]
@@ -80,7 +86,7 @@ impl FaultRule {
     /// Checks a rule.
     pub fn validate(&self) -> Result<(), FaultError> {
         if let Some(s) = self.status
-            && !matches!(s, 409 | 429 | 500 | 503 | 504)
+            && !matches!(s, 403 | 409 | 429 | 500 | 503 | 504)
         {
             return Err(FaultError::Status(s));
         }
@@ -92,12 +98,16 @@ impl FaultRule {
         Ok(())
     }
 
-    fn matches(&self, key: &str) -> bool {
+    fn matches(&self, key: &str, namespace: Option<&str>) -> bool {
         let mut parts = key.splitn(2, ' ');
         let verb = parts.next().unwrap_or_default();
         let resource = parts.next().unwrap_or_default();
         self.verb.as_deref().is_none_or(|v| v == verb)
             && self.resource.as_deref().is_none_or(|r| r == resource)
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|n| Some(n) == namespace)
     }
 }
 
@@ -120,12 +130,13 @@ impl Faults {
         self.rules.clear();
     }
 
-    /// Decides the fate of a request with this stats key.
-    pub fn decide(&mut self, key: &str) -> Outcome {
+    /// Decides the fate of a request with this stats key, in `namespace`
+    /// and for the object `name` when its URL names them.
+    pub fn decide(&mut self, key: &str, namespace: Option<&str>, name: Option<&str>) -> Outcome {
         let mut delay: Option<Duration> = None;
         let mut error = None;
         let mut rng = rand::rng();
-        for rule in self.rules.iter_mut().filter(|r| r.matches(key)) {
+        for rule in self.rules.iter_mut().filter(|r| r.matches(key, namespace)) {
             if rule.count == Some(0) {
                 continue;
             }
@@ -145,6 +156,7 @@ impl Faults {
             {
                 error = Some(match status {
                     429 => ApiError::too_many_requests(rule.retry_after_seconds.unwrap_or(1)),
+                    403 => forbidden(key, namespace, name.unwrap_or_default()),
                     other => ApiError::with_code(other),
                 });
             }
@@ -155,6 +167,25 @@ impl Faults {
             None => Outcome::Pass { delay },
         }
     }
+}
+
+/// A 403 as kube-apiserver's RBAC authorizer words it, for the request
+/// with this stats key (`<verb> <resource>[.<group>][/<sub>]`).
+fn forbidden(key: &str, namespace: Option<&str>, name: &str) -> ApiError {
+    let mut parts = key.splitn(2, ' ');
+    let verb = parts.next().unwrap_or_default();
+    let qualified = parts.next().unwrap_or_default();
+    let resource = qualified.split('/').next().unwrap_or_default();
+    let (resource, group) = resource.split_once('.').unwrap_or((resource, ""));
+    let scope = match namespace {
+        Some(ns) => format!("in the namespace \"{ns}\""),
+        None => "at the cluster scope".to_string(),
+    };
+    let why = format!(
+        "User \"system:serviceaccount:sandbox:client\" cannot {verb} resource \"{resource}\" \
+         in API group \"{group}\" {scope} (injected)"
+    );
+    ApiError::forbidden(group, resource, name, &why)
 }
 
 /// `/sandbox/faults[/<action>]`.
@@ -225,13 +256,19 @@ mod tests {
         })
         .unwrap();
         assert!(matches!(
-            f.decide("create configmaps"),
+            f.decide("create configmaps", None, None),
             Outcome::Fail { .. }
         ));
-        assert!(matches!(f.decide("get configmaps"), Outcome::Pass { .. }));
-        assert!(matches!(f.decide("create secrets"), Outcome::Fail { .. }));
         assert!(matches!(
-            f.decide("create configmaps"),
+            f.decide("get configmaps", None, None),
+            Outcome::Pass { .. }
+        ));
+        assert!(matches!(
+            f.decide("create secrets", None, None),
+            Outcome::Fail { .. }
+        ));
+        assert!(matches!(
+            f.decide("create configmaps", None, None),
             Outcome::Pass { .. }
         ));
     }
@@ -246,7 +283,7 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        match f.decide("update leases.coordination.k8s.io") {
+        match f.decide("update leases.coordination.k8s.io", None, None) {
             Outcome::Fail { error, .. } => {
                 assert_eq!(error.code, 429);
                 assert_eq!(error.retry_after, Some(2));
@@ -254,7 +291,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            f.decide("update configmaps"),
+            f.decide("update configmaps", None, None),
             Outcome::Pass { .. }
         ));
     }
@@ -269,7 +306,10 @@ mod tests {
         })
         .unwrap();
         for _ in 0..100 {
-            assert!(matches!(f.decide("get x"), Outcome::Pass { .. }));
+            assert!(matches!(
+                f.decide("get x", None, None),
+                Outcome::Pass { .. }
+            ));
         }
         f.clear();
         f.add(FaultRule {
@@ -279,7 +319,10 @@ mod tests {
         })
         .unwrap();
         for _ in 0..100 {
-            assert!(matches!(f.decide("get x"), Outcome::Fail { .. }));
+            assert!(matches!(
+                f.decide("get x", None, None),
+                Outcome::Fail { .. }
+            ));
         }
     }
 
@@ -311,6 +354,40 @@ mod tests {
     }
 
     #[test]
+    fn forbidden_in_one_namespace() {
+        let mut f = Faults::default();
+        f.add(FaultRule {
+            verb: Some("patch".into()),
+            namespace: Some("locked".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .unwrap();
+        match f.decide("patch configmaps", Some("locked"), Some("c")) {
+            Outcome::Fail { error, .. } => {
+                assert_eq!(error.code, 403);
+                assert_eq!(error.reason, "Forbidden");
+                assert!(
+                    error
+                        .message
+                        .contains("cannot patch resource \"configmaps\"")
+                );
+                assert!(error.message.contains("\"locked\""));
+                assert!(error.message.starts_with("configmaps \"c\" is forbidden"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            f.decide("patch configmaps", Some("open"), None),
+            Outcome::Pass { .. }
+        ));
+        assert!(matches!(
+            f.decide("patch configmaps", None, None),
+            Outcome::Pass { .. }
+        ));
+    }
+
+    #[test]
     fn latency_only_passes() {
         let mut f = Faults::default();
         f.add(FaultRule {
@@ -319,12 +396,12 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        match f.decide("list configmaps") {
+        match f.decide("list configmaps", None, None) {
             Outcome::Pass { delay } => assert_eq!(delay, Some(Duration::from_millis(5))),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            f.decide("list configmaps"),
+            f.decide("list configmaps", None, None),
             Outcome::Pass { delay: None }
         ));
     }

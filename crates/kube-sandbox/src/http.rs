@@ -137,6 +137,10 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
         }
         _ => {}
     }
+    let object_name = match &routed {
+        Route::Object(o) => o.name.clone(),
+        _ => None,
+    };
     let (key, namespace) = match &routed {
         Route::Object(o) => {
             let verb = verb_of(&parts.method, o, &q);
@@ -150,7 +154,12 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
         _ => (format!("get {path}"), None),
     };
     shared.count(&key, namespace.as_deref());
-    match shared.faults.lock().await.decide(&key) {
+    match shared
+        .faults
+        .lock()
+        .await
+        .decide(&key, namespace.as_deref(), object_name.as_deref())
+    {
         Outcome::Pass { delay } => {
             if let Some(d) = delay {
                 tokio::time::sleep(d).await;

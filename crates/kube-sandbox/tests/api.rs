@@ -541,6 +541,85 @@ async fn faults_are_injected_and_counted() {
 }
 
 #[tokio::test]
+async fn forbidden_is_injected_per_namespace_as_a_status() {
+    let (sb, client) = sandbox().await;
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "locked"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    // Through the library: every patch in `locked` is denied.
+    sb.inject(FaultRule {
+        verb: Some("patch".into()),
+        namespace: Some("locked".into()),
+        status: Some(403),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let locked: Api<ConfigMap> = Api::namespaced(client.clone(), "locked");
+    let open: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let apply = PatchParams::apply("test").force();
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}});
+    let err = locked
+        .patch("x", &apply, &Patch::Apply(&body))
+        .await
+        .unwrap_err();
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!(s.code, 403);
+            assert_eq!(s.reason, "Forbidden");
+            assert_eq!(s.status, Some(kube::core::response::StatusSummary::Failure));
+            assert!(
+                s.message
+                    .starts_with("configmaps \"x\" is forbidden: User ")
+                    && s.message.contains("cannot patch resource \"configmaps\"")
+                    && s.message.contains("namespace \"locked\""),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Other namespaces and other verbs pass.
+    open.patch("x", &apply, &Patch::Apply(&body)).await.unwrap();
+    locked
+        .create(&PostParams::default(), &cm("y", &[]))
+        .await
+        .unwrap();
+    sb.clear_faults().await;
+
+    // Over HTTP, with the same effect.
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{}/sandbox/faults", sb.url()))
+        .json(&json!({"verb": "get", "namespace": "locked", "status": 403, "count": 1}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = http
+        .get(format!(
+            "{}/api/v1/namespaces/locked/configmaps/y",
+            sb.url()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let status: Value = r.json().await.unwrap();
+    assert_eq!(status["kind"], "Status");
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(status["code"], 403);
+    assert_eq!(status["details"]["name"], "y");
+    assert_eq!(status["details"]["kind"], "configmaps");
+    // count 1: the next one passes.
+    assert!(locked.get("y").await.is_ok());
+}
+
+#[tokio::test]
 async fn closing_watches_ends_streams() {
     let (sb, client) = sandbox().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");

@@ -8,11 +8,17 @@
 //!   watches receive every event, and the store's bytes per object.
 //! - `consul-sandbox`: register requests per second and 1,000 blocking
 //!   queries parked at once on the Consul sandbox.
+//! - `mirror [--namespaces N]`: the mirror controller at 1,000 namespaces
+//!   x 20 SyncConfigs, against the espejo strategy.
+//! - `catalog [--services N]`: the catalog controller at 10,000 Services x
+//!   5 endpoints, against the consul-k8s strategy.
 //! - `kube-sandbox-memory [MIRRA_BIN]`: the sandbox in its own process
 //!   (default `target/release/mirra`), RSS growth per stored ConfigMap
 //!   against its JSON size.
 
+mod catalog;
 mod consul;
+mod mirror;
 
 use std::time::Instant;
 
@@ -210,9 +216,11 @@ async fn main() -> anyhow::Result<()> {
             kube_sandbox_memory(&mirra).await
         }
         Some("consul-sandbox") => consul::run().await,
+        Some("mirror") => mirror::run(std::env::args().skip(2).collect()).await,
+        Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
         Some(other) => anyhow::bail!(
             "unknown scenario {other:?}; known: kube-sandbox, kube-sandbox-memory [MIRRA_BIN], \
-             consul-sandbox"
+             consul-sandbox, mirror, catalog"
         ),
     }
 }

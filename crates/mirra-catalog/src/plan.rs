@@ -44,6 +44,9 @@ pub enum CatalogOp {
         node: String,
         /// The instance to remove.
         service_id: String,
+        /// The instance's service name: Consul refuses a transaction
+        /// `Service` delete without it.
+        service_name: String,
         /// The checks that go with it (for logs; Consul deletes them anyway).
         check_ids: Vec<String>,
     },
@@ -137,6 +140,7 @@ pub fn plan_detailed(
         deregs.push(CatalogOp::Deregister {
             node: have.node.clone(),
             service_id: id.clone(),
+            service_name: have.name.clone(),
             check_ids: have
                 .checks
                 .as_deref()

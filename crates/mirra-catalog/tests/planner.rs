@@ -401,6 +401,12 @@ fn key_index_scopes_a_plan_to_one_service() {
     assert!(
         matches!(&p.ops[0], CatalogOp::Deregister { service_id: id, .. } if *id == service_id("a", "1.1.1.2"))
     );
+    // The delete names the service, as Consul's transaction API requires.
+    let CatalogOp::Deregister { service_name, .. } = &p.ops[0] else {
+        unreachable!()
+    };
+    assert!(!service_name.is_empty());
+    assert_eq!(service_name, &observed[&service_id("a", "1.1.1.2")].name);
     simulate_apply(&mut observed, &p.ops, &s);
 
     // Same event again: nothing.

@@ -45,8 +45,8 @@ use crate::txn::{
     FailedOp, TxnBatchError, TxnOp, TxnResponse, TxnResult, TxnSummary, all_idempotent, split_ops,
 };
 use crate::types::{
-    CatalogServiceInstance, DeregisterRequest, Node, NodeServices, RegisterRequest, ServiceEntry,
-    ServiceTags,
+    CatalogServiceInstance, DeregisterRequest, HealthCheck, Node, NodeServices, RegisterRequest,
+    ServiceEntry, ServiceTags,
 };
 
 /// Header carrying the ACL token.
@@ -341,6 +341,24 @@ impl Client {
     ) -> Result<Versioned<Vec<ServiceEntry>>, Error> {
         self.read("health.service", &["health", "service", name], q)
             .await
+    }
+
+    /// `GET /v1/health/node/:node`: every health check registered on one
+    /// node (node-level and service-level), with their status. Honors
+    /// `filter`, `stale` and blocking options. An unknown node answers an
+    /// empty list, as Consul does.
+    pub async fn health_node(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<Vec<HealthCheck>>, Error> {
+        let v: Versioned<Option<Vec<HealthCheck>>> = self
+            .read("health.node", &["health", "node", node], q)
+            .await?;
+        Ok(Versioned {
+            index: v.index,
+            value: v.value.unwrap_or_default(),
+        })
     }
 
     // ----- plumbing -----------------------------------------------------------

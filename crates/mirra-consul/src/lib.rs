@@ -14,8 +14,8 @@
 //!   -> Client::new                               client.rs  (pool, TLS, token)
 //!        register / deregister / txn / apply_ops   writes  -> txn.rs (split, map 409)
 //!        services / service / node_services /      reads   -> blocking.rs (index rules)
-//!        nodes / health_service
-//!        watch_node_services -> Stream             watch.rs
+//!        nodes / health_service / health_node
+//!        watch_node_services / watch_health_node -> Stream   watch.rs
 //!   errors: Error (error.rs) with class() for metrics and is_retryable()
 //! ```
 //!

@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::blocking::{QueryOptions, Versioned, WatchOptions, index_moved, next_index};
 use crate::client::Client;
 use crate::error::Error;
-use crate::types::{CatalogServiceInstance, NodeServices, ServiceTags};
+use crate::types::{CatalogServiceInstance, HealthCheck, NodeServices, ServiceTags};
 
 type Fetch<T> = Arc<
     dyn Fn(QueryOptions) -> Pin<Box<dyn Future<Output = Result<Versioned<T>, Error>> + Send>>
@@ -109,6 +109,24 @@ impl Client {
             let client = client.clone();
             let node = node.clone();
             Box::pin(async move { client.node_services(&node, &q).await })
+        });
+        watch(self.clone(), opts, fetch)
+    }
+
+    /// Every new version of `/v1/health/node/:node`: the checks of one node
+    /// with their status (see [`Client::watch_node_services`] for the
+    /// semantics).
+    pub fn watch_health_node(
+        &self,
+        node: impl Into<String>,
+        opts: WatchOptions,
+    ) -> impl Stream<Item = Result<Versioned<Vec<HealthCheck>>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node.into());
+        let client = self.clone();
+        let fetch: Fetch<Vec<HealthCheck>> = Arc::new(move |q| {
+            let client = client.clone();
+            let node = node.clone();
+            Box::pin(async move { client.health_node(&node, &q).await })
         });
         watch(self.clone(), opts, fetch)
     }

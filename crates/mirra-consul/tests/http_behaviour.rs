@@ -602,3 +602,70 @@ async fn watch_yields_errors_then_recovers() {
     assert!(v.value.node.is_none(), "an unknown node reads as no node");
     assert_eq!(script.hits(), 3);
 }
+
+/// `/v1/health/node/:node` as Consul documents it: a JSON array of checks,
+/// node-level ones with empty `ServiceID`; the watch follows its index.
+#[tokio::test]
+async fn health_node_decodes_checks_and_watch_follows_its_index() {
+    let doc = r#"[
+      {"ID":"40e4a748-2192-161a-0510-9bf59fe950b5","Node":"foobar","CheckID":"serfHealth",
+       "Name":"Serf Health Status","Status":"passing","Notes":"","Output":"",
+       "ServiceID":"","ServiceName":"","ServiceTags":[],"Namespace":"default",
+       "CreateIndex":10,"ModifyIndex":10},
+      {"ID":"40e4a748-2192-161a-0510-9bf59fe950b5","Node":"foobar","CheckID":"service:redis",
+       "Name":"Service 'redis' check","Status":"critical","Notes":"","Output":"",
+       "ServiceID":"redis","ServiceName":"redis","ServiceTags":["primary"],"Type":"ttl",
+       "Namespace":"default","CreateIndex":11,"ModifyIndex":12}
+    ]"#;
+    let (addr, script) = serve(vec![
+        at_index(200, doc, 12),
+        Canned {
+            honour_wait: true,
+            ..at_index(200, "[]", 15)
+        },
+    ])
+    .await;
+    let c = client(addr, 1);
+    let v = c
+        .health_node("foobar", &QueryOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(v.index, 12);
+    assert_eq!(v.value.len(), 2);
+    let svc = v.value.iter().find(|h| h.service_id == "redis").unwrap();
+    assert_eq!(
+        (
+            svc.check_id.as_str(),
+            svc.status.as_str(),
+            svc.r#type.as_str()
+        ),
+        ("service:redis", "critical", "ttl")
+    );
+    assert_eq!(svc.node, "foobar");
+    let seen = script.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].method, Method::GET);
+    assert_eq!(seen[0].uri.path(), "/v1/health/node/foobar");
+
+    let opts = WatchOptions {
+        wait: Duration::from_millis(50),
+        min_interval: Duration::from_millis(1),
+        ..WatchOptions::default()
+    };
+    let mut stream = Box::pin(c.watch_health_node("foobar", opts));
+    let first = stream.next().await.unwrap().unwrap();
+    assert_eq!((first.index, first.value.len()), (15, 0));
+    // The next request blocks on the index just returned.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut next = None;
+    while next.is_none() && tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            _ = stream.next() => {}
+            () = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+        next = script.seen().get(2).cloned();
+    }
+    let q = next.unwrap().uri.query().unwrap_or("").to_owned();
+    assert!(q.split('&').any(|kv| kv == "index=15"), "{q}");
+    assert!(q.split('&').any(|kv| kv.starts_with("wait=")), "{q}");
+}

@@ -1,7 +1,9 @@
 //! Property tests of the planner against a simulated store: for random
 //! namespaces, labels, pre-existing objects and SyncConfigs (changed once
 //! mid-way), planning and applying settles to a state where planning again
-//! yields no op, and no delete ever hits an object it must not touch.
+//! yields no op, no delete ever hits an object it must not touch, no apply
+//! writes a name no item names, and a namespace out of mirra's reach
+//! (`--never-write-namespace`) is never in a plan.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests may unwrap: a panic is a test failure.
 
@@ -106,6 +108,23 @@ fn gen_namespaces() -> impl Strategy<Value = Vec<TestNs>> {
     })
 }
 
+/// The names the sync items of the valid configs selecting `ns` give
+/// there, by kind.
+fn sync_item_targets(ns: &TestNs, configs: &[CompiledConfig]) -> BTreeSet<(String, String)> {
+    configs
+        .iter()
+        .filter(|c| c.selects(&ns.view()))
+        .flat_map(|c| {
+            c.spec
+                .as_ref()
+                .unwrap()
+                .sync_items
+                .iter()
+                .map(|i| (i.kind.clone(), template_str(&i.name, &ns.name)))
+        })
+        .collect()
+}
+
 /// The deleteItem targets a valid config selecting `ns` names there.
 fn delete_item_targets(ns: &TestNs, configs: &[CompiledConfig]) -> BTreeSet<String> {
     configs
@@ -128,21 +147,42 @@ fn round(
     namespaces: &[TestNs],
     configs: &[CompiledConfig],
     store: &mut Store,
+    excluded: &BTreeSet<String>,
 ) -> Result<bool, TestCaseError> {
     let mut any = false;
+    let is_excluded = |n: &str| excluded.contains(n);
     for ns in namespaces {
         let observed = store.view(&ns.name);
-        let plan = plan_namespace(Some(&ns.view()), configs, &observed, &|_| false);
-        let again = plan_namespace(Some(&ns.view()), configs, &observed, &|_| false);
+        let plan = plan_namespace(Some(&ns.view()), configs, &observed, &is_excluded);
+        let again = plan_namespace(Some(&ns.view()), configs, &observed, &is_excluded);
         prop_assert_eq!(&plan, &again, "planning is deterministic");
         if !ns.active {
             prop_assert!(plan.ops.is_empty(), "ops in a terminating namespace");
         }
+        if excluded.contains(&ns.name) {
+            prop_assert!(
+                plan.ops.is_empty(),
+                "ops in never-write namespace {}",
+                ns.name
+            );
+        }
         let allowed = delete_item_targets(ns, configs);
+        let named = sync_item_targets(ns, configs);
         for op in &plan.ops {
             prop_assert_eq!(&op.target().namespace, &ns.name);
+            if let Op::Apply { target, .. } = op {
+                prop_assert!(
+                    named.contains(&(target.kind.clone(), target.name.clone())),
+                    "apply of {} {} that no item names",
+                    target.kind,
+                    target.name
+                );
+            }
             if let Op::Delete {
-                target, uid, cause, ..
+                target,
+                uid,
+                cause,
+                config,
             } = op
             {
                 let key: ObjectKey = target.key();
@@ -152,7 +192,19 @@ fn round(
                 prop_assert_eq!(&current.uid, uid);
                 match cause {
                     DeleteCause::Pruned => {
-                        prop_assert!(current.owner().is_some(), "pruned an unmarked object")
+                        // Marked, by the config the prune is made for, and
+                        // wanted by no item here any more.
+                        prop_assert_eq!(
+                            current.owner(),
+                            Some(config.clone()),
+                            "pruned an object its config does not own"
+                        );
+                        prop_assert!(
+                            !named.contains(&(target.kind.clone(), target.name.clone())),
+                            "pruned {} {} that an item still names",
+                            target.kind,
+                            target.name
+                        );
                     }
                     DeleteCause::DeleteItem => prop_assert!(
                         allowed.contains(&target.name),
@@ -174,11 +226,12 @@ fn settle(
     namespaces: &[TestNs],
     configs: &[CompiledConfig],
     store: &mut Store,
+    excluded: &BTreeSet<String>,
 ) -> Result<(), TestCaseError> {
     // One round writes everything; a second may follow when a conflict's
     // winner takes over an object written by the loser in the same round.
     for _ in 0..3 {
-        if !round(namespaces, configs, store)? {
+        if !round(namespaces, configs, store, excluded)? {
             return Ok(());
         }
     }
@@ -202,10 +255,11 @@ proptest! {
         }
         let before: Vec<CompiledConfig> = before.iter().enumerate().map(|(i, g)| build(i, g)).collect();
         let after: Vec<CompiledConfig> = after.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let none = BTreeSet::new();
         for configs in [&before, &after] {
-            settle(&namespaces, configs, &mut store)?;
+            settle(&namespaces, configs, &mut store, &none)?;
             // Settled: nothing more to do anywhere.
-            prop_assert!(!round(&namespaces, configs, &mut store)?);
+            prop_assert!(!round(&namespaces, configs, &mut store, &none)?);
             // Every wanted item exists, written for the winning config.
             for ns in namespaces.iter().filter(|n| n.active) {
                 let mut winners: Vec<&CompiledConfig> = configs.iter().filter(|c| c.selects(&ns.view())).collect();
@@ -232,6 +286,38 @@ proptest! {
                 let replaced_by_later = foreign_objects.iter().enumerate().skip(i + 1).any(|(_, other)| other == &(*ns, *name));
                 prop_assert!(survived || replaced_by_later, "untouchable object foreign-{} was changed or deleted", i);
             }
+        }
+    }
+
+    #[test]
+    fn never_write_namespaces_are_never_planned(
+        namespaces in gen_namespaces(),
+        before in proptest::collection::vec(gen_config(), 1..4),
+        after in proptest::collection::vec(gen_config(), 0..4),
+        foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
+        excluded in proptest::collection::btree_set(0..NAMESPACES.len(), 1..3),
+    ) {
+        let mut store = Store::default();
+        for (i, (ns, name)) in foreign_objects.iter().enumerate() {
+            let ns = NAMESPACES[*ns];
+            store.insert(foreign("ConfigMap", ns, &FOREIGN_NAMES[*name].replace("{ns}", ns), &format!("foreign-{i}")));
+        }
+        let before: Vec<CompiledConfig> = before.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let after: Vec<CompiledConfig> = after.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let none = BTreeSet::new();
+        // Copies written while nothing was excluded, then a namespace put
+        // out of reach: its copies stay as they are, even when the configs
+        // change so that they would be pruned or rewritten elsewhere.
+        settle(&namespaces, &before, &mut store, &none)?;
+        let excluded: BTreeSet<String> = excluded.iter().map(|i| NAMESPACES[*i].to_string()).collect();
+        let snapshot = |store: &Store| -> Vec<_> {
+            store.objects.iter().filter(|o| excluded.contains(&o.namespace)).cloned().collect()
+        };
+        let frozen = snapshot(&store);
+        for configs in [&before, &after] {
+            settle(&namespaces, configs, &mut store, &excluded)?;
+            prop_assert!(!round(&namespaces, configs, &mut store, &excluded)?);
+            prop_assert_eq!(&snapshot(&store), &frozen, "a never-write namespace changed");
         }
     }
 }

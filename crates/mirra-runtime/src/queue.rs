@@ -78,6 +78,11 @@ pub struct QueueConfig {
 }
 
 impl Default for QueueConfig {
+    /// The timings every controller starts from: 100 ms debounce, 1 s max
+    /// delay, backoff from 200 ms doubling up to 5 min. They gather the
+    /// events of one API write and bound added latency well under a second
+    /// while keeping a persistently failing key cheap (each value's reason
+    /// is next to it).
     fn default() -> Self {
         Self {
             // 100 ms gathers the events of one API write (an object and its

@@ -30,6 +30,12 @@ pub struct LogArgs {
     /// Log format: `pretty` for people, `json` for log pipelines.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Pretty, env = "MIRRA_LOG_FORMAT")]
     pub log_format: LogFormat,
+    /// Log as JSON (consul-k8s's `-log-json`); the same as `--log-format
+    /// json`.
+    #[arg(long, global = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false",
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub log_json: bool,
 }
 
 /// Log output formats.
@@ -42,12 +48,26 @@ pub enum LogFormat {
 }
 
 /// The commands.
+// Parsed once per process; the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run everything locally on embedded sandboxes: a Kubernetes API server
-    /// and a Consul catalog server, in this process. Prints how to point
-    /// kubectl at it; runs until Ctrl-C.
+    /// and a Consul catalog server in this process, with the mirror
+    /// controller and the catalog sync running against them. Prints how to
+    /// point kubectl at it; runs until Ctrl-C.
     Dev(DevArgs),
+    /// Run the mirror controller: keep a copy of every SyncConfig's items in
+    /// every namespace it selects, and remove the copies mirra owns when they
+    /// are no longer wanted. Uses KUBECONFIG (or the in-cluster service
+    /// account); runs until SIGINT/SIGTERM.
+    Run(RunCommandArgs),
+    /// Sync Kubernetes Services (and their EndpointSlices) into the Consul
+    /// catalog, as consul-k8s `sync-catalog` does and with its flags (both
+    /// `-flag` and `--flag` spellings), writing only what changed. Uses
+    /// KUBECONFIG (or the in-cluster service account) and CONSUL_HTTP_ADDR /
+    /// CONSUL_HTTP_TOKEN; runs until SIGINT/SIGTERM.
+    SyncCatalog(SyncCatalogCommandArgs),
     /// Run one sandbox server alone (for tests and experiments).
     #[command(subcommand)]
     Sandbox(SandboxCommand),
@@ -58,6 +78,28 @@ pub enum Command {
     /// as the apply body the controller would send, from the same planner.
     /// Nothing is read from or written to a cluster.
     Render(RenderArgs),
+}
+
+/// `mirra run`.
+#[derive(Debug, Args)]
+pub struct RunCommandArgs {
+    /// What the mirror controller honours and how fast it reacts.
+    #[command(flatten)]
+    pub mirror: mirra_mirror_controller::RunArgs,
+    /// Health, metrics, API client and leader election.
+    #[command(flatten)]
+    pub serve: crate::serve::MirrorServeArgs,
+}
+
+/// `mirra sync-catalog`.
+#[derive(Debug, Args)]
+pub struct SyncCatalogCommandArgs {
+    /// What is synced, how it is named, and how to reach Consul.
+    #[command(flatten)]
+    pub catalog: mirra_catalog_controller::SyncCatalogArgs,
+    /// Health, metrics, API client and leader election.
+    #[command(flatten)]
+    pub serve: crate::serve::CatalogServeArgs,
 }
 
 /// `mirra render`.
@@ -87,6 +129,10 @@ pub struct DevArgs {
     /// Where to write the kubeconfig for the embedded API server.
     #[arg(long, default_value = "mirra-dev.kubeconfig")]
     pub kubeconfig_out: PathBuf,
+    /// Address serving `/metrics`, `/healthz` and `/readyz` of both
+    /// controllers (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub health_listen: SocketAddr,
 }
 
 /// `mirra sandbox ...`.
@@ -141,7 +187,12 @@ pub fn init_logging(args: &LogArgs) -> anyhow::Result<()> {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    let result = match args.log_format {
+    let format = if args.log_json {
+        LogFormat::Json
+    } else {
+        args.log_format
+    };
+    let result = match format {
         LogFormat::Pretty => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
     };

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context;
+use clap::Parser;
 
 use crate::cli::{ConsulSandboxArgs, DevArgs, KubeSandboxArgs};
 
@@ -81,35 +82,119 @@ pub async fn consul(args: ConsulSandboxArgs) -> anyhow::Result<()> {
         .context("consul-sandbox failed")
 }
 
-/// `mirra dev`.
+/// The namespace whose SyncConfigs `mirra dev` honours: where `kubectl
+/// apply` puts objects without a namespace.
+const DEV_WATCH_NAMESPACE: &str = "default";
+
+/// The Consul node `mirra dev` registers Services on (consul-k8s's default).
+const DEV_CONSUL_NODE: &str = "k8s-sync";
+
+/// `mirra dev`: both sandboxes, the SyncConfig CRD installed, and both
+/// controllers running against them.
 pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
     let kube_listener = bind(args.kube_listen, "Kubernetes sandbox").await?;
     let consul_listener = bind(args.consul_listen, "Consul sandbox").await?;
     let kube_url = format!("http://{}", kube_listener.local_addr()?);
     let consul_url = format!("http://{}", consul_listener.local_addr()?);
     write_kubeconfig(&args.kubeconfig_out, &kube_url)?;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|s| *s).await;
-    };
+    let stop = tokio_util::sync::CancellationToken::new();
     let kube = tokio::spawn(kube_sandbox::serve(
         kube_listener,
         kube_sandbox::Config::default(),
-        wait(stop_rx.clone()),
+        stop.clone().cancelled_owned(),
     ));
     let consul = tokio::spawn(consul_sandbox::serve(
         consul_listener,
         consul_sandbox::Config::default(),
-        wait(stop_rx),
+        stop.clone().cancelled_owned(),
     ));
+
+    let client =
+        kube::Client::try_from(kube::Config::new(kube_url.parse().context("sandbox URL")?))
+            .context("Kubernetes client")?;
+    install_crd(&client).await?;
+
+    let mut registry = prometheus_client::registry::Registry::default();
+    let readiness = mirra_runtime::Readiness::new();
+    let mirror_metrics = mirra_runtime::Metrics::register(&mut registry);
+    let catalog_metrics = mirra_catalog_controller::register_metrics(&mut registry);
+    let mirror_settings = mirra_mirror_controller::Settings::new(
+        mirra_mirror_controller::WatchScope::Namespaces([DEV_WATCH_NAMESPACE.to_string()].into()),
+    );
+    let catalog_args = DevCatalogArgs::try_parse_from([
+        "sync-catalog".to_string(),
+        "--allow-k8s-namespace=*".into(),
+        "--deny-k8s-namespace=kube-system".into(),
+        "--consul-node-name".into(),
+        DEV_CONSUL_NODE.into(),
+        "--http-addr".into(),
+        consul_url.clone(),
+    ])
+    .context("catalog settings")?
+    .catalog;
+    let catalog_settings = mirra_catalog_controller::Settings::from_args(&catalog_args)?;
+    let consul_client =
+        mirra_consul::Client::new(catalog_args.consul_config()?).context("Consul client")?;
+    let mirror = tokio::spawn(mirra_mirror_controller::run(
+        client.clone(),
+        mirror_settings,
+        readiness.register("mirror"),
+        mirror_metrics,
+        stop.clone(),
+    ));
+    let reverse = tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
+        client.clone(),
+        consul_client.clone(),
+        catalog_settings.sync.clone(),
+        readiness.register("to-k8s"),
+        stop.clone(),
+    ));
+    let catalog = tokio::spawn(mirra_catalog_controller::run(
+        client,
+        consul_client,
+        catalog_settings,
+        readiness.register("catalog"),
+        catalog_metrics,
+        stop.clone(),
+    ));
+    let health = crate::serve::start_health(
+        args.health_listen,
+        args.health_listen,
+        readiness,
+        registry,
+        stop.clone(),
+    )
+    .await?;
+    let health_url = health
+        .first()
+        .map(|a| format!("http://{a}"))
+        .unwrap_or_default();
+
     let kubeconfig = args.kubeconfig_out.display();
     announce(&format!("kubernetes api listening on {kube_url}"))?;
     announce(&format!("consul api listening on {consul_url}"))?;
+    announce(&format!("metrics and health on {health_url}"))?;
     announce(&format!(
-        "\nTry:\n  export KUBECONFIG={kubeconfig}\n  kubectl get namespaces\n  export CONSUL_HTTP_ADDR={consul_url}\n  curl $CONSUL_HTTP_ADDR/v1/catalog/services\n\nRequest counters: {kube_url}/sandbox/stats and {consul_url}/v1/sandbox/stats\nPress Ctrl-C to stop."
+        "\nRunning: the mirror controller (SyncConfigs in namespace {DEV_WATCH_NAMESPACE}) and the \
+         catalog sync (Services of every namespace but kube-system, on Consul node {DEV_CONSUL_NODE}; \
+         Consul services back as ExternalName Services in default).\n\
+         Try:\n  export KUBECONFIG={kubeconfig}\n  kubectl apply -f examples/\n  \
+         kubectl get configmaps -A -l app.kubernetes.io/managed-by=mirra\n  \
+         kubectl get syncconfigs\n  \
+         curl {consul_url}/v1/catalog/services\n\n\
+         Request counters: {kube_url}/sandbox/stats and {consul_url}/v1/sandbox/stats\n\
+         Metrics: {health_url}/metrics\nPress Ctrl-C to stop."
     ))?;
-    shutdown_signal().await;
-    let _ = stop_tx.send(true);
+
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        r = mirror_and_catalog_failed(mirror, catalog) => {
+            stop.cancel();
+            return r;
+        }
+    }
+    stop.cancel();
+    let _ = reverse.await;
     kube.await
         .context("kube-sandbox task")?
         .context("kube-sandbox failed")?;
@@ -117,5 +202,47 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
         .await
         .context("consul-sandbox task")?
         .context("consul-sandbox failed")?;
+    Ok(())
+}
+
+/// The catalog flags, parsed as `mirra sync-catalog` would parse them.
+#[derive(clap::Parser)]
+struct DevCatalogArgs {
+    #[command(flatten)]
+    catalog: mirra_catalog_controller::SyncCatalogArgs,
+}
+
+/// Resolves only if a controller stops on its own (an error, or a panic).
+async fn mirror_and_catalog_failed(
+    mirror: tokio::task::JoinHandle<Result<(), mirra_mirror_controller::ControllerError>>,
+    catalog: tokio::task::JoinHandle<Result<(), mirra_catalog_controller::ControllerError>>,
+) -> anyhow::Result<()> {
+    tokio::select! {
+        r = mirror => {
+            r.context("mirror controller task")?.context("mirror controller")?;
+            anyhow::bail!("the mirror controller stopped")
+        }
+        r = catalog => {
+            r.context("catalog sync task")?.context("catalog sync")?;
+            anyhow::bail!("the catalog sync stopped")
+        }
+    }
+}
+
+/// Installs (or updates) the SyncConfig CRD, as `mirra crds | kubectl
+/// apply -f -` would.
+async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    let crd = mirra_mirror::crd();
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .patch(
+            &name,
+            &PatchParams::apply("mirra").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .context("installing the SyncConfig CRD")?;
     Ok(())
 }

@@ -1,0 +1,597 @@
+//! The catalog sync scenario: N Services x 5 endpoints synced into Consul
+//! by mirra (cold start, warm restart, a rolling update, an idle period),
+//! and the consul-k8s strategy (every instance re-registered every 30 s, one
+//! `catalog/register` each) as the baseline.
+//!
+//! The two sandboxes run as separate processes (`mirra sandbox kube` and
+//! `mirra sandbox consul`, next to this binary in the target directory) so
+//! that the RSS printed for mirra is the controller's (plus this load
+//! generator's small share), not the servers'. Without the `mirra` binary
+//! they run in this process and the RSS is of the whole process.
+//!
+//! Arguments: `--services N` (10000), `--endpoints E` (5), `--rollout P`
+//! (900 pods), `--idle-secs S` (65: two verification passes at the default
+//! 30 s interval).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use mirra_catalog_controller::{
+    CancellationToken, CatalogMetrics, Readiness, Settings, SyncSettings,
+};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Concurrent Kubernetes writers while seeding and rolling: enough to keep
+/// the sandbox busy without queueing thousands of requests.
+const WRITERS: usize = 32;
+/// consul-k8s's re-registration period.
+const CONSUL_K8S_PERIOD: Duration = Duration::from_secs(30);
+/// Namespace of the generated Services.
+const NS: &str = "bench";
+
+struct Args {
+    services: usize,
+    endpoints: usize,
+    rollout: usize,
+    idle: Duration,
+}
+
+fn parse_args(args: &[String]) -> anyhow::Result<Args> {
+    let mut a = Args {
+        services: 10_000,
+        endpoints: 5,
+        rollout: 900,
+        idle: Duration::from_secs(65),
+    };
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        let n: u64 = value
+            .parse()
+            .with_context(|| format!("bad value for {flag}"))?;
+        let n_usize = usize::try_from(n)?;
+        match flag.as_str() {
+            "--services" => a.services = n_usize.clamp(1, 32_768),
+            "--endpoints" => a.endpoints = n_usize.clamp(1, 8),
+            "--rollout" => a.rollout = n_usize,
+            "--idle-secs" => a.idle = Duration::from_secs(n),
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    a.rollout = a.rollout.min(a.services * a.endpoints);
+    Ok(a)
+}
+
+fn endpoint_ip(generation: usize, svc: usize, ep: usize) -> String {
+    // Unique per (generation, Service, endpoint) for up to 32,768 Services
+    // of up to 8 endpoints: 2^18 addresses per generation.
+    let n = svc * 8 + ep;
+    format!(
+        "10.{}.{}.{}",
+        100 + generation * 4 + n / 65_536 % 4,
+        n / 256 % 256,
+        n % 256
+    )
+}
+
+fn slice(name: &str, ips: &[String]) -> EndpointSlice {
+    let endpoints: Vec<_> = ips
+        .iter()
+        .map(|a| {
+            json!({"addresses": [a], "conditions": {"ready": true},
+                        "targetRef": {"kind": "Pod", "name": format!("{name}-{a}")}})
+        })
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{name}-1"), "namespace": NS,
+                     "labels": {"kubernetes.io/service-name": name}},
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    }))
+    .unwrap_or_default()
+}
+
+fn ips_for(generation: usize, svc: usize, endpoints: usize) -> Vec<String> {
+    (0..endpoints)
+        .map(|e| endpoint_ip(generation, svc, e))
+        .collect()
+}
+
+/// A `/proc/<pid>/status` field in MiB (`pid` "self" for this process).
+fn proc_mib(pid: &str, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// A sandbox server: in this process, or a child process of the `mirra`
+/// binary (killed when dropped). A handful exist per run, so the size
+/// difference of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
+enum Server<S> {
+    InProcess(S),
+    Child {
+        url: String,
+        child: tokio::process::Child,
+    },
+}
+
+impl<S> Server<S> {
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Server::InProcess(_) => None,
+            Server::Child { child, .. } => child.id(),
+        }
+    }
+
+    fn rss_mib(&self) -> Option<f64> {
+        self.pid().and_then(|p| proc_mib(&p.to_string(), "VmRSS:"))
+    }
+}
+
+/// Starts `mirra sandbox <kind> --listen 127.0.0.1:0 <extra>` and reads the
+/// `listening on http://ADDR` line it prints first.
+async fn spawn_sandbox(
+    bin: &Path,
+    kind: &str,
+    extra: &[&str],
+) -> anyhow::Result<(String, tokio::process::Child)> {
+    let mut child = tokio::process::Command::new(bin)
+        .args(["sandbox", kind, "--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {} sandbox {kind}", bin.display()))?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let line = lines
+        .next_line()
+        .await?
+        .with_context(|| format!("sandbox {kind} exited before listening"))?;
+    let url = line
+        .strip_prefix("listening on ")
+        .with_context(|| format!("unexpected first line from sandbox {kind}: {line:?}"))?
+        .trim()
+        .to_owned();
+    // Keep draining stdout so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((url, child))
+}
+
+/// The `mirra` binary next to this one, if it was built.
+fn mirra_bin() -> Option<PathBuf> {
+    let p = std::env::current_exe().ok()?.with_file_name("mirra");
+    p.is_file().then_some(p)
+}
+
+type Consul = Server<consul_sandbox::Sandbox>;
+
+/// The two counters the scenario reads from the Consul sandbox.
+#[derive(Clone, Copy)]
+struct ConsulCounts {
+    raft_applies: u64,
+    services: u64,
+}
+
+impl Consul {
+    async fn start(bin: Option<&Path>) -> anyhow::Result<Consul> {
+        match bin {
+            Some(b) => {
+                let (url, child) = spawn_sandbox(b, "consul", &[]).await?;
+                Ok(Server::Child { url, child })
+            }
+            None => Ok(Server::InProcess(
+                consul_sandbox::Sandbox::start(consul_sandbox::Config::default()).await?,
+            )),
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Server::InProcess(s) => s.url(),
+            Server::Child { url, .. } => url.clone(),
+        }
+    }
+
+    async fn counts(&self, http: &reqwest::Client) -> anyhow::Result<ConsulCounts> {
+        match self {
+            Server::InProcess(s) => {
+                let st = s.stats();
+                Ok(ConsulCounts {
+                    raft_applies: st.raft_applies,
+                    services: st.services,
+                })
+            }
+            Server::Child { url, .. } => {
+                let v: serde_json::Value = http
+                    .get(format!("{url}/v1/sandbox/stats"))
+                    .send()
+                    .await?
+                    .error_for_status()?
+                    .json()
+                    .await?;
+                let field = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+                Ok(ConsulCounts {
+                    raft_applies: field("raft_applies").context("raft_applies")?,
+                    services: field("services").context("services")?,
+                })
+            }
+        }
+    }
+}
+
+struct Controller {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), mirra_catalog_controller::ControllerError>>,
+    ready: mirra_catalog_controller::ReadyFlag,
+    metrics: CatalogMetrics,
+}
+
+fn start(kube: &kube::Client, consul: &mirra_consul::Client) -> Controller {
+    let sync = SyncSettings {
+        allow_k8s_namespaces: ["*".to_owned()].into(),
+        ..SyncSettings::default()
+    };
+    let settings = Settings::new(sync);
+    let stop = CancellationToken::new();
+    let ready = Readiness::new().register("catalog");
+    let metrics = CatalogMetrics::default();
+    let task = tokio::spawn(mirra_catalog_controller::run(
+        kube.clone(),
+        consul.clone(),
+        settings,
+        ready.clone(),
+        metrics.clone(),
+        stop.clone(),
+    ));
+    Controller {
+        stop,
+        task,
+        ready,
+        metrics,
+    }
+}
+
+impl Controller {
+    async fn stop(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        self.task.await??;
+        Ok(())
+    }
+
+    /// Waits until the queue is empty and Consul saw no write for 2 s.
+    async fn settle(&self, consul: &Consul, http: &reqwest::Client) -> anyhow::Result<()> {
+        let mut last = consul.counts(http).await?.raft_applies;
+        let mut quiet = 0;
+        while quiet < 10 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let now = consul.counts(http).await?.raft_applies;
+            if now == last && self.metrics.pending_keys() == 0 && self.ready.is_ready() {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+            last = now;
+        }
+        Ok(())
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(idx).copied().unwrap_or_default()
+}
+
+/// Runs the scenario and prints a markdown table.
+pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
+    let a = parse_args(&args)?;
+    let instances = a.services * a.endpoints;
+    eprintln!(
+        "catalog: {} Services x {} endpoints = {instances} instances",
+        a.services, a.endpoints
+    );
+
+    let bin = mirra_bin();
+    match &bin {
+        Some(b) => eprintln!("sandboxes: separate processes of {}", b.display()),
+        None => eprintln!("sandboxes: in this process (build the mirra binary to separate them)"),
+    }
+    let ksb: Server<kube_sandbox::Sandbox> = match &bin {
+        Some(b) => {
+            let kubeconfig =
+                std::env::temp_dir().join(format!("mirra-bench-{}.kubeconfig", std::process::id()));
+            let (url, child) = spawn_sandbox(
+                b,
+                "kube",
+                &["--kubeconfig-out", &kubeconfig.to_string_lossy()],
+            )
+            .await?;
+            Server::Child { url, child }
+        }
+        None => {
+            Server::InProcess(kube_sandbox::Sandbox::start(kube_sandbox::Config::default()).await?)
+        }
+    };
+    let kube_url = match &ksb {
+        Server::InProcess(s) => s.url(),
+        Server::Child { url, .. } => url.clone(),
+    };
+    let kube = kube::Client::try_from(kube::Config::new(kube_url.parse()?))?;
+    let csb = Consul::start(bin.as_deref()).await?;
+    let http = reqwest::Client::new();
+    let consul = mirra_consul::Client::new(mirra_consul::ConsulConfig::new(&csb.url())?)?;
+
+    // Seed Kubernetes.
+    let nss: Api<Namespace> = Api::all(kube.clone());
+    nss.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": NS}}))?,
+    )
+    .await?;
+    let svcs: Api<Service> = Api::namespaced(kube.clone(), NS);
+    let slices: Api<EndpointSlice> = Api::namespaced(kube.clone(), NS);
+    let seeded = futures::stream::iter(0..a.services)
+        .map(|i| {
+            let (svcs, slices) = (svcs.clone(), slices.clone());
+            let endpoints = a.endpoints;
+            async move {
+                let name = format!("svc-{i}");
+                let svc: Service = serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": NS},
+                    "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+                }))?;
+                svcs.create(&PostParams::default(), &svc).await?;
+                slices
+                    .create(
+                        &PostParams::default(),
+                        &slice(&name, &ips_for(0, i, endpoints)),
+                    )
+                    .await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(WRITERS)
+        .collect::<Vec<_>>()
+        .await;
+    for r in seeded {
+        r?;
+    }
+    eprintln!("seeded Kubernetes");
+
+    // Cold start.
+    let c0 = csb.counts(&http).await?;
+    let t0 = Instant::now();
+    let ctl = start(&kube, &consul);
+    while csb.counts(&http).await?.services < c0.services + instances as u64 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cold_time = t0.elapsed();
+    ctl.settle(&csb, &http).await?;
+    let cold_applies = csb.counts(&http).await?.raft_applies - c0.raft_applies;
+    let rss = proc_mib("self", "VmRSS:");
+    let (kube_rss, consul_rss) = (ksb.rss_mib(), csb.rss_mib());
+    eprintln!("cold start: {cold_applies} applies in {cold_time:?}");
+    ctl.stop().await?;
+
+    // Warm restart.
+    let applies1 = csb.counts(&http).await?.raft_applies;
+    let t1 = Instant::now();
+    let ctl = start(&kube, &consul);
+    while !ctl.ready.is_ready() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let warm_ready = t1.elapsed();
+    ctl.settle(&csb, &http).await?;
+    let warm_applies = csb.counts(&http).await?.raft_applies - applies1;
+    eprintln!("warm restart: {warm_applies} applies");
+
+    // Rolling update: `rollout` pods replaced, whole Services at a time.
+    let rolled_services = a.rollout.div_ceil(a.endpoints).min(a.services);
+    let applies2 = csb.counts(&http).await?.raft_applies;
+    let watchers: Vec<_> = (0..rolled_services)
+        .map(|i| {
+            let consul = consul.clone();
+            let want: BTreeSet<String> = ips_for(1, i, a.endpoints).into_iter().collect();
+            tokio::spawn(async move {
+                let mut w = Box::pin(
+                    consul.watch_service(format!("svc-{i}"), mirra_consul::WatchOptions::default()),
+                );
+                while let Some(Ok(v)) = w.next().await {
+                    let got: BTreeSet<String> =
+                        v.value.iter().map(|s| s.service_address.clone()).collect();
+                    if got == want {
+                        return Some(Instant::now());
+                    }
+                }
+                None
+            })
+        })
+        .collect();
+    // Let the watchers park their first blocking query.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    eprintln!("TDBG {:?} rollout start", std::time::SystemTime::now());
+    let starts = futures::stream::iter(0..rolled_services)
+        .map(|i| {
+            let slices = slices.clone();
+            let endpoints = a.endpoints;
+            async move {
+                let name = format!("svc-{i}");
+                let t = Instant::now();
+                slices
+                    .patch(
+                        &format!("{name}-1"),
+                        &PatchParams::apply("bench").force(),
+                        &Patch::Apply(&slice(&name, &ips_for(1, i, endpoints))),
+                    )
+                    .await?;
+                anyhow::Ok((i, t))
+            }
+        })
+        .buffer_unordered(WRITERS)
+        .collect::<Vec<_>>()
+        .await;
+    let mut started = vec![None; rolled_services];
+    for r in starts {
+        let (i, t) = r?;
+        if let Some(slot) = started.get_mut(i) {
+            *slot = Some(t);
+        }
+    }
+    let mut latencies = Vec::new();
+    for (i, w) in watchers.into_iter().enumerate() {
+        if let (Ok(Some(done)), Some(Some(t))) = (w.await, started.get(i)) {
+            latencies.push(done.saturating_duration_since(*t));
+        }
+    }
+    latencies.sort();
+    ctl.settle(&csb, &http).await?;
+    let rollout_applies = csb.counts(&http).await?.raft_applies - applies2;
+    let rollout_registers = ctl.metrics.operations_total("register");
+    let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
+    eprintln!("rollout: {rollout_applies} applies, p50 {p50:?}, p99 {p99:?}");
+
+    // Idle.
+    let applies3 = csb.counts(&http).await?.raft_applies;
+    tokio::time::sleep(a.idle).await;
+    let idle_applies = csb.counts(&http).await?.raft_applies - applies3;
+    let peak = proc_mib("self", "VmHWM:");
+    let metrics = ctl.metrics.clone();
+    ctl.stop().await?;
+
+    // Baseline: one consul-k8s cycle, one catalog/register per instance,
+    // against a fresh sandbox.
+    drop(csb);
+    drop(ksb);
+    let bsb = Consul::start(bin.as_deref()).await?;
+    let bclient = mirra_consul::Client::new(mirra_consul::ConsulConfig::new(&bsb.url())?)?;
+    let b0 = bsb.counts(&http).await?.raft_applies;
+    let tb = Instant::now();
+    let regs = futures::stream::iter(0..instances)
+        .map(|n| {
+            let c = bclient.clone();
+            let (svc, ep) = (n / a.endpoints, n % a.endpoints);
+            async move {
+                let name = format!("svc-{svc}");
+                let ip = endpoint_ip(0, svc, ep);
+                c.register(&mirra_consul::RegisterRequest {
+                    node: "k8s-sync".into(),
+                    address: "127.0.0.1".into(),
+                    node_meta: [("external-source".to_owned(), "kubernetes".to_owned())].into(),
+                    service: Some(mirra_consul::Service {
+                        id: format!("{name}-{ip}"),
+                        service: name,
+                        tags: vec!["k8s".into()],
+                        address: ip,
+                        port: 8080,
+                        meta: [("external-source".to_owned(), "kubernetes".to_owned())].into(),
+                        ..mirra_consul::Service::default()
+                    }),
+                    ..mirra_consul::RegisterRequest::default()
+                })
+                .await
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    for r in regs {
+        r?;
+    }
+    let cycle_time = tb.elapsed();
+    let cycle_applies = bsb.counts(&http).await?.raft_applies - b0;
+    let idle_cycles = (a.idle.as_secs_f64() / CONSUL_K8S_PERIOD.as_secs_f64()).floor() as u64;
+
+    let ratio = |base: u64, ours: u64| {
+        if ours == 0 {
+            "∞ (mirra: 0)".to_owned()
+        } else {
+            format!("{:.0}x", base as f64 / ours as f64)
+        }
+    };
+    println!("| phase | mirra | consul-k8s strategy | ratio |");
+    println!("|---|---|---|---|");
+    println!(
+        "| cold start, Raft applies ({instances} instances) | {cold_applies} (floor: {} ops = node + service and readiness check per instance, ceil(ops/64) = {}) | {cycle_applies} (measured) | {} |",
+        instances * 2 + 1,
+        (instances * 2 + 1).div_ceil(64),
+        ratio(cycle_applies, cold_applies)
+    );
+    println!(
+        "| cold start, time | {:.1} s | {:.1} s for one cycle (measured) | |",
+        cold_time.as_secs_f64(),
+        cycle_time.as_secs_f64()
+    );
+    println!(
+        "| warm restart, Raft applies | {warm_applies} (ready after {:.1} s) | {cycle_applies} (next cycle) | {} |",
+        warm_ready.as_secs_f64(),
+        ratio(cycle_applies, warm_applies)
+    );
+    println!(
+        "| rollout of {} pods, Raft applies | {rollout_applies} | {} (one cycle + {} deregistrations, modelled) | {} |",
+        rolled_services * a.endpoints,
+        cycle_applies + (rolled_services * a.endpoints) as u64,
+        rolled_services * a.endpoints,
+        ratio(
+            cycle_applies + (rolled_services * a.endpoints) as u64,
+            rollout_applies
+        )
+    );
+    println!(
+        "| rollout, event-to-Consul latency p50 / p99 | {:.0} ms / {:.0} ms ({} Services) | ~15 s / ~30 s (waits for the 30 s cycle, modelled) | |",
+        p50.as_secs_f64() * 1000.0,
+        p99.as_secs_f64() * 1000.0,
+        latencies.len()
+    );
+    println!(
+        "| idle {} s, Raft applies | {idle_applies} | {} ({idle_cycles} cycles x {cycle_applies}, modelled) | {} |",
+        a.idle.as_secs(),
+        idle_cycles * cycle_applies,
+        ratio(idle_cycles * cycle_applies, idle_applies)
+    );
+    println!(
+        "| idle, Consul reads | 1 blocking query | {} pollers every 7.5 s (modelled) | |",
+        a.services
+    );
+    let mib = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |m| format!("{m:.0} MiB"));
+    if bin.is_some() {
+        println!(
+            "| RSS after cold start, mirra (controller + this load generator; sandboxes in their own processes) | {} (peak {}) | | |",
+            mib(rss),
+            mib(peak)
+        );
+        println!(
+            "| RSS after cold start, sandbox processes (not mirra) | kube {} / consul {} | | |",
+            mib(kube_rss),
+            mib(consul_rss)
+        );
+    } else {
+        println!(
+            "| RSS after cold start (whole process: controller + both sandboxes) | {} (peak {}) | | |",
+            mib(rss),
+            mib(peak)
+        );
+    }
+    println!(
+        "\nmirra totals (the controller from the warm restart on): {} transactions, {} registrations ({rollout_registers} by the end of the rollout), {} deregistrations, {} writes avoided",
+        metrics.transactions_total(),
+        metrics.operations_total("register"),
+        metrics.operations_total("deregister"),
+        metrics.writes_avoided_total()
+    );
+    Ok(())
+}

@@ -1,0 +1,863 @@
+//! The mirror controller scenario (see BENCHMARKS.md): N namespaces, 20
+//! SyncConfigs of 2 items each, first reconciled by mirra (in this process)
+//! and then by a re-implementation of espejo's strategy (every namespace
+//! event re-runs every SyncConfig for that namespace with a live GET per
+//! item and a PUT when different; every SyncConfig fully re-synced every
+//! 10 s), each against its own fresh kube-sandbox.
+//!
+//! The sandbox runs in its own process when `--sandbox-bin` (default
+//! `target/release/mirra`) exists, so that this process's RSS growth is the
+//! controller's; otherwise in-process, and RSS is not reported.
+//!
+//! Usage: `mirra-bench mirror [--namespaces N] [--events N] [--idle-secs S]
+//! [--sandbox-bin PATH]`. What this module must NOT do: gate anything on
+//! time; it only measures and prints.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::runtime::watcher;
+use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness};
+use mirra_mirror_controller::prometheus_client::registry::Registry;
+use mirra_mirror_controller::tokio_util::sync::CancellationToken;
+use mirra_mirror_controller::{Settings, WatchScope};
+use serde_json::json;
+
+/// SyncConfigs in the scenario, as the issue names.
+const CONFIGS: usize = 20;
+/// Items per SyncConfig, as the issue names.
+const ITEMS: usize = 2;
+/// espejo's default `--reconcile-interval`.
+const ESPEJO_INTERVAL: Duration = Duration::from_secs(10);
+/// Concurrent requests of the espejo baseline: espejo's controller-runtime
+/// default of one worker per controller would be far slower; 16 keeps both
+/// cores busy so its time figures are not unfairly bad.
+const BASELINE_CONCURRENCY: usize = 16;
+/// Where the SyncConfigs live.
+const OPS: &str = "ops";
+
+struct Args {
+    namespaces: usize,
+    events: usize,
+    idle: Duration,
+    sandbox_bin: String,
+    skip_baseline: bool,
+}
+
+fn parse(args: Vec<String>) -> anyhow::Result<Args> {
+    let mut out = Args {
+        namespaces: 1000,
+        events: 100,
+        idle: Duration::from_secs(30),
+        sandbox_bin: "target/release/mirra".into(),
+        skip_baseline: false,
+    };
+    let mut it = args.into_iter();
+    while let Some(flag) = it.next() {
+        if flag == "--skip-baseline" {
+            out.skip_baseline = true;
+            continue;
+        }
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--namespaces" => out.namespaces = value.parse()?,
+            "--events" => out.events = value.parse()?,
+            "--idle-secs" => out.idle = Duration::from_secs(value.parse()?),
+            "--sandbox-bin" => out.sandbox_bin = value,
+            other => anyhow::bail!("unknown flag {other}"),
+        }
+    }
+    anyhow::ensure!(
+        out.events <= out.namespaces,
+        "--events must be <= --namespaces"
+    );
+    Ok(out)
+}
+
+/// A sandbox in its own process or in this one.
+enum Server {
+    External {
+        child: std::process::Child,
+        url: String,
+    },
+    InProcess(kube_sandbox::Sandbox),
+}
+
+impl Server {
+    async fn start(bin: &str) -> anyhow::Result<Server> {
+        if std::path::Path::new(bin).exists() {
+            use std::io::BufRead;
+            let mut child = std::process::Command::new(bin)
+                .args([
+                    "sandbox",
+                    "kube",
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--history",
+                    "10000",
+                ])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .with_context(|| format!("cannot start {bin}"))?;
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().context("no stdout")?)
+                .read_line(&mut line)?;
+            let url = line
+                .trim()
+                .strip_prefix("listening on ")
+                .context("no address line")?
+                .to_string();
+            Ok(Server::External { child, url })
+        } else {
+            Ok(Server::InProcess(
+                kube_sandbox::Sandbox::start(kube_sandbox::Config::default()).await?,
+            ))
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Server::External { url, .. } => url.clone(),
+            Server::InProcess(sb) => sb.url(),
+        }
+    }
+
+    fn external(&self) -> bool {
+        matches!(self, Server::External { .. })
+    }
+
+    async fn stats(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+        match self {
+            Server::InProcess(sb) => Ok(sb.stats().requests),
+            Server::External { url, .. } => {
+                let v: serde_json::Value = reqwest::get(format!("{url}/sandbox/stats"))
+                    .await?
+                    .json()
+                    .await?;
+                Ok(serde_json::from_value(v["requests"].clone())?)
+            }
+        }
+    }
+
+    fn stop(self) {
+        if let Server::External { mut child, .. } = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Requests by verb between two snapshots.
+fn by_verb(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (k, n) in after {
+        let d = n.saturating_sub(before.get(k).copied().unwrap_or(0));
+        if d > 0 {
+            let verb = k.split(' ').next().unwrap_or_default().to_string();
+            *out.entry(verb).or_default() += d;
+        }
+    }
+    out
+}
+
+fn fmt_verbs(v: &BTreeMap<String, u64>) -> String {
+    if v.is_empty() {
+        return "0".into();
+    }
+    v.iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn total(v: &BTreeMap<String, u64>, skip_watch: bool) -> u64 {
+    v.iter()
+        .filter(|(k, _)| !skip_watch || k.as_str() != "watch")
+        .map(|(_, n)| n)
+        .sum()
+}
+
+fn client(url: &str) -> anyhow::Result<kube::Client> {
+    Ok(kube::Client::try_from(kube::Config::new(url.parse()?))?)
+}
+
+fn sc_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("sync.appuio.ch", "v1alpha1", "SyncConfig"),
+        "syncconfigs",
+    )
+}
+
+fn item(config: usize, item: usize, version: u32) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": format!("sc{config:02}-item{item}"), "labels": {"bench": "copy"}},
+           "data": {"namespace": "${PROJECT_NAME}", "version": version.to_string()}})
+}
+
+fn ns_name(i: usize) -> String {
+    format!("ns-{i:04}")
+}
+
+/// Creates the CRD, `ops`, the namespaces (labelled `bench=yes`) and the
+/// SyncConfigs (selecting `bench=yes`).
+async fn setup(c: &kube::Client, namespaces: usize, with_crd: bool) -> anyhow::Result<()> {
+    if with_crd {
+        Api::<CustomResourceDefinition>::all(c.clone())
+            .create(
+                &PostParams::default(),
+                &mirra_mirror_controller::mirra_mirror::crd(),
+            )
+            .await?;
+    }
+    create_namespaces(c, (0..namespaces).map(ns_name).collect()).await?;
+    create_namespace(c, OPS, false).await?;
+    if with_crd {
+        let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
+        for j in 0..CONFIGS {
+            let obj: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+                "metadata": {"name": format!("sc{j:02}"), "namespace": OPS},
+                "spec": {"namespaceSelector": {"labelSelector": {"matchLabels": {"bench": "yes"}}},
+                         "syncItems": (0..ITEMS).map(|k| item(j, k, 1)).collect::<Vec<_>>()},
+            }))?;
+            api.create(&PostParams::default(), &obj).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn create_namespace(c: &kube::Client, name: &str, selected: bool) -> anyhow::Result<()> {
+    let labels = if selected {
+        json!({"bench": "yes"})
+    } else {
+        json!({})
+    };
+    Api::<Namespace>::all(c.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))?,
+        )
+        .await?;
+    Ok(())
+}
+
+async fn create_namespaces(c: &kube::Client, names: Vec<String>) -> anyhow::Result<()> {
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(names)
+        .map(|n| async move { create_namespace(c, &n, true).await })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}
+
+/// Watches mirra's copies without keeping them: counts copies per namespace
+/// and remembers when each namespace reached `want` copies.
+#[derive(Default)]
+struct CopyCounter {
+    per_ns: BTreeMap<String, usize>,
+    complete_at: BTreeMap<String, Instant>,
+    total: usize,
+    /// Namespaces whose copy of the edited item (sc00-item0) shows version
+    /// 2, for the item-edit phase.
+    edited: std::collections::BTreeSet<String>,
+}
+
+fn spawn_counter(
+    c: &kube::Client,
+    want: usize,
+) -> (Arc<Mutex<CopyCounter>>, tokio::task::JoinHandle<()>) {
+    let counter = Arc::new(Mutex::new(CopyCounter::default()));
+    let api: Api<ConfigMap> = Api::all(c.clone());
+    let stream = watcher::watcher(api, watcher::Config::default().labels("bench=copy"));
+    let cc = counter.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        let mut seen: BTreeMap<(String, String), ()> = BTreeMap::new();
+        while let Some(ev) = stream.next().await {
+            let Ok(ev) = ev else { continue };
+            let mut c = cc.lock().unwrap_or_else(|e| e.into_inner());
+            match ev {
+                watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                    let ns = o.metadata.namespace.clone().unwrap_or_default();
+                    let name = o.metadata.name.clone().unwrap_or_default();
+                    let version = o.data.as_ref().and_then(|d| d.get("version"));
+                    if name == "sc00-item0" && version.is_some_and(|v| v == "2") {
+                        c.edited.insert(ns.clone());
+                    }
+                    if seen.insert((ns.clone(), name), ()).is_none() {
+                        c.total += 1;
+                        let n = c.per_ns.entry(ns.clone()).or_default();
+                        *n += 1;
+                        if *n == want {
+                            c.complete_at.entry(ns).or_insert_with(Instant::now);
+                        }
+                    }
+                }
+                watcher::Event::Delete(o) => {
+                    let ns = o.metadata.namespace.clone().unwrap_or_default();
+                    let name = o.metadata.name.clone().unwrap_or_default();
+                    if seen.remove(&(ns.clone(), name)).is_some() {
+                        c.total -= 1;
+                        if let Some(n) = c.per_ns.get_mut(&ns) {
+                            *n -= 1;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    (counter, task)
+}
+
+async fn wait_until(
+    what: &str,
+    limit: Duration,
+    mut f: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while !f() {
+        anyhow::ensure!(start.elapsed() < limit, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// Waits until the request counters stay still for 3 s (longer than the
+/// status window), so a phase's figures include its trailing writes.
+async fn settle(server: &Server) -> anyhow::Result<BTreeMap<String, u64>> {
+    Ok(settle_at(server).await?.0)
+}
+
+/// [`settle`], also returning when the counters last moved.
+async fn settle_at(server: &Server) -> anyhow::Result<(BTreeMap<String, u64>, Instant)> {
+    let mut last = server.stats().await?;
+    let mut last_moved = Instant::now();
+    let mut quiet = Duration::ZERO;
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let now = server.stats().await?;
+        let moved = now
+            .iter()
+            .any(|(k, v)| !k.starts_with("watch ") && last.get(k) != Some(v));
+        if moved {
+            quiet = Duration::ZERO;
+            last_moved = Instant::now();
+        } else {
+            quiet += Duration::from_millis(250);
+            if quiet >= Duration::from_secs(3) {
+                return Ok((now, last_moved));
+            }
+        }
+        last = now;
+    }
+}
+
+/// Gap between paced namespace creations. 100 ms: ten namespaces a second
+/// is far above any real cluster's steady rate, yet leaves each namespace's
+/// 40 writes room to finish before the next arrives.
+const PACE: Duration = Duration::from_millis(100);
+
+/// The cumulative buckets `(le, count)` of the mirror controller's
+/// event-to-write histogram, from the registry the controller writes to.
+fn event_to_write_buckets(registry: &Registry) -> Vec<(String, u64)> {
+    let mut text = String::new();
+    if mirra_mirror_controller::prometheus_client::encoding::text::encode(&mut text, registry)
+        .is_err()
+    {
+        return Vec::new();
+    }
+    text.lines()
+        .filter(|l| {
+            l.starts_with("mirra_event_to_write_seconds_bucket") && l.contains("\"mirror\"")
+        })
+        .filter_map(|l| {
+            let le = l.split("le=\"").nth(1)?.split('"').next()?.to_string();
+            let n = l.rsplit(' ').next()?.parse().ok()?;
+            Some((le, n))
+        })
+        .collect()
+}
+
+/// Per-bucket difference of two cumulative snapshots (same bucket order).
+fn bucket_diff(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, u64)> {
+    after
+        .iter()
+        .map(|(le, n)| {
+            let b = before.iter().find(|(l, _)| l == le).map_or(0, |(_, n)| *n);
+            (le.clone(), n.saturating_sub(b))
+        })
+        .collect()
+}
+
+/// The smallest bucket bound holding quantile `q` of a cumulative histogram.
+fn bucket_quantile(cumulative: &[(String, u64)], q: f64) -> String {
+    let total = cumulative.last().map_or(0, |(_, n)| *n);
+    if total == 0 {
+        return "-".into();
+    }
+    let want = (total as f64 * q).ceil() as u64;
+    cumulative
+        .iter()
+        .find(|(_, n)| *n >= want)
+        .map_or_else(|| "+Inf".into(), |(le, _)| le.clone())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+struct Phase {
+    name: String,
+    time: Duration,
+    requests: BTreeMap<String, u64>,
+}
+
+/// Runs the scenario.
+pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
+    let args = parse(args)?;
+    let n = args.namespaces;
+    let copies = n * CONFIGS * ITEMS;
+    let limit = Duration::from_secs(600);
+
+    // ---- mirra ----
+    let server = Server::start(&args.sandbox_bin).await?;
+    let url = server.url();
+    let c = client(&url)?;
+    setup(&c, n, true).await?;
+    let (counter, counter_task) = spawn_counter(&c, CONFIGS * ITEMS);
+    let count = |cc: &Arc<Mutex<CopyCounter>>| cc.lock().map(|c| c.total).unwrap_or(0);
+    let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
+    // Several verification passes during the idle window.
+    settings.verify_interval = Some(Duration::from_secs(5));
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let ready = Readiness::new().register("mirror");
+    let token = CancellationToken::new();
+    let rss_before = rss_kib();
+    let s0 = server.stats().await?;
+    let t0 = Instant::now();
+    let ctl = tokio::spawn(mirra_mirror_controller::run(
+        client(&url)?,
+        settings,
+        ready,
+        metrics,
+        token.clone(),
+    ));
+    wait_until("initial convergence", limit, || count(&counter) == copies).await?;
+    let converge_time = t0.elapsed();
+    let rss_after = rss_kib();
+    let s1 = settle(&server).await?;
+    let mut phases = vec![Phase {
+        name: format!("initial convergence ({copies} copies)"),
+        time: converge_time,
+        requests: by_verb(&s0, &s1),
+    }];
+
+    // Namespace creations.
+    let t = Instant::now();
+    let mut created_at = BTreeMap::new();
+    for i in n..n + args.events {
+        let name = ns_name(i);
+        created_at.insert(name.clone(), Instant::now());
+        create_namespace(&c, &name, true).await?;
+    }
+    wait_until("new namespaces", limit, || {
+        count(&counter) == copies + args.events * CONFIGS * ITEMS
+    })
+    .await?;
+    let time = t.elapsed();
+    let mut latencies: Vec<Duration> = {
+        let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        created_at
+            .iter()
+            .filter_map(|(ns, at)| {
+                cc.complete_at
+                    .get(ns)
+                    .map(|d| d.saturating_duration_since(*at))
+            })
+            .collect()
+    };
+    latencies.sort();
+    let s2 = settle(&server).await?;
+
+    phases.push(Phase {
+        name: format!(
+            "{} namespace creations, burst: back to back (+{} copies, {} namespace writes by the bench)",
+            args.events,
+            args.events * CONFIGS * ITEMS,
+            args.events
+        ),
+        time,
+        requests: by_verb(&s1, &s2),
+    });
+
+    // Paced namespace creations: latency as a user feels it, one namespace
+    // at a time instead of a burst behind thousands of writes.
+    let hist_before = event_to_write_buckets(&registry);
+    let t = Instant::now();
+    let mut paced_at = BTreeMap::new();
+    for i in n + args.events..n + 2 * args.events {
+        let name = ns_name(i);
+        paced_at.insert(name.clone(), Instant::now());
+        create_namespace(&c, &name, true).await?;
+        tokio::time::sleep(PACE).await;
+    }
+    wait_until("paced namespaces", limit, || {
+        count(&counter) == copies + 2 * args.events * CONFIGS * ITEMS
+    })
+    .await?;
+    let paced_time = t.elapsed();
+    let mut paced: Vec<Duration> = {
+        let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        paced_at
+            .iter()
+            .filter_map(|(ns, at)| {
+                cc.complete_at
+                    .get(ns)
+                    .map(|d| d.saturating_duration_since(*at))
+            })
+            .collect()
+    };
+    paced.sort();
+    let s2b = settle(&server).await?;
+    let hist_after = event_to_write_buckets(&registry);
+    let paced_requests = by_verb(&s2, &s2b);
+    let s2 = s2b;
+
+    // Relabels out.
+    let t = Instant::now();
+    let ns_api: Api<Namespace> = Api::all(c.clone());
+    for i in 0..args.events {
+        ns_api
+            .patch(
+                &ns_name(i),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"bench": "no"}}})),
+            )
+            .await?;
+    }
+    wait_until("relabels pruned", limit, || {
+        count(&counter) == copies + args.events * CONFIGS * ITEMS
+    })
+    .await?;
+    let time = t.elapsed();
+    let s3 = settle(&server).await?;
+    phases.push(Phase {
+        name: format!(
+            "{} relabels out (-{} copies, {} namespace writes by the bench)",
+            args.events,
+            args.events * CONFIGS * ITEMS,
+            args.events
+        ),
+        time,
+        requests: by_verb(&s2, &s3),
+    });
+
+    // One item edit.
+    let t = Instant::now();
+    let sc_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
+    sc_api
+        .patch(
+            "sc00",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"syncItems": [item(0, 0, 2), item(0, 1, 1)]}})),
+        )
+        .await?;
+    let selected_now = n + args.events;
+    wait_until("item edit applied", limit, || {
+        counter.lock().map(|c| c.edited.len()).unwrap_or(0) == selected_now
+    })
+    .await?;
+    let edit_applied = t.elapsed();
+    let (s4, done) = settle_at(&server).await?;
+    phases.push(Phase {
+        // Time: until every copy of the edited item shows the edit on a
+        // watch; the trailing status write comes later (within 250 ms).
+        name: format!(
+            "one item edit (1 SyncConfig write by the bench; time until all {selected_now} edited copies are seen, last request at {:.2} s)",
+            done.saturating_duration_since(t).as_secs_f64()
+        ),
+        time: edit_applied,
+        requests: by_verb(&s3, &s4),
+    });
+
+    // Idle.
+    let t = Instant::now();
+    tokio::time::sleep(args.idle).await;
+    let s5 = server.stats().await?;
+    phases.push(Phase {
+        name: format!(
+            "idle {} s (verification pass every 5 s)",
+            args.idle.as_secs()
+        ),
+        time: t.elapsed(),
+        requests: by_verb(&s4, &s5),
+    });
+    token.cancel();
+    ctl.await??;
+    counter_task.abort();
+    let external = server.external();
+    server.stop();
+
+    // ---- espejo strategy ----
+    let (base, base_lat) = if args.skip_baseline {
+        (Vec::new(), Vec::new())
+    } else {
+        espejo_baseline(&args).await?
+    };
+
+    // ---- report ----
+    println!(
+        "## mirror controller: {n} namespaces, {CONFIGS} SyncConfigs x {ITEMS} items ({copies} copies)\n"
+    );
+    println!(
+        "sandbox: {}\n",
+        if external {
+            "separate process (`mirra sandbox kube`)"
+        } else {
+            "in-process"
+        }
+    );
+    println!(
+        "| phase | mirra time | mirra requests (by verb) | espejo-strategy time | espejo-strategy requests (by verb) | requests ratio (excl. watch) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for (i, m) in phases.iter().enumerate() {
+        let mt = total(&m.requests, true);
+        let (bt_time, bt_reqs, ratio) = match base.get(i) {
+            Some(b) => {
+                let bt = total(&b.requests, true);
+                let ratio = if mt == 0 {
+                    format!("{bt} : 0")
+                } else {
+                    format!("{:.1}x", bt as f64 / mt as f64)
+                };
+                (
+                    format!("{:.2} s", b.time.as_secs_f64()),
+                    fmt_verbs(&b.requests),
+                    ratio,
+                )
+            }
+            // Skipped (--skip-baseline), or a phase the baseline has no
+            // counterpart for.
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        println!(
+            "| {} | {:.2} s | {} | {} | {} | {} |",
+            m.name,
+            m.time.as_secs_f64(),
+            fmt_verbs(&m.requests),
+            bt_time,
+            bt_reqs,
+            ratio
+        );
+    }
+    println!();
+    println!(
+        "event-to-write latency, namespace creation -> all {} copies seen on a watch (mirra, {} samples): p50 {:.0} ms, p99 {:.0} ms",
+        CONFIGS * ITEMS,
+        latencies.len(),
+        percentile(&latencies, 0.5).as_secs_f64() * 1000.0,
+        percentile(&latencies, 0.99).as_secs_f64() * 1000.0
+    );
+    println!(
+        "(the burst figure above is throughput: the last of {} namespaces created back to back waits behind the writes of all before it)",
+        args.events
+    );
+    println!(
+        "paced namespace creations ({} namespaces, one every {} ms, {:.2} s, requests {}): creation -> all {} copies seen on a watch: p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        args.events,
+        PACE.as_millis(),
+        paced_time.as_secs_f64(),
+        fmt_verbs(&paced_requests),
+        CONFIGS * ITEMS,
+        percentile(&paced, 0.5).as_secs_f64() * 1000.0,
+        percentile(&paced, 0.99).as_secs_f64() * 1000.0,
+        paced.last().copied().unwrap_or_default().as_secs_f64() * 1000.0
+    );
+    let hist = bucket_diff(&hist_before, &hist_after);
+    println!(
+        "controller's mirra_event_to_write_seconds during the paced phase ({} observations): p50 <= {} s, p99 <= {} s (bucket upper bounds)",
+        hist.last().map(|(_, n)| *n).unwrap_or(0),
+        bucket_quantile(&hist, 0.5),
+        bucket_quantile(&hist, 0.99)
+    );
+    println!(
+        "espejo strategy, namespace creation -> its synchronous re-sync done (no watch delay counted): p50 {:.0} ms, p99 {:.0} ms",
+        percentile(&base_lat, 0.5).as_secs_f64() * 1000.0,
+        percentile(&base_lat, 0.99).as_secs_f64() * 1000.0
+    );
+    println!(
+        "mirra's request counts include the bench's own copy-counting watch (1 list + its watch requests)."
+    );
+    match (external, rss_before, rss_after) {
+        (true, Some(b), Some(a)) => println!(
+            "bench process RSS (controller + its caches; the bench's counter keeps no objects): {} MiB before start, {} MiB at {copies} copies (+{} MiB)",
+            b / 1024,
+            a / 1024,
+            a.saturating_sub(b) / 1024
+        ),
+        _ => println!(
+            "RSS not reported: the sandbox ran in this process, so its growth would be counted too"
+        ),
+    }
+    Ok(())
+}
+
+/// The same scenario with espejo's strategy, against a fresh sandbox: its
+/// phases (same order as mirra's) and its per-namespace latencies.
+async fn espejo_baseline(args: &Args) -> anyhow::Result<(Vec<Phase>, Vec<Duration>)> {
+    let n = args.namespaces;
+    let server = Server::start(&args.sandbox_bin).await?;
+    let url = server.url();
+    let c = client(&url)?;
+    setup(&c, n, false).await?;
+    let selected: Vec<String> = (0..n).map(ns_name).collect();
+    let mut version = vec![1u32; CONFIGS * ITEMS];
+    let b0 = server.stats().await?;
+    let t = Instant::now();
+    espejo_sync(&c, &selected, &version).await?;
+    let mut base = vec![Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b0, &server.stats().await?),
+    }];
+    let b1 = server.stats().await?;
+    let t = Instant::now();
+    let mut base_lat = Vec::new();
+    for i in n..n + args.events {
+        let name = ns_name(i);
+        let at = Instant::now();
+        create_namespace(&c, &name, true).await?;
+        espejo_sync(&c, std::slice::from_ref(&name), &version).await?;
+        base_lat.push(at.elapsed());
+    }
+    base_lat.sort();
+    let b2 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b1, &b2),
+    });
+    let t = Instant::now();
+    for i in 0..args.events {
+        ns_api_for(&c)
+            .patch(
+                &ns_name(i),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"bench": "no"}}})),
+            )
+            .await?;
+        // The namespace no longer matches: espejo evaluates every SyncConfig
+        // for it, selects none, and (having no ownership) deletes nothing.
+    }
+    let b3 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b2, &b3),
+    });
+    let now_selected: Vec<String> = (args.events..n + args.events).map(ns_name).collect();
+    let t = Instant::now();
+    version[0] = 2;
+    // An edited SyncConfig is re-synced over every namespace it selects.
+    espejo_sync_config(&c, &now_selected, 0, &version).await?;
+    let b4 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b3, &b4),
+    });
+    let t = Instant::now();
+    let mut next = Instant::now();
+    while t.elapsed() < args.idle {
+        if Instant::now() >= next {
+            espejo_sync(&c, &now_selected, &version).await?;
+            next += ESPEJO_INTERVAL;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b5 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b4, &b5),
+    });
+    server.stop();
+
+    Ok((base, base_lat))
+}
+
+fn ns_api_for(c: &kube::Client) -> Api<Namespace> {
+    Api::all(c.clone())
+}
+
+/// espejo's full re-sync of every SyncConfig over `namespaces`.
+async fn espejo_sync(
+    c: &kube::Client,
+    namespaces: &[String],
+    version: &[u32],
+) -> anyhow::Result<()> {
+    for j in 0..CONFIGS {
+        espejo_sync_config(c, namespaces, j, version).await?;
+    }
+    Ok(())
+}
+
+/// One SyncConfig over `namespaces`: a live GET per item, a create when
+/// missing, a full PUT when different.
+async fn espejo_sync_config(
+    c: &kube::Client,
+    namespaces: &[String],
+    config: usize,
+    version: &[u32],
+) -> anyhow::Result<()> {
+    let work: Vec<(String, usize)> = namespaces
+        .iter()
+        .flat_map(|ns| (0..ITEMS).map(move |k| (ns.clone(), k)))
+        .collect();
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(work)
+        .map(|(ns, k)| async move {
+            let api: Api<ConfigMap> = Api::namespaced(c.clone(), &ns);
+            let mut want = item(config, k, version[config * ITEMS + k]);
+            want["data"]["namespace"] = json!(ns);
+            let want: ConfigMap = serde_json::from_value(want)?;
+            let name = want.metadata.name.clone().unwrap_or_default();
+            match api.get_opt(&name).await? {
+                None => {
+                    api.create(&PostParams::default(), &want).await?;
+                }
+                Some(have) if have.data != want.data => {
+                    let mut put = want.clone();
+                    put.metadata.resource_version = have.metadata.resource_version;
+                    api.replace(&name, &PostParams::default(), &put).await?;
+                }
+                Some(_) => {}
+            }
+            Ok(())
+        })
+        .buffer_unordered(BASELINE_CONCURRENCY)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}

@@ -1,0 +1,1353 @@
+//! The event loop of the catalog sync.
+//!
+//! One task owns all state, so there are no locks: it folds watch events
+//! into caches, turns them into Service keys in a [`WorkQueue`], and when a
+//! batch of keys is ready (after the debounce window) it plans them
+//! together and writes the operations in `/v1/txn` chunks.
+//!
+//! Observed state is ONE blocking query on `node-services/<our node>` for
+//! the instances and ONE on `health/node/<our node>` for their checks (the
+//! node-services answer carries no check status). One addition makes it
+//! exact:
+//!
+//! - **Overlay of our own writes.** A node-services answer computed just
+//!   before one of our writes committed would make the next plan write the
+//!   same thing again. Each committed operation is recorded as an expected
+//!   state of its instance and of its checks; an answer that does not show
+//!   it yet keeps the expectation, an answer that shows it drops it, and an
+//!   expectation not confirmed within [`OVERLAY_TTL`] is dropped so that
+//!   Consul's truth wins. Instances and checks are confirmed separately,
+//!   each by its own watch.
+//!
+//! Safety rules: nothing is written before every watch has its initial list
+//! and the first node-services and health/node answers arrived;
+//! then one whole-node pass (the only kind of plan that can reap orphans)
+//! runs, and after it keys are planned one batch at a time. Only instances
+//! passing `mirra_catalog::is_owned` are ever touched (the planner
+//! guarantees it). A failed write keeps the key (and the service IDs it
+//! touched) pending with backoff: memory is bounded by the key set.
+//!
+//! This module must NOT compute registrations or plans itself (mirra-catalog
+//! does) nor retry individual HTTP requests (mirra-consul does).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::pin::pin;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Event, Node, ObjectReference, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::{Api, PostParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, watcher};
+use mirra_catalog::mapping::NodeLookup;
+use mirra_catalog::observed::echo;
+use mirra_catalog::plan::plan_detailed;
+use mirra_catalog::{
+    CatalogOp, NodeEndpointIndex, ObservedCheck, ObservedInstance, Registration, ServiceKey,
+    SyncNode, Warning, desired_for_service, is_owned, key_for_slice, keys_for_ingress,
+    keys_for_node_change,
+};
+use mirra_consul::{HealthCheck, NodeServices, QueryOptions, TxnOp, Verb, WatchOptions};
+use mirra_runtime::{Cache, Change, ObjectKey, Outcome, ReadyFlag, WorkQueue};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::flags::Settings;
+use crate::metrics::CatalogMetrics;
+
+/// How long an expectation about one of our own writes outlives Consul
+/// answers that do not show it. A blocking answer computed before the write
+/// is followed by a fresh one within one watch round (~100 ms); 30 s is
+/// far beyond that yet short enough that a third party's change is seen
+/// within one verification period.
+pub const OVERLAY_TTL: Duration = Duration::from_secs(30);
+
+/// Minimum spacing of node-services reads. Each read returns every instance
+/// on our node (50,000 in the benchmark, tens of MB of JSON), and most
+/// changes it would show are our own writes, already known from the
+/// overlay; reading at most once a second keeps a rollout from turning into
+/// a stream of whole-node reads, while third-party changes are still seen
+/// within a second.
+const OBSERVED_MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Backoff of a failed whole-node pass: from 1 s up to 60 s, so a Consul
+/// outage costs at most one pass a minute.
+const FULL_PASS_BACKOFF_BASE: Duration = Duration::from_secs(1);
+/// See [`FULL_PASS_BACKOFF_BASE`].
+const FULL_PASS_BACKOFF_CAP: Duration = Duration::from_secs(60);
+
+/// Plan-entry index standing for the Node `set` that creates our node (it
+/// belongs to no plan entry; no plan has this many entries).
+const NODE_OP: usize = usize::MAX;
+
+/// Reason of the warning Event for a bad annotation value.
+pub const EVENT_REASON: &str = "InvalidAnnotation";
+/// Component named in warning Events.
+pub const EVENT_COMPONENT: &str = "mirra-sync-catalog";
+
+/// Why the controller stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The work queue configuration is inconsistent. Not retryable: fix the
+    /// debounce settings.
+    #[error("work queue: {0}")]
+    Queue(#[from] mirra_runtime::QueueError),
+    /// A Kubernetes watch stream ended, which kube-rs watchers never do
+    /// unless the runtime is shutting down. Retryable by restarting.
+    #[error("the {0} watch ended unexpectedly")]
+    WatchEnded(&'static str),
+    /// A Consul watch (node-services or health/node) ended. Retryable by
+    /// restarting.
+    #[error("a Consul watch ended unexpectedly")]
+    ConsulWatchEnded,
+    /// `-purge-k8s-services-from-node` could not finish. Retryable: run it
+    /// again once Consul is reachable.
+    #[error("purging the node failed: {0}")]
+    Purge(#[source] mirra_consul::Error),
+}
+
+/// Runs the catalog sync until `shutdown` is cancelled.
+///
+/// `ready` is set once every watch has delivered its initial list and the
+/// first node-services and health/node answers arrived.
+/// With `settings.purge`, deregisters every instance this process owns and
+/// returns instead.
+pub async fn run(
+    kube: kube::Client,
+    consul: mirra_consul::Client,
+    settings: Settings,
+    ready: ReadyFlag,
+    metrics: CatalogMetrics,
+    shutdown: CancellationToken,
+) -> Result<(), ControllerError> {
+    if settings.purge {
+        return purge(&consul, &settings, &metrics).await;
+    }
+    let queue = WorkQueue::new(settings.queue.clone())?;
+    let mut engine = Engine::new(kube.clone(), consul.clone(), settings, metrics, queue);
+
+    let services = pin!(watch_stream::<Service>(&kube));
+    let slices = pin!(watch_stream::<EndpointSlice>(&kube));
+    let nodes = pin!(watch_stream::<Node>(&kube));
+    let ingress_enabled = engine.settings.sync.enable_ingress;
+    let ingresses = pin!(watch_stream::<Ingress>(&kube));
+    let watch_opts = WatchOptions {
+        wait: engine.settings.consul_wait,
+        min_interval: OBSERVED_MIN_INTERVAL,
+        ..WatchOptions::default()
+    };
+    let node_name = engine.settings.sync.consul_node_name.clone();
+    // Each answer lists every instance (and every check) on our node; they
+    // are decoded and converted on their own tasks so that a 50,000-entry
+    // answer never stalls the event loop.
+    let (observed, _observed_task) = spawn_converted(
+        consul.watch_node_services(node_name.clone(), watch_opts.clone()),
+        |v| ObservedSnapshot {
+            node_exists: v.value.node.is_some(),
+            instances: observed_from(&v.value),
+            index: v.index,
+        },
+    );
+    let (checks, _checks_task) =
+        spawn_converted(consul.watch_health_node(node_name, watch_opts), |v| {
+            CheckSnapshot {
+                checks: checks_by_instance(&v.value),
+                index: v.index,
+            }
+        });
+    let (mut services, mut slices, mut nodes, mut ingresses, mut observed, mut checks) =
+        (services, slices, nodes, ingresses, observed, checks);
+
+    let mut verify = tokio::time::interval(engine.settings.write_interval);
+    verify.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    verify.reset();
+    let queue = engine.queue.clone();
+    let max_keys = engine.settings.max_keys_per_round.max(1);
+
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            ev = services.next() => match ev {
+                Some(Ok(ev)) => engine.on_service(ev),
+                Some(Err(e)) => engine.watch_error("services", &e),
+                None => return Err(ControllerError::WatchEnded("Service")),
+            },
+            ev = slices.next() => match ev {
+                Some(Ok(ev)) => engine.on_slice(ev),
+                Some(Err(e)) => engine.watch_error("endpointslices", &e),
+                None => return Err(ControllerError::WatchEnded("EndpointSlice")),
+            },
+            ev = nodes.next() => match ev {
+                Some(Ok(ev)) => engine.on_node(ev),
+                Some(Err(e)) => engine.watch_error("nodes", &e),
+                None => return Err(ControllerError::WatchEnded("Node")),
+            },
+            ev = ingresses.next(), if ingress_enabled => match ev {
+                Some(Ok(ev)) => engine.on_ingress(ev),
+                Some(Err(e)) => engine.watch_error("ingresses", &e),
+                None => return Err(ControllerError::WatchEnded("Ingress")),
+            },
+            snap = observed.recv() => match snap {
+                Some(Ok(v)) => engine.on_observed(v),
+                Some(Err(e)) => {
+                    engine.metrics.consul_error(e.class());
+                    tracing::warn!(error = %e, "reading node-services failed; retrying");
+                }
+                None => return Err(ControllerError::ConsulWatchEnded),
+            },
+            snap = checks.recv() => match snap {
+                Some(Ok(v)) => engine.on_checks(v),
+                Some(Err(e)) => {
+                    engine.metrics.consul_error(e.class());
+                    tracing::warn!(error = %e, "reading health/node failed; retrying");
+                }
+                None => return Err(ControllerError::ConsulWatchEnded),
+            },
+            keys = queue.next_batch(max_keys), if engine.synced => {
+                engine.process_keys(keys).await;
+            },
+            _ = verify.tick(), if engine.synced => {
+                engine.full_pass().await;
+            },
+            _ = sleep_until_opt(engine.full_pass_retry_at), if engine.synced => {
+                engine.full_pass().await;
+            },
+        }
+        if !engine.synced
+            && engine.caches_ready(ingress_enabled)
+            && engine.observed_seen
+            && engine.checks_seen
+        {
+            ready.set_ready();
+            engine.synced = true;
+            tracing::info!("initial lists and Consul state read; running the first pass");
+            engine.full_pass().await;
+            verify.reset();
+        }
+        engine.metrics.pending(engine.queue.len());
+    }
+    engine.queue.shutdown();
+    Ok(())
+}
+
+/// A node-services answer, converted for the planner.
+struct ObservedSnapshot {
+    node_exists: bool,
+    instances: BTreeMap<String, ObservedInstance>,
+    index: u64,
+}
+
+/// A health/node answer: service ID -> its checks (node checks dropped).
+struct CheckSnapshot {
+    checks: HashMap<String, Vec<ObservedCheck>>,
+    index: u64,
+}
+
+/// Aborts a spawned task when dropped, so that a watch parked in a long
+/// blocking query does not outlive the controller.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Drives `stream` on its own task, converting each item there. One item
+/// in flight: an answer waits until the loop took the previous one (each
+/// answer is a whole snapshot, so the loop never needs a backlog).
+fn spawn_converted<T, U>(
+    stream: impl Stream<Item = Result<T, mirra_consul::Error>> + Send + 'static,
+    convert: impl Fn(T) -> U + Send + 'static,
+) -> (
+    tokio::sync::mpsc::Receiver<Result<U, mirra_consul::Error>>,
+    AbortOnDrop,
+)
+where
+    T: Send + 'static,
+    U: Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let task = tokio::spawn(async move {
+        let mut stream = pin!(stream);
+        while let Some(item) = stream.next().await {
+            if tx.send(item.map(&convert)).await.is_err() {
+                break;
+            }
+        }
+    });
+    (rx, AbortOnDrop(task))
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn watch_stream<K>(
+    kube: &kube::Client,
+) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all_with(kube.clone(), &K::DynamicType::default());
+    watcher(api, watcher::Config::default()).default_backoff()
+}
+
+/// [`NodeLookup`] over the Node cache (no live reads).
+struct NodeCache<'a>(&'a Cache<Node>);
+
+impl NodeLookup for NodeCache<'_> {
+    fn node(&self, name: &str) -> Option<&Node> {
+        self.0.get(None, name)
+    }
+}
+
+/// What we expect Consul to show for one instance after our write.
+struct Expectation {
+    /// `None`: the instance is gone.
+    state: Option<ObservedInstance>,
+    since: Instant,
+    /// Raft index of the commit, when Consul's answer told it.
+    index: Option<u64>,
+}
+
+/// What we expect `health/node` to show for one instance's checks after our
+/// write (empty: no checks, e.g. the instance is gone).
+struct CheckExpectation {
+    checks: Vec<ObservedCheck>,
+    since: Instant,
+    /// Raft index of the commit, when Consul's answer told it.
+    index: Option<u64>,
+}
+
+/// Whether an expectation is still needed after an answer at
+/// `answer_index`: not when the answer shows it, and not when the answer
+/// was read at or after our commit (then a difference is someone else's
+/// later change, which must win), and not once [`OVERLAY_TTL`] passed.
+fn keep_expectation(
+    confirmed: bool,
+    commit_index: Option<u64>,
+    answer_index: u64,
+    since: Instant,
+    now: Instant,
+) -> bool {
+    !confirmed
+        && commit_index.is_none_or(|i| answer_index < i)
+        && now.duration_since(since) < OVERLAY_TTL
+}
+
+/// One planned operation, with the Service it is for (none for orphans).
+struct Planned {
+    op: CatalogOp,
+    key: Option<ServiceKey>,
+}
+
+struct Engine {
+    kube: kube::Client,
+    consul: mirra_consul::Client,
+    settings: Settings,
+    metrics: CatalogMetrics,
+    queue: WorkQueue<ServiceKey>,
+
+    services: Cache<Service>,
+    slices: Cache<EndpointSlice>,
+    nodes: Cache<Node>,
+    ingresses: Cache<Ingress>,
+    /// Service -> its EndpointSlices, so that planning a key reads only its
+    /// own slices.
+    slices_by_key: BTreeMap<ServiceKey, BTreeSet<ObjectKey>>,
+    node_index: NodeEndpointIndex,
+    index: mirra_catalog::KeyIndex,
+
+    /// Last node-services answer (checks left `None`).
+    observed: BTreeMap<String, ObservedInstance>,
+    node_exists: bool,
+    observed_seen: bool,
+    overlay: BTreeMap<String, Expectation>,
+    /// Service ID -> its checks, from the last health/node answer.
+    checks: HashMap<String, Vec<ObservedCheck>>,
+    checks_seen: bool,
+    check_overlay: HashMap<String, CheckExpectation>,
+
+    /// Service IDs a key touched in a round that failed, re-planned with it.
+    pending_ids: BTreeMap<ServiceKey, BTreeSet<String>>,
+    first_event: BTreeMap<ServiceKey, Instant>,
+    warned: BTreeMap<ServiceKey, Vec<Warning>>,
+
+    synced: bool,
+    full_pass_failures: u32,
+    full_pass_retry_at: Option<Instant>,
+}
+
+impl Engine {
+    fn new(
+        kube: kube::Client,
+        consul: mirra_consul::Client,
+        settings: Settings,
+        metrics: CatalogMetrics,
+        queue: WorkQueue<ServiceKey>,
+    ) -> Self {
+        Self {
+            kube,
+            consul,
+            settings,
+            metrics,
+            queue,
+            services: Cache::new(),
+            slices: Cache::new(),
+            nodes: Cache::new(),
+            ingresses: Cache::new(),
+            slices_by_key: BTreeMap::new(),
+            node_index: NodeEndpointIndex::new(),
+            index: mirra_catalog::KeyIndex::new(),
+            observed: BTreeMap::new(),
+            node_exists: false,
+            observed_seen: false,
+            overlay: BTreeMap::new(),
+            checks: HashMap::new(),
+            checks_seen: false,
+            check_overlay: HashMap::new(),
+            pending_ids: BTreeMap::new(),
+            first_event: BTreeMap::new(),
+            warned: BTreeMap::new(),
+            synced: false,
+            full_pass_failures: 0,
+            full_pass_retry_at: None,
+        }
+    }
+
+    fn caches_ready(&self, ingress_enabled: bool) -> bool {
+        self.services.initial_list_done()
+            && self.slices.initial_list_done()
+            && self.nodes.initial_list_done()
+            && (!ingress_enabled || self.ingresses.initial_list_done())
+    }
+
+    fn enqueue(&mut self, key: ServiceKey) {
+        self.first_event
+            .entry(key.clone())
+            .or_insert_with(Instant::now);
+        self.queue.add(key);
+    }
+
+    fn watch_error(&self, kind: &'static str, e: &watcher::Error) {
+        self.metrics.watch_error(kind);
+        tracing::warn!(kind, error = %e, "watch failed; kube-rs retries with backoff");
+    }
+
+    // ----- watch events ----------------------------------------------------
+
+    fn on_service(&mut self, ev: watcher::Event<Service>) {
+        for Change { old, new, .. } in self.services.apply(ev) {
+            if let Some(k) = new
+                .as_ref()
+                .or(old.as_ref())
+                .and_then(ServiceKey::of_service)
+            {
+                self.enqueue(k);
+            }
+        }
+    }
+
+    fn on_slice(&mut self, ev: watcher::Event<EndpointSlice>) {
+        for Change { key, old, new } in self.slices.apply(ev) {
+            let old_key = old.as_ref().and_then(key_for_slice);
+            let new_key = new.as_ref().and_then(key_for_slice);
+            if let Some(k) = &old_key
+                && let Some(set) = self.slices_by_key.get_mut(k)
+            {
+                set.remove(&key);
+                if set.is_empty() {
+                    self.slices_by_key.remove(k);
+                }
+            }
+            match &new {
+                Some(slice) => {
+                    self.node_index.apply_slice(slice);
+                    if let Some(k) = &new_key {
+                        self.slices_by_key
+                            .entry(k.clone())
+                            .or_default()
+                            .insert(key.clone());
+                    }
+                }
+                None => self
+                    .node_index
+                    .delete_slice(key.namespace.as_deref().unwrap_or_default(), &key.name),
+            }
+            for k in [old_key, new_key].into_iter().flatten() {
+                self.enqueue(k);
+            }
+        }
+    }
+
+    fn on_node(&mut self, ev: watcher::Event<Node>) {
+        for Change { old, new, .. } in self.nodes.apply(ev) {
+            for k in keys_for_node_change(old.as_ref(), new.as_ref(), &self.node_index) {
+                self.enqueue(k);
+            }
+        }
+    }
+
+    fn on_ingress(&mut self, ev: watcher::Event<Ingress>) {
+        for Change { old, new, .. } in self.ingresses.apply(ev) {
+            let mut keys = BTreeSet::new();
+            for i in [old.as_ref(), new.as_ref()].into_iter().flatten() {
+                keys.extend(keys_for_ingress(i));
+            }
+            for k in keys {
+                self.enqueue(k);
+            }
+        }
+    }
+
+    // ----- observed state ---------------------------------------------------
+
+    fn on_observed(&mut self, snap: ObservedSnapshot) {
+        eprintln!("TDBG {:?} on_observed", std::time::SystemTime::now());
+        let index = snap.index;
+        self.node_exists = snap.node_exists;
+        self.observed = snap.instances;
+        self.observed_seen = true;
+        let now = Instant::now();
+        let observed = &self.observed;
+        self.overlay.retain(|id, exp| {
+            let confirmed = match (&exp.state, observed.get(id)) {
+                (None, None) => true,
+                (Some(want), Some(have)) => want == have,
+                _ => false,
+            };
+            keep_expectation(confirmed, exp.index, index, exp.since, now)
+        });
+    }
+
+    /// The instance as the planner should see it: our unconfirmed writes
+    /// over Consul's answer, with the remembered checks.
+    fn observed_instance(&self, id: &str) -> Option<ObservedInstance> {
+        let base = match self.overlay.get(id) {
+            Some(exp) => exp.state.clone(),
+            None => self.observed.get(id).cloned(),
+        };
+        base.map(|mut inst| {
+            inst.checks = Some(self.checks_of(id));
+            inst
+        })
+    }
+
+    /// The checks of one instance as the planner should see them: our
+    /// unconfirmed writes over Consul's answer. Every check on our node is
+    /// watched, so an instance absent from the answer has none.
+    fn checks_of(&self, id: &str) -> Vec<ObservedCheck> {
+        match self.check_overlay.get(id) {
+            Some(exp) => exp.checks.clone(),
+            None => self.checks.get(id).cloned().unwrap_or_default(),
+        }
+    }
+
+    fn on_checks(&mut self, snap: CheckSnapshot) {
+        eprintln!("TDBG {:?} on_checks", std::time::SystemTime::now());
+        let index = snap.index;
+        self.checks = snap.checks;
+        self.checks_seen = true;
+        let now = Instant::now();
+        let seen = &self.checks;
+        self.check_overlay.retain(|id, exp| {
+            let have = seen.get(id).map(Vec::as_slice).unwrap_or_default();
+            let confirmed = same_checks(&exp.checks, have);
+            keep_expectation(confirmed, exp.index, index, exp.since, now)
+        });
+    }
+
+    fn all_observed_ids(&self) -> BTreeSet<String> {
+        self.observed
+            .keys()
+            .chain(self.overlay.keys())
+            .cloned()
+            .collect()
+    }
+
+    // ----- planning -----------------------------------------------------------
+
+    /// Desired registrations of one key from the caches, and its warnings.
+    fn desired(&self, key: &ServiceKey) -> (Vec<Registration>, Option<(Service, Vec<Warning>)>) {
+        let Some(svc) = self.services.get(Some(&key.namespace), &key.name) else {
+            return (Vec::new(), None);
+        };
+        let slices: Vec<&EndpointSlice> = self
+            .slices_by_key
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.slices.get_key(k))
+            .collect();
+        let ingresses: Vec<&Ingress> = if self.settings.sync.enable_ingress {
+            self.ingresses.in_namespace(&key.namespace).collect()
+        } else {
+            Vec::new()
+        };
+        let out = desired_for_service(
+            svc,
+            &slices,
+            &NodeCache(&self.nodes),
+            &ingresses,
+            &self.settings.sync,
+        );
+        let warnings = (!out.warnings.is_empty()).then(|| (svc.clone(), out.warnings));
+        (out.registrations, warnings)
+    }
+
+    /// Records warnings for `key`; returns the Event to send when they
+    /// differ from the last ones reported.
+    fn note_warnings(
+        &mut self,
+        key: &ServiceKey,
+        w: Option<(Service, Vec<Warning>)>,
+    ) -> Option<(Service, Vec<Warning>)> {
+        match w {
+            None => {
+                self.warned.remove(key);
+                None
+            }
+            Some((svc, warnings)) => {
+                if self.warned.get(key) == Some(&warnings) {
+                    return None;
+                }
+                self.warned.insert(key.clone(), warnings.clone());
+                Some((svc, warnings))
+            }
+        }
+    }
+
+    async fn process_keys(&mut self, keys: Vec<ServiceKey>) {
+        let tdbg = std::time::Instant::now();
+        eprintln!(
+            "TDBG {:?} process_keys {}",
+            std::time::SystemTime::now(),
+            keys.len()
+        );
+        let mut ids_by_key: BTreeMap<ServiceKey, BTreeSet<String>> = BTreeMap::new();
+        let mut events = Vec::new();
+        for key in &keys {
+            let (regs, warnings) = self.desired(key);
+            if let Some(ev) = self.note_warnings(key, warnings) {
+                events.push(ev);
+            }
+            let mut ids = self.index.set(key, regs);
+            if let Some(p) = self.pending_ids.remove(key) {
+                ids.extend(p);
+            }
+            ids_by_key.insert(key.clone(), ids);
+        }
+        let all_ids: BTreeSet<String> = ids_by_key.values().flatten().cloned().collect();
+        let mut owner: BTreeMap<&str, &ServiceKey> = BTreeMap::new();
+        for (k, ids) in &ids_by_key {
+            for id in ids {
+                owner.entry(id.as_str()).or_insert(k);
+            }
+        }
+        let planned = self.plan_ids(&all_ids, |op| {
+            let id = op_service_id(op);
+            owner.get(id).map(|k| (*k).clone())
+        });
+        eprintln!("TDBG planned {} in {:?}", planned.len(), tdbg.elapsed());
+        // Every operation of a key round has a key, so no orphan can fail.
+        let (failed, _) = self.write(&planned).await;
+        eprintln!("TDBG written in {:?}", tdbg.elapsed());
+        let keys_with_ops: BTreeSet<&ServiceKey> =
+            planned.iter().filter_map(|p| p.key.as_ref()).collect();
+        let now = Instant::now();
+        for key in &keys {
+            if failed.contains(key) {
+                if let Some(ids) = ids_by_key.remove(key) {
+                    self.pending_ids.entry(key.clone()).or_default().extend(ids);
+                }
+                self.done(key, Outcome::Retry);
+            } else {
+                if let Some(t) = self.first_event.remove(key)
+                    && keys_with_ops.contains(key)
+                {
+                    self.metrics.latency(now.duration_since(t));
+                }
+                self.done(key, Outcome::Success);
+            }
+        }
+        self.send_events(events).await;
+    }
+
+    fn done(&self, key: &ServiceKey, outcome: Outcome) {
+        if let Err(e) = self.queue.done(key, outcome) {
+            tracing::error!(%key, error = %e, "work queue refused done()");
+        }
+    }
+
+    /// Plans the given IDs against the observed state.
+    fn plan_ids(
+        &self,
+        ids: &BTreeSet<String>,
+        key_of: impl Fn(&CatalogOp) -> Option<ServiceKey>,
+    ) -> Vec<Planned> {
+        let desired = self.index.desired_for_ids(ids);
+        let observed: BTreeMap<String, ObservedInstance> = ids
+            .iter()
+            .filter_map(|id| self.observed_instance(id).map(|o| (id.clone(), o)))
+            .collect();
+        self.finish_plan(&desired, &observed, key_of)
+    }
+
+    fn finish_plan(
+        &self,
+        desired: &BTreeMap<String, Registration>,
+        observed: &BTreeMap<String, ObservedInstance>,
+        key_of: impl Fn(&CatalogOp) -> Option<ServiceKey>,
+    ) -> Vec<Planned> {
+        let plan = plan_detailed(desired, observed, &self.settings.sync);
+        let registers = plan
+            .ops
+            .iter()
+            .filter(|o| matches!(o, CatalogOp::Register(_)))
+            .count();
+        let conflicts = plan.conflicts.len();
+        self.metrics.avoided(
+            u64::try_from(desired.len().saturating_sub(registers + conflicts)).unwrap_or(0),
+        );
+        if conflicts > 0 {
+            self.metrics
+                .conflicts(u64::try_from(conflicts).unwrap_or(0));
+            for c in &plan.conflicts {
+                tracing::warn!(
+                    service_id = %c.service_id,
+                    key = %c.key,
+                    "service ID taken on our node by an instance we do not own; left alone"
+                );
+            }
+        }
+        plan.ops
+            .into_iter()
+            .map(|op| {
+                let key = key_of(&op);
+                Planned { op, key }
+            })
+            .collect()
+    }
+
+    /// Re-plans every Service from the caches and writes the drift,
+    /// including the removal of owned instances nothing wants.
+    async fn full_pass(&mut self) {
+        eprintln!("TDBG {:?} full_pass", std::time::SystemTime::now());
+        self.full_pass_retry_at = None;
+        let keys: Vec<ServiceKey> = self
+            .services
+            .iter()
+            .filter_map(|(_, s)| ServiceKey::of_service(s))
+            .collect();
+        let mut events = Vec::new();
+        let present: BTreeSet<&ServiceKey> = keys.iter().collect();
+        let gone: Vec<ServiceKey> = self
+            .index
+            .keys()
+            .filter(|k| !present.contains(k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.index.remove(&k);
+        }
+        for key in &keys {
+            let (regs, warnings) = self.desired(key);
+            if let Some(ev) = self.note_warnings(key, warnings) {
+                events.push(ev);
+            }
+            self.index.set(key, regs);
+        }
+        let desired = self.index.desired_all();
+        let observed: BTreeMap<String, ObservedInstance> = self
+            .all_observed_ids()
+            .into_iter()
+            .filter_map(|id| self.observed_instance(&id).map(|o| (id, o)))
+            .collect();
+        let index = &self.index;
+        let planned = self.finish_plan(&desired, &observed, |op| {
+            index.owner_of(op_service_id(op)).cloned()
+        });
+        if !planned.is_empty() {
+            tracing::info!(ops = planned.len(), "whole-node pass found drift");
+        }
+        let (failed, orphan_failed) = self.write(&planned).await;
+        if failed.is_empty() && !orphan_failed {
+            self.full_pass_failures = 0;
+            self.pending_ids.clear();
+        } else {
+            self.full_pass_failures = self.full_pass_failures.saturating_add(1);
+            let exp = self.full_pass_failures.saturating_sub(1).min(16);
+            let delay = FULL_PASS_BACKOFF_BASE
+                .saturating_mul(1 << exp)
+                .min(FULL_PASS_BACKOFF_CAP);
+            self.full_pass_retry_at = Some(Instant::now() + delay);
+        }
+        let now = Instant::now();
+        for p in &planned {
+            if let Some(k) = &p.key
+                && !failed.contains(k)
+                && let Some(t) = self.first_event.remove(k)
+            {
+                self.metrics.latency(now.duration_since(t));
+            }
+        }
+        self.send_events(events).await;
+    }
+
+    // ----- writing --------------------------------------------------------------
+
+    /// Writes planned operations in transactions. Returns the keys whose
+    /// operations did not all commit, and whether an orphan's did not.
+    async fn write(&mut self, planned: &[Planned]) -> (BTreeSet<ServiceKey>, bool) {
+        let mut failed = BTreeSet::new();
+        let mut orphan_failed = false;
+        if planned.is_empty() {
+            return (failed, orphan_failed);
+        }
+        let node = self.settings.sync.consul_node_name.clone();
+        // Flatten into wire operations, remembering which plan entry each
+        // belongs to.
+        let mut wire: Vec<(TxnOp, usize)> = Vec::new();
+        if !self.node_exists {
+            wire.push((node_op(&self.settings), NODE_OP));
+        }
+        for (i, p) in planned.iter().enumerate() {
+            for op in to_txn_ops(&p.op, &node) {
+                wire.push((op, i));
+            }
+        }
+        let batch = self.settings.txn_batch.max(1);
+        let mut mark_failed = |idx: usize, failed: &mut BTreeSet<ServiceKey>| match planned
+            .get(idx)
+            .and_then(|p| p.key.clone())
+        {
+            Some(k) => {
+                failed.insert(k);
+            }
+            None => orphan_failed = true,
+        };
+        let mut chunks = pack_entries(wire, batch).into_iter();
+        while let Some(mut chunk) = chunks.next() {
+            loop {
+                let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
+                let ttx = std::time::Instant::now();
+                let res = self.consul.txn(&ops).await;
+                eprintln!("TDBG txn {} ops in {:?}", ops.len(), ttx.elapsed());
+                match res {
+                    Ok(results) => {
+                        self.metrics.transaction();
+                        self.committed(&chunk, planned, commit_index(&results));
+                        break;
+                    }
+                    Err(mirra_consul::Error::TxnRolledBack { failed: bad }) => {
+                        self.metrics.consul_error("txn_rolled_back");
+                        let bad_idx: BTreeSet<usize> = bad.iter().filter_map(|f| f.index).collect();
+                        tracing::warn!(
+                            failed = bad.len(),
+                            "transaction rolled back; dropping the refused operations"
+                        );
+                        if bad_idx.is_empty() {
+                            for (_, i) in &chunk {
+                                mark_failed(*i, &mut failed);
+                            }
+                            break;
+                        }
+                        // A refused operation fails its whole plan entry.
+                        let bad_entries: BTreeSet<usize> = chunk
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| bad_idx.contains(j))
+                            .map(|(_, (_, i))| *i)
+                            .collect();
+                        for i in &bad_entries {
+                            mark_failed(*i, &mut failed);
+                        }
+                        chunk.retain(|(_, i)| !bad_entries.contains(i));
+                        if chunk.is_empty() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        self.metrics.consul_error(e.class());
+                        tracing::warn!(error = %e, "writing to Consul failed; the work stays queued");
+                        for (_, i) in chunk
+                            .iter()
+                            .chain(chunks.by_ref().flatten().collect::<Vec<_>>().iter())
+                        {
+                            mark_failed(*i, &mut failed);
+                        }
+                        return (failed, orphan_failed);
+                    }
+                }
+            }
+        }
+        (failed, orphan_failed)
+    }
+
+    /// Records committed operations in the overlay, the check memory and
+    /// the metrics.
+    fn committed(&mut self, chunk: &[(TxnOp, usize)], planned: &[Planned], index: Option<u64>) {
+        let now = Instant::now();
+        let mut seen = BTreeSet::new();
+        for (_, i) in chunk {
+            if *i == NODE_OP {
+                self.node_exists = true;
+                continue;
+            }
+            // A Register is two wire operations (never split across chunks);
+            // record it once.
+            if !seen.insert(*i) {
+                continue;
+            }
+            let Some(p) = planned.get(*i) else { continue };
+            match &p.op {
+                CatalogOp::Register(r) => {
+                    self.metrics.operations("register", 1);
+                    let previous = self.checks_of(&r.id);
+                    let mut inst = echo(r, Some(&previous), &self.settings.sync);
+                    let checks = inst.checks.take().unwrap_or_default();
+                    self.check_overlay.insert(
+                        r.id.clone(),
+                        CheckExpectation {
+                            checks,
+                            since: now,
+                            index,
+                        },
+                    );
+                    self.overlay.insert(
+                        r.id.clone(),
+                        Expectation {
+                            state: Some(inst),
+                            since: now,
+                            index,
+                        },
+                    );
+                }
+                CatalogOp::Deregister { service_id, .. } => {
+                    self.metrics.operations("deregister", 1);
+                    // Consul removes the instance's checks with it.
+                    self.check_overlay.insert(
+                        service_id.clone(),
+                        CheckExpectation {
+                            checks: Vec::new(),
+                            since: now,
+                            index,
+                        },
+                    );
+                    self.overlay.insert(
+                        service_id.clone(),
+                        Expectation {
+                            state: None,
+                            since: now,
+                            index,
+                        },
+                    );
+                }
+                CatalogOp::DeregisterCheck { check_id, .. } => {
+                    self.metrics.operations("deregister_check", 1);
+                    let id = op_service_id(&p.op).to_owned();
+                    let mut checks = self.checks_of(&id);
+                    checks.retain(|c| &c.check_id != check_id);
+                    self.check_overlay.insert(
+                        id,
+                        CheckExpectation {
+                            checks,
+                            since: now,
+                            index,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    async fn send_events(&self, events: Vec<(Service, Vec<Warning>)>) {
+        for (svc, warnings) in events {
+            let ns = svc.metadata.namespace.clone().unwrap_or_default();
+            let name = svc.metadata.name.clone().unwrap_or_default();
+            let message = warnings
+                .iter()
+                .map(|w| format!("{}={:?}: {}", w.annotation, w.value, w.message))
+                .collect::<Vec<_>>()
+                .join("; ");
+            tracing::warn!(namespace = %ns, service = %name, %message, "bad annotation values");
+            let now = Time(k8s_openapi::jiff::Timestamp::now());
+            let ev = Event {
+                metadata: ObjectMeta {
+                    generate_name: Some(format!("{name}.")),
+                    namespace: Some(ns.clone()),
+                    ..ObjectMeta::default()
+                },
+                involved_object: ObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Service".into()),
+                    name: Some(name.clone()),
+                    namespace: Some(ns.clone()),
+                    uid: svc.metadata.uid.clone(),
+                    resource_version: svc.metadata.resource_version.clone(),
+                    ..ObjectReference::default()
+                },
+                reason: Some(EVENT_REASON.into()),
+                message: Some(message),
+                type_: Some("Warning".into()),
+                count: Some(1),
+                first_timestamp: Some(now.clone()),
+                last_timestamp: Some(now),
+                reporting_component: Some(EVENT_COMPONENT.into()),
+                source: Some(k8s_openapi::api::core::v1::EventSource {
+                    component: Some(EVENT_COMPONENT.into()),
+                    host: None,
+                }),
+                ..Event::default()
+            };
+            let api: Api<Event> = Api::namespaced(self.kube.clone(), &ns);
+            match api.create(&PostParams::default(), &ev).await {
+                Ok(_) => self.metrics.event(),
+                // Best effort: the warning is also in the log, and the
+                // Service is synced regardless.
+                Err(e) => tracing::warn!(error = %e, "could not create the warning Event"),
+            }
+        }
+    }
+}
+
+/// The service ID an operation is about (for a check removal, the ID part
+/// of `<namespace>/<serviceID>`).
+fn op_service_id(op: &CatalogOp) -> &str {
+    match op {
+        CatalogOp::Register(r) => &r.id,
+        CatalogOp::Deregister { service_id, .. } => service_id,
+        CatalogOp::DeregisterCheck { check_id, .. } => check_id
+            .split_once('/')
+            .map_or(check_id.as_str(), |(_, id)| id),
+    }
+}
+
+/// Consul's answer as the planner's observed instances (checks `None`:
+/// they come from the check memory). Converts the typed answer directly
+/// instead of re-serialising it for `parse_node_services`.
+fn observed_from(snap: &NodeServices) -> BTreeMap<String, ObservedInstance> {
+    let node = snap
+        .node
+        .as_ref()
+        .map(|n| n.node.clone())
+        .unwrap_or_default();
+    snap.services
+        .iter()
+        .map(|s| {
+            let id = if s.id.is_empty() {
+                s.service.clone()
+            } else {
+                s.id.clone()
+            };
+            let inst = ObservedInstance {
+                node: node.clone(),
+                id: id.clone(),
+                name: s.service.clone(),
+                kind: s.kind.clone(),
+                tags: s.tags.clone(),
+                address: s.address.clone(),
+                port: i64::from(s.port),
+                ports: Vec::new(),
+                meta: s.meta.clone(),
+                weights: s
+                    .weights
+                    .as_ref()
+                    .map(|w| mirra_catalog::Weights {
+                        passing: w.passing,
+                        warning: w.warning,
+                    })
+                    .unwrap_or_default(),
+                enable_tag_override: s.enable_tag_override,
+                checks: None,
+            };
+            (id, inst)
+        })
+        .collect()
+}
+
+/// The Raft index a committed transaction got: the highest `ModifyIndex`
+/// in its results (a write that changed nothing keeps its older index, and
+/// then the state it confirms is older still). `None` when the transaction
+/// returned no results (deletes only).
+fn commit_index(results: &[mirra_consul::TxnResult]) -> Option<u64> {
+    results
+        .iter()
+        .flat_map(|r| {
+            [
+                r.node.as_ref().map(|n| n.modify_index),
+                r.service.as_ref().map(|s| s.modify_index),
+                r.check.as_ref().map(|c| c.modify_index),
+            ]
+        })
+        .flatten()
+        .max()
+}
+
+/// Groups a health/node answer by service instance; node-level checks
+/// (empty `ServiceID`) belong to no instance and are dropped.
+fn checks_by_instance(answer: &[HealthCheck]) -> HashMap<String, Vec<ObservedCheck>> {
+    let mut checks: HashMap<String, Vec<ObservedCheck>> = HashMap::new();
+    for c in answer.iter().filter(|c| !c.service_id.is_empty()) {
+        checks
+            .entry(c.service_id.clone())
+            .or_default()
+            .push(check_from(c));
+    }
+    checks
+}
+
+/// Packs wire operations into transactions of at most `max` operations
+/// without splitting the operations of one plan entry (a registration and
+/// its check) across two transactions: each entry commits or fails whole.
+/// An entry larger than `max` gets a transaction of its own.
+fn pack_entries(wire: Vec<(TxnOp, usize)>, max: usize) -> Vec<Vec<(TxnOp, usize)>> {
+    let max = max.max(1);
+    let mut out: Vec<Vec<(TxnOp, usize)>> = Vec::new();
+    let mut current: Vec<(TxnOp, usize)> = Vec::new();
+    let mut entry: Vec<(TxnOp, usize)> = Vec::new();
+    let flush_entry = |entry: &mut Vec<(TxnOp, usize)>,
+                       current: &mut Vec<(TxnOp, usize)>,
+                       out: &mut Vec<Vec<(TxnOp, usize)>>| {
+        if !current.is_empty() && current.len() + entry.len() > max {
+            out.push(std::mem::take(current));
+        }
+        current.append(entry);
+    };
+    for item in wire {
+        if entry.last().is_some_and(|(_, i)| *i != item.1) {
+            flush_entry(&mut entry, &mut current, &mut out);
+        }
+        entry.push(item);
+    }
+    flush_entry(&mut entry, &mut current, &mut out);
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// Whether two check lists hold the same checks, in any order.
+fn same_checks(a: &[ObservedCheck], b: &[ObservedCheck]) -> bool {
+    a.len() == b.len() && a.iter().all(|c| b.contains(c))
+}
+
+fn check_from(c: &HealthCheck) -> ObservedCheck {
+    ObservedCheck {
+        node: c.node.clone(),
+        check_id: c.check_id.clone(),
+        name: c.name.clone(),
+        status: c.status.clone(),
+        notes: c.notes.clone(),
+        output: c.output.clone(),
+        service_id: c.service_id.clone(),
+        check_type: c.r#type.clone(),
+    }
+}
+
+/// The Node `set` that creates our node when it does not exist (an existing
+/// node is never rewritten).
+fn node_op(settings: &Settings) -> TxnOp {
+    let n = SyncNode::from_settings(&settings.sync);
+    TxnOp::Node {
+        verb: Verb::Set,
+        node: mirra_consul::Node {
+            node: n.name,
+            address: n.address,
+            meta: n.meta,
+            ..mirra_consul::Node::default()
+        },
+    }
+}
+
+/// The wire operations of one catalog operation: a registration is the
+/// instance and its readiness check.
+fn to_txn_ops(op: &CatalogOp, node: &str) -> Vec<TxnOp> {
+    match op {
+        CatalogOp::Register(r) => {
+            let mut out = vec![TxnOp::Service {
+                verb: Verb::Set,
+                node: node.to_owned(),
+                service: mirra_consul::Service {
+                    id: r.id.clone(),
+                    service: r.name.clone(),
+                    tags: r.tags.clone(),
+                    address: r.address.clone(),
+                    meta: r.meta.clone(),
+                    port: r.port,
+                    weights: Some(mirra_consul::Weights {
+                        passing: r.weights.passing,
+                        warning: r.weights.warning,
+                    }),
+                    ..mirra_consul::Service::default()
+                },
+            }];
+            if let Some(c) = &r.check {
+                out.push(TxnOp::Check {
+                    verb: Verb::Set,
+                    check: HealthCheck {
+                        node: node.to_owned(),
+                        check_id: c.check_id.clone(),
+                        name: c.name().to_owned(),
+                        status: c.status.as_str().to_owned(),
+                        output: c.output().to_owned(),
+                        service_id: c.service_id.clone(),
+                        service_name: r.name.clone(),
+                        r#type: c.check_type().to_owned(),
+                        ..HealthCheck::default()
+                    },
+                });
+            }
+            out
+        }
+        CatalogOp::Deregister {
+            service_id,
+            service_name,
+            ..
+        } => vec![TxnOp::Service {
+            verb: Verb::Delete,
+            node: node.to_owned(),
+            service: mirra_consul::Service {
+                id: service_id.clone(),
+                service: service_name.clone(),
+                ..mirra_consul::Service::default()
+            },
+        }],
+        CatalogOp::DeregisterCheck { check_id, .. } => vec![TxnOp::Check {
+            verb: Verb::Delete,
+            check: HealthCheck {
+                node: node.to_owned(),
+                check_id: check_id.clone(),
+                ..HealthCheck::default()
+            },
+        }],
+    }
+}
+
+/// `-purge-k8s-services-from-node`: deregisters every instance we own on
+/// our node, in transactions, and returns.
+async fn purge(
+    consul: &mirra_consul::Client,
+    settings: &Settings,
+    metrics: &CatalogMetrics,
+) -> Result<(), ControllerError> {
+    let node = settings.sync.consul_node_name.clone();
+    let snap = consul
+        .node_services(&node, &QueryOptions::default())
+        .await
+        .map_err(ControllerError::Purge)?;
+    let ops: Vec<TxnOp> = observed_from(&snap.value)
+        .values()
+        .filter(|i| is_owned(i, &settings.sync))
+        .flat_map(|i| {
+            to_txn_ops(
+                &CatalogOp::Deregister {
+                    node: node.clone(),
+                    service_id: i.id.clone(),
+                    service_name: i.name.clone(),
+                    check_ids: Vec::new(),
+                },
+                &node,
+            )
+        })
+        .collect();
+    let n = ops.len();
+    for chunk in mirra_consul::split_ops(ops, settings.txn_batch.max(1)) {
+        consul.txn(&chunk).await.map_err(|e| {
+            metrics.consul_error(e.class());
+            ControllerError::Purge(e)
+        })?;
+        metrics.transaction();
+        metrics.operations("deregister", u64::try_from(chunk.len()).unwrap_or(0));
+    }
+    tracing::info!(node = %node, instances = n, "purged our instances from the node");
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn svc(id: &str) -> TxnOp {
+        TxnOp::Service {
+            verb: Verb::Set,
+            node: "n".into(),
+            service: mirra_consul::Service {
+                id: id.into(),
+                ..mirra_consul::Service::default()
+            },
+        }
+    }
+
+    #[test]
+    fn packing_never_splits_an_entry() {
+        // Entry 0 is one op (the node), then three two-op registrations.
+        let wire = vec![
+            (svc("node"), NODE_OP),
+            (svc("a"), 0),
+            (svc("a-check"), 0),
+            (svc("b"), 1),
+            (svc("b-check"), 1),
+            (svc("c"), 2),
+            (svc("c-check"), 2),
+        ];
+        let chunks = pack_entries(wire, 4);
+        let shape: Vec<Vec<usize>> = chunks
+            .iter()
+            .map(|c| c.iter().map(|(_, i)| *i).collect())
+            .collect();
+        assert_eq!(shape, vec![vec![NODE_OP, 0, 0], vec![1, 1, 2, 2]]);
+        // An entry larger than the limit travels alone.
+        let chunks = pack_entries(vec![(svc("a"), 0), (svc("a-check"), 0)], 1);
+        assert_eq!(chunks.len(), 1);
+        assert!(pack_entries(Vec::new(), 64).is_empty());
+    }
+
+    #[test]
+    fn expectations_yield_to_answers_read_after_the_commit() {
+        let t = Instant::now();
+        // Not shown yet, answer older than the commit: keep.
+        assert!(keep_expectation(false, Some(10), 9, t, t));
+        // Not shown, answer read at or after the commit: someone else's
+        // later change wins.
+        assert!(!keep_expectation(false, Some(10), 10, t, t));
+        // Shown: drop.
+        assert!(!keep_expectation(true, Some(10), 9, t, t));
+        // Commit index unknown: only the TTL ends it.
+        assert!(keep_expectation(false, None, 99, t, t));
+        assert!(!keep_expectation(false, None, 99, t, t + OVERLAY_TTL));
+    }
+
+    #[test]
+    fn op_service_id_of_check_removal() {
+        let op = CatalogOp::DeregisterCheck {
+            node: "n".into(),
+            check_id: "ns/web-abc".into(),
+        };
+        assert_eq!(op_service_id(&op), "web-abc");
+    }
+
+    #[test]
+    fn observed_conversion_fills_defaults() {
+        let snap: NodeServices = serde_json::from_value(serde_json::json!({
+            "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"},
+            "Services": [{"ID": "web-1", "Service": "web", "Tags": null, "Meta": null, "Port": 80}]
+        }))
+        .unwrap();
+        let obs = observed_from(&snap);
+        let inst = obs.get("web-1").unwrap();
+        assert_eq!(inst.node, "k8s-sync");
+        assert_eq!(inst.weights, mirra_catalog::Weights::default());
+        assert!(inst.tags.is_empty());
+        assert_eq!(inst.checks, None);
+    }
+}

@@ -1,0 +1,522 @@
+//! The `sync-catalog` command line: consul-k8s's flag names and meanings,
+//! the single-dash spelling rewrite, and the validated [`Settings`].
+//!
+//! consul-k8s is a Go program: its flags are spelled `-flag value`,
+//! `-flag=value`, and booleans `-flag` / `-flag=false` (never
+//! `-flag false`). [`normalize_flags`] turns that spelling into clap's
+//! `--flag`, so that existing manifests work unchanged.
+//!
+//! This module must NOT read the environment (mirra-consul does, for the
+//! Consul connection) nor start anything.
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use mirra_catalog::annotations::parse_go_bool;
+use mirra_catalog::{NodePortSyncType, SyncSettings};
+use mirra_consul::{ConsulConfig, Overrides};
+use mirra_runtime::QueueConfig;
+
+/// Largest transaction accepted: the largest any Consul release documents
+/// (older servers refuse more than 64 with 413).
+pub const MAX_TXN_BATCH: usize = 128;
+
+/// Flags of `mirra sync-catalog`. Names and defaults are those of consul-k8s
+/// `sync-catalog`; each flag may be written `-flag` or `--flag`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SyncCatalogArgs {
+    /// Sync Kubernetes Services into Consul.
+    #[arg(long = "to-consul", default_value = "true", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub to_consul: bool,
+    /// Sync Consul services into Kubernetes. Accepted for compatibility;
+    /// this command only performs the Kubernetes-to-Consul direction.
+    #[arg(long = "to-k8s", default_value = "true", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub to_k8s: bool,
+    /// Sync every Service unless it is annotated
+    /// `consul.hashicorp.com/service-sync: "false"`. When false, only
+    /// Services annotated `"true"` are synced.
+    #[arg(long = "k8s-default-sync", default_value = "true", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub k8s_default_sync: bool,
+    /// Prefix of every Consul service name not set by the `service-name`
+    /// annotation.
+    #[arg(long = "consul-service-prefix", default_value = "")]
+    pub consul_service_prefix: String,
+    /// Prefix of Kubernetes Services created from Consul services (to-k8s).
+    #[arg(long = "k8s-service-prefix", default_value = "")]
+    pub k8s_service_prefix: String,
+    /// Namespace whose Services are synced; repeat the flag for several.
+    /// `*` allows all. Without any, NOTHING is synced (consul-k8s's rule).
+    #[arg(long = "allow-k8s-namespace")]
+    pub allow_k8s_namespace: Vec<String>,
+    /// Namespace whose Services are never synced; repeatable; wins over
+    /// the allow list.
+    #[arg(long = "deny-k8s-namespace")]
+    pub deny_k8s_namespace: Vec<String>,
+    /// Namespace of Services created from Consul services (to-k8s).
+    #[arg(long = "k8s-write-namespace", default_value = "default")]
+    pub k8s_write_namespace: String,
+    /// Consul DNS domain (used by the to-k8s direction).
+    #[arg(long = "consul-domain", default_value = "consul")]
+    pub consul_domain: String,
+    /// Tag put first on every instance; with the node name and the meta
+    /// `external-source=kubernetes`, it marks the instances this process
+    /// owns. Only instances carrying all three marks are ever changed or
+    /// removed.
+    #[arg(long = "consul-k8s-tag", default_value = "k8s")]
+    pub consul_k8s_tag: String,
+    /// The Consul node all instances are registered on (letters, digits and
+    /// `-`, at most 63 bytes). Give every cluster its own name.
+    #[arg(long = "consul-node-name", default_value = "k8s-sync")]
+    pub consul_node_name: String,
+    /// Period of the verification pass, which re-plans every Service from
+    /// the watch caches and writes only drift (consul-k8s re-wrote every
+    /// instance at this period). Go duration syntax (`30s`, `1m`).
+    #[arg(long = "consul-write-interval", default_value = "30s", value_parser = go_duration)]
+    pub consul_write_interval: Duration,
+    /// Sync ClusterIP Services.
+    #[arg(long = "sync-clusterip-services", default_value = "true", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub sync_clusterip_services: bool,
+    /// Register LoadBalancer Services by their endpoints instead of their
+    /// load balancer addresses.
+    #[arg(long = "sync-lb-services-endpoints", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub sync_lb_services_endpoints: bool,
+    /// Address of NodePort instances: `ExternalOnly`, `InternalOnly` or
+    /// `ExternalFirst`.
+    #[arg(long = "node-port-sync-type", default_value = "ExternalOnly")]
+    pub node_port_sync_type: String,
+    /// Append `-<namespace>` to Consul service names.
+    #[arg(long = "add-k8s-namespace-suffix", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub add_k8s_namespace_suffix: bool,
+    /// Register Services exposed by an Ingress at the Ingress host.
+    #[arg(long = "enable-ingress", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub enable_ingress: bool,
+    /// With `-enable-ingress`, use the Ingress load balancer IP instead of
+    /// the rule host.
+    #[arg(long = "loadBalancer-ips", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub load_balancer_ips: bool,
+    /// Deregister every instance this process owns on its node, then exit.
+    #[arg(long = "purge-k8s-services-from-node", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub purge_k8s_services_from_node: bool,
+    /// Quiet time after a Service's last event before it is synced; events
+    /// within the window (a rollout) share transactions. Go duration.
+    #[arg(long = "debounce", default_value = "100ms", value_parser = go_duration)]
+    pub debounce: Duration,
+    /// Longest a Service waits while events keep coming. Go duration.
+    #[arg(long = "max-debounce", default_value = "1s", value_parser = go_duration)]
+    pub max_debounce: Duration,
+    /// Operations per `/v1/txn` request (each request is one Raft apply).
+    /// 64 works with every Consul release; newer servers accept 128.
+    #[arg(long = "txn-batch-size", default_value_t = mirra_consul::config::DEFAULT_TXN_MAX_OPS)]
+    pub txn_batch_size: usize,
+    /// Consul HTTP address (`host:port` or URL). Default: `CONSUL_HTTP_ADDR`,
+    /// else `127.0.0.1:8500`.
+    #[arg(long = "http-addr")]
+    pub http_addr: Option<String>,
+    /// ACL token. Default: `CONSUL_HTTP_TOKEN`.
+    #[arg(long = "token")]
+    pub token: Option<String>,
+    /// File holding the ACL token. Default: `CONSUL_HTTP_TOKEN_FILE`.
+    #[arg(long = "token-file")]
+    pub token_file: Option<PathBuf>,
+    /// CA bundle to verify Consul's certificate. Default: `CONSUL_CACERT`.
+    #[arg(long = "ca-file")]
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate for mutual TLS. Default: `CONSUL_CLIENT_CERT`.
+    #[arg(long = "client-cert")]
+    pub client_cert: Option<PathBuf>,
+    /// Client key for mutual TLS. Default: `CONSUL_CLIENT_KEY`.
+    #[arg(long = "client-key")]
+    pub client_key: Option<PathBuf>,
+    /// Server name for SNI and verification. Default: `CONSUL_TLS_SERVER_NAME`.
+    #[arg(long = "tls-server-name")]
+    pub tls_server_name: Option<String>,
+    /// Do not verify Consul's certificate (development only). Default:
+    /// `CONSUL_HTTP_SSL_VERIFY=false`.
+    #[arg(long = "tls-skip-verify", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go_bool)]
+    pub tls_skip_verify: Option<bool>,
+    /// Consul datacenter. Default: the agent's.
+    #[arg(long = "datacenter")]
+    pub datacenter: Option<String>,
+}
+
+fn go_bool(s: &str) -> Result<bool, String> {
+    parse_go_bool(s).ok_or_else(|| format!("invalid boolean {s:?} (expected true or false)"))
+}
+
+/// Parses a Go duration (`300ms`, `30s`, `1m30s`, `2h`). Negative and
+/// fractional values are refused: no flag here needs them.
+pub fn go_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("invalid duration {s:?} (expected e.g. 30s, 1m, 500ms)");
+    if s.is_empty() {
+        return Err(bad());
+    }
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad());
+        }
+        let (num, tail) = rest.split_at(digits);
+        let n: u64 = num.parse().map_err(|_| bad())?;
+        let unit_len = tail.bytes().take_while(|b| !b.is_ascii_digit()).count();
+        let (unit, tail) = tail.split_at(unit_len);
+        let part = match unit {
+            "ns" => Duration::from_nanos(n),
+            "us" | "µs" => Duration::from_micros(n),
+            "ms" => Duration::from_millis(n),
+            "s" => Duration::from_secs(n),
+            "m" => Duration::from_secs(n.checked_mul(60).ok_or_else(bad)?),
+            "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(bad)?),
+            _ => return Err(bad()),
+        };
+        total = total.checked_add(part).ok_or_else(bad)?;
+        rest = tail;
+    }
+    Ok(total)
+}
+
+/// Rewrites consul-k8s's single-dash flags (`-k8s-default-sync=false`,
+/// `-consul-node-name foo`) into clap's `--` spelling. Leaves alone: `--x`,
+/// single-letter flags (`-h`), anything not starting with `-` followed by
+/// a letter (values, negative numbers), non-UTF-8 arguments, and everything
+/// after a bare `--`. Applying it twice changes nothing.
+pub fn normalize_flags(args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut passthrough = false;
+    for arg in args {
+        if passthrough {
+            out.push(arg);
+            continue;
+        }
+        let rewritten = match arg.to_str() {
+            Some("--") => {
+                passthrough = true;
+                None
+            }
+            Some(s) => {
+                let mut chars = s.chars();
+                let long_single_dash = chars.next() == Some('-')
+                    && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+                    && chars.next().is_some_and(|c| c != '=');
+                long_single_dash.then(|| OsString::from(format!("-{s}")))
+            }
+            None => None,
+        };
+        out.push(rewritten.unwrap_or(arg));
+    }
+    out
+}
+
+/// Why the flags were refused. None is retryable: fix the named flag.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A mapping setting is invalid (node name, node-port sync type, tag).
+    #[error(transparent)]
+    Sync(#[from] mirra_catalog::SettingsError),
+    /// `-txn-batch-size` outside 1..=128.
+    #[error("invalid -txn-batch-size {0}: must be between 1 and {MAX_TXN_BATCH}")]
+    TxnBatch(usize),
+    /// `-consul-write-interval` is zero.
+    #[error("-consul-write-interval must be greater than zero")]
+    WriteInterval,
+    /// `-debounce` is larger than `-max-debounce`.
+    #[error("-debounce ({debounce:?}) must not exceed -max-debounce ({max:?})")]
+    Debounce {
+        /// The debounce window.
+        debounce: Duration,
+        /// The bound.
+        max: Duration,
+    },
+    /// The Consul connection settings are invalid.
+    #[error(transparent)]
+    Consul(#[from] mirra_consul::ConfigError),
+}
+
+/// Everything the engine needs, validated. Build it with
+/// [`Settings::from_args`], or directly in tests.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// What Services become in Consul, and the ownership marks.
+    pub sync: SyncSettings,
+    /// Period of the verification pass.
+    pub write_interval: Duration,
+    /// Debounce, max delay and backoff of the work queue.
+    pub queue: QueueConfig,
+    /// Operations per transaction.
+    pub txn_batch: usize,
+    /// Deregister every owned instance, then return.
+    pub purge: bool,
+    /// Longest wait of one blocking node-services query. Consul's default
+    /// of 5 minutes; tests shorten it.
+    pub consul_wait: Duration,
+    /// Keys handed to one planning round (a rollout of many Services in one
+    /// debounce window is planned, and written, together).
+    pub max_keys_per_round: usize,
+}
+
+/// Keys planned together at most. 4096 keys of 5 instances make about
+/// 60,000 operations in the worst case, which bounds the memory of one round
+/// while letting a whole-cluster event (a relist) share transactions.
+pub const DEFAULT_MAX_KEYS_PER_ROUND: usize = 4096;
+
+impl Settings {
+    /// Settings with the consul-k8s defaults for `sync`, a short debounce,
+    /// and Consul's default blocking wait: a starting point for tests.
+    pub fn new(sync: SyncSettings) -> Self {
+        Self {
+            sync,
+            write_interval: Duration::from_secs(30),
+            queue: QueueConfig::default(),
+            txn_batch: mirra_consul::config::DEFAULT_TXN_MAX_OPS,
+            purge: false,
+            consul_wait: mirra_consul::blocking::DEFAULT_WAIT,
+            max_keys_per_round: DEFAULT_MAX_KEYS_PER_ROUND,
+        }
+    }
+
+    /// Validates the flags and builds the settings.
+    pub fn from_args(args: &SyncCatalogArgs) -> Result<Self, SettingsError> {
+        let sync = SyncSettings {
+            to_consul: args.to_consul,
+            to_k8s: args.to_k8s,
+            k8s_default_sync: args.k8s_default_sync,
+            consul_service_prefix: args.consul_service_prefix.clone(),
+            k8s_service_prefix: args.k8s_service_prefix.clone(),
+            allow_k8s_namespaces: args
+                .allow_k8s_namespace
+                .iter()
+                .cloned()
+                .collect::<BTreeSet<_>>(),
+            deny_k8s_namespaces: args
+                .deny_k8s_namespace
+                .iter()
+                .cloned()
+                .collect::<BTreeSet<_>>(),
+            add_k8s_namespace_suffix: args.add_k8s_namespace_suffix,
+            consul_k8s_tag: args.consul_k8s_tag.clone(),
+            consul_node_name: args.consul_node_name.clone(),
+            sync_clusterip_services: args.sync_clusterip_services,
+            sync_lb_services_endpoints: args.sync_lb_services_endpoints,
+            node_port_sync_type: args.node_port_sync_type.parse::<NodePortSyncType>()?,
+            enable_ingress: args.enable_ingress,
+            sync_ingress_lb_ips: args.load_balancer_ips,
+            k8s_write_namespace: args.k8s_write_namespace.clone(),
+            consul_domain: args.consul_domain.clone(),
+            ..SyncSettings::default()
+        };
+        sync.validate()?;
+        if args.txn_batch_size == 0 || args.txn_batch_size > MAX_TXN_BATCH {
+            return Err(SettingsError::TxnBatch(args.txn_batch_size));
+        }
+        if args.consul_write_interval.is_zero() {
+            return Err(SettingsError::WriteInterval);
+        }
+        if args.debounce > args.max_debounce {
+            return Err(SettingsError::Debounce {
+                debounce: args.debounce,
+                max: args.max_debounce,
+            });
+        }
+        let mut s = Self::new(sync);
+        s.write_interval = args.consul_write_interval;
+        s.queue.debounce = args.debounce;
+        s.queue.max_delay = args.max_debounce;
+        s.txn_batch = args.txn_batch_size;
+        s.purge = args.purge_k8s_services_from_node;
+        Ok(s)
+    }
+}
+
+impl SyncCatalogArgs {
+    /// The Consul connection flags as overrides of the environment.
+    pub fn consul_overrides(&self) -> Overrides {
+        Overrides {
+            address: self.http_addr.clone(),
+            token: self.token.clone(),
+            token_file: self.token_file.clone(),
+            ca_file: self.ca_file.clone(),
+            client_cert: self.client_cert.clone(),
+            client_key: self.client_key.clone(),
+            tls_server_name: self.tls_server_name.clone(),
+            insecure_skip_verify: self.tls_skip_verify,
+            datacenter: self.datacenter.clone(),
+            namespace: None,
+            partition: None,
+        }
+    }
+
+    /// The Consul connection: the flags over the process environment
+    /// (`CONSUL_HTTP_ADDR`, `CONSUL_HTTP_TOKEN`, ... as Consul's CLI reads
+    /// them). Build the client with `mirra_consul::Client::new`.
+    pub fn consul_config(&self) -> Result<ConsulConfig, SettingsError> {
+        let mut cfg = ConsulConfig::from_process_env(&self.consul_overrides())?;
+        cfg.txn_max_ops = self.txn_batch_size.clamp(1, MAX_TXN_BATCH);
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use proptest::prelude::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SyncCatalogArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SyncCatalogArgs, clap::Error> {
+        let mut v: Vec<OsString> = vec!["x".into()];
+        v.extend(normalize_flags(args.iter().map(OsString::from).collect()));
+        Cli::try_parse_from(v).map(|c| c.args)
+    }
+
+    #[test]
+    fn normalize_rewrites_single_dash_only() {
+        let got = normalize_flags(
+            [
+                "-k8s-default-sync=false",
+                "-consul-node-name",
+                "foo",
+                "--to-k8s=false",
+                "-h",
+                "-1",
+                "--",
+                "-x-y",
+            ]
+            .iter()
+            .map(OsString::from)
+            .collect(),
+        );
+        let want: Vec<OsString> = [
+            "--k8s-default-sync=false",
+            "--consul-node-name",
+            "foo",
+            "--to-k8s=false",
+            "-h",
+            "-1",
+            "--",
+            "-x-y",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn both_spellings_parse_the_same() {
+        let a = parse(&[
+            "-k8s-default-sync=false",
+            "-consul-node-name",
+            "c1",
+            "-allow-k8s-namespace=*",
+            "-allow-k8s-namespace",
+            "apps",
+            "-deny-k8s-namespace=kube-system",
+            "-add-k8s-namespace-suffix",
+            "-consul-write-interval=1m30s",
+            "-node-port-sync-type=ExternalFirst",
+        ])
+        .unwrap();
+        let b = parse(&[
+            "--k8s-default-sync=false",
+            "--consul-node-name=c1",
+            "--allow-k8s-namespace",
+            "*",
+            "--allow-k8s-namespace=apps",
+            "--deny-k8s-namespace",
+            "kube-system",
+            "--add-k8s-namespace-suffix=true",
+            "--consul-write-interval",
+            "90s",
+            "--node-port-sync-type",
+            "ExternalFirst",
+        ])
+        .unwrap();
+        let (sa, sb) = (
+            Settings::from_args(&a).unwrap(),
+            Settings::from_args(&b).unwrap(),
+        );
+        assert_eq!(sa.sync, sb.sync);
+        assert!(!sa.sync.k8s_default_sync);
+        assert!(sa.sync.add_k8s_namespace_suffix);
+        assert_eq!(sa.sync.consul_node_name, "c1");
+        assert_eq!(sa.write_interval, Duration::from_secs(90));
+        assert_eq!(sa.sync.node_port_sync_type, NodePortSyncType::ExternalFirst);
+        assert!(sa.sync.namespace_allowed("x"));
+        assert!(!sa.sync.namespace_allowed("kube-system"));
+    }
+
+    #[test]
+    fn defaults_are_consul_k8s_binary_defaults() {
+        let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
+        assert_eq!(s.sync, SyncSettings::default());
+        assert_eq!(s.txn_batch, 64);
+        assert_eq!(s.write_interval, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn bad_values_are_clear_errors() {
+        assert!(parse(&["-k8s-default-sync=maybe"]).is_err());
+        assert!(parse(&["-consul-write-interval=soon"]).is_err());
+        let e = Settings::from_args(&parse(&["-consul-node-name=bad_name"]).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("-consul-node-name"), "{e}");
+        let e = Settings::from_args(&parse(&["-node-port-sync-type=Both"]).unwrap()).unwrap_err();
+        assert!(e.to_string().contains("node-port-sync-type"), "{e}");
+        let e = Settings::from_args(&parse(&["-txn-batch-size=0"]).unwrap()).unwrap_err();
+        assert!(matches!(e, SettingsError::TxnBatch(0)));
+        let e = Settings::from_args(&parse(&["-consul-write-interval=0"]).unwrap()).unwrap_err();
+        assert!(matches!(e, SettingsError::WriteInterval));
+        let e = Settings::from_args(&parse(&["-debounce=2s", "-max-debounce=1s"]).unwrap())
+            .unwrap_err();
+        assert!(matches!(e, SettingsError::Debounce { .. }));
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(go_duration("1h2m3s"), Ok(Duration::from_secs(3723)));
+        assert_eq!(go_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(go_duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "s", "10", "1x", "-1s", "1.5s"] {
+            assert!(go_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn normalize_is_idempotent_and_total(args in proptest::collection::vec("[-=a-zA-Z0-9 ]{0,12}", 0..8)) {
+            let input: Vec<OsString> = args.iter().map(OsString::from).collect();
+            let once = normalize_flags(input.clone());
+            prop_assert_eq!(once.len(), input.len());
+            let twice = normalize_flags(once.clone());
+            prop_assert_eq!(&once, &twice);
+            for (a, b) in input.iter().zip(&once) {
+                // Only ever a dash is prepended.
+                let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+                let prefixed = format!("-{}", a);
+                prop_assert!(a == b || prefixed == b);
+            }
+        }
+    }
+}

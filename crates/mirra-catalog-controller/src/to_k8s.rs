@@ -1,0 +1,175 @@
+//! The Consul -> Kubernetes direction (`-to-k8s`): every Consul service
+//! not tagged with the k8s tag becomes an ExternalName Service in
+//! `-k8s-write-namespace`, as consul-k8s does (`mirra_catalog::to_k8s`
+//! decides what; this module watches and writes).
+//!
+//! ```text
+//! Consul: ONE blocking query on /v1/catalog/services ─┐
+//! Kubernetes: a watch of the write namespace's Services ┼─► debounce ─► plan_k8s ─► apply / delete
+//! ```
+//!
+//! Writes are server-side applies as field manager `mirra` (creating or
+//! bringing a labelled Service back to shape) and deletes with the cached
+//! uid as precondition, sent only when the plan is not empty: an idle
+//! catalog costs no Kubernetes writes, and a restart in step costs none.
+//!
+//! What this module must NOT do: touch a Service without the `consul=true`
+//! label (the planner never plans one), or delete anything before both the
+//! first Consul answer and the Services' initial list are in.
+
+use std::collections::BTreeMap;
+use std::pin::pin;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::watcher;
+use mirra_catalog::SyncSettings;
+use mirra_catalog::to_k8s::{K8sOp, desired_k8s_services, plan_k8s};
+use mirra_consul::{ServiceTags, WatchOptions};
+use mirra_runtime::{Cache, ReadyFlag};
+use tokio_util::sync::CancellationToken;
+
+/// Quiet time after the latest change before planning: a burst of Consul
+/// registrations (a deploy elsewhere) becomes one plan. Short, because the
+/// plan is cheap and users wait for the Service.
+const DEBOUNCE: Duration = Duration::from_millis(100);
+
+/// Wait before retrying after a failed write; doubled per failure up to
+/// [`RETRY_MAX`], so a down API server is not hammered.
+const RETRY_BASE: Duration = Duration::from_millis(500);
+/// Longest wait between retries.
+const RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// The field manager of mirra's applies.
+const FIELD_MANAGER: &str = "mirra";
+
+/// Keeps the write namespace's ExternalName Services in step with Consul
+/// until `shutdown`. Sets `ready` once both sides have been read once.
+pub async fn run_to_k8s(
+    kube: kube::Client,
+    consul: mirra_consul::Client,
+    sync: SyncSettings,
+    ready: ReadyFlag,
+    shutdown: CancellationToken,
+) {
+    let namespace = sync.k8s_write_namespace.clone();
+    let api: Api<Service> = Api::namespaced(kube, &namespace);
+    let mut services = pin!(watcher(api.clone(), watcher::Config::default()));
+    let mut catalog = pin!(consul.watch_services(WatchOptions::default()));
+    let mut cache: Cache<Service> = Cache::new();
+    let mut consul_services: Option<ServiceTags> = None;
+    let mut dirty = false;
+    let mut failures: u32 = 0;
+    let mut due = tokio::time::Instant::now();
+    loop {
+        let wake = if dirty {
+            due
+        } else {
+            tokio::time::Instant::now() + Duration::from_secs(3600)
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = services.next() => match event {
+                Some(Ok(e)) => {
+                    if !cache.apply(e).is_empty() && !dirty {
+                        dirty = true;
+                        due = tokio::time::Instant::now() + DEBOUNCE;
+                    }
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "watching Services of the write namespace"),
+                None => return,
+            },
+            answer = catalog.next() => match answer {
+                Some(Ok(v)) => {
+                    if consul_services.as_ref() != Some(&v.value) {
+                        consul_services = Some(v.value);
+                        if !dirty {
+                            dirty = true;
+                            due = tokio::time::Instant::now() + DEBOUNCE;
+                        }
+                    }
+                }
+                Some(Err(e)) => tracing::warn!(class = e.class(), error = %e, "reading Consul services"),
+                None => return,
+            },
+            _ = tokio::time::sleep_until(wake) => {
+                let Some(consul_now) = consul_services.as_ref().filter(|_| cache.initial_list_done())
+                else {
+                    // Not both sides read yet: look again after another
+                    // window (the next answer or event sets dirty anyway).
+                    due = tokio::time::Instant::now() + DEBOUNCE;
+                    continue;
+                };
+                ready.set_ready();
+                dirty = false;
+                match sync_once(&api, &cache, consul_now, &sync).await {
+                    Ok(()) => failures = 0,
+                    Err(e) => {
+                        failures = failures.saturating_add(1);
+                        let delay = RETRY_BASE
+                            .saturating_mul(2u32.saturating_pow(failures.min(16)))
+                            .min(RETRY_MAX);
+                        tracing::warn!(error = %e, retry_in = ?delay, "writing ExternalName Services");
+                        dirty = true;
+                        due = tokio::time::Instant::now() + delay;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Plans once from the caches and sends the plan. Stops at the first
+/// failed write; the caller retries the whole (re-computed) plan.
+async fn sync_once(
+    api: &Api<Service>,
+    cache: &Cache<Service>,
+    consul_services: &ServiceTags,
+    sync: &SyncSettings,
+) -> Result<(), kube::Error> {
+    let desired = desired_k8s_services(consul_services, sync);
+    for w in &desired.warnings {
+        tracing::warn!(consul_service = %w.consul_service, "{}", w.message);
+    }
+    let existing: BTreeMap<String, Service> = cache
+        .in_namespace(&sync.k8s_write_namespace)
+        .filter_map(|s| Some((s.metadata.name.clone()?, s.clone())))
+        .collect();
+    let plan = plan_k8s(&desired.services, &existing, sync);
+    for name in &plan.conflicts {
+        tracing::warn!(service = %name, "a Service without the consul=true label has this name; left alone");
+    }
+    for op in plan.ops {
+        match op {
+            K8sOp::Create(svc) | K8sOp::Update(svc) => {
+                let name = svc.metadata.name.clone().unwrap_or_default();
+                api.patch(
+                    &name,
+                    &PatchParams::apply(FIELD_MANAGER).force(),
+                    &Patch::Apply(&svc),
+                )
+                .await?;
+                tracing::info!(service = %name, "ExternalName Service written");
+            }
+            K8sOp::Delete { name, .. } => {
+                let uid = existing.get(&name).and_then(|s| s.metadata.uid.clone());
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid,
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match api.delete(&name, &params).await {
+                    Ok(_) => tracing::info!(service = %name, "ExternalName Service deleted"),
+                    // Already gone: what we wanted.
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+    }
+    Ok(())
+}

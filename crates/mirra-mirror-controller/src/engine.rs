@@ -1,0 +1,582 @@
+//! The running controller: the shared state, the workers that plan and
+//! write one namespace at a time, the status writer, the Event recorder and
+//! the verification pass.
+//!
+//! ```text
+//! watches ─► State (caches) ─► keys ─► WorkQueue ─► worker: plan (pure) ─► SSA / delete
+//!                                                          │
+//!                                   outcomes ─► status writer (debounced) ─► /status, Events
+//! ```
+//!
+//! What this module must NOT do: send a GET in the hot path (all decisions
+//! come from the caches), plan before every cache it depends on has its
+//! initial list, or let one failing item stop another item or namespace.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Event as KubeEvent;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use mirra_mirror::status::{CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID};
+use mirra_mirror::{
+    ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus, desired_status, status_changed,
+    summarize,
+};
+use mirra_runtime::{Metrics, Outcome, QueueConfig, ReadyFlag, WorkQueue};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::ControllerError;
+use crate::settings::{Settings, WatchScope};
+use crate::state::{Resolution, State};
+use crate::watches;
+use crate::write::{self, WriteFailure};
+
+/// The name of the queue and controller in metrics.
+const CONTROLLER: &str = "mirror";
+
+/// How long a worker waits before retrying a key that arrived before the
+/// caches were complete. 50 ms: start-up lists take tens of milliseconds on
+/// a small cluster; the key is not lost, only held.
+const NOT_READY_RETRY: Duration = Duration::from_millis(50);
+
+/// Writes of one namespace in flight at once. 8: a new namespace with
+/// dozens of items converges in a few round trips, while one namespace
+/// cannot monopolise the client (workers x 8 bounds the total).
+const OPS_IN_FLIGHT: usize = 8;
+
+/// Everything the tasks share.
+pub struct Shared {
+    /// The API client.
+    pub client: kube::Client,
+    /// The settings.
+    pub settings: Settings,
+    /// Metrics handles.
+    pub metrics: Metrics,
+    /// Keys are target namespace names.
+    pub queue: WorkQueue<String>,
+    /// Caches and bookkeeping.
+    state: Mutex<State>,
+    /// Wakes the kind manager when the kinds in use may have changed.
+    pub kinds_changed: tokio::sync::Notify,
+    /// Cancelled on shutdown.
+    pub shutdown: CancellationToken,
+    /// Aggregated Events: (SyncConfig, reason) -> count sent so far.
+    events: Mutex<BTreeMap<(ConfigRef, String), i32>>,
+}
+
+impl Shared {
+    /// Runs `f` with the state locked. The lock is never held across an
+    /// await; a poisoned lock (a panic elsewhere) still holds consistent
+    /// caches, so it is used rather than propagated.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut guard)
+    }
+
+    /// Adds keys to the queue, remembering when each became dirty.
+    pub fn enqueue(&self, keys: BTreeSet<String>) {
+        if keys.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        self.with_state(|s| {
+            for k in &keys {
+                s.first_event.entry(k.clone()).or_insert(now);
+            }
+        });
+        for k in keys {
+            self.queue.add(k);
+        }
+    }
+}
+
+/// Runs the controller until `shutdown` is cancelled.
+pub async fn run(
+    client: kube::Client,
+    settings: Settings,
+    ready: ReadyFlag,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+) -> Result<(), ControllerError> {
+    match &settings.scope {
+        WatchScope::All => tracing::warn!(
+            "honouring SyncConfigs in ALL namespaces (--all-namespaces): anyone who can create \
+             a SyncConfig can write into every namespace mirra may write to"
+        ),
+        WatchScope::Namespaces(list) => {
+            tracing::info!(namespaces = ?list, "honouring SyncConfigs in these namespaces only")
+        }
+    }
+    let queue = WorkQueue::new(QueueConfig {
+        debounce: settings.debounce,
+        max_delay: settings.max_delay,
+        backoff_base: settings.backoff_base,
+        backoff_cap: settings.backoff_cap,
+    })?;
+    let shared = Arc::new(Shared {
+        client,
+        settings,
+        metrics,
+        queue,
+        state: Mutex::new(State::default()),
+        kinds_changed: tokio::sync::Notify::new(),
+        shutdown: shutdown.child_token(),
+        events: Mutex::new(BTreeMap::new()),
+    });
+
+    let mut tasks = vec![watches::spawn_namespaces(&shared)];
+    tasks.extend(watches::spawn_configs(&shared));
+    tasks.push(tokio::spawn(watches::manage_kinds(shared.clone())));
+    tasks.push(tokio::spawn(status_loop(shared.clone(), ready)));
+    tasks.push(tokio::spawn(verify_loop(shared.clone())));
+    for _ in 0..shared.settings.workers {
+        tasks.push(tokio::spawn(worker(shared.clone())));
+    }
+
+    shared.shutdown.cancelled().await;
+    shared.queue.shutdown();
+    let mut failure = None;
+    for t in tasks {
+        if let Err(e) = t.await
+            && e.is_panic()
+        {
+            failure = Some(ControllerError::TaskPanicked(e.to_string()));
+        }
+    }
+    // Dropping the entries aborts the copy and deleteItem watches.
+    shared.with_state(|s| {
+        s.kinds.clear();
+        s.deletes.clear();
+    });
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+async fn worker(shared: Arc<Shared>) {
+    loop {
+        let key = tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            k = shared.queue.next() => match k { Some(k) => k, None => return },
+        };
+        let outcome = process(&shared, &key).await;
+        if outcome == Outcome::Success {
+            shared.with_state(|s| s.first_event.remove(&key));
+        }
+        if let Err(e) = shared.queue.done(&key, outcome) {
+            tracing::error!(namespace = %key, error = %e, "work queue bookkeeping failed");
+        }
+    }
+}
+
+/// Plans one namespace from the caches and sends the writes.
+async fn process(shared: &Shared, namespace: &str) -> Outcome {
+    let prepared = shared.with_state(|s| {
+        if !s.caches_ready() {
+            return None;
+        }
+        let plan = s.plan(namespace, &shared.settings.never_write);
+        let ops: Vec<_> = plan
+            .ops
+            .into_iter()
+            .map(|op| {
+                let target = s.write_target(&op);
+                (op, target)
+            })
+            .collect();
+        Some((ops, plan.outcomes))
+    });
+    let Some((ops, mut outcomes)) = prepared else {
+        return Outcome::RetryAfter(NOT_READY_RETRY);
+    };
+    let client = &shared.client;
+    // The writes of one namespace go out concurrently: they touch distinct
+    // objects, and a new namespace's latency is then one round trip or a
+    // few, not one per item.
+    let results: Vec<(ObjectKey, Result<bool, WriteFailure>)> = if ops.is_empty() {
+        // The common case (an in-step namespace): no stream to set up.
+        Vec::new()
+    } else {
+        futures::stream::iter(ops.into_iter().map(|(op, target)| {
+            // Boxed: the stream allocates room for one future up front, and
+            // an unboxed write future is several kilobytes.
+            Box::pin(async move {
+                let t = op.target().clone();
+                let res = send(shared, client, &op, target).await;
+                (t.key(), res)
+            })
+        }))
+        .buffer_unordered(OPS_IN_FLIGHT)
+        .collect()
+        .await
+    };
+    let mut result = Outcome::Success;
+    let mut failed: BTreeMap<ObjectKey, String> = BTreeMap::new();
+    let mut wrote = false;
+    for (key, res) in results {
+        match res {
+            Ok(w) => wrote |= w,
+            Err(f) => {
+                shared.metrics.error(f.class());
+                tracing::warn!(namespace = %key.namespace, name = %key.name, kind = %key.kind,
+                    error = f.message(), "write failed");
+                match f {
+                    WriteFailure::Transient(_) => result = Outcome::Retry,
+                    WriteFailure::Throttled(_) => {
+                        if result == Outcome::Success {
+                            result = Outcome::RetryAfter(write::THROTTLE_DELAY);
+                        }
+                    }
+                    WriteFailure::Permanent(m) | WriteFailure::Invalid(m) => {
+                        failed.insert(key, m);
+                    }
+                }
+            }
+        }
+    }
+    for o in &mut outcomes {
+        if let Some(reason) = failed.get(&o.target.key())
+            && matches!(
+                o.state,
+                OutcomeState::Applied | OutcomeState::Deleted | OutcomeState::Pruned
+            )
+        {
+            o.state = OutcomeState::Failed {
+                reason: reason.clone(),
+            };
+        }
+    }
+    let skipped: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.state == OutcomeState::InSync)
+        .map(|o| o.target.kind.clone())
+        .collect();
+    for kind in skipped {
+        shared.metrics.skipped_write(&kind);
+    }
+    let now = Instant::now();
+    shared.with_state(|s| {
+        if wrote && let Some(first) = s.first_event.get(namespace) {
+            shared
+                .metrics
+                .observe_event_to_write(CONTROLLER, now.saturating_duration_since(*first));
+        }
+        if wrote {
+            // Later writes of the same key measure from a later event.
+            s.first_event.remove(namespace);
+        }
+        s.store_outcomes(namespace, outcomes, now);
+    });
+    result
+}
+
+/// Sends one op; `Ok(true)` when a write was made.
+async fn send(
+    shared: &Shared,
+    client: &kube::Client,
+    op: &Op,
+    target: Option<(kube::api::ApiResource, Option<String>)>,
+) -> Result<bool, WriteFailure> {
+    let t = op.target();
+    let Some((ar, observed_uid)) = target else {
+        return Err(WriteFailure::Permanent(format!(
+            "kind {} {} is not resolved",
+            t.api_version, t.kind
+        )));
+    };
+    match op {
+        Op::Apply {
+            body,
+            force_recreate,
+            ..
+        } => match write::apply(client, &ar, &t.namespace, &t.name, body).await {
+            Ok(version) => {
+                shared.metrics.write("apply", &t.kind);
+                shared.with_state(|s| {
+                    s.record_own_write(
+                        (t.api_version.clone(), t.kind.clone()),
+                        &t.namespace,
+                        &t.name,
+                        version,
+                    )
+                });
+                Ok(true)
+            }
+            Err(e) => match write::classify(&e) {
+                WriteFailure::Invalid(msg) if *force_recreate => {
+                    let Some(uid) = observed_uid else {
+                        return Err(WriteFailure::Permanent(msg));
+                    };
+                    tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
+                        "apply refused as invalid, recreating (forceRecreate)");
+                    // Delete now; the watch shows when it is gone and the
+                    // next plan creates it afresh.
+                    write::delete(client, &ar, &t.namespace, &t.name, &uid)
+                        .await
+                        .map_err(|e| write::classify(&e))?;
+                    shared.metrics.write("delete", &t.kind);
+                    Ok(true)
+                }
+                other => Err(other),
+            },
+        },
+        Op::Delete { uid, .. } => {
+            write::delete(client, &ar, &t.namespace, &t.name, uid)
+                .await
+                .map_err(|e| write::classify(&e))?;
+            shared.metrics.write("delete", &t.kind);
+            Ok(true)
+        }
+    }
+}
+
+/// Writes statuses, sets readiness and refreshes gauges, once per status
+/// window.
+async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(shared.settings.status_debounce) => {}
+        }
+        shared
+            .metrics
+            .set_queue_depth(CONTROLLER, shared.queue.len());
+        let busy = !shared.queue.is_empty() || shared.queue.in_flight() > 0;
+        let now_str = k8s_openapi::jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        let max_delay = shared.settings.status_max_delay;
+        let (sizes, is_ready, todo) = shared.with_state(|s| {
+            let sizes = s.cache_sizes();
+            if !s.caches_ready() {
+                return (sizes, false, Vec::new());
+            }
+            let now = Instant::now();
+            let due: Vec<ConfigRef> = s
+                .dirty_status
+                .iter()
+                .filter(|(_, t)| !busy || now.saturating_duration_since(**t) >= max_delay)
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut todo = Vec::new();
+            for key in due {
+                s.dirty_status.remove(&key);
+                let Some(compiled) = s.compiled.get(&key) else {
+                    continue;
+                };
+                let summary = summarize(&key, s.outcomes.values().flatten());
+                let previous = s.stored_status(&key);
+                let new = desired_status(compiled, &summary, previous.as_ref(), &now_str);
+                if status_changed(previous.as_ref(), &new) {
+                    todo.push((key, previous, new));
+                }
+            }
+            (sizes, true, todo)
+        });
+        for (kind, n) in sizes {
+            shared.metrics.set_cached_objects(&kind, n);
+        }
+        if is_ready && !ready.is_ready() {
+            tracing::info!("every cache holds its initial list: ready");
+            ready.set_ready();
+        }
+        for (key, previous, new) in todo {
+            write_status(&shared, &key, previous.as_ref(), new).await;
+        }
+    }
+}
+
+async fn write_status(
+    shared: &Shared,
+    key: &ConfigRef,
+    previous: Option<&SyncConfigStatus>,
+    new: SyncConfigStatus,
+) {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        shared.client.clone(),
+        &key.namespace,
+        &watches::syncconfig_resource(),
+    );
+    let patch = json!({ "status": new });
+    match api
+        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {
+            shared
+                .metrics
+                .write("patch-status", mirra_mirror::resource::KIND);
+            record_events(shared, key, previous, &new).await;
+            shared.with_state(|s| {
+                if s.compiled.contains_key(key) {
+                    s.written_status.insert(key.clone(), new);
+                }
+            });
+        }
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            // The SyncConfig is gone; nothing to report on.
+        }
+        Err(e) => {
+            shared.metrics.error("status");
+            tracing::warn!(syncconfig = %key, error = %e, "status write failed, retrying");
+            shared.with_state(|s| {
+                s.dirty_status.insert(key.clone(), Instant::now());
+            });
+        }
+    }
+}
+
+/// Raises one Warning Event per condition that became True (or changed its
+/// message): aggregated per SyncConfig and reason, with a count, never one
+/// per namespace.
+async fn record_events(
+    shared: &Shared,
+    key: &ConfigRef,
+    previous: Option<&SyncConfigStatus>,
+    new: &SyncConfigStatus,
+) {
+    for cond in &new.conditions {
+        if ![CONDITION_INVALID, CONDITION_ERRORED, CONDITION_CONFLICT]
+            .contains(&cond.type_.as_str())
+            || cond.status != "True"
+        {
+            continue;
+        }
+        let before = previous.and_then(|p| p.conditions.iter().find(|c| c.type_ == cond.type_));
+        if before.is_some_and(|b| b.status == "True" && b.message == cond.message) {
+            continue;
+        }
+        let reason = cond.reason.clone().unwrap_or_else(|| cond.type_.clone());
+        let message = cond.message.clone().unwrap_or_default();
+        emit_event(shared, key, &reason, &message).await;
+    }
+}
+
+/// Creates the Event of (SyncConfig, reason), or bumps its count.
+pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message: &str) {
+    let uid = shared.with_state(|s| s.config_uid(key)).unwrap_or_default();
+    let api: Api<KubeEvent> = Api::namespaced(shared.client.clone(), &key.namespace);
+    let name = format!("{}.{}", key.name, reason.to_ascii_lowercase());
+    let now = k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let sent = {
+        let mut events = shared.events.lock().unwrap_or_else(|e| e.into_inner());
+        let n = events.entry((key.clone(), reason.to_string())).or_insert(0);
+        *n += 1;
+        *n
+    };
+    let bump = json!({"count": sent, "message": message, "lastTimestamp": now});
+    let result = if sent == 1 {
+        let event = json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": key.namespace},
+            "involvedObject": {
+                "apiVersion": format!("{}/{}", mirra_mirror::resource::GROUP, mirra_mirror::resource::VERSION),
+                "kind": mirra_mirror::resource::KIND,
+                "name": key.name,
+                "namespace": key.namespace,
+                "uid": uid,
+            },
+            "reason": reason,
+            "message": message,
+            "type": "Warning",
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": "mirra"},
+            "reportingComponent": "mirra",
+            "reportingInstance": "mirra",
+        });
+        match serde_json::from_value::<KubeEvent>(event) {
+            Ok(ev) => match api.create(&PostParams::default(), &ev).await {
+                // Left by an earlier mirra process: bump it instead.
+                Err(kube::Error::Api(s)) if s.code == 409 => api
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
+                    .await
+                    .map(|_| ()),
+                other => other.map(|_| ()),
+            },
+            Err(e) => {
+                tracing::error!(error = %e, "cannot build an Event");
+                return;
+            }
+        }
+    } else {
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
+            .await
+            .map(|_| ())
+    };
+    match result {
+        Ok(()) => shared.metrics.write("event", "Event"),
+        Err(e) => {
+            // Events are best effort: the status carries the same facts.
+            shared.metrics.error("event");
+            tracing::warn!(syncconfig = %key, %reason, error = %e, "cannot record Event");
+        }
+    }
+}
+
+/// Re-plans every namespace from the caches, periodically. CPU only when
+/// everything is in step; kinds discovery could not resolve are asked
+/// again (a CRD may have been installed since).
+async fn verify_loop(shared: Arc<Shared>) {
+    let Some(every) = shared.settings.verify_interval else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let (keys, retry_kinds) = shared.with_state(|s| {
+            let before = s.kinds.len();
+            s.kinds
+                .retain(|_, e| !matches!(e.resolution, Resolution::Failed(_)));
+            let keys: BTreeSet<String> = s.namespace_names().into_iter().collect();
+            (keys, s.kinds.len() != before)
+        });
+        if retry_kinds {
+            shared.kinds_changed.notify_one();
+        }
+        tracing::debug!(namespaces = keys.len(), "verification pass");
+        let keys: Vec<String> = keys.into_iter().collect();
+        for chunk in keys.chunks(VERIFY_CHUNK) {
+            // Event-driven keys go first: the next slice of the pass is
+            // queued only once the queue is empty, so a namespace created
+            // during a pass waits behind one slice, not the whole cluster.
+            while !shared.queue.is_empty() {
+                tokio::select! {
+                    _ = shared.shutdown.cancelled() => return,
+                    _ = tokio::time::sleep(VERIFY_YIELD) => {}
+                }
+            }
+            let now = Instant::now();
+            shared.with_state(|s| {
+                for k in chunk {
+                    s.first_event.entry(k.clone()).or_insert(now);
+                }
+            });
+            for k in chunk {
+                // No debounce: nothing is bursting, the pass itself is
+                // the event.
+                shared.queue.add_after(k.clone(), Duration::ZERO);
+            }
+        }
+    }
+}
+
+/// Namespaces queued at once by the verification pass. 32: planning one
+/// namespace of 40 items costs about a millisecond of CPU, so an event that
+/// arrives mid-pass waits some tens of milliseconds at most.
+const VERIFY_CHUNK: usize = 32;
+
+/// How often the verification pass looks whether the queue has drained.
+/// 10 ms: small against the 100 ms debounce of events, and a pass over a
+/// thousand namespaces still takes well under a few seconds.
+const VERIFY_YIELD: Duration = Duration::from_millis(10);

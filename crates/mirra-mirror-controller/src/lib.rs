@@ -1,0 +1,78 @@
+//! The mirror controller: SyncConfigs (`sync.appuio.ch/v1alpha1`) copied
+//! into the namespaces they select, incrementally and keyed by target
+//! namespace.
+//!
+//! ```text
+//! watches (Namespaces, SyncConfigs in the honoured namespaces,
+//!          mirra's copies per kind in use, deleteItems objects)
+//!   ─► caches ─► keys (target namespaces) ─► WorkQueue (dedup, debounce, backoff)
+//!   ─► mirra_mirror::plan_namespace (pure) ─► server-side apply / delete with uid
+//!   ─► outcomes ─► SyncConfig status (only when it changes) and aggregated Events
+//! ```
+//!
+//! Event to keys: a Namespace event touches that namespace; a SyncConfig
+//! change touches the namespaces its old or new spec selects (plus those
+//! holding its copies); a change to one of mirra's copies or to an object a
+//! deleteItem names touches its namespace. A periodic verification pass
+//! re-plans every namespace from the caches: it costs CPU only, and requests
+//! only where something drifted.
+//!
+//! Decisions worth knowing:
+//!
+//! - Every decision is made from the watch caches: there is never a GET in
+//!   the hot path, and nothing is planned (so nothing is deleted) before
+//!   every cache the plan depends on has its initial list.
+//! - A kind is resolved through discovery once, when a SyncConfig first
+//!   names it, and its copies are watched with the label selector
+//!   `app.kubernetes.io/managed-by=mirra`. The watch stops when no
+//!   SyncConfig names the kind and no copy of it is left. Known limit: if
+//!   mirra is down while the last SyncConfig naming a kind is deleted, the
+//!   copies of that kind are not pruned after the restart (nothing names the
+//!   kind any more); the verification pass cannot see them either.
+//! - deleteItems with a fixed name are watched by field selector
+//!   `metadata.name=NAME` (metadata only). Names containing
+//!   `${PROJECT_NAME}` differ per namespace, so their kind is watched
+//!   cluster-wide, metadata only: that costs the kind's watch traffic, but
+//!   no live read per cycle.
+//! - forceRecreate: on a 422 the object is deleted with its uid as
+//!   precondition; the copy watch then shows it gone (or terminating, and
+//!   later gone) and the next plan creates it.
+//! - Events are core/v1 Events named `<syncconfig>.<reason>`, created once
+//!   and then bumped (`count`) on repeat. After a restart the count restarts
+//!   from the existing Event's creation (mirra does not read it back).
+//!
+//! What this crate must NOT do: plan (that is `mirra_mirror`), serve health
+//! or metrics endpoints (the binary does), or write to a namespace listed in
+//! `--never-write-namespace`.
+
+mod engine;
+pub mod settings;
+mod state;
+mod watches;
+mod write;
+
+pub use engine::run;
+pub use settings::{RunArgs, Settings, SettingsError, WatchScope};
+
+/// Re-exported for the SyncConfig CRD and types.
+pub use mirra_mirror;
+/// Re-exported so that callers (the binary, benchmarks) use the same
+/// versions of the types [`run`] takes.
+pub use mirra_runtime;
+/// Re-exported for the registry [`mirra_runtime::Metrics`] registers in.
+pub use prometheus_client;
+/// Re-exported for [`tokio_util::sync::CancellationToken`].
+pub use tokio_util;
+
+/// Why the controller stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// The queue settings are inconsistent (debounce and delays). Not
+    /// retryable: fix the settings.
+    #[error("invalid queue settings: {0}")]
+    Queue(#[from] mirra_runtime::QueueError),
+    /// A task of the controller panicked: a bug. Restarting the process
+    /// recovers from the caches' initial lists.
+    #[error("a controller task panicked: {0}")]
+    TaskPanicked(String),
+}

@@ -1,0 +1,320 @@
+//! Command-line flags of `mirra run` for the mirror controller, and the
+//! validated [`Settings`] the engine runs with.
+//!
+//! The flag help texts are the user documentation. What this module must NOT
+//! do: talk to the API server, or silently widen the set of namespaces whose
+//! SyncConfigs are honoured (that is a security boundary: a SyncConfig uses
+//! mirra's permissions to write into other namespaces).
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// Where the in-cluster service account's namespace is mounted.
+pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
+    "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// Flags of the mirror controller.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// Namespace whose SyncConfigs are honoured (repeatable). SyncConfigs in
+    /// other namespaces are ignored, because a SyncConfig writes into other
+    /// namespaces with mirra's permissions. Default: the namespace mirra runs
+    /// in (from the POD_NAMESPACE environment variable or the service
+    /// account's namespace file).
+    #[arg(long = "watch-namespace", value_name = "NS")]
+    pub watch_namespace: Vec<String>,
+
+    /// Honour SyncConfigs in every namespace. Anyone who can create a
+    /// SyncConfig anywhere can then write into every namespace mirra may
+    /// write to; mirra logs a warning at start-up.
+    #[arg(long = "all-namespaces", conflicts_with = "watch_namespace")]
+    pub all_namespaces: bool,
+
+    /// Target namespace mirra never writes to or deletes from, whatever a
+    /// SyncConfig selects (repeatable), e.g. `kube-system`.
+    #[arg(long = "never-write-namespace", value_name = "NS")]
+    pub never_write_namespace: Vec<String>,
+
+    /// Quiet time in milliseconds after the latest event for a namespace
+    /// before it is reconciled; events arriving meanwhile are merged into one
+    /// reconcile.
+    #[arg(long = "debounce-ms", value_name = "MS", default_value_t = 100)]
+    pub debounce_ms: u64,
+
+    /// Upper bound in milliseconds from the first event of a burst to the
+    /// reconcile, however long the burst goes on.
+    #[arg(long = "max-delay-ms", value_name = "MS", default_value_t = 1000)]
+    pub max_delay_ms: u64,
+
+    /// Seconds between verification passes. A pass re-plans every namespace
+    /// from the watch caches (CPU only: it sends requests only when something
+    /// drifted without an event). 0 disables the pass.
+    #[arg(
+        long = "verify-interval-secs",
+        value_name = "SECS",
+        default_value_t = 300
+    )]
+    pub verify_interval_secs: u64,
+
+    /// Milliseconds between SyncConfig status writes: status changes are
+    /// gathered for this long and each SyncConfig's status is written at most
+    /// once per window, and only when it differs from the stored one.
+    #[arg(long = "status-debounce-ms", value_name = "MS", default_value_t = 1000)]
+    pub status_debounce_ms: u64,
+
+    /// Number of namespaces reconciled concurrently.
+    #[arg(long = "workers", value_name = "N", default_value_t = 8)]
+    pub workers: usize,
+}
+
+/// Which namespaces' SyncConfigs are honoured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchScope {
+    /// Only these namespaces.
+    Namespaces(BTreeSet<String>),
+    /// Every namespace (explicit opt-in).
+    All,
+}
+
+/// Why the flags cannot be turned into settings.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SettingsError {
+    /// No `--watch-namespace` was given and mirra's own namespace is unknown
+    /// (not in a pod). Not retryable: pass a flag.
+    #[error(
+        "no namespace to watch for SyncConfigs: mirra does not run in a pod \
+         (neither POD_NAMESPACE nor {SERVICE_ACCOUNT_NAMESPACE_FILE} is set); \
+         pass --watch-namespace NS (repeatable) or, deliberately, --all-namespaces"
+    )]
+    NoWatchNamespace,
+    /// A flag value is out of range. Not retryable: fix the flag.
+    #[error("invalid flag {flag}: {message}")]
+    Invalid {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Everything the controller needs to know, validated. Fields are public so
+/// that tests and `mirra dev` can build settings directly.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Namespaces whose SyncConfigs are honoured.
+    pub scope: WatchScope,
+    /// Target namespaces never written to.
+    pub never_write: BTreeSet<String>,
+    /// Quiet time before a namespace is reconciled.
+    pub debounce: Duration,
+    /// Bound on the delay from the first event of a burst.
+    pub max_delay: Duration,
+    /// Interval of the verification pass; `None` disables it.
+    pub verify_interval: Option<Duration>,
+    /// Window over which status writes are gathered.
+    pub status_debounce: Duration,
+    /// A dirty status is written after this long even while namespaces are
+    /// still being reconciled (normally it waits until the queue is idle, so
+    /// that counters are not written half-way through a burst).
+    pub status_max_delay: Duration,
+    /// Namespaces reconciled concurrently.
+    pub workers: usize,
+    /// First retry delay of a failing namespace; doubles per failure.
+    pub backoff_base: Duration,
+    /// Largest retry delay of a failing namespace.
+    pub backoff_cap: Duration,
+}
+
+impl Settings {
+    /// Settings for the given scope with the defaults of the flags.
+    pub fn new(scope: WatchScope) -> Settings {
+        // The queue's timings are the runtime's defaults (their reasons are
+        // documented there): one place to tune them for every controller.
+        let queue = mirra_runtime::QueueConfig::default();
+        Settings {
+            scope,
+            never_write: BTreeSet::new(),
+            debounce: queue.debounce,
+            max_delay: queue.max_delay,
+            verify_interval: Some(Duration::from_secs(300)),
+            status_debounce: Duration::from_millis(1000),
+            // 10 s: during a long burst (a thousand namespaces being
+            // created) users still see counters move every few seconds.
+            status_max_delay: Duration::from_secs(10),
+            workers: 8,
+            backoff_base: queue.backoff_base,
+            backoff_cap: queue.backoff_cap,
+        }
+    }
+
+    /// Settings for tests: short windows so that tests wait on state, not on
+    /// timers.
+    pub fn for_tests(namespaces: &[&str]) -> Settings {
+        let mut s = Settings::new(WatchScope::Namespaces(
+            namespaces.iter().map(|n| n.to_string()).collect(),
+        ));
+        // 10 ms: long enough to merge the events of one write, short enough
+        // to keep tests fast.
+        s.debounce = Duration::from_millis(10);
+        s.max_delay = Duration::from_millis(50);
+        s.status_debounce = Duration::from_millis(20);
+        s.status_max_delay = Duration::from_millis(500);
+        s.backoff_base = Duration::from_millis(20);
+        s.backoff_cap = Duration::from_millis(500);
+        s.verify_interval = None;
+        s.workers = 4;
+        s
+    }
+
+    /// Validates the flags; reads `POD_NAMESPACE` and the service account
+    /// file only when no scope flag is given.
+    pub fn from_args(args: &RunArgs) -> Result<Settings, SettingsError> {
+        let own = || {
+            own_namespace(
+                std::env::var("POD_NAMESPACE").ok(),
+                Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
+            )
+        };
+        Self::from_args_with(args, own)
+    }
+
+    /// [`Settings::from_args`] with the lookup of mirra's own namespace
+    /// passed in (for tests).
+    pub fn from_args_with(
+        args: &RunArgs,
+        own_namespace: impl FnOnce() -> Option<String>,
+    ) -> Result<Settings, SettingsError> {
+        let scope = if args.all_namespaces {
+            WatchScope::All
+        } else if !args.watch_namespace.is_empty() {
+            for ns in &args.watch_namespace {
+                if ns.trim().is_empty() {
+                    return Err(SettingsError::Invalid {
+                        flag: "--watch-namespace",
+                        message: "empty namespace name".into(),
+                    });
+                }
+            }
+            WatchScope::Namespaces(args.watch_namespace.iter().cloned().collect())
+        } else {
+            match own_namespace() {
+                Some(ns) => WatchScope::Namespaces([ns].into()),
+                None => return Err(SettingsError::NoWatchNamespace),
+            }
+        };
+        if args.workers == 0 {
+            return Err(SettingsError::Invalid {
+                flag: "--workers",
+                message: "must be at least 1".into(),
+            });
+        }
+        if args.max_delay_ms < args.debounce_ms {
+            return Err(SettingsError::Invalid {
+                flag: "--max-delay-ms",
+                message: "must be at least --debounce-ms".into(),
+            });
+        }
+        if args.status_debounce_ms == 0 {
+            return Err(SettingsError::Invalid {
+                flag: "--status-debounce-ms",
+                message: "must be at least 1".into(),
+            });
+        }
+        let mut s = Settings::new(scope);
+        s.never_write = args.never_write_namespace.iter().cloned().collect();
+        s.debounce = Duration::from_millis(args.debounce_ms);
+        s.max_delay = Duration::from_millis(args.max_delay_ms);
+        s.verify_interval =
+            (args.verify_interval_secs > 0).then(|| Duration::from_secs(args.verify_interval_secs));
+        s.status_debounce = Duration::from_millis(args.status_debounce_ms);
+        s.workers = args.workers;
+        Ok(s)
+    }
+}
+
+/// mirra's own namespace: `POD_NAMESPACE`, else the service account file.
+fn own_namespace(env: Option<String>, file: &Path) -> Option<String> {
+    env.filter(|s| !s.trim().is_empty())
+        .or_else(|| std::fs::read_to_string(file).ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> RunArgs {
+        Cli::try_parse_from(std::iter::once("mirra").chain(args.iter().copied()))
+            .unwrap()
+            .run
+    }
+
+    #[test]
+    fn default_scope_is_own_namespace_or_a_clear_error() {
+        let args = parse(&[]);
+        let s = Settings::from_args_with(&args, || Some("ops".into())).unwrap();
+        assert_eq!(s.scope, WatchScope::Namespaces(["ops".to_string()].into()));
+        let err = Settings::from_args_with(&args, || None).unwrap_err();
+        assert_eq!(err, SettingsError::NoWatchNamespace);
+        assert!(err.to_string().contains("--watch-namespace"));
+        assert!(err.to_string().contains("--all-namespaces"));
+    }
+
+    #[test]
+    fn flags_are_honoured() {
+        let args = parse(&[
+            "--watch-namespace",
+            "a",
+            "--watch-namespace",
+            "b",
+            "--never-write-namespace",
+            "kube-system",
+            "--debounce-ms",
+            "5",
+            "--verify-interval-secs",
+            "0",
+        ]);
+        let s = Settings::from_args_with(&args, || None).unwrap();
+        assert_eq!(
+            s.scope,
+            WatchScope::Namespaces(["a".to_string(), "b".to_string()].into())
+        );
+        assert!(s.never_write.contains("kube-system"));
+        assert_eq!(s.debounce, Duration::from_millis(5));
+        assert_eq!(s.verify_interval, None);
+        let all = Settings::from_args_with(&parse(&["--all-namespaces"]), || None).unwrap();
+        assert_eq!(all.scope, WatchScope::All);
+        assert!(
+            Cli::try_parse_from(["mirra", "--all-namespaces", "--watch-namespace", "a"]).is_err()
+        );
+        assert!(
+            Settings::from_args_with(&parse(&["--workers", "0"]), || Some("a".into())).is_err()
+        );
+    }
+
+    #[test]
+    fn own_namespace_sources() {
+        let dir = std::env::temp_dir().join(format!("mirra-ns-{}", std::process::id()));
+        std::fs::write(&dir, "from-file\n").unwrap();
+        assert_eq!(
+            own_namespace(Some("env".into()), &dir).as_deref(),
+            Some("env")
+        );
+        assert_eq!(own_namespace(None, &dir).as_deref(), Some("from-file"));
+        assert_eq!(
+            own_namespace(Some(" ".into()), Path::new("/nonexistent")),
+            None
+        );
+        let _ = std::fs::remove_file(&dir);
+    }
+}

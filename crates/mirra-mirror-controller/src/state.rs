@@ -1,0 +1,546 @@
+//! The controller's in-memory view of the cluster: every watch cache, the
+//! compiled SyncConfigs, the latest outcome of every namespace, and the
+//! mapping from a cache change to the namespaces (keys) it touches.
+//!
+//! What this module must NOT do: I/O, or block. It is used under one
+//! `std::sync::Mutex`, held only for CPU work.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
+use kube::runtime::watcher::Event;
+use mirra_mirror::{
+    CompiledConfig, ConfigRef, ItemOutcome, NamespacePlan, NamespaceView, ObservedObject,
+    ObservedSet, Op, OutcomeState, SyncConfigStatus, namespaces_for_config_change, plan_namespace,
+};
+use mirra_runtime::Cache;
+use serde_json::Value;
+
+/// A kind as SyncConfigs name it: `(apiVersion, kind)`.
+pub type KindId = (String, String);
+
+/// How a kind named in a SyncConfig resolved through discovery.
+#[derive(Debug, Clone)]
+pub enum Resolution {
+    /// Discovery has not answered yet.
+    Pending,
+    /// The server serves it (namespaced).
+    Served(ApiResource),
+    /// The server does not serve it, or it cannot hold copies; the reason
+    /// becomes the items' failure.
+    Failed(String),
+}
+
+/// One kind in use: its resolution and the cache of mirra's copies of it.
+pub struct KindEntry {
+    /// Discovery result.
+    pub resolution: Resolution,
+    /// mirra's copies (label-selected), managedFields stripped.
+    pub copies: Cache<DynamicObject>,
+    /// The watch feeding `copies`; aborted when the entry is dropped.
+    #[allow(dead_code)] // held for its Drop
+    pub task: Option<AbortOnDrop>,
+}
+
+/// A deleteItem watch: a kind, and the fixed name it selects by field
+/// selector (`None` for names templated with `${PROJECT_NAME}`, which vary
+/// per namespace and are watched kind-wide, metadata only).
+pub type DeleteWatchId = (KindId, Option<String>);
+
+/// One deleteItem watch and its metadata-only cache.
+pub struct DeleteEntry {
+    /// The resolved resource (`None` while the kind is not served).
+    pub resource: Option<ApiResource>,
+    /// The objects it names.
+    pub objects: Cache<PartialObjectMeta<DynamicObject>>,
+    /// The watch feeding `objects`; aborted when the entry is dropped.
+    #[allow(dead_code)] // held for its Drop
+    pub task: Option<AbortOnDrop>,
+}
+
+/// Aborts a task when dropped, so removing a cache entry stops its watch.
+pub struct AbortOnDrop(pub tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The state shared by the watches, the workers and the status writer.
+#[derive(Default)]
+pub struct State {
+    /// All namespaces.
+    pub namespaces: Cache<Namespace>,
+    /// SyncConfigs, one cache per watched namespace (or one, `*`, for all):
+    /// a relist of one watch must not remove the objects of another.
+    pub configs: BTreeMap<String, Cache<DynamicObject>>,
+    /// Compiled form of every honoured SyncConfig.
+    pub compiled: BTreeMap<ConfigRef, CompiledConfig>,
+    /// Kinds in use.
+    pub kinds: BTreeMap<KindId, KindEntry>,
+    /// deleteItem watches.
+    pub deletes: BTreeMap<DeleteWatchId, DeleteEntry>,
+    /// Latest outcomes per target namespace.
+    pub outcomes: BTreeMap<String, Vec<ItemOutcome>>,
+    /// SyncConfigs whose status must be recomputed, with the time they
+    /// became dirty.
+    pub dirty_status: BTreeMap<ConfigRef, Instant>,
+    /// The status mirra last wrote, newer than the cache until the watch
+    /// brings it back.
+    pub written_status: BTreeMap<ConfigRef, SyncConfigStatus>,
+    /// When each pending key was first made dirty (event-to-write latency).
+    pub first_event: BTreeMap<String, Instant>,
+    /// The resourceVersion each of mirra's own applies produced, until the
+    /// copy watch brings that version back. That echo holds exactly what
+    /// the plan asked for, so re-planning its namespace for it would be
+    /// pure CPU: it is not queued. Any other version (someone else's edit)
+    /// is queued as usual. An entry whose echo came before the write's
+    /// answer is dropped by the next event of that object.
+    pub own_writes: BTreeMap<CopyId, String>,
+    /// Every honoured SyncConfig, in `compiled` order: the planner's input,
+    /// kept ready so that planning a namespace clones nothing.
+    pub compiled_list: Vec<CompiledConfig>,
+}
+
+/// A copy's identity across kinds: `(kind, namespace, name)`.
+pub type CopyId = (KindId, String, String);
+
+/// An object's JSON with its apiVersion and kind filled from the resource
+/// (list responses may omit them) and managedFields dropped.
+pub fn observed_from_dynamic(obj: &DynamicObject, ar: &ApiResource) -> Option<ObservedObject> {
+    let mut body = serde_json::to_value(obj).ok()?;
+    if let Value::Object(map) = &mut body {
+        map.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
+        map.insert("kind".into(), Value::String(ar.kind.clone()));
+    }
+    ObservedObject::from_json(body)
+}
+
+fn observed_from_meta(
+    obj: &PartialObjectMeta<DynamicObject>,
+    ar: &ApiResource,
+) -> Option<ObservedObject> {
+    let meta = serde_json::to_value(&obj.metadata).ok()?;
+    ObservedObject::from_json(serde_json::json!({
+        "apiVersion": ar.api_version,
+        "kind": ar.kind,
+        "metadata": meta,
+    }))
+}
+
+fn config_kinds(c: &CompiledConfig) -> Vec<KindId> {
+    let Ok(spec) = &c.spec else {
+        return Vec::new();
+    };
+    spec.sync_items
+        .iter()
+        .map(|i| (i.api_version.clone(), i.kind.clone()))
+        .chain(
+            spec.delete_items
+                .iter()
+                .map(|i| (i.api_version.clone(), i.kind.clone())),
+        )
+        .collect()
+}
+
+/// The delete watches the compiled configs need.
+fn wanted_delete_watches(
+    compiled: &BTreeMap<ConfigRef, CompiledConfig>,
+) -> BTreeSet<DeleteWatchId> {
+    let mut out = BTreeSet::new();
+    for c in compiled.values() {
+        let Ok(spec) = &c.spec else { continue };
+        for d in &spec.delete_items {
+            let kind = (d.api_version.clone(), d.kind.clone());
+            let name =
+                (!d.name.contains(mirra_mirror::template::PROJECT_NAME)).then(|| d.name.clone());
+            out.insert((kind, name));
+        }
+    }
+    out
+}
+
+impl State {
+    /// Kinds the valid SyncConfigs name, plus kinds whose caches still hold
+    /// copies (they must stay watched until pruned).
+    pub fn wanted_kinds(&self) -> BTreeSet<KindId> {
+        let mut out: BTreeSet<KindId> = self.compiled.values().flat_map(config_kinds).collect();
+        out.extend(
+            self.kinds
+                .iter()
+                .filter(|(_, e)| !e.copies.is_empty())
+                .map(|(k, _)| k.clone()),
+        );
+        out
+    }
+
+    /// Delete watches wanted now.
+    pub fn wanted_delete_watches(&self) -> BTreeSet<DeleteWatchId> {
+        wanted_delete_watches(&self.compiled)
+    }
+
+    /// Whether every cache a plan depends on holds its initial list: no
+    /// plan (and so no delete) is made before.
+    pub fn caches_ready(&self) -> bool {
+        if !self.namespaces.initial_list_done()
+            || self.configs.is_empty()
+            || !self.configs.values().all(Cache::initial_list_done)
+        {
+            return false;
+        }
+        for kind in self.compiled.values().flat_map(config_kinds) {
+            match self.kinds.get(&kind) {
+                None => return false,
+                Some(e) => match &e.resolution {
+                    Resolution::Pending => return false,
+                    Resolution::Failed(_) => {}
+                    Resolution::Served(_) => {
+                        if !e.copies.initial_list_done() {
+                            return false;
+                        }
+                    }
+                },
+            }
+        }
+        for id in self.wanted_delete_watches() {
+            match self.deletes.get(&id) {
+                None => return false,
+                Some(d) if d.resource.is_some() && !d.objects.initial_list_done() => return false,
+                Some(_) => {}
+            }
+        }
+        true
+    }
+
+    /// Every namespace name in the cache.
+    pub fn namespace_names(&self) -> Vec<String> {
+        self.namespaces
+            .iter()
+            .map(|(k, _)| k.name.clone())
+            .collect()
+    }
+
+    /// The namespaces the given SyncConfig selects (all when `None`).
+    pub fn selected_by(&self, configs: &[&CompiledConfig]) -> BTreeSet<String> {
+        self.namespaces
+            .iter()
+            .map(|(_, ns)| NamespaceView::from_namespace(ns))
+            .filter(|v| configs.iter().any(|c| c.selects(v)))
+            .map(|v| v.name.to_string())
+            .collect()
+    }
+
+    /// Namespaces holding copies owned by `config`.
+    pub fn namespaces_with_copies_of(&self, config: &ConfigRef) -> BTreeSet<String> {
+        let owner = config.to_string();
+        let mut out = BTreeSet::new();
+        for e in self.kinds.values() {
+            for (key, obj) in e.copies.iter() {
+                let owned = obj
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(mirra_mirror::OWNER_ANNOTATION))
+                    .is_some_and(|o| *o == owner);
+                if owned && let Some(ns) = &key.namespace {
+                    out.insert(ns.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Folds a Namespace event; returns the keys it touches.
+    pub fn apply_namespace(&mut self, event: Event<Namespace>) -> BTreeSet<String> {
+        let mut keys = BTreeSet::new();
+        for change in self.namespaces.apply(event) {
+            let view = |n: &Option<Namespace>| {
+                n.as_ref().map(|n| {
+                    let v = NamespaceView::from_namespace(n);
+                    (v.labels.clone(), v.active)
+                })
+            };
+            // Only what selection depends on: a namespace whose status
+            // conditions or annotations changed needs no plan.
+            if view(&change.old) != view(&change.new) {
+                keys.insert(change.key.name.clone());
+            }
+        }
+        keys
+    }
+
+    /// Folds a SyncConfig event from the watch of `scope`; returns the keys
+    /// it touches and whether the set of kinds in use may have changed.
+    pub fn apply_config(
+        &mut self,
+        scope: &str,
+        event: Event<DynamicObject>,
+        now: Instant,
+    ) -> (BTreeSet<String>, bool) {
+        let mut keys = BTreeSet::new();
+        let mut kinds_changed = false;
+        let changes = self
+            .configs
+            .entry(scope.to_string())
+            .or_default()
+            .apply(event);
+        for change in changes {
+            let Some(key) = change
+                .key
+                .namespace
+                .clone()
+                .map(|ns| ConfigRef::new(ns, change.key.name.clone()))
+            else {
+                continue;
+            };
+            let new = change
+                .new
+                .as_ref()
+                .and_then(|o| serde_json::to_value(o).ok())
+                .map(|v| CompiledConfig::from_json(&v));
+            let old = match &new {
+                Some(n) => self.compiled.insert(key.clone(), n.clone()),
+                None => self.compiled.remove(&key),
+            };
+            self.compiled_list = self.compiled.values().cloned().collect();
+            if let (Some(o), Some(n)) = (&old, &new)
+                && o.same_plan_input(n)
+            {
+                // Status or label edits (mirra's own status writes among
+                // them) change no plan.
+                continue;
+            }
+            kinds_changed = true;
+            let views: Vec<NamespaceView<'_>> = self
+                .namespaces
+                .iter()
+                .map(|(_, ns)| NamespaceView::from_namespace(ns))
+                .collect();
+            keys.extend(namespaces_for_config_change(
+                old.as_ref(),
+                new.as_ref(),
+                views.iter(),
+            ));
+            keys.extend(self.namespaces_with_copies_of(&key));
+            if new.is_some() {
+                self.dirty_status.insert(key, now);
+            } else {
+                self.written_status.remove(&key);
+                self.dirty_status.remove(&key);
+            }
+        }
+        (keys, kinds_changed)
+    }
+
+    /// Folds an event of mirra's copies of `kind`; returns the keys touched
+    /// (the echo of mirra's own apply touches none, see `own_writes`).
+    pub fn apply_copies(&mut self, kind: &KindId, event: Event<DynamicObject>) -> BTreeSet<String> {
+        let Some(entry) = self.kinds.get_mut(kind) else {
+            return BTreeSet::new();
+        };
+        let mut keys = BTreeSet::new();
+        for change in entry.copies.apply(event) {
+            let Some(namespace) = change.key.namespace else {
+                continue;
+            };
+            let id = (kind.clone(), namespace, change.key.name);
+            let written = self.own_writes.remove(&id);
+            let version = change
+                .new
+                .as_ref()
+                .and_then(|o| o.metadata.resource_version.as_deref());
+            let echo = matches!((&written, version), (Some(w), Some(v)) if !w.is_empty() && w == v);
+            if !echo {
+                keys.insert(id.1);
+            }
+        }
+        keys
+    }
+
+    /// Remembers the resourceVersion mirra's own apply of a copy produced.
+    pub fn record_own_write(&mut self, kind: KindId, namespace: &str, name: &str, version: String) {
+        if version.is_empty() {
+            return;
+        }
+        let id = (kind, namespace.to_string(), name.to_string());
+        let seen = self
+            .kinds
+            .get(&id.0)
+            .and_then(|e| e.copies.get(Some(namespace), name))
+            .and_then(|o| o.metadata.resource_version.as_deref())
+            == Some(version.as_str());
+        // The echo already arrived (and was queued): nothing to wait for.
+        if !seen {
+            self.own_writes.insert(id, version);
+        }
+    }
+
+    /// Folds an event of a deleteItem watch; returns the keys touched.
+    pub fn apply_delete_watch(
+        &mut self,
+        id: &DeleteWatchId,
+        event: Event<PartialObjectMeta<DynamicObject>>,
+    ) -> BTreeSet<String> {
+        let Some(entry) = self.deletes.get_mut(id) else {
+            return BTreeSet::new();
+        };
+        entry
+            .objects
+            .apply(event)
+            .into_iter()
+            .filter_map(|c| c.key.namespace)
+            .collect()
+    }
+
+    /// What the caches hold for one namespace, as the planner reads it.
+    pub fn observed_in(&self, namespace: &str) -> ObservedSet {
+        let mut set = ObservedSet::new();
+        // deleteItem objects first: when the same object is also a copy,
+        // the full copy (inserted after) replaces the metadata-only entry.
+        for d in self.deletes.values() {
+            let Some(ar) = &d.resource else { continue };
+            for o in d.objects.in_namespace(namespace) {
+                if let Some(obs) = observed_from_meta(o, ar) {
+                    set.insert(obs);
+                }
+            }
+        }
+        for e in self.kinds.values() {
+            let Resolution::Served(ar) = &e.resolution else {
+                continue;
+            };
+            for o in e.copies.in_namespace(namespace) {
+                if let Some(obs) = observed_from_dynamic(o, ar) {
+                    set.insert(obs);
+                }
+            }
+        }
+        set
+    }
+
+    /// Plans one namespace from the caches, with the ops on kinds the
+    /// server does not serve turned into failed outcomes (the pure planner
+    /// does not know about discovery).
+    pub fn plan(&self, namespace: &str, never_write: &BTreeSet<String>) -> NamespacePlan {
+        let observed = self.observed_in(namespace);
+        let ns = self.namespaces.get(None, namespace);
+        let view = ns.map(NamespaceView::from_namespace);
+        let excluded = |n: &str| never_write.contains(n);
+        let mut plan = plan_namespace(view.as_ref(), &self.compiled_list, &observed, &excluded);
+        let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
+            match self
+                .kinds
+                .get(&(api_version.to_string(), kind.to_string()))
+                .map(|e| &e.resolution)
+            {
+                Some(Resolution::Failed(reason)) => Some(reason.clone()),
+                _ => None,
+            }
+        };
+        plan.ops
+            .retain(|op| failed_kind(&op.target().api_version, &op.target().kind).is_none());
+        for o in &mut plan.outcomes {
+            if matches!(
+                o.state,
+                OutcomeState::Failed { .. } | OutcomeState::Conflict { .. }
+            ) {
+                continue;
+            }
+            if let Some(reason) = failed_kind(&o.target.api_version, &o.target.kind) {
+                o.state = OutcomeState::Failed { reason };
+            }
+        }
+        plan
+    }
+
+    /// The resource to write `op` with and the uid of the observed object
+    /// (for forceRecreate's delete).
+    pub fn write_target(&self, op: &Op) -> Option<(ApiResource, Option<String>)> {
+        let t = op.target();
+        let entry = self.kinds.get(&(t.api_version.clone(), t.kind.clone()));
+        let ar = match entry.map(|e| &e.resolution) {
+            Some(Resolution::Served(ar)) => Some(ar.clone()),
+            _ => self
+                .deletes
+                .iter()
+                .filter(|((k, _), _)| k.0 == t.api_version && k.1 == t.kind)
+                .find_map(|(_, d)| d.resource.clone()),
+        }?;
+        let uid = entry
+            .and_then(|e| e.copies.get(Some(&t.namespace), &t.name))
+            .and_then(|o| o.metadata.uid.clone());
+        Some((ar, uid))
+    }
+
+    /// Stores the outcomes of a namespace; marks the SyncConfigs whose
+    /// outcomes changed as needing a status update.
+    pub fn store_outcomes(&mut self, namespace: &str, outcomes: Vec<ItemOutcome>, now: Instant) {
+        let old = self.outcomes.remove(namespace).unwrap_or_default();
+        if old != outcomes {
+            let touched: BTreeSet<ConfigRef> = old
+                .iter()
+                .chain(outcomes.iter())
+                .flat_map(|o| {
+                    std::iter::once(o.config.clone()).chain(match &o.state {
+                        OutcomeState::Conflict { winner, .. } => Some(winner.clone()),
+                        _ => None,
+                    })
+                })
+                .collect();
+            for c in touched {
+                if self.compiled.contains_key(&c) {
+                    self.dirty_status.entry(c).or_insert(now);
+                }
+            }
+        }
+        if !outcomes.is_empty() {
+            self.outcomes.insert(namespace.to_string(), outcomes);
+        }
+    }
+
+    /// The status stored for a SyncConfig: the one mirra wrote last, else
+    /// the cached object's.
+    pub fn stored_status(&self, key: &ConfigRef) -> Option<SyncConfigStatus> {
+        if let Some(s) = self.written_status.get(key) {
+            return Some(s.clone());
+        }
+        self.configs.values().find_map(|c| {
+            c.get(Some(&key.namespace), &key.name)
+                .and_then(|o| o.data.get("status"))
+                .and_then(|s| serde_json::from_value(s.clone()).ok())
+        })
+    }
+
+    /// The uid of a cached SyncConfig (for Events).
+    pub fn config_uid(&self, key: &ConfigRef) -> Option<String> {
+        self.compiled
+            .get(key)
+            .map(|c| c.uid.clone())
+            .filter(|u| !u.is_empty())
+    }
+
+    /// Number of cached objects per kind label, for the metrics.
+    pub fn cache_sizes(&self) -> Vec<(String, usize)> {
+        let mut out = vec![
+            ("Namespace".to_string(), self.namespaces.len()),
+            (
+                "SyncConfig".to_string(),
+                self.configs.values().map(Cache::len).sum(),
+            ),
+        ];
+        for ((_, kind), e) in &self.kinds {
+            out.push((kind.clone(), e.copies.len()));
+        }
+        let mut deletes: BTreeMap<String, usize> = BTreeMap::new();
+        for ((kind, _), d) in &self.deletes {
+            *deletes
+                .entry(format!("{} (deleteItems)", kind.1))
+                .or_default() += d.objects.len();
+        }
+        out.extend(deletes);
+        out
+    }
+}

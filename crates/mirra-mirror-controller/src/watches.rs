@@ -1,0 +1,330 @@
+//! The watches that feed the caches, and the manager that starts a watch
+//! when a kind first appears in a SyncConfig and stops it when no SyncConfig
+//! uses it any more (and no copy of it is left to prune).
+//!
+//! Every watch is a kube-runtime `watcher` with bookmarks and its default
+//! backoff: a dropped connection resumes from the last resourceVersion, a
+//! 410 Gone relists, and the relist reaches the cache as an `Init` ..
+//! `InitDone` sequence that reports only what really changed.
+//!
+//! What this module must NOT do: plan or write. A watch only folds events
+//! into the state and adds the touched namespaces to the queue.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher;
+use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use mirra_runtime::Cache;
+
+use crate::engine::Shared;
+use crate::settings::WatchScope;
+use crate::state::{AbortOnDrop, DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution};
+
+/// The SyncConfig resource.
+pub fn syncconfig_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            mirra_mirror::resource::GROUP,
+            mirra_mirror::resource::VERSION,
+            mirra_mirror::resource::KIND,
+        ),
+        "syncconfigs",
+    )
+}
+
+fn strip_managed_fields(meta: &mut kube::api::ObjectMeta) {
+    // managedFields are often larger than the object and the planner never
+    // reads them: dropping them bounds the memory of 40,000 cached copies.
+    meta.managed_fields = None;
+}
+
+/// Starts the Namespace watch.
+pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
+    let api: Api<Namespace> = Api::all(shared.client.clone());
+    let stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .modify(|ns: &mut Namespace| strip_managed_fields(&mut ns.metadata));
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+            match item {
+                Ok(event) => {
+                    let keys = shared.with_state(|s| s.apply_namespace(event));
+                    shared.enqueue(keys);
+                }
+                Err(e) => watch_error(&shared, "namespaces", &e),
+            }
+        }
+    })
+}
+
+/// Starts the SyncConfig watches (one per honoured namespace, or one for
+/// all).
+pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
+    let ar = syncconfig_resource();
+    let scopes: Vec<Option<String>> = match &shared.settings.scope {
+        WatchScope::All => vec![None],
+        WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
+    };
+    // Register every cache before any event arrives, so that readiness
+    // waits for all of them.
+    shared.with_state(|s| {
+        for scope in &scopes {
+            s.configs
+                .entry(scope.clone().unwrap_or_else(|| "*".into()))
+                .or_insert_with(Cache::new);
+        }
+    });
+    scopes
+        .into_iter()
+        .map(|scope| {
+            let api: Api<DynamicObject> = match &scope {
+                Some(ns) => Api::namespaced_with(shared.client.clone(), ns, &ar),
+                None => Api::all_with(shared.client.clone(), &ar),
+            };
+            let name = scope.unwrap_or_else(|| "*".into());
+            let stream = watcher::watcher(api, watcher::Config::default())
+                .default_backoff()
+                .modify(|o: &mut DynamicObject| strip_managed_fields(&mut o.metadata));
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let mut stream = std::pin::pin!(stream);
+                while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+                    match item {
+                        Ok(event) => {
+                            let (keys, kinds_changed) =
+                                shared.with_state(|s| s.apply_config(&name, event, Instant::now()));
+                            if kinds_changed {
+                                shared.kinds_changed.notify_one();
+                            }
+                            shared.enqueue(keys);
+                        }
+                        Err(e) => watch_error(&shared, "syncconfigs", &e),
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+async fn next_or_cancel<S: futures::Stream + Unpin>(
+    shared: &Shared,
+    stream: &mut S,
+) -> Option<S::Item> {
+    tokio::select! {
+        _ = shared.shutdown.cancelled() => None,
+        item = stream.next() => item,
+    }
+}
+
+fn watch_error(shared: &Shared, what: &str, e: &watcher::Error) {
+    // The watcher retries with backoff by itself; the error is only logged
+    // and counted.
+    shared.metrics.error("watch");
+    tracing::warn!(watch = what, error = %e, "watch failed, retrying");
+}
+
+fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> AbortOnDrop {
+    let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), ar);
+    let config =
+        watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
+    let stream = watcher::watcher(api, config)
+        .default_backoff()
+        .modify(|o: &mut DynamicObject| strip_managed_fields(&mut o.metadata));
+    let shared = shared.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+            match item {
+                Ok(event) => {
+                    let keys = shared.with_state(|s| s.apply_copies(&kind, event));
+                    shared.enqueue(keys);
+                }
+                Err(e) => watch_error(&shared, &kind.1, &e),
+            }
+        }
+    });
+    AbortOnDrop(task.abort_handle())
+}
+
+fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource) -> AbortOnDrop {
+    // A metadata-only watch: deleteItems need identity, uid and deletion
+    // state, never the content.
+    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(shared.client.clone(), ar);
+    let mut config = watcher::Config::default();
+    if let Some(name) = &id.1 {
+        config = config.fields(&format!("metadata.name={name}"));
+    }
+    let stream = watcher::watcher(api, config)
+        .default_backoff()
+        .modify(|o| strip_managed_fields(&mut o.metadata));
+    let shared = shared.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+            match item {
+                Ok(event) => {
+                    let keys = shared.with_state(|s| s.apply_delete_watch(&id, event));
+                    shared.enqueue(keys);
+                }
+                Err(e) => watch_error(&shared, "deleteItems", &e),
+            }
+        }
+    });
+    AbortOnDrop(task.abort_handle())
+}
+
+/// How long to wait before asking discovery again after a transient error.
+/// 2 s: long enough not to hammer a struggling server, short enough that a
+/// blip does not hold up readiness noticeably.
+const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
+
+/// Resolves a kind through discovery (one request per kind, once).
+async fn resolve(client: &kube::Client, kind: &KindId) -> Result<Resolution, kube::Error> {
+    let (group, version) = match kind.0.split_once('/') {
+        Some((g, v)) => (g.to_string(), v.to_string()),
+        None => (String::new(), kind.0.clone()),
+    };
+    let gvk = GroupVersionKind::gvk(&group, &version, &kind.1);
+    match kube::discovery::pinned_kind(client, &gvk).await {
+        Ok((ar, caps)) => Ok(if caps.scope == kube::discovery::Scope::Cluster {
+            Resolution::Failed(format!(
+                "{} {} is cluster-scoped; SyncConfigs copy namespaced objects only",
+                kind.0, kind.1
+            ))
+        } else {
+            Resolution::Served(ar)
+        }),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Resolution::Failed(format!(
+            "the API server does not serve kind {} in {}",
+            kind.1, kind.0
+        ))),
+        Err(kube::Error::Discovery(e)) => Ok(Resolution::Failed(format!(
+            "the API server does not serve kind {} in {}: {e}",
+            kind.1, kind.0
+        ))),
+        Err(e) => Err(e),
+    }
+}
+
+/// Keeps the set of copy and deleteItem watches equal to what the
+/// SyncConfigs need. Runs until shutdown.
+pub async fn manage_kinds(shared: Arc<Shared>) {
+    loop {
+        let (to_resolve, to_watch_deletes) = shared.with_state(|s| {
+            let wanted = s.wanted_kinds();
+            s.kinds.retain(|k, _| wanted.contains(k));
+            let missing: Vec<KindId> = wanted
+                .into_iter()
+                .filter(|k| !s.kinds.contains_key(k))
+                .collect();
+            for k in &missing {
+                s.kinds.insert(
+                    k.clone(),
+                    KindEntry {
+                        resolution: Resolution::Pending,
+                        copies: Cache::new(),
+                        task: None,
+                    },
+                );
+            }
+            let wanted_del = s.wanted_delete_watches();
+            s.deletes.retain(|k, _| wanted_del.contains(k));
+            let missing_del: Vec<DeleteWatchId> = wanted_del
+                .into_iter()
+                .filter(|k| !s.deletes.contains_key(k))
+                .collect();
+            (missing, missing_del)
+        });
+        let mut retry = false;
+        for kind in to_resolve {
+            match resolve(&shared.client, &kind).await {
+                Ok(resolution) => {
+                    let task = match &resolution {
+                        Resolution::Served(ar) => {
+                            Some(spawn_copies_watch(&shared, kind.clone(), ar))
+                        }
+                        _ => None,
+                    };
+                    if let Resolution::Failed(reason) = &resolution {
+                        tracing::warn!(kind = %kind.1, api_version = %kind.0, %reason, "kind not usable");
+                    }
+                    let keys = shared.with_state(|s| {
+                        if let Some(e) = s.kinds.get_mut(&kind) {
+                            e.resolution = resolution;
+                            e.task = task;
+                        }
+                        // The items of this kind can now be planned (or
+                        // reported as failed).
+                        let users: Vec<&mirra_mirror::CompiledConfig> = s
+                            .compiled
+                            .values()
+                            .filter(|c| {
+                                c.spec.as_ref().is_ok_and(|sp| {
+                                    sp.sync_items
+                                        .iter()
+                                        .any(|i| i.api_version == kind.0 && i.kind == kind.1)
+                                })
+                            })
+                            .collect();
+                        s.selected_by(&users)
+                    });
+                    shared.enqueue(keys);
+                }
+                Err(e) => {
+                    tracing::warn!(kind = %kind.1, error = %e, "discovery failed, retrying");
+                    shared.metrics.error("discovery");
+                    shared.with_state(|s| s.kinds.remove(&kind));
+                    retry = true;
+                }
+            }
+        }
+        for id in to_watch_deletes {
+            let resolution =
+                shared.with_state(|s| s.kinds.get(&id.0).map(|e| e.resolution.clone()));
+            let resolution = match resolution {
+                Some(Resolution::Pending) | None => {
+                    // The kind itself is resolved above in the same round;
+                    // come back once it is.
+                    retry = true;
+                    continue;
+                }
+                Some(r) => r,
+            };
+            let (resource, task) = match &resolution {
+                Resolution::Served(ar) => (
+                    Some(ar.clone()),
+                    Some(spawn_delete_watch(&shared, id.clone(), ar)),
+                ),
+                _ => (None, None),
+            };
+            shared.with_state(|s| {
+                s.deletes.insert(
+                    id,
+                    DeleteEntry {
+                        resource,
+                        objects: Cache::new(),
+                        task,
+                    },
+                );
+            });
+        }
+        let wait = if retry { Some(DISCOVERY_RETRY) } else { None };
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = shared.kinds_changed.notified() => {}
+            _ = async {
+                match wait {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The writers: server-side apply as field manager `mirra` and deletes with
+//! a uid precondition, and the classification of their failures.
+//!
+//! What this module must NOT do: read from the server (no GET, ever: every
+//! decision was made from the caches), or decide what to write.
+
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use mirra_mirror::FIELD_MANAGER;
+use serde_json::Value;
+
+/// How one failed write is handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteFailure {
+    /// Worth retrying soon with the namespace's backoff (409, 5xx,
+    /// transport errors).
+    Transient(String),
+    /// The server asked to slow down (429).
+    Throttled(String),
+    /// Retrying will not help until something changes (403, 404, 400, 422
+    /// without forceRecreate): reported on the item.
+    Permanent(String),
+    /// 422 Invalid (an immutable field changed).
+    Invalid(String),
+}
+
+impl WriteFailure {
+    /// The message for logs and status.
+    pub fn message(&self) -> &str {
+        match self {
+            WriteFailure::Transient(m)
+            | WriteFailure::Throttled(m)
+            | WriteFailure::Permanent(m)
+            | WriteFailure::Invalid(m) => m,
+        }
+    }
+
+    /// A short class for the error metric.
+    pub fn class(&self) -> &'static str {
+        match self {
+            WriteFailure::Transient(_) => "transient",
+            WriteFailure::Throttled(_) => "throttled",
+            WriteFailure::Permanent(_) => "permanent",
+            WriteFailure::Invalid(_) => "invalid",
+        }
+    }
+}
+
+/// Classifies a client error.
+pub fn classify(e: &kube::Error) -> WriteFailure {
+    match e {
+        kube::Error::Api(s) => {
+            let msg = format!("{} ({}): {}", s.reason, s.code, s.message);
+            match s.code {
+                409 => WriteFailure::Transient(msg),
+                429 => WriteFailure::Throttled(msg),
+                422 => WriteFailure::Invalid(msg),
+                c if c >= 500 => WriteFailure::Transient(msg),
+                _ => WriteFailure::Permanent(msg),
+            }
+        }
+        other => WriteFailure::Transient(other.to_string()),
+    }
+}
+
+/// Server-side applies `body` (forced: the SyncConfig is the source of
+/// truth for the fields it sets; fields others set are untouched). Returns
+/// the resourceVersion the write produced (empty if the server sent none),
+/// so that the watch's echo of this very write can be recognised.
+pub async fn apply(
+    client: &kube::Client,
+    ar: &ApiResource,
+    namespace: &str,
+    name: &str,
+    body: &Value,
+) -> Result<String, kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    api.patch(name, &params, &Patch::Apply(body))
+        .await
+        .map(|o| o.metadata.resource_version.unwrap_or_default())
+}
+
+/// Deletes an object only if it is still the one observed (`uid`). A 404
+/// counts as success: the object is gone, which is what was wanted.
+pub async fn delete(
+    client: &kube::Client,
+    ar: &ApiResource,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Delay after a 429 when the server gave no usable hint. 1 s is what
+/// kube-apiserver's priority-and-fairness answers with by default.
+pub const THROTTLE_DELAY: Duration = Duration::from_secs(1);

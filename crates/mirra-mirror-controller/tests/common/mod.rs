@@ -1,0 +1,299 @@
+//! Shared fixtures: a kube-sandbox with the SyncConfig CRD, a controller
+//! running in-process against it over HTTP, and polling helpers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+};
+use kube::{Client, Config};
+use kube_sandbox::{Sandbox, Stats};
+use mirra_mirror_controller::Settings;
+use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness, ReadyFlag};
+use mirra_mirror_controller::tokio_util::sync::CancellationToken;
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+
+/// The namespace whose SyncConfigs the controller honours.
+pub const OPS: &str = "ops";
+
+/// Generous upper bound for any condition to become true; tests never
+/// assert on time, only on states reached before this.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Env {
+    pub sb: Sandbox,
+    pub client: Client,
+}
+
+pub fn client_for(sb: &Sandbox) -> Client {
+    Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap()
+}
+
+pub fn sc_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("sync.appuio.ch", "v1alpha1", "SyncConfig"),
+        "syncconfigs",
+    )
+}
+
+impl Env {
+    pub async fn new() -> Env {
+        let sb = Sandbox::start(kube_sandbox::Config::default())
+            .await
+            .unwrap();
+        let client = client_for(&sb);
+        let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+        crds.create(&PostParams::default(), &mirra_mirror::crd())
+            .await
+            .unwrap();
+        let env = Env { sb, client };
+        env.create_ns(OPS, &[]).await;
+        env
+    }
+
+    pub fn start(&self, settings: Settings) -> Running {
+        // A fresh client per controller: a restart shares nothing.
+        start_with_client(client_for(&self.sb), settings)
+    }
+
+    pub async fn create_ns(&self, name: &str, labels: &[(&str, &str)]) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let labels: BTreeMap<_, _> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    }
+
+    pub async fn label_ns(&self, name: &str, labels: Value) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        api.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": labels}})),
+        )
+        .await
+        .unwrap();
+    }
+
+    pub fn sc_api(&self) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), OPS, &sc_resource())
+    }
+
+    pub async fn create_sc(&self, name: &str, annotations: Value, spec: Value) {
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1",
+            "kind": "SyncConfig",
+            "metadata": {"name": name, "namespace": OPS, "annotations": annotations},
+            "spec": spec,
+        }))
+        .unwrap();
+        self.sc_api()
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap();
+    }
+
+    pub async fn patch_sc_spec(&self, name: &str, spec: Value) {
+        self.sc_api()
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": spec})),
+            )
+            .await
+            .unwrap();
+    }
+
+    pub async fn delete_sc(&self, name: &str) {
+        self.sc_api()
+            .delete(name, &Default::default())
+            .await
+            .unwrap();
+    }
+
+    pub fn cms(&self, ns: &str) -> Api<ConfigMap> {
+        Api::namespaced(self.client.clone(), ns)
+    }
+
+    pub async fn cm(&self, ns: &str, name: &str) -> Option<ConfigMap> {
+        self.cms(ns).get_opt(name).await.unwrap()
+    }
+
+    pub async fn cm_data(&self, ns: &str, name: &str) -> Option<BTreeMap<String, String>> {
+        self.cm(ns, name).await.map(|c| c.data.unwrap_or_default())
+    }
+
+    pub async fn cm_names(&self, ns: &str) -> Vec<String> {
+        self.cms(ns)
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .filter(|n| n != "kube-root-ca.crt")
+            .collect()
+    }
+
+    /// The condition `type_` of a SyncConfig: (status, reason, message).
+    pub async fn condition(&self, sc: &str, type_: &str) -> Option<(String, String, String)> {
+        let obj = self.sc_api().get_opt(sc).await.unwrap()?;
+        let conds = obj.data.pointer("/status/conditions")?.as_array()?.clone();
+        conds.into_iter().find(|c| c["type"] == type_).map(|c| {
+            (
+                c["status"].as_str().unwrap_or_default().to_string(),
+                c["reason"].as_str().unwrap_or_default().to_string(),
+                c["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+    }
+
+    pub async fn status(&self, sc: &str) -> Value {
+        let obj = self.sc_api().get(sc).await.unwrap();
+        obj.data.get("status").cloned().unwrap_or(Value::Null)
+    }
+
+    /// Events about a SyncConfig: (reason, count).
+    pub async fn events(&self, sc: &str) -> Vec<(String, i32)> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), OPS);
+        api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(sc))
+            .map(|e| (e.reason.unwrap_or_default(), e.count.unwrap_or(0)))
+            .collect()
+    }
+
+    /// Waits until the request counters stop moving (the controller is
+    /// idle), then returns them.
+    pub async fn settle(&self) -> Stats {
+        let start = Instant::now();
+        let mut last = self.sb.stats();
+        let mut stable = 0;
+        while start.elapsed() < DEADLINE {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.sb.stats();
+            if now.requests == last.requests {
+                stable += 1;
+                // Four quiet polls span several status windows of the test
+                // settings, so no debounced write is still pending.
+                if stable >= 4 {
+                    return now;
+                }
+            } else {
+                stable = 0;
+            }
+            last = now;
+        }
+        panic!("the controller never became idle: {:?}", last.requests);
+    }
+}
+
+pub struct Running {
+    pub token: CancellationToken,
+    pub handle: tokio::task::JoinHandle<Result<(), mirra_mirror_controller::ControllerError>>,
+    pub ready: ReadyFlag,
+    pub registry: std::sync::Arc<std::sync::Mutex<Registry>>,
+}
+
+pub fn start_with_client(client: Client, settings: Settings) -> Running {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let ready = Readiness::new().register("mirror");
+    let token = CancellationToken::new();
+    let handle = tokio::spawn(mirra_mirror_controller::run(
+        client,
+        settings,
+        ready.clone(),
+        metrics,
+        token.clone(),
+    ));
+    Running {
+        token,
+        handle,
+        ready,
+        registry: std::sync::Arc::new(std::sync::Mutex::new(registry)),
+    }
+}
+
+impl Running {
+    pub async fn wait_ready(&self) {
+        let ready = self.ready.clone();
+        wait_for("controller ready", || {
+            let r = ready.clone();
+            async move { r.is_ready() }
+        })
+        .await;
+    }
+
+    pub async fn stop(self) {
+        self.token.cancel();
+        self.handle.await.unwrap().unwrap();
+    }
+
+    /// The value of a metric line starting with `prefix` (summed).
+    pub fn metric(&self, prefix: &str) -> f64 {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry.lock().unwrap())
+            .unwrap();
+        out.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+}
+
+/// Polls `check` until it is true; panics after [`DEADLINE`].
+pub async fn wait_for<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < DEADLINE {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// A ConfigMap item.
+pub fn cm_item(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+/// A spec selecting namespaces labelled `team=<team>`.
+pub fn spec_for_team(team: &str, items: Vec<Value>) -> Value {
+    json!({
+        "namespaceSelector": {"labelSelector": {"matchLabels": {"team": team}}},
+        "syncItems": items,
+    })
+}
+
+/// Requests other than watches.
+pub fn non_watch(stats: &Stats) -> BTreeMap<String, u64> {
+    stats
+        .requests
+        .iter()
+        .filter(|(k, _)| !k.starts_with("watch "))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
+pub const STATUS_KEY: &str = "patch syncconfigs.sync.appuio.ch/status";

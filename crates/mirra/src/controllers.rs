@@ -1,0 +1,127 @@
+//! `mirra run` and `mirra sync-catalog`: build the clients and settings
+//! from the flags, serve health and metrics, and run the controller (while
+//! leading, with `--leader-elect`) until SIGINT/SIGTERM.
+
+use anyhow::Context;
+use mirra_runtime::{Metrics, Readiness};
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::{RunCommandArgs, SyncCatalogCommandArgs};
+use crate::serve;
+
+/// `mirra run`: the mirror controller.
+pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
+    let settings = mirra_mirror_controller::Settings::from_args(&args.mirror)?;
+    let client = serve::kube_client(&args.serve.client).await?;
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let readiness = Readiness::new();
+    let ready = readiness.register("mirror");
+    let stop = CancellationToken::new();
+    serve::cancel_on_signal(stop.clone());
+    serve::start_health(
+        args.serve.metrics_addr,
+        args.serve.health_addr,
+        readiness,
+        registry,
+        stop.clone(),
+    )
+    .await?;
+    let result = serve::run_controller(
+        &args.serve.client,
+        client.clone(),
+        "mirra-mirror",
+        stop.clone(),
+        |token| {
+            let run = mirra_mirror_controller::run(
+                client.clone(),
+                settings.clone(),
+                ready.clone(),
+                metrics.clone(),
+                token,
+            );
+            async move { run.await.context("mirror controller") }
+        },
+    )
+    .await;
+    stop.cancel();
+    result
+}
+
+/// `mirra sync-catalog`: Kubernetes Services into the Consul catalog, and
+/// (with `-to-k8s`, on by default as in consul-k8s) Consul services back as
+/// ExternalName Services.
+pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
+    let settings = mirra_catalog_controller::Settings::from_args(&args.catalog)?;
+    let (to_consul, to_k8s) = (settings.sync.to_consul, settings.sync.to_k8s);
+    anyhow::ensure!(
+        to_consul || to_k8s,
+        "-to-consul=false and -to-k8s=false leave nothing to sync"
+    );
+    let consul_config = args.catalog.consul_config()?;
+    let consul = mirra_consul::Client::new(consul_config).context("Consul client")?;
+    let client = serve::kube_client(&args.serve.client).await?;
+    let mut registry = Registry::default();
+    let metrics = mirra_catalog_controller::register_metrics(&mut registry);
+    let readiness = Readiness::new();
+    let ready = to_consul.then(|| readiness.register("catalog"));
+    let ready_k8s = to_k8s.then(|| readiness.register("to-k8s"));
+    let stop = CancellationToken::new();
+    serve::cancel_on_signal(stop.clone());
+    let metrics_addr = std::net::SocketAddr::from(([0, 0, 0, 0], args.serve.metrics_port));
+    serve::start_health(
+        metrics_addr,
+        args.serve.listen,
+        readiness,
+        registry,
+        stop.clone(),
+    )
+    .await?;
+    let result = serve::run_controller(
+        &args.serve.client,
+        client.clone(),
+        "mirra-sync-catalog",
+        stop.clone(),
+        |token| {
+            let reverse = ready_k8s.clone().map(|ready| {
+                tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
+                    client.clone(),
+                    consul.clone(),
+                    settings.sync.clone(),
+                    ready,
+                    token.child_token(),
+                ))
+            });
+            let forward = ready.clone().map(|ready| {
+                mirra_catalog_controller::run(
+                    client.clone(),
+                    consul.clone(),
+                    settings.clone(),
+                    ready,
+                    metrics.clone(),
+                    token.clone(),
+                )
+            });
+            async move {
+                let result = match forward {
+                    Some(run) => run.await.context("catalog sync"),
+                    None => {
+                        token.cancelled().await;
+                        Ok(())
+                    }
+                };
+                // The reverse direction stops with the forward one (an
+                // error there ends the process, which restarts both).
+                token.cancel();
+                if let Some(task) = reverse {
+                    task.await.context("Consul-to-Kubernetes sync task")?;
+                }
+                result
+            }
+        },
+    )
+    .await;
+    stop.cancel();
+    result
+}

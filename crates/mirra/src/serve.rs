@@ -1,0 +1,230 @@
+//! What every long-running controller command shares: the Kubernetes
+//! client (kubeconfig or in-cluster, rate limited), the health and metrics
+//! servers, leader election, and stopping on SIGINT/SIGTERM.
+//!
+//! What it must NOT do: contain sync logic; the controller crates do.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Args;
+use mirra_runtime::{LeaderConfig, LeaderElector, RateLimitConfig, Readiness};
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+/// Kubernetes client and leader-election flags, shared by `mirra run` and
+/// `mirra sync-catalog`.
+#[derive(Debug, Args)]
+pub struct ClientArgs {
+    /// Sustained requests per second to the Kubernetes API server. mirra
+    /// sends only writes that change something, so this bounds bursts, not
+    /// steady work.
+    #[arg(long, default_value_t = 50.0)]
+    pub kube_api_qps: f64,
+    /// Requests to the Kubernetes API server that may go out at once.
+    #[arg(long, default_value_t = 100)]
+    pub kube_api_burst: u32,
+    /// Run only while holding a Lease, so that several replicas can run and
+    /// exactly one writes. Off by default: one replica needs no election.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// Namespace of the leader-election Lease (default: the namespace mirra
+    /// runs in, from `POD_NAMESPACE` or the service account).
+    #[arg(long)]
+    pub leader_elect_namespace: Option<String>,
+}
+
+/// Where `mirra run` serves health and metrics.
+#[derive(Debug, Args)]
+pub struct MirrorServeArgs {
+    /// Address serving `/metrics` (Prometheus/OpenMetrics text).
+    #[arg(long, default_value = "0.0.0.0:8080", env = "MIRRA_METRICS_ADDR")]
+    pub metrics_addr: SocketAddr,
+    /// Address serving `/healthz` (liveness) and `/readyz` (ready once every
+    /// watch has its initial list). May be the same as `--metrics-addr`.
+    #[arg(long, default_value = "0.0.0.0:8081", env = "MIRRA_HEALTH_ADDR")]
+    pub health_addr: SocketAddr,
+    /// Kubernetes client and leader election.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Where `mirra sync-catalog` serves health and metrics, with consul-k8s
+/// sync-catalog's flag names and defaults.
+#[derive(Debug, Args)]
+pub struct CatalogServeArgs {
+    /// Address serving `/health/ready` (and `/healthz`, `/readyz`), as
+    /// `host:port` or `:port`.
+    #[arg(long, default_value = ":8080", value_parser = listen_addr)]
+    pub listen: SocketAddr,
+    /// Port serving `/metrics` on all interfaces.
+    #[arg(long, default_value_t = 20300)]
+    pub metrics_port: u16,
+    /// Kubernetes client and leader election.
+    #[command(flatten)]
+    pub client: ClientArgs,
+}
+
+/// Parses a listen address in Go's style: `:8080` means every interface.
+pub fn listen_addr(s: &str) -> Result<SocketAddr, String> {
+    let full = if s.starts_with(':') {
+        format!("0.0.0.0{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|_| format!("invalid listen address {s:?} (expected host:port or :port)"))
+}
+
+/// The namespace this process runs in, when it runs in a cluster.
+pub fn own_namespace() -> Option<String> {
+    if let Ok(ns) = std::env::var("POD_NAMESPACE")
+        && !ns.trim().is_empty()
+    {
+        return Some(ns.trim().to_string());
+    }
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// A client from `KUBECONFIG`/`~/.kube/config` or the in-cluster service
+/// account, rate limited as the flags say.
+pub async fn kube_client(args: &ClientArgs) -> anyhow::Result<kube::Client> {
+    let config = kube::Config::infer()
+        .await
+        .context("cannot find Kubernetes credentials (set KUBECONFIG, or run in a cluster)")?;
+    let limits = RateLimitConfig {
+        qps: args.kube_api_qps,
+        burst: args.kube_api_burst,
+    };
+    mirra_runtime::ratelimit::rate_limited_client(config, limits)
+        .context("cannot build the Kubernetes client")
+}
+
+/// Starts the health and metrics servers (one server when both addresses
+/// are the same); they stop when `stop` is cancelled. Returns the bound
+/// addresses (port 0 picks a free port).
+pub async fn start_health(
+    metrics_addr: SocketAddr,
+    health_addr: SocketAddr,
+    readiness: Readiness,
+    registry: Registry,
+    stop: CancellationToken,
+) -> anyhow::Result<Vec<SocketAddr>> {
+    let mut bound = Vec::new();
+    let registry = Arc::new(registry);
+    let mut addrs = vec![metrics_addr];
+    if health_addr != metrics_addr {
+        addrs.push(health_addr);
+    }
+    for addr in addrs {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr} for health and metrics"))?;
+        bound.push(listener.local_addr()?);
+        let readiness = readiness.clone();
+        let registry = registry.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let shutdown = async move { stop.cancelled().await };
+            if let Err(e) =
+                mirra_runtime::serve_health(listener, readiness, registry, shutdown).await
+            {
+                tracing::error!(error = %e, %addr, "health server failed");
+            }
+        });
+    }
+    Ok(bound)
+}
+
+/// Cancels `token` on SIGINT or SIGTERM.
+pub fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        crate::sandbox::shutdown_signal().await;
+        token.cancel();
+    });
+}
+
+/// Runs `controller` until `stop`, or, with `--leader-elect`, only while
+/// this replica holds the Lease: it is stopped (its token cancelled) when
+/// leadership is lost and started again when it is regained.
+pub async fn run_controller<F, Fut>(
+    args: &ClientArgs,
+    client: kube::Client,
+    lease_name: &str,
+    stop: CancellationToken,
+    mut controller: F,
+) -> anyhow::Result<()>
+where
+    F: FnMut(CancellationToken) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    if !args.leader_elect {
+        return controller(stop).await;
+    }
+    let namespace = args
+        .leader_elect_namespace
+        .clone()
+        .or_else(own_namespace)
+        .context(
+            "--leader-elect needs the Lease's namespace: pass --leader-elect-namespace \
+             or set POD_NAMESPACE",
+        )?;
+    let config = LeaderConfig::new(namespace, lease_name, mirra_runtime::default_identity());
+    let elector = LeaderElector::new(client, config).context("leader election")?;
+    let mut leading = elector.subscribe();
+    let election_stop = stop.clone();
+    let election = tokio::spawn(elector.run(async move { election_stop.cancelled().await }));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            changed = leading.wait_for(|l| *l) => {
+                if changed.is_err() {
+                    break;
+                }
+            }
+        }
+        tracing::info!("leading: starting the controller");
+        let term = stop.child_token();
+        let watcher = {
+            let term = term.clone();
+            let mut leading = leading.clone();
+            tokio::spawn(async move {
+                let _ = leading.wait_for(|l| !*l).await;
+                term.cancel();
+            })
+        };
+        let result = controller(term).await;
+        watcher.abort();
+        result?;
+        if !stop.is_cancelled() {
+            tracing::warn!("lost leadership: controller stopped, campaigning again");
+        }
+    }
+    let _ = election.await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_in_go_style() {
+        assert_eq!(
+            listen_addr(":8080").unwrap(),
+            "0.0.0.0:8080".parse().unwrap()
+        );
+        assert_eq!(
+            listen_addr("127.0.0.1:9").unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
+        for bad in ["", ":", "8080", ":99999", "localhost", "host:port"] {
+            assert!(listen_addr(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,126 @@
+"""`mirra sync-catalog` end to end, spelled as consul-k8s users spell it
+(one-dash flags): a separate process between the kube-sandbox (driven with
+kubectl) and the consul-sandbox (checked with the Python Consul client)."""
+
+import json
+import subprocess
+import textwrap
+import time
+import urllib.request
+
+import consul
+import pytest
+
+from conftest import mirra_bin, stop_process, wait_for
+
+SERVICE = textwrap.dedent(
+    """
+    apiVersion: v1
+    kind: Namespace
+    metadata:
+      name: shop
+    ---
+    apiVersion: v1
+    kind: Service
+    metadata:
+      name: cart
+      namespace: shop
+      annotations:
+        consul.hashicorp.com/service-tags: "blue,v2"
+    spec:
+      selector: {app: cart}
+      ports:
+      - name: http
+        port: 80
+        targetPort: 8080
+    ---
+    apiVersion: discovery.k8s.io/v1
+    kind: EndpointSlice
+    metadata:
+      name: cart-1
+      namespace: shop
+      labels:
+        kubernetes.io/service-name: cart
+    addressType: IPv4
+    ports:
+    - name: http
+      port: 8080
+      protocol: TCP
+    endpoints:
+    - addresses: ["10.2.0.1"]
+      conditions: {ready: true}
+    - addresses: ["10.2.0.2"]
+      conditions: {ready: false}
+    """
+)
+
+
+
+
+@pytest.fixture
+def sync_catalog(kube_sandbox, consul_sandbox, kubectl):
+    proc = subprocess.Popen(
+        [
+            mirra_bin(), "sync-catalog",
+            "-k8s-default-sync=true",
+            "-allow-k8s-namespace=*",
+            "-consul-node-name", "cluster-a",
+            "-consul-k8s-tag=k8s",
+            f"-http-addr={consul_sandbox.url}",
+            "-listen=127.0.0.1:0",
+            "-metrics-port=0",
+            "-log-json",
+        ],
+        env=dict(kubectl.env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield proc
+    finally:
+        stop_process(proc)
+
+
+def test_services_reach_consul_and_leave_it(kubectl, consul_sandbox, sync_catalog):
+    kubectl("apply", "-f", "-", input=SERVICE)
+    host, port = consul_sandbox.addr.split(":")
+    c = consul.Consul(host=host, port=int(port))
+
+    def instances():
+        _, nodes = c.catalog.service("cart")
+        return nodes if len(nodes) == 2 else None
+
+    nodes = wait_for("two cart instances", instances)
+    assert {n["Node"] for n in nodes} == {"cluster-a"}
+    assert all(n["ServiceTags"][:3] == ["k8s", "blue", "v2"] for n in nodes), nodes
+    assert all(n["ServiceMeta"]["external-source"] == "kubernetes" for n in nodes)
+    assert all(n["ServiceMeta"]["external-k8s-ns"] == "shop" for n in nodes)
+    assert sorted(n["ServicePort"] for n in nodes) == [8080, 8080]
+
+    # Readiness reaches Consul as the instances' check status.
+    def checks():
+        _, entries = c.health.service("cart")
+        states = {
+            e["Service"]["Address"]: [ch["Status"] for ch in e["Checks"] if ch.get("ServiceID")]
+            for e in entries
+        }
+        return states if len(states) == 2 else None
+
+    states = wait_for("health of both instances", checks)
+    assert states["10.2.0.1"] == ["passing"], states
+    assert states["10.2.0.2"] == ["critical"], states
+
+    # Idle: no Raft apply while nothing changes (two verification-free seconds).
+    def stats():
+        with urllib.request.urlopen(consul_sandbox.url + "/v1/sandbox/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    before = stats()["raft_applies"]
+    time.sleep(2)
+    assert stats()["raft_applies"] == before
+
+    # Deleting the Service removes its instances.
+    kubectl("delete", "service", "cart", "-n", "shop")
+    wait_for("cart to leave Consul", lambda: c.catalog.service("cart")[1] == [])
+    assert sync_catalog.poll() is None, sync_catalog.stderr.read()

@@ -1,0 +1,97 @@
+"""`mirra dev` as the README promises: both sandboxes and both controllers,
+driven with kubectl and the examples/ directory, checked with kubectl and
+the Python Consul client."""
+
+import json
+import os
+import subprocess
+import tempfile
+import urllib.error
+import urllib.request
+
+import consul
+import pytest
+
+from conftest import ROOT, mirra_bin, stop_process, wait_for
+
+
+
+
+@pytest.fixture
+def dev():
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = os.path.join(tmp, "kubeconfig")
+        proc = subprocess.Popen(
+            [mirra_bin(), "dev", "--kubeconfig-out", kubeconfig],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            urls = {}
+            for _ in range(3):
+                line = proc.stdout.readline().strip()
+                for what in ("kubernetes api", "consul api", "metrics and health"):
+                    prefix = f"{what} listening on " if what != "metrics and health" else f"{what} on "
+                    if line.startswith(prefix):
+                        urls[what] = line[len(prefix):]
+            assert set(urls) == {"kubernetes api", "consul api", "metrics and health"}, urls
+            env = dict(os.environ, KUBECONFIG=kubeconfig, KUBECACHEDIR=os.path.join(tmp, "cache"))
+            yield proc, urls, env
+        finally:
+            stop_process(proc)
+
+
+def test_dev_runs_both_jobs(dev):
+    proc, urls, env = dev
+
+    def kubectl(*args, check=True):
+        p = subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True, timeout=60)
+        if check and p.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {p.stderr}")
+        return p
+
+    kubectl("apply", "-f", str(ROOT / "examples"))
+
+    def copies():
+        p = kubectl("get", "configmaps", "-A", "-l", "app.kubernetes.io/managed-by=mirra", "-o", "json")
+        items = json.loads(p.stdout)["items"]
+        found = sorted(i["metadata"]["namespace"] for i in items)
+        return found if found == ["team-a", "team-b"] else None
+
+    wait_for("copies in team-a and team-b", copies)
+
+    host, port = urls["consul api"].removeprefix("http://").split(":")
+    c = consul.Consul(host=host, port=int(port))
+
+    def web_instances():
+        _, nodes = c.catalog.service("web")
+        return nodes if len(nodes) == 2 else None
+
+    nodes = wait_for("two web instances in Consul", web_instances)
+    assert {n["Node"] for n in nodes} == {"k8s-sync"}
+    assert sorted(n["ServiceAddress"] for n in nodes) == ["10.1.0.11", "10.1.0.12"]
+    assert all("k8s" in n["ServiceTags"] for n in nodes)
+
+    # Consul's own service comes back as an ExternalName Service.
+    def external_name():
+        p = kubectl("get", "service", "consul", "-n", "default", "-o", "json", check=False)
+        return json.loads(p.stdout) if p.returncode == 0 else None
+
+    svc = wait_for("the consul ExternalName Service", external_name)
+    assert svc["spec"]["type"] == "ExternalName"
+    assert svc["spec"]["externalName"] == "consul.service.consul"
+
+    def ready():
+        try:
+            with urllib.request.urlopen(urls["metrics and health"] + "/readyz", timeout=10) as r:
+                return r.status == 200
+        except urllib.error.HTTPError:
+            return False
+
+    wait_for("both controllers ready", ready)
+    with urllib.request.urlopen(urls["metrics and health"] + "/metrics", timeout=10) as r:
+        metrics = r.read().decode()
+    assert "mirra_writes_total" in metrics
+    assert "mirra_catalog_" in metrics
+    assert proc.poll() is None
