@@ -424,7 +424,6 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         .collect();
     // Let the watchers park their first blocking query.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    eprintln!("TDBG {:?} rollout start", std::time::SystemTime::now());
     let starts = futures::stream::iter(0..rolled_services)
         .map(|i| {
             let slices = slices.clone();

@@ -297,8 +297,22 @@ where
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::all_with(kube.clone(), &K::DynamicType::default());
-    watcher(api, watcher::Config::default()).default_backoff()
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        // Nothing here reads managedFields or kubectl's copy of the last
+        // applied object, and at 10,000 Services and slices they would be a
+        // large share of the caches.
+        .modify(|obj: &mut K| {
+            let meta = obj.meta_mut();
+            meta.managed_fields = None;
+            if let Some(a) = meta.annotations.as_mut() {
+                a.remove(LAST_APPLIED);
+            }
+        })
 }
+
+/// The annotation where `kubectl apply` keeps the last applied object.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// [`NodeLookup`] over the Node cache (no live reads).
 struct NodeCache<'a>(&'a Cache<Node>);
@@ -511,7 +525,6 @@ impl Engine {
     // ----- observed state ---------------------------------------------------
 
     fn on_observed(&mut self, snap: ObservedSnapshot) {
-        eprintln!("TDBG {:?} on_observed", std::time::SystemTime::now());
         let index = snap.index;
         self.node_exists = snap.node_exists;
         self.observed = snap.instances;
@@ -552,7 +565,6 @@ impl Engine {
     }
 
     fn on_checks(&mut self, snap: CheckSnapshot) {
-        eprintln!("TDBG {:?} on_checks", std::time::SystemTime::now());
         let index = snap.index;
         self.checks = snap.checks;
         self.checks_seen = true;
@@ -626,12 +638,6 @@ impl Engine {
     }
 
     async fn process_keys(&mut self, keys: Vec<ServiceKey>) {
-        let tdbg = std::time::Instant::now();
-        eprintln!(
-            "TDBG {:?} process_keys {}",
-            std::time::SystemTime::now(),
-            keys.len()
-        );
         let mut ids_by_key: BTreeMap<ServiceKey, BTreeSet<String>> = BTreeMap::new();
         let mut events = Vec::new();
         for key in &keys {
@@ -656,10 +662,8 @@ impl Engine {
             let id = op_service_id(op);
             owner.get(id).map(|k| (*k).clone())
         });
-        eprintln!("TDBG planned {} in {:?}", planned.len(), tdbg.elapsed());
         // Every operation of a key round has a key, so no orphan can fail.
         let (failed, _) = self.write(&planned).await;
-        eprintln!("TDBG written in {:?}", tdbg.elapsed());
         let keys_with_ops: BTreeSet<&ServiceKey> =
             planned.iter().filter_map(|p| p.key.as_ref()).collect();
         let now = Instant::now();
@@ -740,7 +744,6 @@ impl Engine {
     /// Re-plans every Service from the caches and writes the drift,
     /// including the removal of owned instances nothing wants.
     async fn full_pass(&mut self) {
-        eprintln!("TDBG {:?} full_pass", std::time::SystemTime::now());
         self.full_pass_retry_at = None;
         let keys: Vec<ServiceKey> = self
             .services
@@ -838,9 +841,7 @@ impl Engine {
         while let Some(mut chunk) = chunks.next() {
             loop {
                 let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
-                let ttx = std::time::Instant::now();
                 let res = self.consul.txn(&ops).await;
-                eprintln!("TDBG txn {} ops in {:?}", ops.len(), ttx.elapsed());
                 match res {
                     Ok(results) => {
                         self.metrics.transaction();

@@ -31,8 +31,9 @@ pub struct SyncCatalogArgs {
     #[arg(long = "to-consul", default_value = "true", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub to_consul: bool,
-    /// Sync Consul services into Kubernetes. Accepted for compatibility;
-    /// this command only performs the Kubernetes-to-Consul direction.
+    /// Sync Consul services into Kubernetes: every Consul service without
+    /// the k8s tag becomes an ExternalName Service (labelled `consul=true`)
+    /// in `-k8s-write-namespace`.
     #[arg(long = "to-k8s", default_value = "true", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub to_k8s: bool,

@@ -134,4 +134,9 @@ fn help_texts() {
         &stdout_of(&["render", "--help"]),
         &golden("help-render.txt"),
     );
+    check(&stdout_of(&["run", "--help"]), &golden("help-run.txt"));
+    check(
+        &stdout_of(&["sync-catalog", "--help"]),
+        &golden("help-sync-catalog.txt"),
+    );
 }
