@@ -170,13 +170,7 @@ impl Settings {
     /// Validates the flags; reads `POD_NAMESPACE` and the service account
     /// file only when no scope flag is given.
     pub fn from_args(args: &RunArgs) -> Result<Settings, SettingsError> {
-        let own = || {
-            own_namespace(
-                std::env::var("POD_NAMESPACE").ok(),
-                Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
-            )
-        };
-        Self::from_args_with(args, own)
+        Self::from_args_with(args, pod_namespace)
     }
 
     /// [`Settings::from_args`] with the lookup of mirra's own namespace
@@ -233,7 +227,16 @@ impl Settings {
     }
 }
 
-/// mirra's own namespace: `POD_NAMESPACE`, else the service account file.
+/// The namespace this process runs in, when it runs in a pod:
+/// `POD_NAMESPACE`, else the service account's namespace file.
+pub fn pod_namespace() -> Option<String> {
+    own_namespace(
+        std::env::var("POD_NAMESPACE").ok(),
+        Path::new(SERVICE_ACCOUNT_NAMESPACE_FILE),
+    )
+}
+
+/// mirra's own namespace from its two sources.
 fn own_namespace(env: Option<String>, file: &Path) -> Option<String> {
     env.filter(|s| !s.trim().is_empty())
         .or_else(|| std::fs::read_to_string(file).ok())

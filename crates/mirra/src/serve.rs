@@ -78,19 +78,6 @@ pub fn listen_addr(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("invalid listen address {s:?} (expected host:port or :port)"))
 }
 
-/// The namespace this process runs in, when it runs in a cluster.
-pub fn own_namespace() -> Option<String> {
-    if let Ok(ns) = std::env::var("POD_NAMESPACE")
-        && !ns.trim().is_empty()
-    {
-        return Some(ns.trim().to_string());
-    }
-    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
 /// A client from `KUBECONFIG`/`~/.kube/config` or the in-cluster service
 /// account, rate limited as the flags say.
 pub async fn kube_client(args: &ClientArgs) -> anyhow::Result<kube::Client> {
@@ -169,7 +156,7 @@ where
     let namespace = args
         .leader_elect_namespace
         .clone()
-        .or_else(own_namespace)
+        .or_else(mirra_mirror_controller::settings::pod_namespace)
         .context(
             "--leader-elect needs the Lease's namespace: pass --leader-elect-namespace \
              or set POD_NAMESPACE",
