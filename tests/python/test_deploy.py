@@ -22,7 +22,51 @@ def test_mirror_base_applies_and_serves_syncconfigs(kubectl):
     assert "created" not in again and "configured" not in again, again
 
 
+def flag_value(args, name, default):
+    """The value of a sync-catalog flag in a container's args, in any of the
+    spellings mirra accepts (-name=v, --name=v, -name v, --name v)."""
+    for i, arg in enumerate(args):
+        for dashes in ("-", "--"):
+            flag = dashes + name
+            if arg.startswith(flag + "="):
+                return arg[len(flag) + 1:]
+            if arg == flag and i + 1 < len(args):
+                return args[i + 1]
+    return default
+
+
+def probe_port(container, port):
+    """The container port a probe's `port` (a name or a number) refers to."""
+    if isinstance(port, int):
+        return port
+    named = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+    assert port in named, f"probe port {port!r} is not one of the container's ports {named}"
+    return named[port]
+
+
+def catalog_serving_ports(container):
+    """(health port, metrics port) sync-catalog serves with these args:
+    /health/ready and /healthz on -listen (default :8080), /metrics on
+    -metrics-port (default 20300), as crates/mirra/src/serve.rs defines."""
+    args = container["args"]
+    listen = flag_value(args, "listen", ":8080")
+    return int(listen.rsplit(":", 1)[1]), int(flag_value(args, "metrics-port", "20300"))
+
+
 def test_catalog_base_applies(kubectl):
     out = kubectl("apply", "-k", str(ROOT / "deploy" / "catalog")).stdout
     assert "clusterrole.rbac.authorization.k8s.io/mirra-catalog created" in out
     assert "deployment.apps/mirra-catalog created" in out
+    deployment = json.loads(
+        kubectl("get", "deployment", "mirra-catalog", "-n", "mirra-system", "-o", "json").stdout
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][0] == "sync-catalog"
+    health, metrics = catalog_serving_ports(container)
+    # Both probes must hit the port that serves them, or every pod is
+    # killed by its liveness probe and never becomes ready.
+    for probe in ("livenessProbe", "readinessProbe"):
+        port = probe_port(container, container[probe]["httpGet"]["port"])
+        assert port == health, f"{probe} targets {port}, sync-catalog serves health on {health}"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/health/ready"
+    assert probe_port(container, "metrics") == metrics
