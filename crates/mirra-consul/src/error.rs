@@ -111,8 +111,9 @@ pub enum Error {
         after: Duration,
     },
     /// The TCP/TLS connection could not be established (refused, DNS, TLS
-    /// handshake). Retryable; the request never reached Consul. Persisting:
-    /// check the address and TLS settings.
+    /// handshake, including a server refusing the client certificate).
+    /// Retryable; the request never reached Consul. Persisting: check the
+    /// address and TLS settings.
     #[error("{operation}: cannot connect to Consul: {message}")]
     Connect {
         /// The operation.
@@ -346,13 +347,14 @@ pub(crate) fn error_from_transport(
 ) -> Error {
     // The library's message can include the URL; it never includes headers,
     // but scrub anyway so that a token in a misconfigured URL cannot leak.
-    let message = safe_message(error_chain(e).as_bytes(), secret);
+    let chain = error_chain(e);
+    let message = safe_message(chain.as_bytes(), secret);
     if e.is_timeout() {
         Error::Timeout {
             operation,
             after: timeout,
         }
-    } else if e.is_connect() {
+    } else if e.is_connect() || is_handshake_refusal(&chain) {
         Error::Connect { operation, message }
     } else if e.is_decode() {
         Error::Decode { operation, message }
@@ -361,6 +363,44 @@ pub(crate) fn error_from_transport(
     } else {
         Error::Transport { operation, message }
     }
+}
+
+/// TLS alerts a server sends only to refuse a handshake (RFC 8446 6.2),
+/// spelled as rustls names them.
+const HANDSHAKE_REFUSAL_ALERTS: &[&str] = &[
+    "HandshakeFailure",
+    "BadCertificate",
+    "UnsupportedCertificate",
+    "CertificateRevoked",
+    "CertificateExpired",
+    "CertificateUnknown",
+    "CertificateRequired",
+    "UnknownCA",
+    "AccessDenied",
+    "ProtocolVersion",
+    "InsufficientSecurity",
+];
+
+/// Whether the server refused the TLS handshake, typically because the
+/// client certificate is missing or untrusted (Consul's
+/// `verify_incoming`). In TLS 1.3 the client's side of the handshake is
+/// complete before the server has checked the client's certificate, so the
+/// server's refusal arrives while the request is being sent and the HTTP
+/// library reports a send error rather than a connect error. The request
+/// was never read, so it is a connect error by this crate's definition:
+/// "cannot connect", and safe to resend even for a cas write.
+///
+/// The HTTP library exposes the TLS error only through its message
+/// ("received fatal alert: CertificateRequired"); `tests/tls.rs` pins that
+/// spelling against the real TLS stack.
+fn is_handshake_refusal(chain: &str) -> bool {
+    chain.split("received fatal alert: ").skip(1).any(|rest| {
+        let name = rest
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .next()
+            .unwrap_or_default();
+        HANDSHAKE_REFUSAL_ALERTS.contains(&name)
+    })
 }
 
 fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
@@ -487,6 +527,27 @@ mod tests {
         let e = error_from_response(&ctx(Some(&ops)), StatusCode::CONFLICT, b"<html>oops</html>");
         assert_eq!(e.failed_ops().len(), 1);
         assert!(e.failed_ops()[0].op.is_none());
+    }
+
+    #[test]
+    fn handshake_refusals_are_recognised_by_their_alert() {
+        for refusal in [
+            "error sending request for url (https://h/v1/x): client error (SendRequest): connection error: received fatal alert: CertificateRequired",
+            "connection error: received fatal alert: UnknownCA",
+            "received fatal alert: BadCertificate: more",
+        ] {
+            assert!(is_handshake_refusal(refusal), "{refusal}");
+        }
+        for other in [
+            "connection error: connection reset by peer",
+            // Alerts that can end an established session are not refusals.
+            "connection error: received fatal alert: DecryptError",
+            "received fatal alert: CertificateRequiredX",
+            "received fatal alert: ",
+            "",
+        ] {
+            assert!(!is_handshake_refusal(other), "{other}");
+        }
     }
 
     #[test]
