@@ -734,3 +734,291 @@ async fn wait_until(mut cond: impl FnMut() -> bool) {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
+
+/// The node as the catalog holds it now.
+async fn stored_node(client: &Client) -> Node {
+    client
+        .node_services(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value
+        .node
+        .expect("the node is registered")
+}
+
+fn node_op(verb: Verb, address: &str, modify_index: u64) -> TxnOp {
+    TxnOp::Node {
+        verb,
+        node: Node {
+            node: NODE.into(),
+            address: address.into(),
+            meta: meta(&[("external-source", "kubernetes")]),
+            modify_index,
+            ..Node::default()
+        },
+    }
+}
+
+#[tokio::test]
+async fn txn_node_cas_and_delete_cas() {
+    let (sandbox, client) = start().await;
+    client
+        .txn(&[node_op(Verb::Set, "10.0.0.1", 0)])
+        .await
+        .unwrap();
+    let node = stored_node(&client).await;
+    let m = node.modify_index;
+    assert!(m > 0);
+
+    // Stale cas next to a valid op: 409, the cas named by its index, and
+    // the other op rolled back with it. The CAS is checked inside the Raft
+    // apply (Consul's FSM), so the attempt still costs one apply.
+    let applies = sandbox.stats().raft_applies;
+    let ops = vec![
+        service_op(Verb::Set, instance("web-1", "web", &["k8s"], 80)),
+        node_op(Verb::Cas, "10.0.0.2", m + 7),
+    ];
+    let err = client.txn(&ops).await.unwrap_err();
+    assert!(matches!(err, Error::TxnRolledBack { .. }), "{err}");
+    assert_eq!(err.status(), Some(409));
+    let failed = err.failed_ops();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert_eq!(failed[0].index, Some(1));
+    assert_eq!(failed[0].op.as_ref(), Some(&ops[1]));
+    assert_eq!(
+        failed[0].what,
+        format!("failed to set node \"{NODE}\", index is stale")
+    );
+    assert_eq!(sandbox.stats().raft_applies, applies + 1);
+    let after = client
+        .node_services(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value;
+    assert_eq!(after.node.as_ref(), Some(&node), "node untouched");
+    assert!(after.services.is_empty(), "the service set rolled back too");
+
+    // cas with index 0 means "only if absent": refused for an existing node.
+    let err = client
+        .txn(&[node_op(Verb::Cas, "10.0.0.2", 0)])
+        .await
+        .unwrap_err();
+    assert_eq!(err.failed_ops()[0].index, Some(0), "{err}");
+    assert_eq!(stored_node(&client).await, node);
+
+    // The current index applies and moves the ModifyIndex.
+    let results = client
+        .txn(&[node_op(Verb::Cas, "10.0.0.2", m)])
+        .await
+        .unwrap();
+    let written = results[0].node.clone().expect("a node result");
+    assert_eq!(written.address, "10.0.0.2");
+    assert!(written.modify_index > m);
+    let node2 = stored_node(&client).await;
+    assert_eq!(node2.address, "10.0.0.2");
+    assert_eq!(node2.modify_index, written.modify_index);
+
+    // delete-cas with the old index: 409, node still there.
+    let err = client
+        .txn(&[node_op(Verb::DeleteCas, "", m)])
+        .await
+        .unwrap_err();
+    let failed = err.failed_ops();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert_eq!(failed[0].index, Some(0));
+    assert_eq!(
+        failed[0].what,
+        format!("failed to delete node \"{NODE}\", index is stale")
+    );
+    assert_eq!(stored_node(&client).await, node2);
+
+    // delete-cas with the current index removes it.
+    let results = client
+        .txn(&[node_op(Verb::DeleteCas, "", node2.modify_index)])
+        .await
+        .unwrap();
+    assert!(results.is_empty(), "deletes return no result: {results:?}");
+    assert!(
+        client
+            .node_services(NODE, &QueryOptions::default())
+            .await
+            .unwrap()
+            .value
+            .node
+            .is_none()
+    );
+
+    // delete-cas of a node that is gone fails: there is no index to match.
+    let err = client
+        .txn(&[node_op(Verb::DeleteCas, "", node2.modify_index)])
+        .await
+        .unwrap_err();
+    assert_eq!(err.failed_ops().len(), 1, "{err}");
+
+    // And cas with index 0 creates it.
+    client
+        .txn(&[node_op(Verb::Cas, "10.0.0.3", 0)])
+        .await
+        .unwrap();
+    assert_eq!(stored_node(&client).await.address, "10.0.0.3");
+}
+
+#[tokio::test]
+async fn stale_cas_in_a_later_transaction_of_apply_ops_is_named_by_its_list_index() {
+    let sandbox = Sandbox::start(Config::default()).await.unwrap();
+    let mut cfg = config_for(&sandbox);
+    cfg.txn_max_ops = 2;
+    let client = Client::new(cfg).unwrap();
+    client
+        .txn(&[node_op(Verb::Set, "10.0.0.1", 0)])
+        .await
+        .unwrap();
+    let m = stored_node(&client).await.modify_index;
+
+    let ops = vec![
+        service_op(Verb::Set, instance("web-1", "web", &[], 80)),
+        service_op(Verb::Set, instance("web-2", "web", &[], 81)),
+        service_op(Verb::Set, instance("web-3", "web", &[], 82)),
+        node_op(Verb::Cas, "10.0.0.9", m + 1),
+        service_op(Verb::Set, instance("web-4", "web", &[], 83)),
+    ];
+    let err = client.apply_ops(ops.clone()).await.unwrap_err();
+    assert_eq!(err.committed_transactions, 1);
+    assert_eq!(err.committed_ops, 2);
+    assert_eq!(err.unapplied, ops[2..].to_vec());
+    let failed = err.source.failed_ops();
+    assert_eq!(failed.len(), 1, "{}", err.source);
+    assert_eq!(failed[0].index, Some(3), "index into the whole list");
+    assert_eq!(failed[0].op.as_ref(), Some(&ops[3]));
+
+    let mut ids: Vec<String> = client
+        .node_services(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value
+        .services
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, vec!["web-1", "web-2"], "only the first transaction");
+}
+
+/// The one check on the node, as the catalog holds it now.
+async fn stored_checks(client: &Client) -> Vec<HealthCheck> {
+    client
+        .health_node(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value
+}
+
+fn check_op(verb: Verb, status: &str, modify_index: u64) -> TxnOp {
+    TxnOp::Check {
+        verb,
+        check: HealthCheck {
+            modify_index,
+            ..readiness("web-1", status)
+        },
+    }
+}
+
+#[tokio::test]
+async fn txn_check_cas_and_delete_cas() {
+    let (sandbox, client) = start().await;
+    client
+        .txn(&[
+            node_set(),
+            service_op(Verb::Set, instance("web-1", "web", &["k8s"], 80)),
+            check_op(Verb::Set, "passing", 0),
+        ])
+        .await
+        .unwrap();
+    let checks = stored_checks(&client).await;
+    assert_eq!(checks.len(), 1);
+    let check = checks[0].clone();
+    assert_eq!(check.status, "passing");
+    let c = check.modify_index;
+    assert!(c > 0);
+    let check_id = check.check_id.clone();
+
+    // Stale cas, placed after a valid op: 409 naming op 1, nothing applied.
+    let applies = sandbox.stats().raft_applies;
+    let ops = vec![
+        service_op(Verb::Set, instance("web-2", "web", &["k8s"], 81)),
+        check_op(Verb::Cas, "critical", c - 1),
+    ];
+    let err = client.txn(&ops).await.unwrap_err();
+    assert!(matches!(err, Error::TxnRolledBack { .. }), "{err}");
+    let failed = err.failed_ops();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert_eq!(failed[0].index, Some(1));
+    assert_eq!(failed[0].op.as_ref(), Some(&ops[1]));
+    assert_eq!(
+        failed[0].what,
+        format!("failed to set check \"{check_id}\" on node \"{NODE}\", index is stale")
+    );
+    assert_eq!(sandbox.stats().raft_applies, applies + 1);
+    assert_eq!(stored_checks(&client).await, vec![check.clone()]);
+    let ids: Vec<String> = client
+        .node_services(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value
+        .services
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, vec!["web-1"], "web-2 rolled back");
+
+    // The current index applies: the status changes, the index moves.
+    let results = client
+        .txn(&[check_op(Verb::Cas, "critical", c)])
+        .await
+        .unwrap();
+    let written = results[0].check.clone().expect("a check result");
+    assert_eq!(written.status, "critical");
+    assert!(written.modify_index > c);
+    let check2 = stored_checks(&client).await[0].clone();
+    assert_eq!(check2.status, "critical");
+    assert_eq!(check2.modify_index, written.modify_index);
+    let critical = client
+        .health_service(
+            "web",
+            &QueryOptions {
+                passing_only: true,
+                ..QueryOptions::default()
+            },
+        )
+        .await
+        .unwrap()
+        .value;
+    assert!(critical.is_empty(), "the new status is what health reads");
+
+    // delete-cas with the old index: 409, the check stays.
+    let err = client
+        .txn(&[check_op(Verb::DeleteCas, "", c)])
+        .await
+        .unwrap_err();
+    let failed = err.failed_ops();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert_eq!(failed[0].index, Some(0));
+    assert_eq!(
+        failed[0].what,
+        format!("failed to delete check \"{check_id}\" on node \"{NODE}\", index is stale")
+    );
+    assert_eq!(stored_checks(&client).await, vec![check2.clone()]);
+
+    // delete-cas with the current index removes only the check.
+    client
+        .txn(&[check_op(Verb::DeleteCas, "", check2.modify_index)])
+        .await
+        .unwrap();
+    assert!(stored_checks(&client).await.is_empty());
+    let ns = client
+        .node_services(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value;
+    assert_eq!(ns.services.len(), 1, "the service stays");
+}
