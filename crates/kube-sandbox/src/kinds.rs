@@ -337,6 +337,10 @@ fn service_defaults(obj: &mut Value) -> Result<(), Vec<Cause>> {
         spec.entry("externalTrafficPolicy")
             .or_insert(json!("Cluster"));
     }
+    if ty == "LoadBalancer" {
+        spec.entry("allocateLoadBalancerNodePorts")
+            .or_insert(json!(true));
+    }
     let mut causes = Vec::new();
     if let Some(Value::Array(ports)) = spec.get_mut("ports") {
         for (i, p) in ports.iter_mut().enumerate() {
@@ -447,11 +451,20 @@ fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cau
         spec.insert("ipFamilies".into(), json!(["IPv4"]));
         spec.insert("ipFamilyPolicy".into(), json!("SingleStack"));
     }
+    // A LoadBalancer gets node ports unless it opts out with
+    // `allocateLoadBalancerNodePorts: false`; ports it names are still
+    // reserved, as the real allocator does.
+    let allocate = ty == "NodePort"
+        || (ty == "LoadBalancer"
+            && obj.pointer("/spec/allocateLoadBalancerNodePorts") != Some(&json!(false)));
     if (ty == "NodePort" || ty == "LoadBalancer")
         && let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports")
     {
         for p in ports.iter_mut() {
             if p.get("nodePort").and_then(Value::as_u64).is_none() {
+                if !allocate {
+                    continue;
+                }
                 let port = alloc.alloc_port().ok_or_else(|| {
                     vec![cause(
                         "FieldValueInvalid",

@@ -931,3 +931,233 @@ mod random_input {
         }
     }
 }
+
+// ---------------------------------------------------------------------
+// Bulk delete, dry runs, every built-in kind, strategic merge, the history
+// window, faults and stats over HTTP, immutable fields, selectors and
+// YAML bodies.
+// ---------------------------------------------------------------------
+
+fn api_status(err: kube::Error) -> kube::core::Status {
+    match err {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+fn rv_of<K: kube::Resource>(o: &K) -> u64 {
+    o.meta()
+        .resource_version
+        .as_deref()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The revision, the ConfigMap `frozen` and the Secret `s`.
+async fn frozen_state(
+    sb: &Sandbox,
+    cms: &Api<ConfigMap>,
+    secrets: &Api<k8s_openapi::api::core::v1::Secret>,
+) -> (u64, Value, Value) {
+    (
+        sb.revision().await,
+        serde_json::to_value(cms.get("frozen").await.unwrap()).unwrap(),
+        serde_json::to_value(secrets.get("s").await.unwrap()).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn immutable_fields_are_invalid_and_change_nothing() {
+    use k8s_openapi::api::core::v1::Secret;
+    let (sb, client) = sandbox().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut frozen = cm("frozen", &[("k", "v")]);
+    frozen.immutable = Some(true);
+    let frozen = cms.create(&PostParams::default(), &frozen).await.unwrap();
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let secret = secrets
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "s"}, "stringData": {"a": "b"}}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(secret.type_.as_deref(), Some("Opaque"), "type defaulted");
+    let before = frozen_state(&sb, &cms, &secrets).await;
+
+    // Data of an immutable ConfigMap: merge patch and PUT.
+    let expect_frozen = |s: kube::core::Status, field: &str| {
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+        assert_eq!(
+            s.message,
+            format!(
+                "ConfigMap \"frozen\" is invalid: {field}: Forbidden: field is immutable when `immutable` is set"
+            )
+        );
+        let d = s.details.unwrap();
+        assert_eq!((d.name.as_str(), d.kind.as_str()), ("frozen", "ConfigMap"));
+        let causes: Vec<(String, String)> =
+            d.causes.into_iter().map(|c| (c.reason, c.field)).collect();
+        assert_eq!(
+            causes,
+            [("FieldValueForbidden".to_string(), field.to_string())]
+        );
+    };
+    let err = cms
+        .patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "changed"}})),
+        )
+        .await
+        .unwrap_err();
+    expect_frozen(api_status(err), "data");
+    let mut put = frozen.clone();
+    put.data = Some([("other".to_string(), "x".to_string())].into());
+    let err = cms
+        .replace("frozen", &PostParams::default(), &put)
+        .await
+        .unwrap_err();
+    expect_frozen(api_status(err), "data");
+    let err = cms
+        .patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"immutable": false})),
+        )
+        .await
+        .unwrap_err();
+    expect_frozen(api_status(err), "immutable");
+
+    // A Secret's type.
+    let err = secrets
+        .patch(
+            "s",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"type": "example.com/custom"})),
+        )
+        .await
+        .unwrap_err();
+    let s = api_status(err);
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        s.message,
+        "Secret \"s\" is invalid: type: Invalid value: \"example.com/custom\": field is immutable"
+    );
+    let causes = s.details.unwrap().causes;
+    assert_eq!(causes.len(), 1);
+    assert_eq!(
+        (causes[0].reason.as_str(), causes[0].field.as_str()),
+        ("FieldValueInvalid", "type")
+    );
+    assert_eq!(
+        frozen_state(&sb, &cms, &secrets).await,
+        before,
+        "a refused write changed something"
+    );
+
+    // Metadata of an immutable ConfigMap may still change.
+    let labelled = cms
+        .patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(labelled.data, frozen.data);
+    assert!(rv_of(&labelled) > rv_of(&frozen));
+}
+
+#[tokio::test]
+async fn load_balancer_services_get_node_ports() {
+    let (_sb, client) = sandbox().await;
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let lb = |name: &str, extra: Value| -> Service {
+        let mut v = json!({
+            "metadata": {"name": name},
+            "spec": {"type": "LoadBalancer", "ports": [
+                {"name": "http", "port": 80},
+                {"name": "https", "port": 443, "nodePort": 31443}
+            ]}
+        });
+        json_patch::merge(&mut v, &extra);
+        serde_json::from_value(v).unwrap()
+    };
+    let made = api
+        .create(&PostParams::default(), &lb("lb", json!({})))
+        .await
+        .unwrap();
+    let spec = made.spec.clone().unwrap();
+    assert_eq!(spec.type_.as_deref(), Some("LoadBalancer"));
+    assert_eq!(spec.allocate_load_balancer_node_ports, Some(true));
+    assert_eq!(spec.external_traffic_policy.as_deref(), Some("Cluster"));
+    assert!(spec.cluster_ip.as_deref().unwrap().starts_with("10.96."));
+    let ports = spec.ports.unwrap();
+    let allocated = ports[0].node_port.unwrap();
+    assert!((30000..=32767).contains(&allocated), "{allocated}");
+    assert_eq!(
+        ports[1].node_port,
+        Some(31443),
+        "a requested node port is kept"
+    );
+    assert_eq!(
+        serde_json::to_value(made.status.unwrap()).unwrap(),
+        json!({"loadBalancer": {}})
+    );
+
+    // A second LoadBalancer never gets a port already taken.
+    let other = api
+        .create(&PostParams::default(), &lb("lb2", json!({})))
+        .await
+        .unwrap();
+    let p = other.spec.unwrap().ports.unwrap()[0].node_port.unwrap();
+    assert_ne!(p, allocated);
+    assert_ne!(p, 31443);
+
+    // An update that omits the node ports keeps them.
+    let out = api
+        .patch(
+            "lb",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"ports": [
+                {"name": "http", "port": 80}, {"name": "https", "port": 443}
+            ]}})),
+        )
+        .await
+        .unwrap();
+    let kept: Vec<Option<i32>> = out
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .iter()
+        .map(|p| p.node_port)
+        .collect();
+    assert_eq!(kept, [Some(allocated), Some(31443)]);
+
+    // Opting out allocates nothing but keeps what was asked for.
+    let none = api
+        .create(
+            &PostParams::default(),
+            &lb(
+                "lb3",
+                json!({"spec": {"allocateLoadBalancerNodePorts": false, "ports": [
+                    {"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 31444}
+                ]}}),
+            ),
+        )
+        .await
+        .unwrap();
+    let ports: Vec<Option<i32>> = none
+        .spec
+        .unwrap()
+        .ports
+        .unwrap()
+        .iter()
+        .map(|p| p.node_port)
+        .collect();
+    assert_eq!(ports, [None, Some(31444)]);
+}
