@@ -238,7 +238,19 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
     }
 }
 
-fn filter_from(q: &Query, ns: Option<&str>) -> Result<Filter, ApiError> {
+fn filter_from(
+    q: &Query,
+    res: &crate::registry::Resource,
+    ns: Option<&str>,
+) -> Result<Filter, ApiError> {
+    let fields = q
+        .get("fieldSelector")
+        .filter(|s| !s.is_empty())
+        .map(semantics::parse_fields)
+        .transpose()?;
+    if let Some(sel) = &fields {
+        semantics::check_fields(sel, res)?;
+    }
     Ok(Filter {
         namespace: ns.map(str::to_string),
         labels: q
@@ -246,17 +258,26 @@ fn filter_from(q: &Query, ns: Option<&str>) -> Result<Filter, ApiError> {
             .filter(|s| !s.is_empty())
             .map(semantics::parse_labels)
             .transpose()?,
-        fields: q
-            .get("fieldSelector")
-            .filter(|s| !s.is_empty())
-            .map(semantics::parse_fields)
-            .transpose()?,
+        fields,
     })
 }
 
-fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+fn parse_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad_request("the body of the request was empty"));
+    }
+    // A body declared as YAML is decoded as YAML and its errors reported
+    // as the real server's YAML decoder words them.
+    if content_type.split(';').next().map(str::trim) == Some("application/yaml") {
+        return match serde_yaml::from_slice::<Value>(body) {
+            Ok(v) if v.is_object() => Ok(v),
+            Ok(_) => Err(ApiError::bad_request(
+                "couldn't get version/kind; json parse error: the body is not a YAML mapping",
+            )),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "error converting YAML to JSON: {e}"
+            ))),
+        };
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(v) => Ok(v),
@@ -346,7 +367,7 @@ async fn object(
         }
         ("GET", None) if q.flag("watch") => watch(shared, headers, q, o).await,
         ("GET", None) => {
-            let filter = filter_from(q, o.namespace.as_deref())?;
+            let filter = filter_from(q, &o.res, o.namespace.as_deref())?;
             let limit = q.get("limit").filter(|s| !s.is_empty()).map(|l| {
                 l.parse::<usize>()
                     .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))
@@ -397,13 +418,13 @@ async fn object(
                 return Err(ApiError::method_not_allowed("create", &res.plural));
             }
             let opts = write_options(q, headers, false)?;
-            let v = parse_body(&body)?;
+            let v = parse_body(&body, ct)?;
             let out = shared.store.lock().await.create(&res, &ns, v, &opts)?;
             Ok(json_response(StatusCode::CREATED, out))
         }
         ("PUT", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
-            let v = parse_body(&body)?;
+            let v = parse_body(&body, ct)?;
             let out = shared
                 .store
                 .lock()
@@ -449,8 +470,17 @@ async fn object(
             })
         }
         ("DELETE", None) => {
+            // The real server serves only list and watch on the
+            // all-namespaces path of a namespaced resource; a bulk delete
+            // must name its namespace.
+            if res.namespaced && o.namespace.is_none() {
+                return Err(ApiError::method_not_allowed(
+                    "deletecollection",
+                    &res.plural,
+                ));
+            }
             let opts = delete_options(q, &body)?;
-            let filter = filter_from(q, o.namespace.as_deref())?;
+            let filter = filter_from(q, &o.res, o.namespace.as_deref())?;
             let items = shared
                 .store
                 .lock()
@@ -534,7 +564,7 @@ async fn watch(
     q: &Query,
     o: ObjectRoute,
 ) -> Result<http::Response<Body>, ApiError> {
-    let filter = filter_from(q, o.namespace.as_deref())?;
+    let filter = filter_from(q, &o.res, o.namespace.as_deref())?;
     let res = o.res.clone();
     let send_initial = q.flag("sendInitialEvents");
     let rv = match q

@@ -36,6 +36,9 @@ pub enum Special {
     Secret,
     /// CustomResourceDefinitions: serve the resources they define.
     Crd,
+    /// Nodes: status is kept on create (a kubelet registers its Node with
+    /// capacity and addresses in one create), though not on later writes.
+    Node,
 }
 
 /// One REST resource.
@@ -72,6 +75,12 @@ pub struct Resource {
     pub printer_columns: Vec<(String, String, String)>,
     /// Categories (`all`).
     pub categories: Vec<String>,
+    /// Fields a `fieldSelector` may name (`metadata.name`,
+    /// `metadata.namespace` and the kind's own); others are refused with
+    /// 400, as the real server does.
+    pub selectable_fields: Vec<String>,
+    /// Defined by a CustomResourceDefinition (changes error wording).
+    pub custom: bool,
 }
 
 impl Resource {
@@ -120,7 +129,53 @@ fn builtin(
         strategic_merge: true,
         printer_columns: Vec::new(),
         categories: Vec::new(),
+        selectable_fields: builtin_selectable_fields(group, plural)
+            .iter()
+            .map(|f| f.to_string())
+            .collect(),
+        custom: false,
     }
+}
+
+/// The field selectors each built-in kind supports, from the real server's
+/// field-label tables (`GetAttrs`/`ToSelectableFields` of each strategy).
+fn builtin_selectable_fields(group: &str, plural: &str) -> Vec<&'static str> {
+    let mut fields = vec!["metadata.name", "metadata.namespace"];
+    let extra: &[&str] = match (group, plural) {
+        ("", "secrets") => &["type"],
+        ("", "namespaces") => &["status.phase"],
+        ("", "nodes") => &["spec.unschedulable"],
+        ("", "services") => &["spec.clusterIP", "spec.type"],
+        ("", "events") => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        // events.k8s.io/v1 names the same fields by its own field names.
+        ("events.k8s.io", "events") => &[
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reason",
+            "reportingController",
+            "type",
+        ],
+        _ => &[],
+    };
+    fields.extend_from_slice(extra);
+    fields
 }
 
 /// The built-in resources, in discovery order.
@@ -198,7 +253,7 @@ pub fn builtins() -> Vec<Resource> {
             true,
             false,
             Subdomain,
-            S::None,
+            S::Node,
         ),
         builtin(
             "",
@@ -493,7 +548,27 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, CrdError> {
         strategic_merge: false,
         printer_columns,
         categories,
+        selectable_fields: crd_selectable_fields(version),
+        custom: true,
     })
+}
+
+/// `metadata.name`, `metadata.namespace` and the version's
+/// `selectableFields` (JSON paths such as `.spec.color`, named without
+/// the leading dot in selectors).
+fn crd_selectable_fields(version: &Value) -> Vec<String> {
+    let mut fields = vec![
+        "metadata.name".to_string(),
+        "metadata.namespace".to_string(),
+    ];
+    if let Some(list) = version.get("selectableFields").and_then(Value::as_array) {
+        fields.extend(
+            list.iter()
+                .filter_map(|f| f.get("jsonPath")?.as_str())
+                .map(|p| p.trim_start_matches('.').to_string()),
+        );
+    }
+    fields
 }
 
 fn str_list(v: Option<&Value>) -> Vec<String> {

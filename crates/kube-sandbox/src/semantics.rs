@@ -22,6 +22,14 @@ pub fn parse_fields(s: &str) -> Result<FieldSelector, ApiError> {
         .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 
+/// Refuses a field selector naming a field the kind does not support
+/// (400 BadRequest, worded as the real server words it).
+pub fn check_fields(sel: &FieldSelector, res: &Resource) -> Result<(), ApiError> {
+    let allowed: Vec<&str> = res.selectable_fields.iter().map(String::as_str).collect();
+    sel.check_fields(&allowed, !res.custom)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
 /// Whether an object matches a field selector.
 pub fn field_matches(sel: &FieldSelector, obj: &Value) -> bool {
     sel.matches(obj)

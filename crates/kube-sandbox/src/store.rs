@@ -664,8 +664,11 @@ impl Store {
         {
             return Err(ApiError::already_exists(&res.group, &res.plural, &name));
         }
+        // Status is the subresource's, so a create drops it, as the real
+        // server's strategies do, except for the two kinds whose create
+        // sets it: namespaces (phase) and nodes.
         if res.status_subresource
-            && res.special != Special::Namespace
+            && !matches!(res.special, Special::Namespace | Special::Node)
             && let Value::Object(m) = &mut body
         {
             m.remove("status");
@@ -844,6 +847,8 @@ impl Store {
                     });
                 }
             } else if res.status_subresource
+                // An apply that creates a Node keeps its status, as a create does.
+                && !(existing.is_none() && res.special == Special::Node)
                 && let Value::Object(m) = &mut applied
             {
                 m.remove("status");
@@ -1148,13 +1153,6 @@ impl Store {
         }
         let uid = meta_str(&old, "uid").unwrap_or_default().to_string();
         let is_namespace = res.special == Special::Namespace;
-        if opts.dry_run {
-            return Ok(if has_finalizers(&old) || is_namespace {
-                Deleted::Pending(Bytes::from(serde_json::to_vec(&old).unwrap_or_default()))
-            } else {
-                Deleted::Gone(success_status(&res.group, &res.plural, name, &uid))
-            });
-        }
         if has_finalizers(&old) || is_namespace {
             if old.pointer("/metadata/deletionTimestamp").is_some() {
                 return Ok(Deleted::Pending(self.get(res, ns, name)?));
@@ -1166,6 +1164,14 @@ impl Store {
             if is_namespace {
                 obj["status"] = json!({"phase": "Terminating"});
             }
+            if opts.dry_run {
+                // The real server runs the graceful-deletion update without
+                // persisting it, so the answer shows the deletionTimestamp
+                // the object would get.
+                return Ok(Deleted::Pending(Bytes::from(
+                    serde_json::to_vec(&obj).unwrap_or_default(),
+                )));
+            }
             let out = self.commit(res, ns, name, EventType::Modified, obj);
             if is_namespace {
                 self.terminate_namespace(name);
@@ -1176,6 +1182,14 @@ impl Store {
                 });
             }
             return Ok(Deleted::Pending(out));
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Gone(success_status(
+                &res.group,
+                &res.plural,
+                name,
+                &uid,
+            )));
         }
         self.remove(res, ns, name, old);
         Ok(Deleted::Gone(success_status(

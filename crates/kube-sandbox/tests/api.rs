@@ -938,11 +938,284 @@ mod random_input {
 // YAML bodies.
 // ---------------------------------------------------------------------
 
+/// Sorted names of a list's items.
+fn names_of<K: kube::Resource>(items: &[K]) -> Vec<String> {
+    let mut v: Vec<String> = items
+        .iter()
+        .map(|o| o.meta().name.clone().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+fn labelled(name: &str, app: &str, finalizer: bool) -> ConfigMap {
+    let mut c = cm(name, &[("k", "v")]);
+    c.metadata.labels = Some([("app".to_string(), app.to_string())].into());
+    if finalizer {
+        c.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    }
+    c
+}
+
 fn api_status(err: kube::Error) -> kube::core::Status {
     match err {
         kube::Error::Api(s) => *s,
         other => panic!("expected an API error, got {other:?}"),
     }
+}
+
+/// Every ConfigMap in `default`, serialized: the stored state a failed or
+/// dry-run write must leave as it was.
+async fn stored_configmaps(sb: &Sandbox, api: &Api<ConfigMap>) -> (u64, Value) {
+    let list = api.list(&ListParams::default()).await.unwrap();
+    (
+        sb.revision().await,
+        serde_json::to_value(&list.items).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn delete_collection_removes_only_matching_objects() {
+    let (sb, client) = sandbox().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for (name, app, held) in [
+        ("a1", "x", false),
+        ("a2", "x", false),
+        ("held", "x", true),
+        ("other", "y", false),
+    ] {
+        api.create(&PostParams::default(), &labelled(name, app, held))
+            .await
+            .unwrap();
+    }
+    create_ns(&client, "elsewhere").await;
+    let elsewhere: Api<ConfigMap> = Api::namespaced(client.clone(), "elsewhere");
+    elsewhere
+        .create(&PostParams::default(), &labelled("a1", "x", false))
+        .await
+        .unwrap();
+    let by_label = ListParams::default().labels("app=x");
+
+    // dryRun=All answers with what would go and changes nothing.
+    let before = stored_configmaps(&sb, &api).await;
+    let dry = DeleteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let would = api
+        .delete_collection(&dry, &by_label)
+        .await
+        .unwrap()
+        .left()
+        .expect("a list of the objects");
+    assert_eq!(names_of(&would.items), ["a1", "a2", "held"]);
+    let held = would
+        .items
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some("held"))
+        .unwrap();
+    assert!(
+        held.metadata.deletion_timestamp.is_some(),
+        "the would-be object of a delete held by a finalizer"
+    );
+    assert_eq!(stored_configmaps(&sb, &api).await, before);
+
+    let stats_before = sb.stats();
+    let gone = api
+        .delete_collection(&DeleteParams::default(), &by_label)
+        .await
+        .unwrap()
+        .left()
+        .expect("a list of the objects");
+    let delta = sb.stats().since(&stats_before);
+    assert_eq!(names_of(&gone.items), ["a1", "a2", "held"]);
+    let one = BTreeMap::from([("deletecollection configmaps".to_string(), 1)]);
+    assert_eq!(delta.requests, one);
+    assert_eq!(delta.namespaces, BTreeMap::from([("default".into(), one)]));
+    // Two removals and one deletionTimestamp: three revisions.
+    assert_eq!(sb.revision().await, before.0 + 3);
+
+    let left = api.list(&ListParams::default()).await.unwrap();
+    assert_eq!(names_of(&left.items), ["held", "other"]);
+    let held = api.get("held").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert_eq!(
+        held.metadata.finalizers,
+        Some(vec!["example.com/hold".to_string()])
+    );
+    assert!(
+        api.get("other")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_none()
+    );
+    assert!(
+        elsewhere.get_opt("a1").await.unwrap().is_some(),
+        "another namespace is outside a namespaced collection"
+    );
+
+    // The all-namespaces path serves list and watch only, as upstream.
+    let (code, status) = raw(
+        &sb,
+        reqwest::Method::DELETE,
+        "/api/v1/configmaps?labelSelector=app%3Dx",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 405, "{status}");
+    assert_eq!(status["reason"], "MethodNotAllowed");
+    assert!(elsewhere.get_opt("a1").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn dry_run_writes_answer_the_would_be_object_and_change_nothing() {
+    let (sb, client) = sandbox().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let stored = api
+        .create(&PostParams::default(), &labelled("d", "x", true))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("plain", &[]))
+        .await
+        .unwrap();
+    let before = stored_configmaps(&sb, &api).await;
+    let dry_post = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let dry_patch = PatchParams::default().dry_run();
+
+    // PUT.
+    let mut changed = stored.clone();
+    changed.data = Some([("k".to_string(), "put".to_string())].into());
+    let out = api.replace("d", &dry_post, &changed).await.unwrap();
+    assert_eq!(out.data.unwrap()["k"], "put");
+    assert_eq!(out.metadata.uid, stored.metadata.uid);
+    assert_eq!(
+        out.metadata.resource_version,
+        stored.metadata.resource_version
+    );
+    assert_eq!(stored_configmaps(&sb, &api).await, before, "PUT");
+
+    // Merge patch.
+    let out = api
+        .patch(
+            "d",
+            &dry_patch,
+            &Patch::Merge(json!({"data": {"k": "merge", "n": "1"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.data.unwrap(),
+        BTreeMap::from([("k".into(), "merge".into()), ("n".into(), "1".into())])
+    );
+    assert_eq!(stored_configmaps(&sb, &api).await, before, "merge patch");
+
+    // JSON patch.
+    let ops: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "replace", "path": "/data/k", "value": "json"}]))
+            .unwrap();
+    let out = api
+        .patch("d", &dry_patch, &Patch::<()>::Json(ops))
+        .await
+        .unwrap();
+    assert_eq!(out.data.unwrap()["k"], "json");
+    assert_eq!(stored_configmaps(&sb, &api).await, before, "JSON patch");
+
+    // Server-side apply, to an existing object and one that would be created.
+    let applied = |name: &str, v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": v}});
+    let ssa = PatchParams::apply("dry").force().dry_run();
+    let out = api
+        .patch("d", &ssa, &Patch::Apply(applied("d", "apply")))
+        .await
+        .unwrap();
+    assert_eq!(out.data.unwrap()["k"], "apply");
+    assert!(
+        out.metadata
+            .managed_fields
+            .unwrap()
+            .iter()
+            .any(|m| m.manager.as_deref() == Some("dry")),
+        "the answer records the would-be ownership"
+    );
+    let out = api
+        .patch("fresh", &ssa, &Patch::Apply(applied("fresh", "new")))
+        .await
+        .unwrap();
+    assert_eq!(out.metadata.name.as_deref(), Some("fresh"));
+    assert!(api.get_opt("fresh").await.unwrap().is_none());
+    assert_eq!(stored_configmaps(&sb, &api).await, before, "apply");
+
+    // Delete: held by a finalizer, the would-be object; otherwise Success.
+    let dry_delete = DeleteParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let held = api
+        .delete("d", &dry_delete)
+        .await
+        .unwrap()
+        .left()
+        .expect("the object, held by its finalizer");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    let status = api
+        .delete("plain", &dry_delete)
+        .await
+        .unwrap()
+        .right()
+        .expect("a Success status");
+    assert_eq!(
+        status.status,
+        Some(kube::core::response::StatusSummary::Success)
+    );
+    assert_eq!(stored_configmaps(&sb, &api).await, before, "delete");
+
+    // No dry run reached a watcher: the first event after them is a real
+    // write.
+    let mut stream = api
+        .watch(&WatchParams::default().timeout(10), &before.0.to_string())
+        .await
+        .unwrap()
+        .boxed();
+    api.patch(
+        "plain",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"real": "yes"}})),
+    )
+    .await
+    .unwrap();
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Modified(c) => {
+            assert_eq!(c.metadata.name.as_deref(), Some("plain"));
+            assert_eq!(c.data.unwrap()["real"], "yes");
+        }
+        other => panic!("expected the real write, got {other:?}"),
+    }
+}
+
+/// One built-in kind, exercised by [`every_builtin_kind_over_http`].
+struct KindCase {
+    api_version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    name: &'static str,
+    namespaced: bool,
+    /// A status written through `/status`, for kinds with the subresource.
+    status: Option<Value>,
+    /// Whether a create keeps the status it is given (Node only).
+    status_on_create: bool,
+    /// Whether `metadata.generation` is tracked.
+    generation: bool,
+    /// The object without apiVersion, kind and metadata.
+    body: Value,
+    /// A merge patch that changes the spec part.
+    change: Value,
+    /// Deserializes the JSON into the k8s-openapi type.
+    typed: fn(&Value) -> Result<(), serde_json::Error>,
 }
 
 fn rv_of<K: kube::Resource>(o: &K) -> u64 {
@@ -952,6 +1225,1045 @@ fn rv_of<K: kube::Resource>(o: &K) -> u64 {
         .unwrap()
         .parse()
         .unwrap()
+}
+
+/// Whether `have` has every field of `want` with the same value (lists
+/// item by item): the real server may add defaults, never change what was
+/// sent.
+fn contains(have: &Value, want: &Value) -> bool {
+    match (have, want) {
+        (Value::Object(h), Value::Object(w)) => w
+            .iter()
+            .all(|(k, v)| h.get(k).is_some_and(|hv| contains(hv, v))),
+        (Value::Array(h), Value::Array(w)) => {
+            h.len() == w.len() && h.iter().zip(w).all(|(a, b)| contains(a, b))
+        }
+        (h, w) => h == w,
+    }
+}
+
+fn typed<K: serde::de::DeserializeOwned>(v: &Value) -> Result<(), serde_json::Error> {
+    serde_json::from_value::<K>(v.clone()).map(|_| ())
+}
+
+fn kind_cases() -> Vec<KindCase> {
+    use k8s_openapi::api::{apps, coordination, core, discovery, events, networking, rbac};
+    let rules =
+        |verb: &str| json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": [verb]}]);
+    let subjects =
+        |name: &str| json!([{"kind": "ServiceAccount", "name": name, "namespace": "default"}]);
+    vec![
+        KindCase {
+            api_version: "v1",
+            kind: "ServiceAccount",
+            plural: "serviceaccounts",
+            name: "robot",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({"automountServiceAccountToken": true}),
+            change: json!({"automountServiceAccountToken": false}),
+            typed: typed::<core::v1::ServiceAccount>,
+        },
+        KindCase {
+            api_version: "v1",
+            kind: "Endpoints",
+            plural: "endpoints",
+            name: "web",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({"subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}]}),
+            change: json!({"subsets": [{"addresses": [{"ip": "10.0.0.2"}], "ports": [{"port": 80}]}]}),
+            typed: typed::<core::v1::Endpoints>,
+        },
+        KindCase {
+            api_version: "v1",
+            kind: "Node",
+            plural: "nodes",
+            name: "node-1",
+            namespaced: false,
+            status: Some(json!({"capacity": {"cpu": "4"}})),
+            status_on_create: true,
+            generation: false,
+            body: json!({"spec": {"podCIDR": "10.244.0.0/24"}, "status": {"capacity": {"cpu": "2"}}}),
+            change: json!({"spec": {"unschedulable": true}}),
+            typed: typed::<core::v1::Node>,
+        },
+        KindCase {
+            api_version: "v1",
+            kind: "Event",
+            plural: "events",
+            name: "web.1",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({
+                "involvedObject": {"kind": "ConfigMap", "name": "web", "namespace": "default"},
+                "reason": "Synced", "message": "synced", "type": "Normal", "count": 1
+            }),
+            change: json!({"count": 2}),
+            typed: typed::<core::v1::Event>,
+        },
+        KindCase {
+            api_version: "events.k8s.io/v1",
+            kind: "Event",
+            plural: "events",
+            name: "web.2",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({
+                "eventTime": "2026-01-01T00:00:00.000000Z",
+                "reportingController": "example.com/mirra", "reportingInstance": "mirra-1",
+                "action": "Sync", "reason": "Synced", "note": "synced", "type": "Normal",
+                "regarding": {"kind": "ConfigMap", "name": "web", "namespace": "default"}
+            }),
+            change: json!({"note": "synced again"}),
+            typed: typed::<events::v1::Event>,
+        },
+        KindCase {
+            api_version: "discovery.k8s.io/v1",
+            kind: "EndpointSlice",
+            plural: "endpointslices",
+            name: "web-abc",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({"addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}),
+            change: json!({"endpoints": [{"addresses": ["10.0.0.2"]}]}),
+            typed: typed::<discovery::v1::EndpointSlice>,
+        },
+        KindCase {
+            api_version: "coordination.k8s.io/v1",
+            kind: "Lease",
+            plural: "leases",
+            name: "leader",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({"spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}),
+            change: json!({"spec": {"holderIdentity": "b"}}),
+            typed: typed::<coordination::v1::Lease>,
+        },
+        KindCase {
+            api_version: "networking.k8s.io/v1",
+            kind: "Ingress",
+            plural: "ingresses",
+            name: "web",
+            namespaced: true,
+            status: Some(json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}})),
+            status_on_create: false,
+            generation: true,
+            body: json!({
+                "spec": {"defaultBackend": {"service": {"name": "web", "port": {"number": 80}}}},
+                "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.9"}]}}
+            }),
+            change: json!({"spec": {"defaultBackend": {"service": {"port": {"number": 81}}}}}),
+            typed: typed::<networking::v1::Ingress>,
+        },
+        KindCase {
+            api_version: "networking.k8s.io/v1",
+            kind: "NetworkPolicy",
+            plural: "networkpolicies",
+            name: "deny",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: true,
+            body: json!({"spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}),
+            change: json!({"spec": {"policyTypes": ["Ingress", "Egress"]}}),
+            typed: typed::<networking::v1::NetworkPolicy>,
+        },
+        KindCase {
+            api_version: "rbac.authorization.k8s.io/v1",
+            kind: "Role",
+            plural: "roles",
+            name: "reader",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({"rules": rules("get")}),
+            change: json!({"rules": rules("list")}),
+            typed: typed::<rbac::v1::Role>,
+        },
+        KindCase {
+            api_version: "rbac.authorization.k8s.io/v1",
+            kind: "RoleBinding",
+            plural: "rolebindings",
+            name: "reader",
+            namespaced: true,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+                "subjects": subjects("a")
+            }),
+            change: json!({"subjects": subjects("b")}),
+            typed: typed::<rbac::v1::RoleBinding>,
+        },
+        KindCase {
+            api_version: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRole",
+            plural: "clusterroles",
+            // RBAC names are path segments: a colon is allowed.
+            name: "mirra:reader",
+            namespaced: false,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({"rules": rules("get")}),
+            change: json!({"rules": rules("watch")}),
+            typed: typed::<rbac::v1::ClusterRole>,
+        },
+        KindCase {
+            api_version: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRoleBinding",
+            plural: "clusterrolebindings",
+            name: "mirra:reader",
+            namespaced: false,
+            status: None,
+            status_on_create: false,
+            generation: false,
+            body: json!({
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "mirra:reader"},
+                "subjects": subjects("a")
+            }),
+            change: json!({"subjects": subjects("c")}),
+            typed: typed::<rbac::v1::ClusterRoleBinding>,
+        },
+        KindCase {
+            api_version: "apps/v1",
+            kind: "Deployment",
+            plural: "deployments",
+            name: "web",
+            namespaced: true,
+            status: Some(json!({"replicas": 1, "readyReplicas": 1, "observedGeneration": 1})),
+            status_on_create: false,
+            generation: true,
+            body: json!({
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": "web"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "web"}},
+                        "spec": {"containers": [{"name": "web", "image": "nginx"}]}
+                    }
+                },
+                "status": {"replicas": 5}
+            }),
+            change: json!({"spec": {"replicas": 3}}),
+            typed: typed::<apps::v1::Deployment>,
+        },
+    ]
+}
+
+/// Create, get, list and watch every built-in kind through kube-rs, with
+/// its status subresource, generation and scope as the real server has
+/// them; the answers deserialize into the k8s-openapi types.
+#[tokio::test]
+async fn every_builtin_kind_over_http() {
+    use kube::api::{ApiResource, DynamicObject};
+    let (sb, client) = sandbox().await;
+    for case in kind_cases() {
+        let (group, version) = case
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", case.api_version));
+        let qualified = if group.is_empty() {
+            case.plural.to_string()
+        } else {
+            format!("{}.{group}", case.plural)
+        };
+        let what = qualified.as_str();
+        let ar = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: case.api_version.into(),
+            kind: case.kind.into(),
+            plural: case.plural.into(),
+        };
+        let api: Api<DynamicObject> = if case.namespaced {
+            Api::namespaced_with(client.clone(), "default", &ar)
+        } else {
+            Api::all_with(client.clone(), &ar)
+        };
+        let base = if group.is_empty() {
+            "/api/v1".to_string()
+        } else {
+            format!("/apis/{}", case.api_version)
+        };
+        let collection = if case.namespaced {
+            format!("{base}/namespaces/default/{}", case.plural)
+        } else {
+            format!("{base}/{}", case.plural)
+        };
+        let item = format!("{collection}/{}", case.name);
+
+        let listed = api.list(&ListParams::default()).await.unwrap();
+        assert!(listed.items.is_empty(), "{what}");
+        let rv = listed.metadata.resource_version.unwrap();
+        let mut stream = api
+            .watch(&WatchParams::default().timeout(10), &rv)
+            .await
+            .unwrap()
+            .boxed();
+
+        // Create.
+        let mut body = case.body.clone();
+        body["apiVersion"] = json!(case.api_version);
+        body["kind"] = json!(case.kind);
+        body["metadata"] = json!({"name": case.name, "labels": {"case": "kinds"}});
+        let obj: DynamicObject = serde_json::from_value(body.clone()).unwrap();
+        let made = api.create(&PostParams::default(), &obj).await.unwrap();
+        let made_json = serde_json::to_value(&made).unwrap();
+        assert_eq!(made_json["apiVersion"], case.api_version, "{what}");
+        assert_eq!(made_json["kind"], case.kind, "{what}");
+        assert_eq!(
+            made.metadata.namespace.as_deref(),
+            case.namespaced.then_some("default"),
+            "{what}"
+        );
+        assert!(made.metadata.uid.is_some(), "{what}");
+        assert!(made.metadata.creation_timestamp.is_some(), "{what}");
+        assert_eq!(
+            made.metadata.generation,
+            case.generation.then_some(1),
+            "{what}"
+        );
+        if case.status.is_some() {
+            let expected = case.status_on_create.then(|| body["status"].clone());
+            assert_eq!(
+                made.data.get("status").cloned(),
+                expected,
+                "{what}: status on create"
+            );
+        }
+        for (k, v) in case.body.as_object().unwrap() {
+            if k != "status" {
+                assert!(contains(&made.data[k], v), "{what}: {k}: {made_json}");
+            }
+        }
+
+        // Get, typed, list.
+        let got = api.get(case.name).await.unwrap();
+        let got_json = serde_json::to_value(&got).unwrap();
+        assert_eq!(got_json, made_json, "{what}");
+        (case.typed)(&got_json).unwrap_or_else(|e| panic!("{what}: {e}: {got_json}"));
+        let by_label = api
+            .list(&ListParams::default().labels("case=kinds"))
+            .await
+            .unwrap();
+        assert_eq!(names_of(&by_label.items), [case.name], "{what}");
+        let (code, list) = raw(&sb, reqwest::Method::GET, &collection, "", vec![]).await;
+        assert_eq!(code, 200, "{what}");
+        assert_eq!(list["kind"], format!("{}List", case.kind), "{what}");
+        assert_eq!(list["apiVersion"], case.api_version, "{what}");
+        assert_eq!(list["items"].as_array().unwrap().len(), 1, "{what}");
+        assert_eq!(list["items"][0]["metadata"], got_json["metadata"], "{what}");
+
+        // The status subresource, or its absence.
+        let mut expected_events = vec!["ADDED"];
+        match &case.status {
+            Some(status) => {
+                let st = api
+                    .patch_status(
+                        case.name,
+                        &PatchParams::default(),
+                        &Patch::Merge(json!({"status": status})),
+                    )
+                    .await
+                    .unwrap();
+                expected_events.push("MODIFIED");
+                let mut want = if case.status_on_create {
+                    body["status"].clone()
+                } else {
+                    json!({})
+                };
+                json_patch::merge(&mut want, status);
+                assert_eq!(st.data["status"], want, "{what}: status write");
+                assert_eq!(st.metadata.generation, made.metadata.generation, "{what}");
+                assert!(rv_of(&st) > rv_of(&made), "{what}");
+            }
+            None => {
+                let (code, _) = raw(
+                    &sb,
+                    reqwest::Method::GET,
+                    &format!("{item}/status"),
+                    "",
+                    vec![],
+                )
+                .await;
+                assert_eq!(code, 404, "{what}: no status subresource");
+            }
+        }
+        let status_now = api
+            .get(case.name)
+            .await
+            .unwrap()
+            .data
+            .get("status")
+            .cloned();
+
+        // A spec change bumps generation where it is tracked; a main-resource
+        // write cannot change status; a label change leaves generation.
+        let mut change = case.change.clone();
+        if case.status.is_some() {
+            change["status"] = json!({"ignored": true});
+        }
+        let changed = api
+            .patch(case.name, &PatchParams::default(), &Patch::Merge(change))
+            .await
+            .unwrap();
+        expected_events.push("MODIFIED");
+        assert_eq!(
+            changed.metadata.generation,
+            case.generation.then_some(2),
+            "{what}"
+        );
+        assert_eq!(changed.data.get("status").cloned(), status_now, "{what}");
+        assert!(rv_of(&changed) > rv_of(&got), "{what}");
+        let relabelled = api
+            .patch(
+                case.name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"extra": "1"}}})),
+            )
+            .await
+            .unwrap();
+        expected_events.push("MODIFIED");
+        assert_eq!(
+            relabelled.metadata.generation, changed.metadata.generation,
+            "{what}"
+        );
+
+        // Scope: a cluster-scoped kind has no namespaced URL; a namespaced
+        // kind has no cluster-scoped item URL, lists across namespaces and
+        // cannot be created there.
+        if case.namespaced {
+            let all = format!("{base}/{}", case.plural);
+            let (code, _) = raw(
+                &sb,
+                reqwest::Method::GET,
+                &format!("{all}/{}", case.name),
+                "",
+                vec![],
+            )
+            .await;
+            assert_eq!(code, 404, "{what}");
+            let (code, list) = raw(&sb, reqwest::Method::GET, &all, "", vec![]).await;
+            assert_eq!(code, 200, "{what}");
+            assert_eq!(list["items"].as_array().unwrap().len(), 1, "{what}");
+            let (code, status) = raw(
+                &sb,
+                reqwest::Method::POST,
+                &all,
+                "application/json",
+                serde_json::to_vec(&body).unwrap(),
+            )
+            .await;
+            assert_eq!(code, 405, "{what}: {status}");
+        } else {
+            let namespaced = format!("{base}/namespaces/default/{}", case.plural);
+            for (method, path) in [
+                (reqwest::Method::GET, format!("{namespaced}/{}", case.name)),
+                (reqwest::Method::GET, namespaced.clone()),
+                (reqwest::Method::POST, namespaced.clone()),
+            ] {
+                let (code, status) = raw(
+                    &sb,
+                    method.clone(),
+                    &path,
+                    "application/json",
+                    serde_json::to_vec(&body).unwrap(),
+                )
+                .await;
+                assert_eq!(code, 404, "{what}: {method} {path}");
+                assert_eq!(status["reason"], "NotFound", "{what}: {method} {path}");
+            }
+        }
+
+        // Delete, and the watch saw every change in order.
+        api.delete(case.name, &DeleteParams::default())
+            .await
+            .unwrap();
+        expected_events.push("DELETED");
+        assert!(api.get_opt(case.name).await.unwrap().is_none(), "{what}");
+        let mut seen = Vec::new();
+        while seen.len() < expected_events.len() {
+            let (kind, o) = match stream.try_next().await.unwrap().unwrap() {
+                WatchEvent::Added(o) => ("ADDED", o),
+                WatchEvent::Modified(o) => ("MODIFIED", o),
+                WatchEvent::Deleted(o) => ("DELETED", o),
+                other => panic!("{what}: unexpected {other:?}"),
+            };
+            assert_eq!(o.metadata.name.as_deref(), Some(case.name), "{what}");
+            seen.push(kind);
+        }
+        assert_eq!(seen, expected_events, "{what}");
+
+        let stats = sb.stats();
+        // The refused create at the all-namespaces path counts too.
+        assert_eq!(
+            stats.get(&format!("create {qualified}")),
+            1 + u64::from(case.namespaced),
+            "{what}"
+        );
+        assert_eq!(stats.get(&format!("watch {qualified}")), 1, "{what}");
+        assert_eq!(stats.get(&format!("delete {qualified}")), 1, "{what}");
+        assert_eq!(stats.get(&format!("patch {qualified}")), 2, "{what}");
+        assert_eq!(
+            stats.get(&format!("patch {qualified}/status")),
+            u64::from(case.status.is_some()),
+            "{what}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn strategic_merge_patch_merges_service_ports_by_port() {
+    let (sb, client) = sandbox().await;
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"app": "web"},
+            "ports": [
+                {"name": "http", "port": 80, "targetPort": 8080},
+                {"name": "https", "port": 443, "targetPort": 8443}
+            ]
+        }
+    }))
+    .unwrap();
+    let made = api.create(&PostParams::default(), &svc).await.unwrap();
+    let ip = made.spec.unwrap().cluster_ip;
+    let ports = |s: &Service| -> Vec<Value> {
+        s.spec
+            .as_ref()
+            .unwrap()
+            .ports
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|p| json!([p.name, p.port, p.target_port, p.protocol]))
+            .collect()
+    };
+    let sp = PatchParams::default();
+
+    // A port the patch names is merged into by `port`; a new one is added;
+    // maps merge key by key.
+    let out = api
+        .patch(
+            "web",
+            &sp,
+            &Patch::Strategic(json!({"spec": {
+                "ports": [{"port": 443, "targetPort": 9443}, {"name": "metrics", "port": 9090}],
+                "selector": {"tier": "front"}
+            }})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ports(&out),
+        vec![
+            json!(["http", 80, 8080, "TCP"]),
+            json!(["https", 443, 9443, "TCP"]),
+            json!(["metrics", 9090, 9090, "TCP"]),
+        ]
+    );
+    let spec = out.spec.clone().unwrap();
+    assert_eq!(
+        spec.selector.unwrap(),
+        BTreeMap::from([
+            ("app".to_string(), "web".to_string()),
+            ("tier".to_string(), "front".to_string())
+        ])
+    );
+    assert_eq!(spec.cluster_ip, ip, "what the patch does not name stays");
+
+    // `$patch: delete` removes one item by its key; `$patch: replace`
+    // replaces a whole map.
+    let out = api
+        .patch(
+            "web",
+            &sp,
+            &Patch::Strategic(json!({"spec": {
+                "ports": [{"port": 80, "$patch": "delete"}],
+                "selector": {"$patch": "replace", "only": "this"}
+            }})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ports(&out),
+        vec![
+            json!(["https", 443, 9443, "TCP"]),
+            json!(["metrics", 9090, 9090, "TCP"]),
+        ]
+    );
+    assert_eq!(
+        out.spec.clone().unwrap().selector.unwrap(),
+        BTreeMap::from([("only".to_string(), "this".to_string())])
+    );
+    let stored = api.get("web").await.unwrap();
+    assert_eq!(ports(&stored), ports(&out));
+
+    // The same list in a merge patch replaces the whole list instead.
+    let out = api
+        .patch(
+            "web",
+            &sp,
+            &Patch::Merge(json!({"spec": {"ports": [{"port": 443, "targetPort": 1443}]}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ports(&out), vec![json!([null, 443, 1443, "TCP"])]);
+    assert_eq!(sb.stats().get("patch services"), 3);
+}
+
+#[tokio::test]
+async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
+    let config = kube_sandbox::Config {
+        store: kube_sandbox::StoreConfig {
+            history_limit: 3,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let sb = Sandbox::start(config).await.unwrap();
+    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for name in ["c0", "c1"] {
+        api.create(&PostParams::default(), &cm(name, &[]))
+            .await
+            .unwrap();
+    }
+    let first = api.list(&ListParams::default().limit(1)).await.unwrap();
+    let rv = first.metadata.resource_version.clone().unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    let write = |i: usize| {
+        let api = api.clone();
+        async move {
+            api.patch(
+                "c0",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"i": i.to_string()}})),
+            )
+            .await
+            .unwrap();
+        }
+    };
+    let watch_from = |rv: String| {
+        let api = api.clone();
+        async move {
+            api.watch(&WatchParams::default().timeout(5), &rv)
+                .await
+                .unwrap()
+                .boxed()
+        }
+    };
+
+    // As many writes as the window holds: the list's revision is still
+    // inside it.
+    for i in 1..=3 {
+        write(i).await;
+    }
+    let mut stream = watch_from(rv.clone()).await;
+    for i in 1..=3 {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Modified(c) => assert_eq!(c.data.unwrap()["i"], i.to_string()),
+            other => panic!("expected write {i}, got {other:?}"),
+        }
+    }
+    let page = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(names_of(&page.items), ["c1"]);
+
+    // One more and the window has moved past it: 410 Expired for both.
+    write(4).await;
+    let mut stream = watch_from(rv.clone()).await;
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(e) => {
+            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"), "{e:?}");
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+    let err = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await
+        .unwrap_err();
+    let status = api_status(err);
+    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    // The revision right after it is the oldest still served.
+    let next = (rv.parse::<u64>().unwrap() + 1).to_string();
+    let mut stream = watch_from(next).await;
+    for i in 2..=4 {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Modified(c) => assert_eq!(c.data.unwrap()["i"], i.to_string()),
+            other => panic!("expected write {i}, got {other:?}"),
+        }
+    }
+    // A fresh list starts over.
+    assert_eq!(
+        names_of(&api.list(&ListParams::default()).await.unwrap().items),
+        ["c0", "c1"]
+    );
+}
+
+/// `POST /sandbox/faults` with a rule; the sandbox must accept it.
+async fn add_fault(sb: &Sandbox, rule: Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{}/sandbox/faults", sb.url()))
+        .json(&rule)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{rule}");
+}
+
+async fn sandbox_post(sb: &Sandbox, method: reqwest::Method, path: &str) -> u16 {
+    reqwest::Client::new()
+        .request(method, format!("{}{path}", sb.url()))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn injected_conflict_and_unavailable_over_http() {
+    let (sb, client) = sandbox().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let made = api
+        .create(&PostParams::default(), &cm("c", &[("k", "v")]))
+        .await
+        .unwrap();
+    let before = stored_configmaps(&sb, &api).await;
+
+    add_fault(
+        &sb,
+        json!({"verb": "update", "resource": "configmaps", "status": 409, "count": 1}),
+    )
+    .await;
+    let mut upd = made.clone();
+    upd.data = Some([("k".to_string(), "w".to_string())].into());
+    let s = api_status(
+        api.replace("c", &PostParams::default(), &upd)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+    assert_eq!(stored_configmaps(&sb, &api).await, before);
+    // count 1: the retry goes through.
+    let ok = api
+        .replace("c", &PostParams::default(), &upd)
+        .await
+        .unwrap();
+    assert_eq!(ok.data.unwrap()["k"], "w");
+
+    add_fault(&sb, json!({"verb": "get", "status": 503, "count": 2})).await;
+    for _ in 0..2 {
+        let (code, status) = raw(
+            &sb,
+            reqwest::Method::GET,
+            "/api/v1/namespaces/default/configmaps/c",
+            "",
+            vec![],
+        )
+        .await;
+        assert_eq!(code, 503);
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["reason"], "ServiceUnavailable");
+        assert_eq!(status["code"], 503);
+    }
+    assert!(api.get("c").await.is_ok());
+    // Faulted requests are still counted: 2 failed + 1 good get.
+    assert_eq!(sb.stats().get("get configmaps"), 3);
+    assert_eq!(sb.stats().get("update configmaps"), 2);
+}
+
+#[tokio::test]
+async fn latency_and_fractions_over_http() {
+    let (sb, client) = sandbox().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("c", &[]))
+        .await
+        .unwrap();
+
+    // Latency only: every request still succeeds and is counted once.
+    add_fault(
+        &sb,
+        json!({"verb": "list", "resource": "configmaps", "latencyMs": 30, "count": 2}),
+    )
+    .await;
+    let before = sb.stats();
+    for _ in 0..3 {
+        assert_eq!(
+            names_of(&api.list(&ListParams::default()).await.unwrap().items),
+            ["c"]
+        );
+    }
+    assert_eq!(
+        sb.stats().since(&before).requests,
+        BTreeMap::from([("list configmaps".to_string(), 3)])
+    );
+
+    // Latency with a status: the delayed request fails as told.
+    add_fault(
+        &sb,
+        json!({"verb": "get", "latencyMs": 10, "status": 500, "count": 1}),
+    )
+    .await;
+    let s = api_status(api.get("c").await.unwrap_err());
+    assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
+
+    // Raw requests from here on: kube-rs retries a 503 by itself, which
+    // would hide how many requests a rule answered.
+    let get_codes = |n: usize| {
+        let url = format!("{}/api/v1/namespaces/default/configmaps/c", sb.url());
+        async move {
+            let http = reqwest::Client::new();
+            let mut codes = Vec::new();
+            for _ in 0..n {
+                codes.push(http.get(&url).send().await.unwrap().status().as_u16());
+            }
+            codes
+        }
+    };
+
+    // Fraction 0: never fires, however many requests match.
+    add_fault(&sb, json!({"verb": "get", "status": 500, "fraction": 0.0})).await;
+    assert_eq!(get_codes(20).await, [200; 20]);
+    assert_eq!(
+        sandbox_post(&sb, reqwest::Method::DELETE, "/sandbox/faults").await,
+        200
+    );
+
+    // Fraction 1 with a count: exactly the first three of five fail.
+    add_fault(
+        &sb,
+        json!({"verb": "get", "status": 503, "fraction": 1.0, "count": 3}),
+    )
+    .await;
+    assert_eq!(get_codes(5).await, [503, 503, 503, 200, 200]);
+
+    // An unlimited rule holds until DELETE /sandbox/faults clears it.
+    add_fault(&sb, json!({"verb": "get", "status": 503})).await;
+    assert_eq!(get_codes(4).await, [503; 4]);
+    assert_eq!(
+        sandbox_post(&sb, reqwest::Method::DELETE, "/sandbox/faults").await,
+        200
+    );
+    assert_eq!(get_codes(1).await, [200]);
+
+    // Bad rules are refused with 400 and add nothing.
+    for bad in [
+        json!({"fraction": 1.5, "status": 500}),
+        json!({"status": 404}),
+        json!({"verb": "get", "stauts": 500}),
+    ] {
+        let r = reqwest::Client::new()
+            .post(format!("{}/sandbox/faults", sb.url()))
+            .json(&bad)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 400, "{bad}");
+    }
+    assert!(api.get("c").await.is_ok());
+}
+
+#[tokio::test]
+async fn close_watches_and_compact_over_http() {
+    let (sb, client) = sandbox().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut first = api
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let mut second = api
+        .watch(&WatchParams::default().timeout(60), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("c", &[]))
+        .await
+        .unwrap();
+    // Both watches are live (each delivered the create) before they close.
+    for s in [&mut first, &mut second] {
+        assert!(matches!(
+            s.try_next().await.unwrap().unwrap(),
+            WatchEvent::Added(_)
+        ));
+    }
+    assert_eq!(sb.stats().open_watches, 2);
+    assert_eq!(
+        sandbox_post(&sb, reqwest::Method::POST, "/sandbox/faults/close-watches").await,
+        200
+    );
+    assert!(first.try_next().await.unwrap().is_none());
+    assert!(second.try_next().await.unwrap().is_none());
+    for _ in 0..200 {
+        if sb.stats().open_watches == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(sb.stats().open_watches, 0);
+    // A new watch from the same revision resumes with what it missed.
+    let mut resumed = api
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(
+        resumed.try_next().await.unwrap().unwrap(),
+        WatchEvent::Added(c) if c.metadata.name.as_deref() == Some("c")
+    ));
+
+    // Compaction over HTTP: the same revision is now too old.
+    assert_eq!(
+        sandbox_post(&sb, reqwest::Method::POST, "/sandbox/faults/compact").await,
+        200
+    );
+    let mut expired = api
+        .watch(&WatchParams::default().timeout(5), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match expired.try_next().await.unwrap().unwrap() {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected 410, got {other:?}"),
+    }
+    assert_eq!(
+        sandbox_post(&sb, reqwest::Method::POST, "/sandbox/faults/nonsense").await,
+        404
+    );
+}
+
+#[tokio::test]
+async fn stats_json_over_http() {
+    let (sb, client) = sandbox().await;
+    create_ns(&client, "team").await;
+    let default: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let team: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
+    for i in 0..3 {
+        default
+            .create(&PostParams::default(), &cm(&format!("d{i}"), &[]))
+            .await
+            .unwrap();
+    }
+    team.create(&PostParams::default(), &cm("t", &[]))
+        .await
+        .unwrap();
+    Api::<ConfigMap>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let svc: Api<Service> = Api::namespaced(client.clone(), "team");
+    svc.create(
+        &PostParams::default(),
+        &serde_json::from_value(
+            json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}),
+        )
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    svc.patch_status(
+        "s",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {}})),
+    )
+    .await
+    .unwrap();
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(client.clone(), "team");
+    let _watch = slices
+        .watch(&WatchParams::default().timeout(30), "0")
+        .await
+        .unwrap()
+        .boxed();
+    for _ in 0..200 {
+        if sb.stats().open_watches == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (code, _) = raw(&sb, reqwest::Method::GET, "/api/v1", "", vec![]).await;
+    assert_eq!(code, 200);
+
+    let r = reqwest::get(format!("{}/sandbox/stats", sb.url()))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let v: Value = r.json().await.unwrap();
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["namespaces", "open_watches", "requests"]);
+    assert_eq!(
+        v["requests"],
+        json!({
+            "create namespaces": 1,
+            "create configmaps": 4,
+            "list configmaps": 1,
+            "create services": 1,
+            "patch services/status": 1,
+            "watch endpointslices.discovery.k8s.io": 1,
+            "get /api/v1": 1,
+        })
+    );
+    // Per namespace: only requests whose URL names one (not the
+    // cluster-scoped namespace create, the all-namespaces list or
+    // discovery).
+    assert_eq!(
+        v["namespaces"],
+        json!({
+            "default": {"create configmaps": 3},
+            "team": {
+                "create configmaps": 1,
+                "create services": 1,
+                "patch services/status": 1,
+                "watch endpointslices.discovery.k8s.io": 1,
+            },
+        })
+    );
+    assert_eq!(v["open_watches"], 1);
+    // Reading the stats is not itself counted.
+    let again: Value = reqwest::get(format!("{}/sandbox/stats", sb.url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again["requests"], v["requests"]);
+    // The library API reports the same numbers.
+    let lib = sb.stats();
+    assert_eq!(serde_json::to_value(&lib.requests).unwrap(), v["requests"]);
+    assert_eq!(
+        serde_json::to_value(&lib.namespaces).unwrap(),
+        v["namespaces"]
+    );
 }
 
 /// The revision, the ConfigMap `frozen` and the Secret `s`.
@@ -1160,4 +2472,131 @@ async fn load_balancer_services_get_node_ports() {
         .map(|p| p.node_port)
         .collect();
     assert_eq!(ports, [None, Some(31444)]);
+}
+
+#[tokio::test]
+async fn field_selector_on_namespace() {
+    let (_sb, client) = sandbox().await;
+    for ns in ["team-a", "team-b"] {
+        create_ns(&client, ns).await;
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        for name in ["one", "two"] {
+            api.create(&PostParams::default(), &cm(name, &[]))
+                .await
+                .unwrap();
+        }
+    }
+    Api::<ConfigMap>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &cm("one", &[]))
+        .await
+        .unwrap();
+    let all: Api<ConfigMap> = Api::all(client.clone());
+    let ns_and_name = |items: Vec<ConfigMap>| -> Vec<(String, String)> {
+        let mut v: Vec<_> = items
+            .into_iter()
+            .map(|c| (c.metadata.namespace.unwrap(), c.metadata.name.unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+    let got = all
+        .list(&ListParams::default().fields("metadata.namespace=team-a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        ns_and_name(got.items),
+        [pair("team-a", "one"), pair("team-a", "two")]
+    );
+    let got = all
+        .list(&ListParams::default().fields("metadata.namespace!=team-a,metadata.name=one"))
+        .await
+        .unwrap();
+    assert_eq!(
+        ns_and_name(got.items),
+        [pair("default", "one"), pair("team-b", "one")]
+    );
+    // A watch across namespaces filters the same way.
+    let mut stream = all
+        .watch(
+            &WatchParams::default()
+                .fields("metadata.namespace=team-b")
+                .timeout(5),
+            "0",
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Added(c) => seen.push(c),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(
+        ns_and_name(seen),
+        [pair("team-b", "one"), pair("team-b", "two")]
+    );
+    // A field the server does not index is refused, as upstream.
+    let err = all
+        .list(&ListParams::default().fields("data.k=v"))
+        .await
+        .unwrap_err();
+    assert_eq!(api_status(err).code, 400);
+}
+
+#[tokio::test]
+async fn malformed_yaml_is_bad_request_and_changes_nothing() {
+    let (sb, _client) = sandbox().await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let before = sb.revision().await;
+    for body in [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n\tdata: 1\n",
+        "- just\n- a list\n",
+        "plain scalar",
+    ] {
+        let (code, status) = raw(
+            &sb,
+            reqwest::Method::POST,
+            cms,
+            "application/yaml",
+            body.as_bytes().to_vec(),
+        )
+        .await;
+        assert_eq!(code, 400, "{body:?}: {status}");
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["reason"], "BadRequest", "{body:?}");
+        // Syntax errors are worded as the real server's YAML decoder
+        // words them; a list or a scalar parses but is no object.
+        let syntax_error = body.starts_with("apiVersion");
+        assert_eq!(
+            status["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("error converting YAML to JSON: "),
+            syntax_error,
+            "{status}"
+        );
+    }
+    assert_eq!(
+        sb.revision().await,
+        before,
+        "a refused body changed the store"
+    );
+    let (code, list) = raw(&sb, reqwest::Method::GET, cms, "", vec![]).await;
+    assert_eq!(code, 200);
+    assert_eq!(list["items"], json!([]));
+    // Well-formed YAML with the same content type is stored.
+    let (code, made) = raw(
+        &sb,
+        reqwest::Method::POST,
+        cms,
+        "application/yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n".to_vec(),
+    )
+    .await;
+    assert_eq!(code, 201, "{made}");
+    assert_eq!(made["data"], json!({"k": "v"}));
 }
