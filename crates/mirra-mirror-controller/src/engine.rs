@@ -215,6 +215,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
         .await
     };
     let mut result = Outcome::Success;
+    let mut throttled: Option<Duration> = None;
     let mut failed: BTreeMap<ObjectKey, String> = BTreeMap::new();
     let mut wrote = false;
     for (key, res) in results {
@@ -226,10 +227,10 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                     error = f.message(), "write failed");
                 match f {
                     WriteFailure::Transient(_) => result = Outcome::Retry,
-                    WriteFailure::Throttled(_) => {
-                        if result == Outcome::Success {
-                            result = Outcome::RetryAfter(write::THROTTLE_DELAY);
-                        }
+                    WriteFailure::Throttled(_, after) => {
+                        // The longest wait any answer asked for.
+                        let after = after.unwrap_or(write::THROTTLE_DELAY);
+                        throttled = Some(throttled.map_or(after, |t| t.max(after)));
                     }
                     WriteFailure::Permanent(m) | WriteFailure::Invalid(m) => {
                         failed.insert(key, m);
@@ -237,6 +238,11 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                 }
             }
         }
+    }
+    if result == Outcome::Success
+        && let Some(after) = throttled
+    {
+        result = Outcome::RetryAfter(after);
     }
     for o in &mut outcomes {
         if let Some(reason) = failed.get(&o.target.key())
@@ -270,8 +276,52 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             s.first_event.remove(namespace);
         }
         s.store_outcomes(namespace, outcomes, now);
+        if result == Outcome::Success {
+            result = permanent_retry(&shared.settings, s, namespace, !failed.is_empty());
+        }
     });
     result
+}
+
+/// The queue outcome of a pass whose only failures, if any, were permanent
+/// (403, 404, 422 without forceRecreate): those do not heal by retrying at
+/// once, but a permission granted or an object fixed later does not always
+/// cause an event mirra sees (RBAC is not watched). So the namespace is
+/// retried on its own long backoff, and its conditions clear soon after the
+/// cause is gone rather than at the next verification pass.
+fn permanent_retry(
+    settings: &Settings,
+    state: &mut State,
+    namespace: &str,
+    failed: bool,
+) -> Outcome {
+    if !failed {
+        state.permanent_failures.remove(namespace);
+        return Outcome::Success;
+    }
+    let n = state
+        .permanent_failures
+        .entry(namespace.to_string())
+        .or_insert(0);
+    *n = n.saturating_add(1);
+    // The jitter is derived from the name: namespaces that failed together
+    // (one RBAC rule missing) spread out, and the delay of one namespace is
+    // reproducible.
+    let jitter = f64::from(fnv1a(namespace) % 1000) / 1000.0;
+    Outcome::RetryAfter(mirra_runtime::queue::backoff_delay(
+        settings.permanent_retry_base,
+        settings.permanent_retry_cap,
+        *n,
+        jitter,
+    ))
+}
+
+/// FNV-1a, 32 bits: a stable hash for the jitter above (std's hasher is
+/// randomly seeded per process).
+fn fnv1a(s: &str) -> u32 {
+    s.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// Sends one op; `Ok(true)` when a write was made.
@@ -319,6 +369,7 @@ async fn send(
                         .await
                         .map_err(|e| write::classify(&e))?;
                     shared.metrics.write("delete", &t.kind);
+                    record_delete(shared, t, &uid);
                     Ok(true)
                 }
                 other => Err(other),
@@ -329,9 +380,25 @@ async fn send(
                 .await
                 .map_err(|e| write::classify(&e))?;
             shared.metrics.write("delete", &t.kind);
+            record_delete(shared, t, uid);
             Ok(true)
         }
     }
+}
+
+/// Marks a delete as in flight until the watches show it (see
+/// `State::deletes_in_flight`).
+fn record_delete(shared: &Shared, t: &mirra_mirror::ObjectRef, uid: &str) {
+    shared.with_state(|s| {
+        s.record_delete(
+            (
+                (t.api_version.clone(), t.kind.clone()),
+                t.namespace.clone(),
+                t.name.clone(),
+            ),
+            uid,
+        )
+    });
 }
 
 /// Writes statuses, sets readiness and refreshes gauges, once per status
@@ -464,14 +531,15 @@ pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message:
     let now = k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string();
+    let id = (key.clone(), reason.to_string());
     let sent = {
         let mut events = shared.events.lock().unwrap_or_else(|e| e.into_inner());
-        let n = events.entry((key.clone(), reason.to_string())).or_insert(0);
+        let n = events.entry(id.clone()).or_insert(0);
         *n += 1;
         *n
     };
     let bump = json!({"count": sent, "message": message, "lastTimestamp": now});
-    let result = if sent == 1 {
+    let create = || {
         let event = json!({
             "apiVersion": "v1",
             "kind": "Event",
@@ -486,6 +554,7 @@ pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message:
             "reason": reason,
             "message": message,
             "type": "Warning",
+            // 1 for a new Event; an earlier process's count is not known.
             "count": 1,
             "firstTimestamp": now,
             "lastTimestamp": now,
@@ -493,7 +562,10 @@ pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message:
             "reportingComponent": "mirra",
             "reportingInstance": "mirra",
         });
-        match serde_json::from_value::<KubeEvent>(event) {
+        serde_json::from_value::<KubeEvent>(event)
+    };
+    let result = if sent == 1 {
+        match create() {
             Ok(ev) => match api.create(&PostParams::default(), &ev).await {
                 // Left by an earlier mirra process: bump it instead.
                 Err(kube::Error::Api(s)) if s.code == 409 => api
@@ -508,9 +580,29 @@ pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message:
             }
         }
     } else {
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
             .await
-            .map(|_| ())
+        {
+            // The Event expired (the API server's event TTL, one hour by
+            // default) or was deleted: start a new one, counting from 1,
+            // rather than losing every later Event of this reason.
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                shared
+                    .events
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id.clone(), 1);
+                match create() {
+                    Ok(ev) => api.create(&PostParams::default(), &ev).await.map(|_| ()),
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot build an Event");
+                        return;
+                    }
+                }
+            }
+            other => other.map(|_| ()),
+        }
     };
     match result {
         Ok(()) => shared.metrics.write("event", "Event"),
@@ -535,11 +627,18 @@ async fn verify_loop(shared: Arc<Shared>) {
             _ = tokio::time::sleep(every) => {}
         }
         let (keys, retry_kinds) = shared.with_state(|s| {
-            let before = s.kinds.len();
-            s.kinds
-                .retain(|_, e| !matches!(e.resolution, Resolution::Failed(_)));
+            let before = (s.kinds.len(), s.deletes.len());
+            // A watch refused after its list was allowed gets no event when
+            // the watch is granted later; restarting it (a fresh list) finds
+            // out.
+            let watch_refused =
+                |u: &Option<crate::state::Unavailable>| u.as_ref().is_some_and(|u| u.on_watch);
+            s.kinds.retain(|_, e| {
+                !matches!(e.resolution, Resolution::Failed(_)) && !watch_refused(&e.unavailable)
+            });
+            s.deletes.retain(|_, d| !watch_refused(&d.unavailable));
             let keys: BTreeSet<String> = s.namespace_names().into_iter().collect();
-            (keys, s.kinds.len() != before)
+            (keys, (s.kinds.len(), s.deletes.len()) != before)
         });
         if retry_kinds {
             shared.kinds_changed.notify_one();

@@ -124,6 +124,19 @@ pub struct Settings {
     pub backoff_base: Duration,
     /// Largest retry delay of a failing namespace.
     pub backoff_cap: Duration,
+    /// First retry delay of a namespace whose write failed permanently
+    /// (403, 422, ...): nothing changes by retrying soon, but a permission
+    /// granted or an object fixed meanwhile is picked up without waiting for
+    /// an event or the verification pass. Doubles per failed pass.
+    pub permanent_retry_base: Duration,
+    /// Largest retry delay after permanent failures.
+    pub permanent_retry_cap: Duration,
+    /// First retry delay of a copy or deleteItem watch that failed (a
+    /// refused list among others); doubles per failure, reset by success.
+    pub watch_retry_base: Duration,
+    /// Largest retry delay of such a watch: how long a permission granted
+    /// in RBAC may take to be noticed.
+    pub watch_retry_cap: Duration,
 }
 
 impl Settings {
@@ -145,6 +158,15 @@ impl Settings {
             workers: 8,
             backoff_base: queue.backoff_base,
             backoff_cap: queue.backoff_cap,
+            // 30 s .. 5 min: a fixed RBAC rule or object shows within
+            // minutes, while a namespace that stays forbidden costs one
+            // request per item every five minutes, like the verification
+            // pass would.
+            permanent_retry_base: Duration::from_secs(30),
+            permanent_retry_cap: Duration::from_secs(300),
+            // kube-runtime's default watcher backoff (800 ms .. 30 s).
+            watch_retry_base: Duration::from_millis(800),
+            watch_retry_cap: Duration::from_secs(30),
         }
     }
 
@@ -162,6 +184,10 @@ impl Settings {
         s.status_max_delay = Duration::from_millis(500);
         s.backoff_base = Duration::from_millis(20);
         s.backoff_cap = Duration::from_millis(500);
+        s.permanent_retry_base = Duration::from_millis(100);
+        s.permanent_retry_cap = Duration::from_secs(1);
+        s.watch_retry_base = Duration::from_millis(50);
+        s.watch_retry_cap = Duration::from_millis(400);
         s.verify_interval = None;
         s.workers = 4;
         s

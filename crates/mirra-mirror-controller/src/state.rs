@@ -33,10 +33,28 @@ pub enum Resolution {
     Failed(String),
 }
 
+/// Why a served kind cannot be read: its list or watch was refused (403,
+/// as RBAC answers for a kind outside mirra's ClusterRole, or 404 when the
+/// resource went away after discovery). Its cache is then unknown: the
+/// items of that kind fail with `reason`, nothing of that kind is written
+/// or pruned, and readiness does not wait for it. The watch keeps retrying
+/// with backoff, and the first successful answer clears this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The items' failure message: names the kind and the missing verb.
+    pub reason: String,
+    /// Refused on watch (the list was allowed). The watcher then retries
+    /// the watch from its list, and a granted watch brings no event to
+    /// notice it by; the verification pass restarts such a watch.
+    pub on_watch: bool,
+}
+
 /// One kind in use: its resolution and the cache of mirra's copies of it.
 pub struct KindEntry {
     /// Discovery result.
     pub resolution: Resolution,
+    /// Set while the copies watch is refused.
+    pub unavailable: Option<Unavailable>,
     /// mirra's copies (label-selected), managedFields stripped.
     pub copies: Cache<DynamicObject>,
     /// The watch feeding `copies`; aborted when the entry is dropped.
@@ -53,6 +71,8 @@ pub type DeleteWatchId = (KindId, Option<String>);
 pub struct DeleteEntry {
     /// The resolved resource (`None` while the kind is not served).
     pub resource: Option<ApiResource>,
+    /// Set while this watch is refused.
+    pub unavailable: Option<Unavailable>,
     /// The objects it names.
     pub objects: Cache<PartialObjectMeta<DynamicObject>>,
     /// The watch feeding `objects`; aborted when the entry is dropped.
@@ -103,6 +123,15 @@ pub struct State {
     /// Every honoured SyncConfig, in `compiled` order: the planner's input,
     /// kept ready so that planning a namespace clones nothing.
     pub compiled_list: Vec<CompiledConfig>,
+    /// Deletes mirra sent (prunes, deleteItems, forceRecreate) whose effect
+    /// the watches have not shown yet: the object's uid. Until a cache shows
+    /// that object gone, replaced or terminating, the planner sees it as
+    /// terminating, so a re-plan in between (another event, a verification
+    /// pass) does not delete it again.
+    pub deletes_in_flight: BTreeMap<CopyId, String>,
+    /// Consecutive passes per namespace that ended with a permanent write
+    /// failure (403, 422, ...): the exponent of their retry backoff.
+    pub permanent_failures: BTreeMap<String, u32>,
 }
 
 /// A copy's identity across kinds: `(kind, namespace, name)`.
@@ -198,7 +227,9 @@ impl State {
                     Resolution::Pending => return false,
                     Resolution::Failed(_) => {}
                     Resolution::Served(_) => {
-                        if !e.copies.initial_list_done() {
+                        // A refused kind is reported on its items instead:
+                        // waiting for it would hold up every namespace.
+                        if e.unavailable.is_none() && !e.copies.initial_list_done() {
                             return false;
                         }
                     }
@@ -208,7 +239,13 @@ impl State {
         for id in self.wanted_delete_watches() {
             match self.deletes.get(&id) {
                 None => return false,
-                Some(d) if d.resource.is_some() && !d.objects.initial_list_done() => return false,
+                Some(d)
+                    if d.resource.is_some()
+                        && d.unavailable.is_none()
+                        && !d.objects.initial_list_done() =>
+                {
+                    return false;
+                }
                 Some(_) => {}
             }
         }
@@ -342,11 +379,13 @@ impl State {
             return BTreeSet::new();
         };
         let mut keys = BTreeSet::new();
-        for change in entry.copies.apply(event) {
+        let changes = entry.copies.apply(event);
+        for change in changes {
             let Some(namespace) = change.key.namespace else {
                 continue;
             };
             let id = (kind.clone(), namespace, change.key.name);
+            self.settle_delete(&id);
             let written = self.own_writes.remove(&id);
             let version = change
                 .new
@@ -387,12 +426,121 @@ impl State {
         let Some(entry) = self.deletes.get_mut(id) else {
             return BTreeSet::new();
         };
-        entry
-            .objects
-            .apply(event)
-            .into_iter()
-            .filter_map(|c| c.key.namespace)
-            .collect()
+        let mut keys = BTreeSet::new();
+        for change in entry.objects.apply(event) {
+            let Some(namespace) = change.key.namespace else {
+                continue;
+            };
+            self.settle_delete(&(id.0.clone(), namespace.clone(), change.key.name));
+            keys.insert(namespace);
+        }
+        keys
+    }
+
+    /// Whether some cache holds the object `id` with this uid and without a
+    /// deletionTimestamp.
+    fn holds_live(&self, id: &CopyId, uid: &str) -> bool {
+        let (kind, namespace, name) = id;
+        let live = |meta: &kube::api::ObjectMeta| {
+            meta.uid.as_deref() == Some(uid) && meta.deletion_timestamp.is_none()
+        };
+        let in_copies = self
+            .kinds
+            .get(kind)
+            .and_then(|e| e.copies.get(Some(namespace), name))
+            .is_some_and(|o| live(&o.metadata));
+        in_copies
+            || self
+                .deletes
+                .iter()
+                .filter(|((k, _), _)| k == kind)
+                .filter_map(|(_, d)| d.objects.get(Some(namespace), name))
+                .any(|o| live(&o.metadata))
+    }
+
+    /// Remembers a delete mirra sent, until a cache shows its effect. Not
+    /// recorded when the caches already show it (the watch was faster than
+    /// the answer), so no entry outlives its object.
+    pub fn record_delete(&mut self, id: CopyId, uid: &str) {
+        if self.holds_live(&id, uid) {
+            self.deletes_in_flight.insert(id, uid.to_string());
+        }
+    }
+
+    /// Drops the in-flight delete of `id` once no cache shows that object
+    /// alive any more.
+    fn settle_delete(&mut self, id: &CopyId) {
+        if let Some(uid) = self.deletes_in_flight.get(id)
+            && !self.holds_live(id, uid)
+        {
+            self.deletes_in_flight.remove(id);
+        }
+    }
+
+    /// Why `kind` cannot be read now, if its copies watch or one of its
+    /// deleteItem watches is refused.
+    pub fn unavailable(&self, kind: &KindId) -> Option<&Unavailable> {
+        self.kinds
+            .get(kind)
+            .and_then(|e| e.unavailable.as_ref())
+            .or_else(|| {
+                self.deletes
+                    .iter()
+                    .filter(|((k, _), _)| k == kind)
+                    .find_map(|(_, d)| d.unavailable.as_ref())
+            })
+    }
+
+    /// Records whether the copies watch of `kind` is refused; returns the
+    /// namespaces to re-plan when that changed whether the kind can be used.
+    pub fn set_copies_unavailable(
+        &mut self,
+        kind: &KindId,
+        value: Option<Unavailable>,
+    ) -> BTreeSet<String> {
+        let before = self.unavailable(kind).is_some();
+        match self.kinds.get_mut(kind) {
+            Some(e) if e.unavailable != value => e.unavailable = value,
+            _ => return BTreeSet::new(),
+        }
+        self.availability_changed(kind, before)
+    }
+
+    /// [`State::set_copies_unavailable`] for a deleteItem watch.
+    pub fn set_delete_unavailable(
+        &mut self,
+        id: &DeleteWatchId,
+        value: Option<Unavailable>,
+    ) -> BTreeSet<String> {
+        let before = self.unavailable(&id.0).is_some();
+        match self.deletes.get_mut(id) {
+            Some(d) if d.unavailable != value => d.unavailable = value,
+            _ => return BTreeSet::new(),
+        }
+        self.availability_changed(&id.0, before)
+    }
+
+    fn availability_changed(&self, kind: &KindId, before: bool) -> BTreeSet<String> {
+        if self.unavailable(kind).is_some() == before {
+            // Only the message may have changed; the items' outcomes are
+            // refreshed by the next plan of their namespaces anyway.
+            return BTreeSet::new();
+        }
+        self.users_of_kind(kind)
+    }
+
+    /// The namespaces selected by the valid SyncConfigs that name `kind` in
+    /// a syncItem or a deleteItem.
+    pub fn users_of_kind(&self, kind: &KindId) -> BTreeSet<String> {
+        let users: Vec<&CompiledConfig> = self
+            .compiled
+            .values()
+            .filter(|c| config_kinds(c).contains(kind))
+            .collect();
+        if users.is_empty() {
+            return BTreeSet::new();
+        }
+        self.selected_by(&users)
     }
 
     /// What the caches hold for one namespace, as the planner reads it.
@@ -418,6 +566,27 @@ impl State {
                 }
             }
         }
+        for ((kind, ns, name), uid) in &self.deletes_in_flight {
+            if ns != namespace {
+                continue;
+            }
+            let key = mirra_mirror::ObjectRef {
+                api_version: kind.0.clone(),
+                kind: kind.1.clone(),
+                namespace: ns.clone(),
+                name: name.clone(),
+            }
+            .key();
+            if let Some(mut obs) = set.remove(&key) {
+                // Deleted already, the watch just has not said so: to the
+                // planner it is terminating (no second delete, no apply
+                // racing the deletion).
+                if obs.uid == *uid {
+                    obs.deleting = true;
+                }
+                set.insert(obs);
+            }
+        }
         set
     }
 
@@ -431,13 +600,12 @@ impl State {
         let excluded = |n: &str| never_write.contains(n);
         let mut plan = plan_namespace(view.as_ref(), &self.compiled_list, &observed, &excluded);
         let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
-            match self
-                .kinds
-                .get(&(api_version.to_string(), kind.to_string()))
-                .map(|e| &e.resolution)
-            {
+            let id = (api_version.to_string(), kind.to_string());
+            match self.kinds.get(&id).map(|e| &e.resolution) {
                 Some(Resolution::Failed(reason)) => Some(reason.clone()),
-                _ => None,
+                // Refused: the cache of that kind is unknown, so nothing of
+                // it is applied or pruned on its strength.
+                _ => self.unavailable(&id).map(|u| u.reason.clone()),
             }
         };
         plan.ops

@@ -17,13 +17,17 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::utils::Backoff;
 use kube::runtime::watcher;
 use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use mirra_runtime::Cache;
 
 use crate::engine::Shared;
+use crate::settings::Settings;
 use crate::settings::WatchScope;
-use crate::state::{AbortOnDrop, DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution};
+use crate::state::{
+    AbortOnDrop, DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution, Unavailable,
+};
 
 /// The SyncConfig resource.
 pub fn syncconfig_resource() -> ApiResource {
@@ -130,23 +134,107 @@ fn watch_error(shared: &Shared, what: &str, e: &watcher::Error) {
     tracing::warn!(watch = what, error = %e, "watch failed, retrying");
 }
 
+/// Exponential backoff of the copy and deleteItem watches, reset by every
+/// successful answer. The bounds come from the settings, so that tests see a
+/// granted permission picked up quickly.
+struct WatchBackoff {
+    base: Duration,
+    cap: Duration,
+    next: Duration,
+}
+
+impl WatchBackoff {
+    fn new(settings: &Settings) -> WatchBackoff {
+        WatchBackoff {
+            base: settings.watch_retry_base,
+            cap: settings.watch_retry_cap,
+            next: settings.watch_retry_base,
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let now = self.next;
+        self.next = self.next.saturating_mul(2).min(self.cap);
+        Some(now)
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.next = self.base;
+    }
+}
+
+/// The resource as RBAC names it: `plural` or `plural.group`.
+fn rbac_resource(ar: &ApiResource) -> String {
+    if ar.group.is_empty() {
+        ar.plural.clone()
+    } else {
+        format!("{}.{}", ar.plural, ar.group)
+    }
+}
+
+/// A refusal to list or watch `ar`: 403 (RBAC: the kind is outside mirra's
+/// ClusterRole) or 404 (no longer served). Other errors (5xx, transport,
+/// 410) are passing: the watcher retries them and the cache simply waits.
+pub fn refusal(ar: &ApiResource, e: &watcher::Error) -> Option<Unavailable> {
+    let (verb, status, on_watch) = match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s)) => ("list", s.as_ref(), false),
+        watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => ("watch", s.as_ref(), true),
+        watcher::Error::WatchError(s) => ("watch", s.as_ref(), true),
+        _ => return None,
+    };
+    let what = format!("{} ({} {})", rbac_resource(ar), ar.api_version, ar.kind);
+    let reason = match status.code {
+        403 => format!(
+            "mirra may not {verb} {what}: {}; grant list and watch (and patch, delete to copy) \
+             on {} in mirra's ClusterRole; retried until then",
+            status.message,
+            rbac_resource(ar)
+        ),
+        404 => format!(
+            "the API server answers 404 to {verb} {what}: {}; retried until it serves it",
+            status.message
+        ),
+        _ => return None,
+    };
+    Some(Unavailable { reason, on_watch })
+}
+
 fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> AbortOnDrop {
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), ar);
     let config =
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
     let stream = watcher::watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::new(&shared.settings))
         .modify(|o: &mut DynamicObject| strip_managed_fields(&mut o.metadata));
     let shared = shared.clone();
+    let ar = ar.clone();
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
-                    let keys = shared.with_state(|s| s.apply_copies(&kind, event));
+                    let keys = shared.with_state(|s| {
+                        // Any answer means the kind can be read again.
+                        let mut keys = s.set_copies_unavailable(&kind, None);
+                        keys.extend(s.apply_copies(&kind, event));
+                        keys
+                    });
                     shared.enqueue(keys);
                 }
-                Err(e) => watch_error(&shared, &kind.1, &e),
+                Err(e) => {
+                    watch_error(&shared, &kind.1, &e);
+                    if let Some(u) = refusal(&ar, &e) {
+                        let keys = shared.with_state(|s| s.set_copies_unavailable(&kind, Some(u)));
+                        shared.enqueue(keys);
+                    }
+                }
             }
         }
     });
@@ -162,18 +250,29 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
         config = config.fields(&format!("metadata.name={name}"));
     }
     let stream = watcher::watcher(api, config)
-        .default_backoff()
+        .backoff(WatchBackoff::new(&shared.settings))
         .modify(|o| strip_managed_fields(&mut o.metadata));
     let shared = shared.clone();
+    let ar = ar.clone();
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
-                    let keys = shared.with_state(|s| s.apply_delete_watch(&id, event));
+                    let keys = shared.with_state(|s| {
+                        let mut keys = s.set_delete_unavailable(&id, None);
+                        keys.extend(s.apply_delete_watch(&id, event));
+                        keys
+                    });
                     shared.enqueue(keys);
                 }
-                Err(e) => watch_error(&shared, "deleteItems", &e),
+                Err(e) => {
+                    watch_error(&shared, "deleteItems", &e);
+                    if let Some(u) = refusal(&ar, &e) {
+                        let keys = shared.with_state(|s| s.set_delete_unavailable(&id, Some(u)));
+                        shared.enqueue(keys);
+                    }
+                }
             }
         }
     });
@@ -229,6 +328,7 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                     k.clone(),
                     KindEntry {
                         resolution: Resolution::Pending,
+                        unavailable: None,
                         copies: Cache::new(),
                         task: None,
                     },
@@ -262,18 +362,7 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                         }
                         // The items of this kind can now be planned (or
                         // reported as failed).
-                        let users: Vec<&mirra_mirror::CompiledConfig> = s
-                            .compiled
-                            .values()
-                            .filter(|c| {
-                                c.spec.as_ref().is_ok_and(|sp| {
-                                    sp.sync_items
-                                        .iter()
-                                        .any(|i| i.api_version == kind.0 && i.kind == kind.1)
-                                })
-                            })
-                            .collect();
-                        s.selected_by(&users)
+                        s.users_of_kind(&kind)
                     });
                     shared.enqueue(keys);
                 }
@@ -309,6 +398,7 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                     id,
                     DeleteEntry {
                         resource,
+                        unavailable: None,
                         objects: Cache::new(),
                         task,
                     },

@@ -16,8 +16,12 @@ pub enum WriteFailure {
     /// Worth retrying soon with the namespace's backoff (409, 5xx,
     /// transport errors).
     Transient(String),
-    /// The server asked to slow down (429).
-    Throttled(String),
+    /// The server asked to slow down (429), for this long when it said so
+    /// (`Retry-After`, which the API server also puts in the Status as
+    /// `details.retryAfterSeconds`). kube's client already retries a 429
+    /// several times honouring `Retry-After`; this is what is left when it
+    /// gives up.
+    Throttled(String, Option<Duration>),
     /// Retrying will not help until something changes (403, 404, 400, 422
     /// without forceRecreate): reported on the item.
     Permanent(String),
@@ -30,7 +34,7 @@ impl WriteFailure {
     pub fn message(&self) -> &str {
         match self {
             WriteFailure::Transient(m)
-            | WriteFailure::Throttled(m)
+            | WriteFailure::Throttled(m, _)
             | WriteFailure::Permanent(m)
             | WriteFailure::Invalid(m) => m,
         }
@@ -40,7 +44,7 @@ impl WriteFailure {
     pub fn class(&self) -> &'static str {
         match self {
             WriteFailure::Transient(_) => "transient",
-            WriteFailure::Throttled(_) => "throttled",
+            WriteFailure::Throttled(..) => "throttled",
             WriteFailure::Permanent(_) => "permanent",
             WriteFailure::Invalid(_) => "invalid",
         }
@@ -54,7 +58,14 @@ pub fn classify(e: &kube::Error) -> WriteFailure {
             let msg = format!("{} ({}): {}", s.reason, s.code, s.message);
             match s.code {
                 409 => WriteFailure::Transient(msg),
-                429 => WriteFailure::Throttled(msg),
+                429 => WriteFailure::Throttled(
+                    msg,
+                    s.details
+                        .as_ref()
+                        .map(|d| d.retry_after_seconds)
+                        .filter(|n| *n > 0)
+                        .map(|n| Duration::from_secs(u64::from(n).min(MAX_RETRY_AFTER_SECS))),
+                ),
                 422 => WriteFailure::Invalid(msg),
                 c if c >= 500 => WriteFailure::Transient(msg),
                 _ => WriteFailure::Permanent(msg),
@@ -109,3 +120,54 @@ pub async fn delete(
 /// Delay after a 429 when the server gave no usable hint. 1 s is what
 /// kube-apiserver's priority-and-fairness answers with by default.
 pub const THROTTLE_DELAY: Duration = Duration::from_secs(1);
+
+/// Upper bound on a server's `Retry-After`: a misbehaving proxy asking for
+/// hours must not park a namespace that long. 60 s is far above what
+/// kube-apiserver asks for.
+const MAX_RETRY_AFTER_SECS: u64 = 60;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, retry_after: Option<u32>) -> kube::Error {
+        let mut status = kube::core::Status::failure("slow down", "TooManyRequests");
+        status.code = code;
+        status.details = retry_after.map(|n| kube::core::response::StatusDetails {
+            name: String::new(),
+            group: String::new(),
+            kind: String::new(),
+            uid: String::new(),
+            causes: Vec::new(),
+            retry_after_seconds: n,
+        });
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn throttling_honours_the_servers_retry_after_within_a_bound() {
+        let delay = |e: &kube::Error| match classify(e) {
+            WriteFailure::Throttled(_, d) => d,
+            other => panic!("not throttled: {other:?}"),
+        };
+        assert_eq!(
+            delay(&api_error(429, Some(3))),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(delay(&api_error(429, None)), None);
+        assert_eq!(delay(&api_error(429, Some(0))), None);
+        assert_eq!(
+            delay(&api_error(429, Some(7200))),
+            Some(Duration::from_secs(MAX_RETRY_AFTER_SECS))
+        );
+    }
+
+    #[test]
+    fn failures_are_classified_by_code() {
+        assert_eq!(classify(&api_error(409, None)).class(), "transient");
+        assert_eq!(classify(&api_error(500, None)).class(), "transient");
+        assert_eq!(classify(&api_error(403, None)).class(), "permanent");
+        assert_eq!(classify(&api_error(404, None)).class(), "permanent");
+        assert_eq!(classify(&api_error(422, None)).class(), "invalid");
+    }
+}

@@ -1,15 +1,45 @@
-//! Failures: a forbidden write, injected 409/429/500, dropped watches and
-//! 410 Gone. The controller converges, loses no change and deletes nothing
-//! it should keep.
+//! Failures: a forbidden write, a kind mirra may not list, injected
+//! 409/429/500, dropped watches, 410 Gone and slow start-up lists. The
+//! controller converges, loses no change and deletes nothing it should keep.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
+use std::collections::BTreeMap;
+
 use common::*;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
 use kube_sandbox::FaultRule;
 use mirra_mirror_controller::Settings;
-use serde_json::json;
+use mirra_mirror_controller::mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION};
+use serde_json::{Value, json};
+
+const TRANSIENT: &str = r#"mirra_errors_total{class="transient"}"#;
+const THROTTLED: &str = r#"mirra_errors_total{class="throttled"}"#;
+
+fn secret_item(name: &str) -> Value {
+    // "dg==" is "v": the stored Secret holds `data`, so the item does too
+    // (a `stringData` item would never look in step).
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
+}
+
+fn secrets(env: &Env, ns: &str) -> Api<Secret> {
+    Api::namespaced(env.client.clone(), ns)
+}
+
+/// Which of the Secrets `s` (the item) and `stale` (an orphaned copy)
+/// exist. Read by GET: the test's fault rules refuse every Secret list.
+async fn secret_names(env: &Env, ns: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in ["s", "stale"] {
+        if secrets(env, ns).get_opt(name).await.unwrap().is_some() {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
 
 #[tokio::test]
 async fn forbidden_write_is_reported_and_other_namespaces_sync() {
@@ -59,13 +89,227 @@ async fn forbidden_write_is_reported_and_other_namespaces_sync() {
 }
 
 #[tokio::test]
-async fn converges_through_injected_errors_dropped_watches_and_410() {
+async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted() {
     let env = Env::new().await;
+    env.create_ns("u1", &[("team", "a")]).await;
+    env.create_ns("u2", &[("team", "a")]).await;
+    // A copy of `base` that `base` no longer wants: pruned once Secrets can
+    // be read, and not one moment before.
+    secrets(&env, "u1")
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {
+                "name": "stale",
+                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+                "annotations": {OWNER_ANNOTATION: format!("{OPS}/base")},
+            }}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({})), secret_item("s")]),
+    )
+    .await;
+    // RBAC without Secrets, as the API server answers it.
+    for verb in ["list", "watch"] {
+        env.sb
+            .inject(FaultRule {
+                verb: Some(verb.into()),
+                resource: Some("secrets".into()),
+                status: Some(403),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    // Readiness does not wait for the refused kind.
+    ctl.wait_ready().await;
+    wait_for("ConfigMaps synced", || async {
+        env.cm("u1", "c").await.is_some() && env.cm("u2", "c").await.is_some()
+    })
+    .await;
+    wait_for("errored", || async {
+        env.condition("base", "Errored").await.is_some_and(|c| {
+            c.0 == "True" && c.2.contains("u1 Secret/s") && c.2.contains("u2 Secret/s")
+        })
+    })
+    .await;
+    let (_, reason, message) = env.condition("base", "Errored").await.unwrap();
+    assert_eq!(reason, "SynchronizationFailedWithError");
+    assert!(
+        message.contains("mirra may not list secrets (v1 Secret)")
+            && message.contains("cannot list resource \"secrets\""),
+        "{message}"
+    );
+    wait_for("event", || async {
+        env.events_full("base")
+            .await
+            .iter()
+            .any(|(_, r, _, m)| r == "SynchronizationFailedWithError" && m.contains("secrets"))
+    })
+    .await;
+    let status = env.status("base").await;
+    assert_eq!(status["failedItemCount"], 2, "{status}");
+    assert_eq!(status["synchronizedItemCount"], 2, "{status}");
+    // Retried meanwhile, never written: no apply, and no prune of a kind
+    // whose copies mirra cannot see.
+    wait_for("list retried", || async {
+        env.sb.stats().get("list secrets") >= 3
+    })
+    .await;
+    let stats = env.sb.stats();
+    assert_eq!(stats.get("patch secrets"), 0, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 0, "{:?}", stats.requests);
+    assert_eq!(secret_names(&env, "u1").await, vec!["stale".to_string()]);
+
+    // The permission is granted: picked up without a restart.
+    env.sb.clear_faults().await;
+    let granted = env.sb.stats();
+    wait_for("secrets synced and stale pruned", || async {
+        secret_names(&env, "u1").await == vec!["s".to_string()]
+            && secret_names(&env, "u2").await == vec!["s".to_string()]
+    })
+    .await;
+    wait_for("errored cleared", || async {
+        env.condition("base", "Errored")
+            .await
+            .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    let stats = env.settle().await.since(&granted);
+    assert_eq!(stats.get("patch secrets"), 2, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
+    assert_eq!(env.status("base").await["synchronizedItemCount"], 4);
+    assert_eq!(env.status("base").await["failedItemCount"], 0);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
+    let env = Env::new().await;
+    env.create_ns("locked", &[("team", "a")]).await;
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({}))]),
+    )
+    .await;
+    env.sb
+        .inject(FaultRule {
+            verb: Some("patch".into()),
+            resource: Some("configmaps".into()),
+            namespace: Some("locked".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // Verification passes off (the test settings): only the retry of the
+    // permanent failure can notice the granted permission, since RBAC
+    // changes cause no event mirra sees.
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    wait_for("errored", || async {
+        env.condition("base", "Errored")
+            .await
+            .is_some_and(|c| c.0 == "True" && c.2.contains("Forbidden"))
+    })
+    .await;
+    // Retried on its backoff while forbidden.
+    let before = env.sb.stats().get("patch configmaps");
+    wait_for("retried", || async {
+        env.sb.stats().get("patch configmaps") >= before + 2
+    })
+    .await;
+    env.sb.clear_faults().await;
+    wait_for("written", || async {
+        env.cm("locked", "c").await.is_some()
+    })
+    .await;
+    wait_for("errored cleared", || async {
+        env.condition("base", "Errored")
+            .await
+            .is_some_and(|c| c.0 == "False" && c.1 == "SynchronizationSucceeded")
+    })
+    .await;
+    assert_eq!(env.condition("base", "Ready").await.unwrap().0, "True");
+    // And once in step the retries stop.
+    env.settle().await;
+    env.sb.reset_stats();
+    let stats = env.settle().await;
+    assert_eq!(stats.writes(), 0, "{:?}", stats.requests);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn no_delete_before_the_caches_hold_their_initial_lists() {
+    let env = Env::new().await;
+    env.create_ns("s1", &[("team", "a")]).await;
+    env.create_ns("s2", &[("team", "a")]).await;
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("a", json!({})), cm_item("b", json!({}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    wait_for("copies", || async {
+        env.cm("s1", "b").await.is_some() && env.cm("s2", "b").await.is_some()
+    })
+    .await;
+    env.settle().await;
+    ctl.stop().await;
+    let uid = |ns: &'static str| {
+        let env = &env;
+        async move { env.cm(ns, "a").await.unwrap().metadata.uid.unwrap() }
+    };
+    let uids = (uid("s1").await, uid("s2").await);
+
+    // While mirra is down, item b leaves the spec.
+    env.patch_sc_spec("base", json!({"syncItems": [cm_item("a", json!({}))]}))
+        .await;
+    // The next start lists slowly: SyncConfigs (planning without them would
+    // prune every copy) and the copies themselves (planning without them
+    // would re-apply every copy).
+    for resource in ["syncconfigs.sync.appuio.ch", "configmaps"] {
+        env.sb
+            .inject(FaultRule {
+                verb: Some("list".into()),
+                resource: Some(resource.into()),
+                latency_ms: Some(800),
+                count: Some(1),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    env.sb.reset_stats();
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    wait_for("b pruned", || async {
+        env.cm("s1", "b").await.is_none() && env.cm("s2", "b").await.is_none()
+    })
+    .await;
+    let stats = env.settle().await;
+    // Exactly the two unwanted copies; the wanted ones untouched.
+    assert_eq!(stats.get("delete configmaps"), 2, "{:?}", stats.requests);
+    assert_eq!(stats.get("patch configmaps"), 0, "{:?}", stats.requests);
+    assert_eq!((uid("s1").await, uid("s2").await), uids);
+    assert_eq!(env.status("base").await["synchronizedItemCount"], 2);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn converges_through_injected_errors_dropped_watches_and_410() {
+    // No periodic bookmarks: each watch's resourceVersion is that of the
+    // last event it saw, so the compaction below sends every watch to 410.
+    let env = Env::without_bookmarks().await;
     for i in 0..4 {
         env.create_ns(&format!("n{i}"), &[("team", "a")]).await;
     }
-    // Objects mirra must never delete: a foreign ConfigMap, and a copy-like
-    // object without mirra's marks.
+    // An object mirra must never delete.
     env.cms("n0")
         .create(
             &Default::default(),
@@ -91,12 +335,30 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
     })
     .await;
     env.settle().await;
+    assert_eq!(ctl.metric(TRANSIENT), 0.0);
+    assert_eq!(ctl.metric(THROTTLED), 0.0);
 
-    for status in [500, 409, 429] {
+    // A write no mirra watch sees moves the revision past every watch's
+    // last event; after the compaction each one resumes into 410 Gone.
+    secrets(&env, "default")
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "bump"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    env.sb.compact().await;
+    let before = env.sb.stats();
+    env.sb.close_watches();
+
+    // One kind of failure per namespace, so that each rule surely fires
+    // (a request consumes every rule it matches).
+    for (ns, status) in [("n0", 500), ("n1", 409), ("n2", 429)] {
         env.sb
             .inject(FaultRule {
                 verb: Some("patch".into()),
                 resource: Some("configmaps".into()),
+                namespace: Some(ns.into()),
                 status: Some(status),
                 count: Some(3),
                 ..Default::default()
@@ -114,8 +376,8 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
         })
         .await
         .unwrap();
-    // Changes while writes fail and watches drop: a new namespace, an item
-    // edit, a relabel out.
+    // Changes while writes fail and watches relist or drop: a new
+    // namespace, an item edit, a relabel out, another namespace.
     env.create_ns("n4", &[("team", "a")]).await;
     env.patch_sc_spec(
         "base",
@@ -124,8 +386,6 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
     .await;
     env.sb.close_watches();
     env.label_ns("n3", json!({"team": "gone"})).await;
-    env.sb.compact().await;
-    env.sb.close_watches();
     env.create_ns("n5", &[("team", "a")]).await;
 
     wait_for("converged", || async {
@@ -141,16 +401,65 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
         env.cm("n3", "c").await.is_none()
     })
     .await;
-    let stats = env.settle().await;
-    assert!(stats.get("patch configmaps") > 0);
-    assert!(
-        env.cm("n0", "foreign").await.is_some(),
-        "a foreign object was deleted"
-    );
+    let stats = env.settle().await.since(&before);
+    // Every injected answer was returned and seen: 3 x 500 and 3 x 409 on
+    // patches and 2 x 500 on the delete reached the controller (transient).
+    // The 3 x 429 did not: kube's client retries them itself, honouring
+    // Retry-After; the sandbox's count of 4 patches in n2 shows they were
+    // answered.
+    assert_eq!(ctl.metric(TRANSIENT), 8.0);
+    assert_eq!(ctl.metric(THROTTLED), 0.0);
+    let patches = |ns: &str| {
+        stats
+            .namespaces
+            .get(ns)
+            .and_then(|m| m.get("patch configmaps"))
+            .copied()
+            .unwrap_or(0)
+    };
+    for ns in ["n0", "n1", "n2"] {
+        assert_eq!(patches(ns), 4, "{ns}: 3 refused, 1 accepted");
+    }
+    for ns in ["n4", "n5"] {
+        assert_eq!(patches(ns), 1, "{ns}");
+    }
+    assert_eq!(stats.get("delete configmaps"), 3, "{:?}", stats.requests);
+    // The 410 made each watch relist, exactly once.
+    for list in [
+        "list namespaces",
+        "list syncconfigs.sync.appuio.ch",
+        "list configmaps",
+    ] {
+        assert_eq!(stats.get(list), 1, "{list}: {:?}", stats.requests);
+    }
+
+    // The end state, exactly.
+    let mut want: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for i in 0..6 {
+        let ns = format!("n{i}");
+        let mut names = env.cm_names(&ns).await;
+        names.sort();
+        want.insert(ns, names);
+    }
+    let expected: BTreeMap<String, Vec<String>> = [
+        ("n0", vec!["c", "foreign"]),
+        ("n1", vec!["c"]),
+        ("n2", vec!["c"]),
+        ("n3", vec![]),
+        ("n4", vec!["c"]),
+        ("n5", vec!["c"]),
+    ]
+    .into_iter()
+    .map(|(ns, v)| (ns.to_string(), v.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(want, expected);
+    let status = env.status("base").await;
+    assert_eq!(status["synchronizedItemCount"], 5, "{status}");
+    assert_eq!(status["failedItemCount"], 0, "{status}");
+    assert_eq!(env.condition("base", "Errored").await.unwrap().0, "False");
     // In step afterwards: nothing more to write.
     env.sb.reset_stats();
     let stats = env.settle().await;
     assert_eq!(stats.writes(), 0, "{:?}", stats.requests);
-    assert_eq!(env.status("base").await["synchronizedItemCount"], 5);
     ctl.stop().await;
 }

@@ -44,9 +44,22 @@ pub fn sc_resource() -> ApiResource {
 
 impl Env {
     pub async fn new() -> Env {
-        let sb = Sandbox::start(kube_sandbox::Config::default())
-            .await
-            .unwrap();
+        Env::with_config(kube_sandbox::Config::default()).await
+    }
+
+    /// A sandbox whose watches get no periodic BOOKMARK: a client's
+    /// resourceVersion then moves only with the events it sees, so a test can
+    /// make every watch resume from a compacted revision (410).
+    pub async fn without_bookmarks() -> Env {
+        Env::with_config(kube_sandbox::Config {
+            bookmark_interval: Duration::from_secs(24 * 3600),
+            ..Default::default()
+        })
+        .await
+    }
+
+    pub async fn with_config(config: kube_sandbox::Config) -> Env {
+        let sb = Sandbox::start(config).await.unwrap();
         let client = client_for(&sb);
         let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
         crds.create(&PostParams::default(), &mirra_mirror::crd())
@@ -175,6 +188,26 @@ impl Env {
             .into_iter()
             .filter(|e| e.involved_object.name.as_deref() == Some(sc))
             .map(|e| (e.reason.unwrap_or_default(), e.count.unwrap_or(0)))
+            .collect()
+    }
+
+    /// Events about a SyncConfig: (name, reason, count, message).
+    pub async fn events_full(&self, sc: &str) -> Vec<(String, String, i32, String)> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), OPS);
+        api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(sc))
+            .map(|e| {
+                (
+                    e.metadata.name.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.count.unwrap_or(0),
+                    e.message.unwrap_or_default(),
+                )
+            })
             .collect()
     }
 
