@@ -108,3 +108,28 @@ def kubectl(kube_sandbox):
 
     run.env = env
     return run
+
+
+@pytest.fixture
+def start_kube_sandbox():
+    """Starts kube-sandboxes with extra `mirra sandbox kube` arguments
+    (e.g. `--history 3`); each returned Server has `kubeconfig` set, and all
+    stop when the test ends."""
+    started = []
+    tmp = tempfile.TemporaryDirectory()
+
+    def start(*extra):
+        kubeconfig = os.path.join(tmp.name, f"kubeconfig-{len(started)}")
+        server = Server(
+            ["sandbox", "kube", "--listen", "127.0.0.1:0", "--kubeconfig-out", kubeconfig, *extra]
+        )
+        server.kubeconfig = kubeconfig
+        started.append(server)
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in started:
+            server.stop()
+        tmp.cleanup()

@@ -128,3 +128,45 @@ def test_label_selectors(core):
     assert names("env notin (prod)") == ["b", "c"]
     assert names("!env") == ["c"]
     assert names("team,env!=dev") == ["a"]
+
+
+def test_history_window_set_on_the_command_line(start_kube_sandbox):
+    server = start_kube_sandbox("--history", "3")
+    api_client = config.new_client_from_config(config_file=server.kubeconfig)
+    try:
+        core = client.CoreV1Api(api_client)
+        core.create_namespaced_config_map("default", cm("a"))
+        core.create_namespaced_config_map("default", cm("b"))
+        page = core.list_namespaced_config_map("default", limit=1)
+        rv, token = page.metadata.resource_version, page.metadata._continue
+        write = lambda i: core.patch_namespaced_config_map("a", "default", {"data": {"i": str(i)}})
+
+        # Three writes fit the window: the watch replays them all and the
+        # continue token still pages.
+        for i in range(3):
+            write(i)
+        seen = []
+        w = watch.Watch()
+        for event in w.stream(
+            core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+        ):
+            seen.append((event["type"], event["object"].data["i"]))
+            if len(seen) == 3:
+                w.stop()
+        assert seen == [("MODIFIED", "0"), ("MODIFIED", "1"), ("MODIFIED", "2")]
+        assert [c.metadata.name for c in core.list_namespaced_config_map(
+            "default", limit=1, _continue=token).items] == ["b"]
+
+        # A fourth moves the window past the list's revision: 410 for both.
+        write(3)
+        with pytest.raises(ApiException) as err:
+            for _ in watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=5
+            ):
+                pass
+        assert err.value.status == 410
+        with pytest.raises(ApiException) as err:
+            core.list_namespaced_config_map("default", limit=1, _continue=token)
+        assert err.value.status == 410
+    finally:
+        api_client.close()

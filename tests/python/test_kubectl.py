@@ -1,10 +1,12 @@
 """kube-sandbox checked with kubectl, the way people use it."""
 
 import json
+import math
 import os
 import subprocess
 import textwrap
 import time
+import urllib.request
 
 import pytest
 
@@ -130,12 +132,21 @@ def test_api_resources_lists_the_crd(kubectl):
     assert "configmaps" in out
 
 
-def test_chunked_get(kubectl):
+def sandbox_stats(server):
+    with urllib.request.urlopen(server.url + "/sandbox/stats") as r:
+        return json.load(r)
+
+
+def test_chunked_get(kubectl, kube_sandbox):
     namespace(kubectl, "many")
     for i in range(7):
         configmap(kubectl, "many", f"c{i}")
+    lists = lambda: sandbox_stats(kube_sandbox)["namespaces"]["many"].get("list configmaps", 0)
+    before = lists()
     out = kubectl("get", "configmaps", "-n", "many", "--chunk-size=2", "-o", "name").stdout.split()
     assert sorted(out) == [f"configmap/c{i}" for i in range(7)]
+    # Paging happened: 7 objects in pages of 2 take one list request each.
+    assert lists() - before == math.ceil(7 / 2)
 
 
 def test_set_based_label_selectors_and_label(kubectl):
@@ -229,3 +240,40 @@ def test_protobuf_bodies_are_refused_plainly(kubectl):
     assert out.returncode != 0
     assert "UnsupportedMediaType" in out.stderr or "unknown format" in out.stderr
     assert kubectl("get", "namespace", "pb", check=False).returncode != 0
+
+
+def test_patch_without_type_is_strategic(kubectl, kube_sandbox):
+    namespace(kubectl, "smp")
+    kubectl(
+        "apply", "-f", "-",
+        input=textwrap.dedent(
+            """
+            apiVersion: v1
+            kind: Service
+            metadata:
+              name: multi
+              namespace: smp
+            spec:
+              selector:
+                app: web
+              ports:
+              - name: http
+                port: 80
+                targetPort: 8080
+              - name: https
+                port: 443
+                targetPort: 8443
+            """
+        ),
+    )
+    ip = json.loads(kubectl("get", "svc", "multi", "-n", "smp", "-o", "json").stdout)["spec"]["clusterIP"]
+    # No --type: kubectl sends a strategic merge patch, so the port named by
+    # `port` is merged into and the other stays (a merge patch would leave
+    # one unnamed port).
+    kubectl("patch", "svc", "multi", "-n", "smp", "-p", '{"spec":{"ports":[{"port":443,"targetPort":9443}]}}')
+    svc = json.loads(kubectl("get", "svc", "multi", "-n", "smp", "-o", "json").stdout)
+    ports = [(p["name"], p["port"], p["targetPort"], p["protocol"]) for p in svc["spec"]["ports"]]
+    assert ports == [("http", 80, 8080, "TCP"), ("https", 443, 9443, "TCP")]
+    assert svc["spec"]["clusterIP"] == ip
+    assert svc["spec"]["selector"] == {"app": "web"}
+    assert sandbox_stats(kube_sandbox)["namespaces"]["smp"]["patch services"] == 1
