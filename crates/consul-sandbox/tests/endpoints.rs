@@ -119,17 +119,32 @@ async fn node_meta_and_tag_filters() {
 
 #[tokio::test]
 async fn same_service_id_on_two_nodes_is_two_instances() {
+    // Accepted, not refused: Consul's catalog register docs say "Only one
+    // service with a given ID may be present per node" (and the agent docs:
+    // the ID "must be unique per agent"), not per datacenter. The state
+    // store keys service instances by (node, service ID), so the second
+    // register adds a second instance of `web` instead of moving or
+    // conflicting with the first. See "Register Entity" in
+    // https://developer.hashicorp.com/consul/api-docs/catalog.
     let api = Api::start().await;
     api.register("n1", "web-1", "web", 80).await;
     api.register("n2", "web-1", "web", 81).await;
     let r = api.get("/v1/catalog/service/web").await.json();
-    let nodes: Vec<&str> = r
+    let instances: Vec<(&str, &str, u64)> = r
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| e["Node"].as_str().unwrap())
+        .map(|e| {
+            (
+                e["Node"].as_str().unwrap(),
+                e["ServiceID"].as_str().unwrap(),
+                e["ServicePort"].as_u64().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(nodes, vec!["n1", "n2"]);
+    // Each node keeps its own instance: the second register neither moved
+    // nor overwrote the first.
+    assert_eq!(instances, vec![("n1", "web-1", 80), ("n2", "web-1", 81)]);
 }
 
 #[tokio::test]
