@@ -9,8 +9,8 @@ that each assertion follows.
 """
 
 import json
-import threading
-import time
+import subprocess
+import sys
 import urllib.request
 
 import consul
@@ -32,15 +32,6 @@ def get_json(server, path):
 
 def stats(server):
     return get_json(server, "/v1/sandbox/stats")
-
-
-def wait_for(predicate):
-    deadline = time.monotonic() + SOON_SECONDS
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_register_list_and_read_by_service_and_by_node(consul_sandbox):
@@ -127,26 +118,61 @@ def test_identical_registration_moves_no_index(consul_sandbox):
     assert second[0]["ModifyIndex"] == first[0]["ModifyIndex"]
 
 
-def test_blocking_query_returns_when_another_thread_registers(consul_sandbox):
+# The writer of the blocking-query test: a separate Python process with its
+# own py-consul client, so the query is woken by a registration that reaches
+# the sandbox over another connection from another process, as a real
+# catalog change would. It waits until the query is parked on the server, so
+# the answer can only come from its write, then registers once.
+BLOCKING_WRITER = """
+import json, sys, time, urllib.request
+import consul
+
+url, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+deadline = time.monotonic() + float(sys.argv[4])
+def open_queries():
+    with urllib.request.urlopen(url + "/v1/sandbox/stats", timeout=20) as resp:
+        return json.loads(resp.read())["blocking_queries_open"]
+while open_queries() != 1:
+    if time.monotonic() > deadline:
+        sys.exit("the blocking query never parked on the server")
+    time.sleep(0.01)
+ok = consul.Consul(host=host, port=port).catalog.register(
+    "n1", "10.0.0.1", service={"Service": "web", "ID": "web-1", "Port": 81})
+sys.exit(0 if ok else "register returned " + repr(ok))
+"""
+
+
+def test_blocking_query_returns_when_another_process_registers(consul_sandbox):
     c = client(consul_sandbox)
     c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-1", "Port": 80})
     index, _ = c.catalog.service("web")
-    result = {}
+    applies = stats(consul_sandbox)["raft_applies"]
 
-    def watch():
-        # features/blocking.mdx: ?index=<X-Consul-Index>&wait=<duration>.
-        result["index"], result["nodes"] = client(consul_sandbox).catalog.service(
-            "web", index=index, wait="60s"
-        )
-
-    watcher = threading.Thread(target=watch)
-    watcher.start()
-    assert wait_for(lambda: stats(consul_sandbox)["blocking_queries_open"] == 1)
-    c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-1", "Port": 81})
-    watcher.join(timeout=SOON_SECONDS)
-    assert not watcher.is_alive(), "the blocking query did not return after a change"
-    assert int(result["index"]) > int(index)
-    assert result["nodes"][0]["ServicePort"] == 81
+    host, port = consul_sandbox.addr.rsplit(":", 1)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", BLOCKING_WRITER, consul_sandbox.url, host, port, str(SOON_SECONDS)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # features/blocking.mdx: ?index=<X-Consul-Index>&wait=<duration>
+        # holds the request until the index passes X or the wait ends. The
+        # wait (60 s) is far longer than the writer's patience, so an answer
+        # at the end of the wait fails the index assertion below.
+        new_index, nodes = c.catalog.service("web", index=index, wait="60s")
+    finally:
+        try:
+            out, err = writer.communicate(timeout=SOON_SECONDS)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            out, err = writer.communicate()
+    assert writer.returncode == 0, f"writer failed: {out}{err}"
+    assert int(new_index) > int(index)
+    assert nodes[0]["ServicePort"] == 81
+    # The only write in between was the other process's register.
+    assert stats(consul_sandbox)["raft_applies"] == applies + 1
+    assert stats(consul_sandbox)["blocking_queries_open"] == 0
 
 
 def test_blocking_query_ends_with_the_same_index_when_nothing_changes(consul_sandbox):
