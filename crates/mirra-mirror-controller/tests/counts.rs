@@ -8,8 +8,12 @@ mod common;
 
 use std::time::Duration;
 
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
+
 use common::*;
-use mirra_mirror_controller::Settings;
+use kube::api::{Api, DynamicObject};
+use mirra_mirror_controller::{Settings, WatchScope};
 use serde_json::json;
 
 #[tokio::test]
@@ -47,32 +51,40 @@ async fn namespace_creation_relabel_and_unselected_namespace_cost_exactly_their_
 
     env.sb.reset_stats();
     env.create_ns("new", &[("team", "a")]).await;
+    // The test polls by listing; it counts its own lists so that the
+    // controller's requests are known exactly.
+    let polls = std::cell::Cell::new(0u64);
     wait_for("copies in new", || async {
+        polls.set(polls.get() + 1);
         env.cm_names("new").await.len() == 3
     })
     .await;
-    let before_reads = env.sb.stats();
     let stats = env.settle().await;
-    // The test's own namespace create and its three checking lists aside,
-    // the controller sent exactly M applies, all into `new`, plus one status
-    // write per selecting SyncConfig (counters changed), and no read.
-    let controller = stats.since(&before_reads);
-    assert_eq!(stats.get("patch configmaps"), 3, "{:?}", stats.requests);
-    assert_eq!(stats.namespaces["new"].get("patch configmaps"), Some(&3));
-    assert_eq!(stats.get(STATUS_KEY), 2, "{:?}", stats.requests);
+    // The test's namespace create and its lists aside, the controller sent
+    // exactly M applies, all into `new`, plus one status write per
+    // selecting SyncConfig (counters changed), and no read at all.
     assert_eq!(
         non_watch(&stats),
         [
             ("create namespaces".to_string(), 1),
+            ("list configmaps".to_string(), polls.get()),
             ("patch configmaps".to_string(), 3),
             (STATUS_KEY.to_string(), 2),
-            ("list configmaps".to_string(), stats.get("list configmaps")),
         ]
         .into_iter()
         .collect(),
-        "only the test's lists may read"
+        "{:?}",
+        stats.requests
     );
-    assert_eq!(controller.sum_verbs(&["get", "list"]), 0);
+    assert_eq!(
+        stats.namespaces["new"],
+        [
+            ("list configmaps".to_string(), polls.get()),
+            ("patch configmaps".to_string(), 3),
+        ]
+        .into_iter()
+        .collect()
+    );
     assert_eq!(env.status("one").await["synchronizedItemCount"], 1);
     assert_eq!(env.status("two").await["synchronizedItemCount"], 2);
 
@@ -285,5 +297,124 @@ async fn metrics_follow_writes_skips_queue_and_caches() {
     })
     .await;
     assert_eq!(ctl.metric(DEPTH), 0.0);
+    ctl.stop().await;
+}
+
+/// Collects the messages of WARN events (a minimal subscriber: the
+/// workspace has no tracing-subscriber, and this is all the test needs).
+struct WarnCapture(Arc<Mutex<Vec<String>>>);
+
+struct MessageOf(String);
+
+impl tracing::field::Visit for MessageOf {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn Debug) {
+        if field.name() == "message" {
+            self.0 = format!("{value:?}");
+        }
+    }
+}
+
+impl tracing::Subscriber for WarnCapture {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() == tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut m = MessageOf(String::new());
+        event.record(&mut m);
+        self.0.lock().unwrap().push(m.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn syncconfigs_outside_the_watched_namespaces_are_ignored_unless_all_are_chosen() {
+    let env = Env::new().await;
+    env.create_ns("elsewhere", &[]).await;
+    env.create_ns("t", &[("team", "a")]).await;
+    // A SyncConfig in a namespace mirra does not honour: whoever may write
+    // there must not gain mirra's rights in `t`.
+    let foreign: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": "intruder", "namespace": "elsewhere"},
+        "spec": spec_for_team("a", vec![cm_item("planted", json!({}))]),
+    }))
+    .unwrap();
+    let elsewhere: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "elsewhere", &sc_resource());
+    elsewhere
+        .create(&Default::default(), &foreign)
+        .await
+        .unwrap();
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("mine", json!({}))]),
+    )
+    .await;
+    env.sb.reset_stats();
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("mine", || async { env.cm("t", "mine").await.is_some() }).await;
+    let stats = env.settle().await;
+    // The honoured SyncConfig's one apply and one status write; nothing
+    // for the other, not even its status.
+    let writes: Vec<(String, u64)> = stats
+        .requests
+        .iter()
+        .filter(|(k, _)| {
+            ["create", "update", "patch", "delete"].contains(&k.split(' ').next().unwrap())
+        })
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    assert_eq!(
+        writes,
+        vec![
+            ("patch configmaps".to_string(), 1),
+            (STATUS_KEY.to_string(), 1),
+        ],
+        "{:?}",
+        stats.requests
+    );
+    assert_eq!(stats.namespaces.get("elsewhere"), None);
+    assert!(env.cm("t", "planted").await.is_none());
+    let intruder = elsewhere.get("intruder").await.unwrap();
+    assert!(intruder.data.get("status").is_none(), "{:?}", intruder.data);
+    ctl.stop().await;
+
+    // --all-namespaces: honoured everywhere, and said so loudly.
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    // The test runtime is single-threaded, so the controller's tasks run
+    // on this thread and report to this subscriber.
+    let _guard = tracing::subscriber::set_default(WarnCapture(warnings.clone()));
+    let mut settings = Settings::for_tests(&[]);
+    settings.scope = WatchScope::All;
+    let ctl = env.start(settings);
+    wait_for("planted", || async {
+        env.cm("t", "planted").await.is_some()
+    })
+    .await;
+    wait_for("intruder status", || async {
+        elsewhere
+            .get("intruder")
+            .await
+            .unwrap()
+            .data
+            .pointer("/status/synchronizedItemCount")
+            == Some(&json!(1))
+    })
+    .await;
+    let logged = warnings.lock().unwrap().clone();
+    assert!(
+        logged
+            .iter()
+            .any(|m| m.contains("honouring SyncConfigs in ALL namespaces")),
+        "{logged:?}"
+    );
     ctl.stop().await;
 }
