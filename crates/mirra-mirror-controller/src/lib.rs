@@ -34,12 +34,28 @@
 //!   `${PROJECT_NAME}` differ per namespace, so their kind is watched
 //!   cluster-wide, metadata only: that costs the kind's watch traffic, but
 //!   no live read per cycle.
+//! - A kind whose list or watch is refused (403 from RBAC, or 404) is
+//!   "unavailable": its items fail with a message naming the kind and the
+//!   verb, nothing of that kind is applied or pruned (its cache is unknown),
+//!   readiness does not wait for it, and the watch retries with backoff
+//!   (up to 30 s), so a permission granted later is picked up without a
+//!   restart. A watch refused after an allowed list is restarted by the
+//!   verification pass (a granted watch brings no event to notice it by).
+//! - Every delete mirra sends stays "in flight" until a watch shows the
+//!   object gone, replaced or terminating; until then the planner sees it
+//!   as terminating, so a re-plan in between deletes nothing twice and
+//!   creates nothing that races the deletion.
 //! - forceRecreate: on a 422 the object is deleted with its uid as
 //!   precondition; the copy watch then shows it gone (or terminating, and
 //!   later gone) and the next plan creates it.
+//! - A permanent write failure (403, 404, 422) is retried on its own long
+//!   backoff (30 s doubling to 5 min): RBAC changes cause no event mirra
+//!   sees, and the Errored condition should clear soon after the fix.
 //! - Events are core/v1 Events named `<syncconfig>.<reason>`, created once
-//!   and then bumped (`count`) on repeat. After a restart the count restarts
-//!   from the existing Event's creation (mirra does not read it back).
+//!   and then bumped (`count`) on repeat; one whose patch answers 404
+//!   (expired or deleted) is created again, counting from 1. After a
+//!   restart the count restarts from the existing Event's creation (mirra
+//!   does not read it back).
 //!
 //! What this crate must NOT do: plan (that is `mirra_mirror`), serve health
 //! or metrics endpoints (the binary does), or write to a namespace listed in
