@@ -420,8 +420,10 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
     for ns in ["n0", "n1", "n2"] {
         assert_eq!(patches(ns), 4, "{ns}: 3 refused, 1 accepted");
     }
+    // A new namespace gets v2 at once, or v1 and then v2 when its watch
+    // event arrives before the SyncConfig's edit (separate watches).
     for ns in ["n4", "n5"] {
-        assert_eq!(patches(ns), 1, "{ns}");
+        assert!((1..=2).contains(&patches(ns)), "{ns}: {}", patches(ns));
     }
     assert_eq!(stats.get("delete configmaps"), 3, "{:?}", stats.requests);
     // The 410 made each watch relist, exactly once.
