@@ -24,7 +24,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use mirra_catalog::SyncSettings;
 use mirra_catalog::to_k8s::{K8sOp, desired_k8s_services, plan_k8s};
 use mirra_consul::{ServiceTags, WatchOptions};
@@ -56,7 +56,10 @@ pub async fn run_to_k8s(
 ) {
     let namespace = sync.k8s_write_namespace.clone();
     let api: Api<Service> = Api::namespaced(kube, &namespace);
-    let mut services = pin!(watcher(api.clone(), watcher::Config::default()));
+    // With backoff: a failing list or watch is retried after a growing
+    // pause instead of at once, so an API server that errors is not
+    // hammered in a tight loop.
+    let mut services = pin!(watcher(api.clone(), watcher::Config::default()).default_backoff());
     let mut catalog = pin!(consul.watch_services(WatchOptions::default()));
     let mut cache: Cache<Service> = Cache::new();
     let mut consul_services: Option<ServiceTags> = None;

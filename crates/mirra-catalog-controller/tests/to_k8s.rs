@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use mirra_catalog::SyncSettings;
 use mirra_catalog_controller::to_k8s::run_to_k8s;
 use mirra_consul::{ConsulConfig, DeregisterRequest, RegisterRequest};
@@ -63,6 +63,14 @@ struct Running {
 }
 
 fn start(kube: &kube::Client, consul_url: &str) -> (Running, mirra_runtime::ReadyFlag) {
+    start_with(kube, consul_url, SyncSettings::default())
+}
+
+fn start_with(
+    kube: &kube::Client,
+    consul_url: &str,
+    sync: SyncSettings,
+) -> (Running, mirra_runtime::ReadyFlag) {
     let consul = mirra_consul::Client::new(ConsulConfig::new(consul_url).unwrap()).unwrap();
     let readiness = Readiness::new();
     let ready = readiness.register("to-k8s");
@@ -70,7 +78,7 @@ fn start(kube: &kube::Client, consul_url: &str) -> (Running, mirra_runtime::Read
     let task = tokio::spawn(run_to_k8s(
         kube.clone(),
         consul,
-        SyncSettings::default(),
+        sync,
         ready.clone(),
         stop.clone(),
     ));
@@ -178,6 +186,248 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
     })
     .await;
     assert_eq!(writes(&kube_sb), 0);
+    running.stop.cancel();
+    running.task.await.unwrap();
+}
+
+struct Sandboxes {
+    kube_sb: kube_sandbox::Sandbox,
+    kube: kube::Client,
+    consul_sb: consul_sandbox::Sandbox,
+    consul: mirra_consul::Client,
+}
+
+async fn sandboxes() -> Sandboxes {
+    let kube_sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
+        .await
+        .unwrap();
+    let kube = kube::Client::try_from(kube::Config::new(kube_sb.url().parse().unwrap())).unwrap();
+    let consul_sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
+        .await
+        .unwrap();
+    let consul = mirra_consul::Client::new(ConsulConfig::new(&consul_sb.url()).unwrap()).unwrap();
+    Sandboxes {
+        kube_sb,
+        kube,
+        consul_sb,
+        consul,
+    }
+}
+
+/// Names of the Services labelled `consul=true` (written by the sync).
+async fn labelled(services: &Api<Service>) -> Vec<String> {
+    let mut names: Vec<String> = services
+        .list(&ListParams::default().labels("consul=true"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|s| s.metadata.name)
+        .collect();
+    names.sort();
+    names
+}
+
+fn external_name(svc: &Service) -> Option<String> {
+    svc.spec.as_ref().and_then(|s| s.external_name.clone())
+}
+
+#[tokio::test]
+async fn edits_of_a_written_external_name_service_are_reverted() {
+    let sb = sandboxes().await;
+    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    sb.consul
+        .register(&register("ext", "db", &[]))
+        .await
+        .unwrap();
+    let (running, _ready) = start(&sb.kube, &sb.consul_sb.url());
+    eventually("db written", || async {
+        services.get_opt("db").await.unwrap().is_some()
+    })
+    .await;
+    let patches = || sb.kube_sb.stats().get("patch services");
+    let before = patches();
+
+    // Someone points it elsewhere and drops the annotation that keeps it
+    // from being synced back to Consul.
+    services
+        .patch(
+            "db",
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": {"annotations": {"consul.hashicorp.com/service-sync": null}},
+                "spec": {"externalName": "evil.example.com"}
+            })),
+        )
+        .await
+        .unwrap();
+    eventually("db reverted", || async {
+        let db = services.get("db").await.unwrap();
+        external_name(&db).as_deref() == Some("db.service.consul")
+            && db.metadata.annotations.is_some_and(|a| {
+                a.get("consul.hashicorp.com/service-sync")
+                    .map(String::as_str)
+                    == Some("false")
+            })
+    })
+    .await;
+    // A later change proves the revert's own watch event was planned too
+    // (the plan covers every name): it creates `cache`, nothing else.
+    sb.consul
+        .register(&register("ext", "cache", &[]))
+        .await
+        .unwrap();
+    eventually("cache written", || async {
+        services.get_opt("cache").await.unwrap().is_some()
+    })
+    .await;
+    // Our edit, mirra's one revert, and the apply that created `cache`.
+    assert_eq!(patches() - before, 3);
+    assert_eq!(sb.kube_sb.stats().get("delete services"), 0);
+    running.stop.cancel();
+    running.task.await.unwrap();
+}
+
+#[tokio::test]
+async fn k8s_service_prefix_names_the_written_services() {
+    let sb = sandboxes().await;
+    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    // Someone's unlabelled Service with the unprefixed name: not ours.
+    let theirs: Service = serde_json::from_value(json!({
+        "metadata": {"name": "db"},
+        "spec": {"ports": [{"port": 5432}]}
+    }))
+    .unwrap();
+    services
+        .create(&PostParams::default(), &theirs)
+        .await
+        .unwrap();
+    sb.consul
+        .register(&register("ext", "db", &[]))
+        .await
+        .unwrap();
+    let sync = SyncSettings {
+        k8s_service_prefix: "consul-".into(),
+        ..SyncSettings::default()
+    };
+    let (running, _ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync);
+    eventually("consul-db written", || async {
+        services.get_opt("consul-db").await.unwrap().is_some()
+    })
+    .await;
+    let db = services.get("consul-db").await.unwrap();
+    // The prefix names the Kubernetes Service only; the target is the
+    // Consul name.
+    assert_eq!(external_name(&db).as_deref(), Some("db.service.consul"));
+    assert_eq!(db.metadata.labels.unwrap()["consul"], "true");
+    let untouched = services.get("db").await.unwrap();
+    assert_eq!(untouched.spec.unwrap().type_.as_deref(), Some("ClusterIP"));
+    // Consul's own `consul` service is synced too, as consul-k8s does:
+    // one apply per written Service, and only prefixed names.
+    assert_eq!(labelled(&services).await, ["consul-consul", "consul-db"]);
+    assert_eq!(sb.kube_sb.stats().get("patch services"), 2);
+
+    // Gone from Consul: the prefixed Service goes, theirs stays.
+    sb.consul
+        .deregister(&DeregisterRequest {
+            node: "ext".into(),
+            service_id: "db-1".into(),
+            ..DeregisterRequest::default()
+        })
+        .await
+        .unwrap();
+    eventually("consul-db deleted", || async {
+        services.get_opt("consul-db").await.unwrap().is_none()
+    })
+    .await;
+    assert!(services.get_opt("db").await.unwrap().is_some());
+    assert_eq!(sb.kube_sb.stats().get("delete services"), 1);
+    running.stop.cancel();
+    running.task.await.unwrap();
+}
+
+#[tokio::test]
+async fn failing_service_lists_are_retried_with_backoff_and_converge() {
+    let sb = sandboxes().await;
+    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    sb.consul
+        .register(&register("ext", "db", &[]))
+        .await
+        .unwrap();
+    // Lists of Services fail until cleared.
+    sb.kube_sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("list".into()),
+            resource: Some("services".into()),
+            status: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
+    eventually("the list failed twice", || async {
+        sb.kube_sb.stats().get("list services") >= 2
+    })
+    .await;
+    // With the watcher's backoff (0.8 s, then doubling) a failing list is
+    // retried a handful of times in two seconds; without it, the stream
+    // would retry at once, thousands of times.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let lists = sb.kube_sb.stats().get("list services");
+    assert!(
+        lists <= 10,
+        "{lists} lists in about two seconds: no backoff"
+    );
+    assert!(!ready.is_ready(), "not ready without the Services' list");
+    assert!(services.get_opt("db").await.unwrap().is_none());
+    assert_eq!(writes(&sb.kube_sb), 0, "nothing written before the list");
+
+    sb.kube_sb.clear_faults().await;
+    eventually("db written once the list works", || async {
+        services.get_opt("db").await.unwrap().is_some()
+    })
+    .await;
+    assert!(ready.is_ready());
+    // db and Consul's own `consul` service, one apply each.
+    assert_eq!(labelled(&services).await, ["consul", "db"]);
+    assert_eq!(sb.kube_sb.stats().get("patch services"), 2);
+    running.stop.cancel();
+    running.task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_few_failed_lists_cost_one_retry_each() {
+    let sb = sandboxes().await;
+    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    sb.consul
+        .register(&register("ext", "db", &[]))
+        .await
+        .unwrap();
+    // The next three lists of Services fail with a 500, which kube's client
+    // does not retry itself (it retries 429/503/504): each failure reaches
+    // the watcher and its backoff.
+    sb.kube_sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("list".into()),
+            resource: Some("services".into()),
+            status: Some(500),
+            count: Some(3),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
+    eventually("db written", || async {
+        services.get_opt("db").await.unwrap().is_some()
+    })
+    .await;
+    assert!(ready.is_ready());
+    // Three failed lists, each retried once after its backoff; the fourth
+    // succeeded and the watch took over (no further list).
+    assert_eq!(sb.kube_sb.stats().get("list services"), 4);
+    assert_eq!(sb.kube_sb.stats().get("patch services"), 2);
+    // (This list is the test's own.)
+    assert_eq!(labelled(&services).await, ["consul", "db"]);
     running.stop.cancel();
     running.task.await.unwrap();
 }
