@@ -1,0 +1,491 @@
+//! Helpers shared by the catalog sync's sandbox tests: the two sandboxes,
+//! a running controller, Kubernetes objects, and reads of Consul's state.
+//! Every count a test asserts comes from the sandboxes' stats or the
+//! controller's metrics; deadlines only bound eventual conditions.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use mirra_catalog::SyncSettings;
+use mirra_catalog_controller::{CatalogMetrics, ControllerError, Settings, run};
+use mirra_consul::{ConsulConfig, QueryOptions, RetryPolicy};
+use mirra_runtime::{QueueConfig, Readiness, ReadyFlag};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// Generous deadline for eventual conditions (never a timing assertion).
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Kube {
+    pub sb: kube_sandbox::Sandbox,
+    pub client: kube::Client,
+}
+
+pub async fn kube() -> Kube {
+    let sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(kube::Config::new(sb.url().parse().unwrap())).unwrap();
+    Kube { sb, client }
+}
+
+/// A consul-sandbox and a client that does NOT retry: every injected
+/// error reaches the controller, so one fault is one failed attempt of
+/// the controller's own (per-key) retry, and counts stay exact.
+pub async fn consul() -> (consul_sandbox::Sandbox, mirra_consul::Client) {
+    let sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
+        .await
+        .unwrap();
+    let client = consul_client(&sb.url());
+    (sb, client)
+}
+
+pub fn consul_client(url: &str) -> mirra_consul::Client {
+    let mut cfg = ConsulConfig::new(url).unwrap();
+    cfg.request_timeout = Duration::from_secs(10);
+    // One attempt per request; the watches' pause between failed reads
+    // comes from the same policy, kept short so that tests move on.
+    cfg.retry = RetryPolicy {
+        max_attempts: 1,
+        initial_backoff: Duration::from_millis(50),
+        max_backoff: Duration::from_millis(200),
+    };
+    mirra_consul::Client::new(cfg).unwrap()
+}
+
+pub fn sync_settings(node: &str) -> SyncSettings {
+    SyncSettings {
+        allow_k8s_namespaces: ["*".to_owned()].into(),
+        consul_node_name: node.to_owned(),
+        ..SyncSettings::default()
+    }
+}
+
+pub fn settings(sync: SyncSettings) -> Settings {
+    let mut s = Settings::new(sync);
+    s.queue = QueueConfig {
+        debounce: Duration::from_millis(30),
+        max_delay: Duration::from_millis(300),
+        backoff_base: Duration::from_millis(50),
+        backoff_cap: Duration::from_millis(500),
+    };
+    // The verification pass runs only where a test asks for it.
+    s.write_interval = Duration::from_secs(3600);
+    s.consul_wait = Duration::from_secs(5);
+    s
+}
+
+pub struct Running {
+    pub stop: CancellationToken,
+    pub task: JoinHandle<Result<(), ControllerError>>,
+    pub ready: ReadyFlag,
+    pub metrics: CatalogMetrics,
+}
+
+impl Running {
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.unwrap().unwrap();
+    }
+
+    pub async fn wait_ready(&self) {
+        wait_for("controller ready", || async { self.ready.is_ready() }).await;
+    }
+
+    /// Waits until no key is pending and Consul saw no write for five
+    /// consecutive polls.
+    pub async fn settle(&self, consul: &consul_sandbox::Sandbox) {
+        let mut last = consul.stats().raft_applies;
+        let mut quiet = 0;
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        while quiet < 5 {
+            assert!(tokio::time::Instant::now() < deadline, "never settled");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = consul.stats().raft_applies;
+            if now == last && self.metrics.pending_keys() == 0 {
+                quiet += 1;
+            } else {
+                quiet = 0;
+            }
+            last = now;
+        }
+    }
+}
+
+pub fn start(kube: &kube::Client, consul: &mirra_consul::Client, s: Settings) -> Running {
+    start_with_metrics(kube, consul, s, CatalogMetrics::default())
+}
+
+pub fn start_with_metrics(
+    kube: &kube::Client,
+    consul: &mirra_consul::Client,
+    s: Settings,
+    metrics: CatalogMetrics,
+) -> Running {
+    let stop = CancellationToken::new();
+    let ready = Readiness::new().register("catalog");
+    let task = tokio::spawn(run(
+        kube.clone(),
+        consul.clone(),
+        s,
+        ready.clone(),
+        metrics.clone(),
+        stop.clone(),
+    ));
+    Running {
+        stop,
+        task,
+        ready,
+        metrics,
+    }
+}
+
+pub async fn wait_for<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if f().await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// ----- Kubernetes objects ---------------------------------------------------
+
+pub async fn ensure_namespace(k: &kube::Client, ns: &str) {
+    let nss: Api<Namespace> = Api::all(k.clone());
+    // Already existing is fine.
+    let _ = nss
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}})).unwrap(),
+        )
+        .await;
+}
+
+/// Creates (or replaces, by server-side apply) a Service from its JSON.
+pub async fn apply_service(k: &kube::Client, ns: &str, body: Value) {
+    ensure_namespace(k, ns).await;
+    let svc: Service = serde_json::from_value(body).unwrap();
+    let name = svc.metadata.name.clone().unwrap();
+    Api::<Service>::namespaced(k.clone(), ns)
+        .patch(
+            &name,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&svc),
+        )
+        .await
+        .unwrap();
+}
+
+/// A ClusterIP Service with one port `http` 80 -> 8080.
+pub async fn cluster_ip(k: &kube::Client, ns: &str, name: &str, annotations: Value) {
+    apply_service(
+        k,
+        ns,
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+            "spec": {"type": "ClusterIP",
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+        }),
+    )
+    .await;
+}
+
+/// One endpoint of a slice: address, ready, node.
+#[derive(Clone, Copy)]
+pub struct Ep<'a> {
+    pub addr: &'a str,
+    pub ready: bool,
+    pub node: Option<&'a str>,
+}
+
+pub fn ep(addr: &str) -> Ep<'_> {
+    Ep {
+        addr,
+        ready: true,
+        node: None,
+    }
+}
+
+pub fn ep_on<'a>(addr: &'a str, node: &'a str) -> Ep<'a> {
+    Ep {
+        addr,
+        ready: true,
+        node: Some(node),
+    }
+}
+
+pub fn eps(addrs: &[String]) -> Vec<Ep<'_>> {
+    addrs.iter().map(|a| ep(a)).collect()
+}
+
+/// Creates or replaces an EndpointSlice of `svc` (port `http` 8080).
+pub async fn put_slice(k: &kube::Client, ns: &str, svc: &str, slice: &str, endpoints: &[Ep<'_>]) {
+    let endpoints: Vec<Value> = endpoints
+        .iter()
+        .map(|e| {
+            let mut v = json!({
+                "addresses": [e.addr],
+                "conditions": {"ready": e.ready},
+                "targetRef": {"kind": "Pod", "name": format!("pod-{}", e.addr), "namespace": ns}
+            });
+            if let Some(n) = e.node {
+                v["nodeName"] = json!(n);
+            }
+            v
+        })
+        .collect();
+    let body: EndpointSlice = serde_json::from_value(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": slice, "namespace": ns,
+                     "labels": {"kubernetes.io/service-name": svc}},
+        "addressType": "IPv4",
+        "endpoints": endpoints,
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    }))
+    .unwrap();
+    Api::<EndpointSlice>::namespaced(k.clone(), ns)
+        .patch(
+            slice,
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .unwrap();
+}
+
+/// Creates a Node with these `(type, address)` status addresses.
+pub async fn create_node(k: &kube::Client, name: &str, addresses: &[(&str, &str)]) {
+    let addrs: Vec<Value> = addresses
+        .iter()
+        .map(|(t, a)| json!({"type": t, "address": a}))
+        .collect();
+    let node: Node = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "status": {"addresses": addrs}
+    }))
+    .unwrap();
+    Api::<Node>::all(k.clone())
+        .create(&PostParams::default(), &node)
+        .await
+        .unwrap();
+}
+
+/// Replaces a Node's status addresses (the `/status` subresource, as the
+/// kubelet writes them).
+pub async fn set_node_addresses(k: &kube::Client, name: &str, addresses: &[(&str, &str)]) {
+    let addrs: Vec<Value> = addresses
+        .iter()
+        .map(|(t, a)| json!({"type": t, "address": a}))
+        .collect();
+    Api::<Node>::all(k.clone())
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"addresses": addrs}})),
+        )
+        .await
+        .unwrap();
+}
+
+pub fn ips(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}.{}", i + 1)).collect()
+}
+
+// ----- Consul state -----------------------------------------------------------
+
+/// One instance as Consul stores it, with the fields the tests compare.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Inst {
+    pub name: String,
+    pub address: String,
+    pub port: u16,
+    pub tags: Vec<String>,
+}
+
+/// Instances on `node`, by service ID.
+pub async fn instances(c: &mirra_consul::Client, node: &str) -> BTreeMap<String, Inst> {
+    let v = c
+        .node_services(node, &QueryOptions::default())
+        .await
+        .unwrap();
+    v.value
+        .services
+        .into_iter()
+        .map(|s| {
+            (
+                s.id,
+                Inst {
+                    name: s.service,
+                    address: s.address,
+                    port: s.port,
+                    tags: s.tags,
+                },
+            )
+        })
+        .collect()
+}
+
+/// `(service name, address)` of every instance on `node`, sorted.
+pub async fn names_and_addresses(c: &mirra_consul::Client, node: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = instances(c, node)
+        .await
+        .into_values()
+        .map(|i| (i.name, i.address))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Service ID -> status of its check, for every service check on `node`.
+pub async fn check_statuses(c: &mirra_consul::Client, node: &str) -> BTreeMap<String, String> {
+    c.health_node(node, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value
+        .into_iter()
+        .filter(|ch| !ch.service_id.is_empty())
+        .map(|ch| (ch.service_id, ch.status))
+        .collect()
+}
+
+/// `(name, address)` pairs, sorted, for comparing with
+/// [`names_and_addresses`].
+pub fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = v
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Sends `body` to the sandbox with a hand-made HTTP/1.1 request, so that
+/// exactly these JSON bytes arrive (as another program's client would send
+/// them), not mirra's serialisation of them. Returns the status code.
+pub async fn raw_request(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> u16 {
+    let body = serde_json::to_vec(body).unwrap();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(&body).await.unwrap();
+    let mut resp = Vec::new();
+    s.read_to_end(&mut resp).await.unwrap();
+    let text = String::from_utf8_lossy(&resp);
+    text.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("no status line in {text:?}"))
+}
+
+/// A `(name, description)`-free registration of a foreign or pre-existing
+/// instance through mirra's client (for instances whose exact bytes do not
+/// matter).
+pub async fn register(
+    c: &mirra_consul::Client,
+    node: &str,
+    id: &str,
+    name: &str,
+    tags: &[&str],
+    meta: &[(&str, &str)],
+) {
+    c.register(&mirra_consul::RegisterRequest {
+        node: node.into(),
+        address: "127.0.0.1".into(),
+        service: Some(mirra_consul::Service {
+            id: id.into(),
+            service: name.into(),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            address: "10.250.0.1".into(),
+            meta: meta
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..mirra_consul::Service::default()
+        }),
+        ..mirra_consul::RegisterRequest::default()
+    })
+    .await
+    .unwrap();
+}
+
+/// The marks mirra (and consul-k8s) put on instances it owns.
+pub const OWNED_META: &[(&str, &str)] = &[("external-source", "kubernetes")];
+
+// ----- metrics ----------------------------------------------------------------
+
+/// The value of one sample in the text exposition, e.g.
+/// `mirra_catalog_consul_errors_total{class="rate_limited"}`; 0 when absent.
+pub fn sample(registry: &prometheus_client::registry::Registry, series: &str) -> f64 {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// A controller whose metrics are registered in a registry the test reads.
+pub fn start_registered(
+    kube: &kube::Client,
+    consul: &mirra_consul::Client,
+    s: Settings,
+) -> (Running, prometheus_client::registry::Registry) {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = mirra_catalog_controller::register_metrics(&mut registry);
+    (start_with_metrics(kube, consul, s, metrics), registry)
+}
+
+/// Snapshot of the write counters of one controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writes {
+    pub transactions: u64,
+    pub registers: u64,
+    pub deregisters: u64,
+    pub avoided: u64,
+}
+
+impl Writes {
+    pub fn of(m: &CatalogMetrics) -> Self {
+        Writes {
+            transactions: m.transactions_total(),
+            registers: m.operations_total("register"),
+            deregisters: m.operations_total("deregister"),
+            avoided: m.writes_avoided_total(),
+        }
+    }
+
+    pub fn since(self, before: Writes) -> Writes {
+        Writes {
+            transactions: self.transactions - before.transactions,
+            registers: self.registers - before.registers,
+            deregisters: self.deregisters - before.deregisters,
+            avoided: self.avoided - before.avoided,
+        }
+    }
+}
