@@ -59,6 +59,7 @@
 //! controller converts them.
 
 pub mod annotations;
+pub mod compact;
 pub mod keys;
 pub mod mapping;
 pub mod model;
@@ -68,6 +69,7 @@ pub mod settings;
 pub mod to_k8s;
 
 pub use annotations::{PortOverride, Warning};
+pub use compact::{CompactCheck, CompactInstance, CompactView, ObservedView};
 pub use keys::{NodeEndpointIndex, key_for_slice, keys_for_node_change, node_addresses_changed};
 pub use mapping::{
     NoNodes, NodeLookup, ServiceOutcome, SkipReason, desired_for_service, keys_for_ingress,
@@ -80,6 +82,7 @@ pub use observed::{
     ObservedCheck, ObservedError, ObservedInstance, is_owned, matches, parse_node_services,
 };
 pub use plan::{
-    CatalogOp, Conflict, KeyIndex, Plan, plan, plan_detailed, plan_for_key, simulate_apply,
+    CatalogOp, ClaimIndex, Conflict, KeyIndex, Plan, plan, plan_detailed, plan_for_key,
+    simulate_apply,
 };
 pub use settings::{NodePortSyncType, PortLayout, SettingsError, SyncSettings};

@@ -121,6 +121,12 @@ enum Kind {
     ExternalName,
 }
 
+/// Whether the Service's instances are registered at node addresses
+/// (NodePort), so that a Node address change can change them.
+pub fn uses_node_addresses(svc: &Service) -> bool {
+    matches!(service_kind(svc), Ok(Kind::NodePort))
+}
+
 fn service_kind(svc: &Service) -> Result<Kind, String> {
     match svc.spec.as_ref().and_then(|s| s.type_.as_deref()) {
         None | Some("ClusterIP") => Ok(Kind::ClusterIp),

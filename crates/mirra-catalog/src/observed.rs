@@ -138,9 +138,10 @@ struct WireNode {
     node: String,
 }
 
+/// One entry of node-services' `Services`, as Consul sends it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "PascalCase", default)]
-struct WireService {
+pub(crate) struct WireService {
     #[serde(rename = "ID")]
     id: String,
     service: String,
@@ -183,26 +184,34 @@ pub fn parse_node_services(
     }
     let mut out = BTreeMap::new();
     for s in wire.services.unwrap_or_default() {
-        let instance_checks = checks
+        let (id, mut inst) = s.into_observed(&node);
+        inst.checks = checks
             .as_ref()
-            .map(|_| by_service.get(&s.id).cloned().unwrap_or_default());
-        let inst = ObservedInstance {
-            node: node.clone(),
-            id: s.id.clone(),
-            name: s.service,
-            kind: s.kind.unwrap_or_default(),
-            tags: s.tags.unwrap_or_default(),
-            address: s.address,
-            port: s.port,
-            ports: s.ports.unwrap_or_default(),
-            meta: s.meta.unwrap_or_default(),
-            weights: s.weights.unwrap_or_default(),
-            enable_tag_override: s.enable_tag_override,
-            checks: instance_checks,
-        };
-        out.insert(s.id, inst);
+            .map(|_| by_service.get(&id).cloned().unwrap_or_default());
+        out.insert(id, inst);
     }
     Ok(out)
+}
+
+impl WireService {
+    /// The instance on `node`, keyed by its ID, with checks unknown.
+    pub(crate) fn into_observed(self, node: &str) -> (String, ObservedInstance) {
+        let inst = ObservedInstance {
+            node: node.to_owned(),
+            id: self.id.clone(),
+            name: self.service,
+            kind: self.kind.unwrap_or_default(),
+            tags: self.tags.unwrap_or_default(),
+            address: self.address,
+            port: self.port,
+            ports: self.ports.unwrap_or_default(),
+            meta: self.meta.unwrap_or_default(),
+            weights: self.weights.unwrap_or_default(),
+            enable_tag_override: self.enable_tag_override,
+            checks: None,
+        };
+        (self.id, inst)
+    }
 }
 
 /// Reads the body of `GET /v1/health/node/<node>`; `null` means no checks.
@@ -227,6 +236,24 @@ pub fn is_owned(instance: &ObservedInstance, settings: &SyncSettings) -> bool {
 /// (empty when the service part is equal). For logs and metrics labels: the
 /// names are a fixed, low-cardinality set.
 pub fn differing_fields(desired: &Registration, observed: &ObservedInstance) -> Vec<&'static str> {
+    let mut out = service_differing_fields(desired, observed);
+    if !check_matches(desired, observed) {
+        out.push("check");
+    }
+    out
+}
+
+/// Whether the service part (every field but the checks) of `observed`
+/// differs from `desired`.
+pub fn service_fields_differ(desired: &Registration, observed: &ObservedInstance) -> bool {
+    !service_differing_fields(desired, observed).is_empty()
+}
+
+/// [`differing_fields`] without the check.
+fn service_differing_fields(
+    desired: &Registration,
+    observed: &ObservedInstance,
+) -> Vec<&'static str> {
     let mut out = Vec::new();
     if desired.id != observed.id {
         out.push("id");
@@ -263,9 +290,6 @@ pub fn differing_fields(desired: &Registration, observed: &ObservedInstance) -> 
     }
     if observed.enable_tag_override {
         out.push("enable_tag_override");
-    }
-    if !check_matches(desired, observed) {
-        out.push("check");
     }
     out
 }

@@ -18,10 +18,12 @@
 //! knowledge is reached; the controller only runs a whole-node plan (the one
 //! that can reap orphans) after every watch has delivered its initial list.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::compact::ObservedView;
 use crate::model::{Registration, ServiceKey};
-use crate::observed::{ObservedInstance, echo, is_owned, matches, stale_checks};
+use crate::observed::{ObservedInstance, echo};
 use crate::settings::SyncSettings;
 
 /// One write to the Consul catalog. The controller batches these into
@@ -86,68 +88,78 @@ pub struct Plan {
 }
 
 /// The operations that bring `observed` to `desired`. See [`plan_detailed`].
-pub fn plan(
-    desired: &BTreeMap<String, Registration>,
-    observed: &BTreeMap<String, ObservedInstance>,
+pub fn plan<D, O>(
+    desired: &BTreeMap<String, D>,
+    observed: &BTreeMap<String, O>,
     settings: &SyncSettings,
-) -> Vec<CatalogOp> {
+) -> Vec<CatalogOp>
+where
+    D: Borrow<Registration>,
+    O: ObservedView,
+{
     plan_detailed(desired, observed, settings).ops
 }
 
 /// The operations that bring `observed` (instances on mirra's node, keyed by
 /// service ID) to `desired` (keyed by service ID), and the conflicts found.
 ///
-/// Every observed instance the plan touches passes [`is_owned`]. Observed
+/// Every observed instance the plan touches passes
+/// [`crate::observed::is_owned`]. Observed
 /// instances that are owned but not desired are deregistered, so callers
 /// must restrict `observed` to the IDs they have full knowledge of.
-pub fn plan_detailed(
-    desired: &BTreeMap<String, Registration>,
-    observed: &BTreeMap<String, ObservedInstance>,
+///
+/// Generic so that the controller can plan from borrowed registrations and
+/// its compact observed state ([`crate::compact`]) without copies.
+pub fn plan_detailed<D, O>(
+    desired: &BTreeMap<String, D>,
+    observed: &BTreeMap<String, O>,
     settings: &SyncSettings,
-) -> Plan {
+) -> Plan
+where
+    D: Borrow<Registration>,
+    O: ObservedView,
+{
     let mut deregs = Vec::new();
     let mut check_removals = Vec::new();
     let mut registers = Vec::new();
     let mut conflicts = Vec::new();
 
     for (id, want) in desired {
+        let want: &Registration = want.borrow();
         match observed.get(id) {
             None => registers.push(CatalogOp::Register(want.clone())),
-            Some(have) if !is_owned(have, settings) => conflicts.push(Conflict {
+            Some(have) if !have.owned(settings) => conflicts.push(Conflict {
                 service_id: id.clone(),
                 key: want.key.clone(),
             }),
             Some(have) => {
-                if matches(want, have) {
+                let service_equal = have.service_equals(want);
+                let check_equal = have.has_check_of(want);
+                let stale = have.stale_checks_for(want);
+                if service_equal && check_equal && stale.is_empty() {
                     continue;
                 }
-                for check_id in stale_checks(want, have) {
+                for check_id in stale {
                     check_removals.push(CatalogOp::DeregisterCheck {
-                        node: have.node.clone(),
+                        node: have.node().to_owned(),
                         check_id,
                     });
                 }
-                if !crate::observed::differing_fields(want, have).is_empty() {
+                if !(service_equal && check_equal) {
                     registers.push(CatalogOp::Register(want.clone()));
                 }
             }
         }
     }
     for (id, have) in observed {
-        if desired.contains_key(id) || !is_owned(have, settings) {
+        if desired.contains_key(id) || !have.owned(settings) {
             continue;
         }
         deregs.push(CatalogOp::Deregister {
-            node: have.node.clone(),
+            node: have.node().to_owned(),
             service_id: id.clone(),
-            service_name: have.name.clone(),
-            check_ids: have
-                .checks
-                .as_deref()
-                .unwrap_or(&[])
-                .iter()
-                .map(|c| c.check_id.clone())
-                .collect(),
+            service_name: have.service_name().to_owned(),
+            check_ids: have.check_ids(),
         });
     }
 
@@ -187,42 +199,64 @@ pub fn simulate_apply(
 }
 
 /// Which Service produced which service IDs, with the registrations
-/// themselves, so that an event on one Service diffs only that Service's
-/// instances.
+/// themselves (`V` = [`Registration`]) or without them (`V` = `()`, see
+/// [`ClaimIndex`]), so that an event on one Service diffs only that
+/// Service's instances.
 ///
 /// Two Services can want the same ID (same Consul name and address, e.g. two
 /// namespaces without the namespace suffix sharing an external IP). The
 /// smallest [`ServiceKey`] wins, whatever the order of events, and the other
 /// claim waits until the winner lets go.
-#[derive(Clone, Debug, Default)]
-pub struct KeyIndex {
-    by_key: BTreeMap<ServiceKey, BTreeMap<String, Registration>>,
-    claims: BTreeMap<String, BTreeSet<ServiceKey>>,
+#[derive(Clone, Debug)]
+pub struct KeyIndex<V = Registration> {
+    by_key: BTreeMap<ServiceKey, BTreeMap<String, V>>,
+    /// Service ID -> the keys that want it, sorted; the first wins. Almost
+    /// always one key, so a sorted `Vec` (one small allocation) instead of
+    /// a set (a whole B-tree node per ID, tens of MB at 50,000 instances).
+    claims: BTreeMap<String, Vec<ServiceKey>>,
 }
 
-impl KeyIndex {
+/// Only the claims: which Service wants which service ID. What the
+/// controller keeps: registrations are cheap to compute again from its
+/// caches when a Service is planned, and at 50,000 instances keeping them
+/// all would cost about as much memory as the caches themselves.
+pub type ClaimIndex = KeyIndex<()>;
+
+impl<V> Default for KeyIndex<V> {
+    fn default() -> Self {
+        Self {
+            by_key: BTreeMap::new(),
+            claims: BTreeMap::new(),
+        }
+    }
+}
+
+impl<V> KeyIndex<V> {
     /// An empty index.
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Replaces the registrations of `key` and returns every service ID
-    /// whose desired state may have changed (the key's old IDs and new IDs).
-    pub fn set(&mut self, key: &ServiceKey, registrations: Vec<Registration>) -> BTreeSet<String> {
+    /// Replaces the entries of `key` and returns every service ID whose
+    /// desired state may have changed (the key's old IDs and new IDs).
+    fn set_entries(
+        &mut self,
+        key: &ServiceKey,
+        entries: impl IntoIterator<Item = (String, V)>,
+    ) -> BTreeSet<String> {
         let mut touched = self.remove(key);
-        if registrations.is_empty() {
-            return touched;
-        }
         let mut mine = BTreeMap::new();
-        for r in registrations {
-            touched.insert(r.id.clone());
-            self.claims
-                .entry(r.id.clone())
-                .or_default()
-                .insert(key.clone());
-            mine.insert(r.id.clone(), r);
+        for (id, v) in entries {
+            touched.insert(id.clone());
+            let claimants = self.claims.entry(id.clone()).or_default();
+            if let Err(at) = claimants.binary_search(key) {
+                claimants.insert(at, key.clone());
+            }
+            mine.insert(id, v);
         }
-        self.by_key.insert(key.clone(), mine);
+        if !mine.is_empty() {
+            self.by_key.insert(key.clone(), mine);
+        }
         touched
     }
 
@@ -233,9 +267,9 @@ impl KeyIndex {
             return BTreeSet::new();
         };
         for id in old.keys() {
-            if let Some(set) = self.claims.get_mut(id) {
-                set.remove(key);
-                if set.is_empty() {
+            if let Some(claimants) = self.claims.get_mut(id) {
+                claimants.retain(|k| k != key);
+                if claimants.is_empty() {
                     self.claims.remove(id);
                 }
             }
@@ -270,6 +304,14 @@ impl KeyIndex {
     pub fn is_empty(&self) -> bool {
         self.claims.is_empty()
     }
+}
+
+impl KeyIndex<Registration> {
+    /// Replaces the registrations of `key` and returns every service ID
+    /// whose desired state may have changed (the key's old IDs and new IDs).
+    pub fn set(&mut self, key: &ServiceKey, registrations: Vec<Registration>) -> BTreeSet<String> {
+        self.set_entries(key, registrations.into_iter().map(|r| (r.id.clone(), r)))
+    }
 
     fn winner(&self, id: &str) -> Option<&Registration> {
         let key = self.owner_of(id)?;
@@ -290,6 +332,31 @@ impl KeyIndex {
             .keys()
             .filter_map(|id| self.winner(id).map(|r| (id.clone(), r.clone())))
             .collect()
+    }
+}
+
+impl ClaimIndex {
+    /// Replaces the IDs `key` wants and returns every service ID whose
+    /// desired state may have changed (see [`KeyIndex::set`]).
+    pub fn claim(
+        &mut self,
+        key: &ServiceKey,
+        ids: impl IntoIterator<Item = String>,
+    ) -> BTreeSet<String> {
+        self.set_entries(key, ids.into_iter().map(|id| (id, ())))
+    }
+
+    /// Of `registrations` (what `key` wants now), the ones that win their
+    /// ID, keyed by it: what the planner should compare for `key`.
+    pub fn winning<'r>(
+        &self,
+        key: &ServiceKey,
+        registrations: &'r [Registration],
+    ) -> impl Iterator<Item = (&'r str, &'r Registration)> {
+        registrations
+            .iter()
+            .filter(move |r| self.owner_of(&r.id) == Some(key))
+            .map(|r| (r.id.as_str(), r))
     }
 }
 

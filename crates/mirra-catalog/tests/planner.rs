@@ -156,7 +156,11 @@ fn foreign_instance_on_our_node_is_never_touched() {
         "tag without meta is not ours"
     );
     // Even with nothing desired, only owned instances are deregistered.
-    let ops = plan(&BTreeMap::new(), &observed, &settings());
+    let ops = plan(
+        &BTreeMap::<String, Registration>::new(),
+        &observed,
+        &settings(),
+    );
     assert_eq!(ops.len(), 3);
     assert!(ops.iter().all(|op| op.target() != "legacy-db"));
     assert!(
@@ -333,7 +337,11 @@ fn readiness_flip_is_one_register_with_the_new_status() {
     let s = settings();
     let desired = world();
     let mut observed: BTreeMap<String, ObservedInstance> = BTreeMap::new();
-    simulate_apply(&mut observed, &plan(&desired, &BTreeMap::new(), &s), &s);
+    simulate_apply(
+        &mut observed,
+        &plan(&desired, &BTreeMap::<String, ObservedInstance>::new(), &s),
+        &s,
+    );
     assert!(plan(&desired, &observed, &s).is_empty());
     let id = service_id("web", "10.0.0.2");
     let mut next = desired.clone();

@@ -744,3 +744,54 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The controller plans from the compact observed state; it must plan
+    /// exactly what the full form plans, for every kind of difference the
+    /// generators make (mutated fields, missing checks, foreign instances).
+    #[test]
+    fn compact_observed_state_plans_exactly_like_the_full_one(
+        w in world_strategy(),
+        seen in vec(seen_strategy(), 1..8),
+        extras in vec(extra_strategy(), 0..5),
+    ) {
+        use mirra_catalog::{CompactCheck, CompactInstance, CompactView};
+
+        let index = desired_index(&w);
+        let desired = index.desired_all();
+        let mut observed = observed_state(&w, &desired, &seen, &extras);
+        // The controller always observes checks (health/node): an instance
+        // without any has an empty list.
+        for o in observed.values_mut() {
+            o.checks.get_or_insert_with(Vec::new);
+        }
+        let compact: BTreeMap<String, (CompactInstance, Vec<CompactCheck>)> = observed
+            .iter()
+            .map(|(id, o)| {
+                let checks = o
+                    .checks
+                    .as_deref()
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(CompactCheck::of_observed)
+                    .collect();
+                (id.clone(), (CompactInstance::of_observed(o, &w.settings), checks))
+            })
+            .collect();
+        let views: BTreeMap<String, CompactView<'_>> = compact
+            .iter()
+            .map(|(id, (instance, checks))| {
+                let node = observed.get(id).map_or("", |o| o.node.as_str());
+                (id.clone(), CompactView { node, instance, checks })
+            })
+            .collect();
+        let borrowed: BTreeMap<String, &mirra_catalog::Registration> =
+            desired.iter().map(|(k, v)| (k.clone(), v)).collect();
+
+        let full = plan_detailed(&desired, &observed, &w.settings);
+        let small = plan_detailed(&borrowed, &views, &w.settings);
+        prop_assert_eq!(full, small);
+    }
+}
