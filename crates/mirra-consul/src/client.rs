@@ -325,6 +325,22 @@ impl Client {
         })
     }
 
+    /// [`Client::node_services`] undecoded: the body as Consul sent it
+    /// (`null` for an unknown node), for callers that parse it into a form
+    /// of their own without holding the typed answer.
+    pub async fn node_services_raw(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<Bytes>, Error> {
+        self.read_raw(
+            "catalog.node_services",
+            &["catalog", "node-services", node],
+            q,
+        )
+        .await
+    }
+
     /// `GET /v1/catalog/nodes`: all nodes. Honors `node_meta`, `filter`,
     /// `stale` and blocking options.
     pub async fn nodes(&self, q: &QueryOptions) -> Result<Versioned<Vec<Node>>, Error> {
@@ -363,12 +379,36 @@ impl Client {
 
     // ----- plumbing -----------------------------------------------------------
 
+    /// [`Client::health_node`] undecoded (see [`Client::node_services_raw`]).
+    pub async fn health_node_raw(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<Bytes>, Error> {
+        self.read_raw("health.node", &["health", "node", node], q)
+            .await
+    }
+
     async fn read<T: DeserializeOwned>(
         &self,
         operation: &'static str,
         segments: &[&str],
         q: &QueryOptions,
     ) -> Result<Versioned<T>, Error> {
+        let raw = self.read_raw(operation, segments, q).await?;
+        let value = decode(operation, &raw.value)?;
+        Ok(Versioned {
+            index: raw.index,
+            value,
+        })
+    }
+
+    async fn read_raw(
+        &self,
+        operation: &'static str,
+        segments: &[&str],
+        q: &QueryOptions,
+    ) -> Result<Versioned<Bytes>, Error> {
         let timeout = match q.effective_wait() {
             Some(wait) => blocking_timeout(wait, self.inner.request_timeout),
             None => self.inner.request_timeout,
@@ -383,10 +423,9 @@ impl Client {
             txn_ops: None,
         };
         let answer = self.execute(call).await?;
-        let value = decode(operation, &answer.body)?;
         Ok(Versioned {
             index: answer.index,
-            value,
+            value: answer.body,
         })
     }
 

@@ -18,6 +18,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use bytes::Bytes;
 use futures::Stream;
 use tokio::time::Instant;
 
@@ -127,6 +128,40 @@ impl Client {
             let client = client.clone();
             let node = node.clone();
             Box::pin(async move { client.health_node(&node, &q).await })
+        });
+        watch(self.clone(), opts, fetch)
+    }
+
+    /// [`Client::watch_node_services`] with undecoded bodies (see
+    /// [`Client::node_services_raw`]).
+    pub fn watch_node_services_raw(
+        &self,
+        node: impl Into<String>,
+        opts: WatchOptions,
+    ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node.into());
+        let client = self.clone();
+        let fetch: Fetch<Bytes> = Arc::new(move |q| {
+            let client = client.clone();
+            let node = node.clone();
+            Box::pin(async move { client.node_services_raw(&node, &q).await })
+        });
+        watch(self.clone(), opts, fetch)
+    }
+
+    /// [`Client::watch_health_node`] with undecoded bodies (see
+    /// [`Client::node_services_raw`]).
+    pub fn watch_health_node_raw(
+        &self,
+        node: impl Into<String>,
+        opts: WatchOptions,
+    ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node.into());
+        let client = self.clone();
+        let fetch: Fetch<Bytes> = Arc::new(move |q| {
+            let client = client.clone();
+            let node = node.clone();
+            Box::pin(async move { client.health_node_raw(&node, &q).await })
         });
         watch(self.clone(), opts, fetch)
     }
