@@ -309,19 +309,21 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
     pub fn drain_ready(&self, max: usize) -> Vec<K> {
         let now = Instant::now();
         let mut st = self.lock();
-        Self::take_ready(&mut st, now, max)
+        Self::take_ready(&mut st, now, now, max)
     }
 
-    fn take_ready(st: &mut State<K>, now: Instant, max: usize) -> Vec<K> {
+    /// Takes up to `max` keys due by `horizon`, but only when one is due by
+    /// `now` (a batch never starts early, it only gathers).
+    fn take_ready(st: &mut State<K>, now: Instant, horizon: Instant, max: usize) -> Vec<K> {
         let mut out = Vec::new();
-        if st.shutdown {
+        if st.shutdown || st.by_time.first().is_none_or(|(at, _)| *at > now) {
             return out;
         }
         while out.len() < max {
             let Some((at, _)) = st.by_time.first() else {
                 break;
             };
-            if *at > now {
+            if *at > horizon {
                 break;
             }
             let Some((_, key)) = st.by_time.pop_first() else {
@@ -347,6 +349,16 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
     /// once (at least one; empty only after shutdown), for writers that
     /// batch many keys into one request.
     pub async fn next_batch(&self, max: usize) -> Vec<K> {
+        self.next_batch_gathering(max, Duration::ZERO).await
+    }
+
+    /// Like [`next_batch`](WorkQueue::next_batch), but once a key is ready
+    /// the batch also takes the keys that would become ready within
+    /// `gather`: adds to different keys a few milliseconds apart (a
+    /// rollout touching many Services) become one batch instead of one
+    /// batch per key, at the price of those keys' quiet time being up to
+    /// `gather` shorter. The first key is never handed out early.
+    pub async fn next_batch_gathering(&self, max: usize, gather: Duration) -> Vec<K> {
         let max = max.max(1);
         loop {
             // Register interest before looking, so an add between the check
@@ -359,7 +371,8 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
                 if st.shutdown {
                     return Vec::new();
                 }
-                let batch = Self::take_ready(&mut st, Instant::now(), max);
+                let now = Instant::now();
+                let batch = Self::take_ready(&mut st, now, now + gather, max);
                 if !batch.is_empty() {
                     return batch;
                 }
@@ -499,6 +512,39 @@ mod tests {
 
     async fn advance(ms: u64) {
         tokio::time::advance(Duration::from_millis(ms)).await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_gathering_batch_takes_keys_due_soon_but_never_starts_early() {
+        let q = queue();
+        let t0 = Instant::now();
+        q.add("a");
+        advance(30).await;
+        q.add("b");
+        advance(40).await;
+        q.add("c");
+        // a is due at 100, b at 130, c at 170 (debounce 100 ms).
+        advance(20).await;
+        assert!(q.drain_ready(10).is_empty(), "nothing is due yet at 90");
+        let batch = q.next_batch_gathering(10, Duration::from_millis(50)).await;
+        assert_eq!(
+            batch,
+            vec!["a", "b"],
+            "c is due 70 ms after a, past the gather"
+        );
+        assert_eq!(
+            Instant::now().duration_since(t0),
+            Duration::from_millis(100),
+            "the batch starts when a is due, not before"
+        );
+        for k in batch {
+            q.done(&k, Outcome::Success).unwrap();
+        }
+        assert_eq!(q.next_batch_gathering(10, Duration::ZERO).await, vec!["c"]);
+        assert_eq!(
+            Instant::now().duration_since(t0),
+            Duration::from_millis(170)
+        );
     }
 
     #[test]
