@@ -32,6 +32,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -42,13 +43,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, PostParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
-use mirra_catalog::mapping::NodeLookup;
-use mirra_catalog::observed::echo;
+use mirra_catalog::compact::{parse_health_checks_compact, parse_node_services_compact};
+use mirra_catalog::mapping::{NodeLookup, uses_node_addresses};
 use mirra_catalog::plan::plan_detailed;
 use mirra_catalog::{
-    CatalogOp, NodeEndpointIndex, ObservedCheck, ObservedInstance, Registration, ServiceKey,
-    SyncNode, Warning, desired_for_service, is_owned, key_for_slice, keys_for_ingress,
-    keys_for_node_change,
+    CatalogOp, CompactCheck, CompactInstance, CompactView, NodeEndpointIndex, ObservedInstance,
+    Registration, ServiceKey, SyncNode, Warning, desired_for_service, is_owned, key_for_slice,
+    keys_for_ingress, keys_for_node_change,
 };
 use mirra_consul::{HealthCheck, NodeServices, QueryOptions, TxnOp, Verb, WatchOptions};
 use mirra_runtime::{Cache, Change, ObjectKey, Outcome, ReadyFlag, WorkQueue};
@@ -72,6 +73,19 @@ pub const OVERLAY_TTL: Duration = Duration::from_secs(30);
 /// a stream of whole-node reads, while third-party changes are still seen
 /// within a second.
 const OBSERVED_MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Longest a whole-node read is held back while mirra itself is writing.
+/// Reads during our own writes mostly show what the overlay already knows,
+/// and each one lists every instance on the node, competing with the
+/// writes for the Consul leader and for our CPU; but third-party changes
+/// must still be seen during a long stream of writes, and well before an
+/// unconfirmed expectation expires ([`OVERLAY_TTL`]).
+const MAX_READ_DEFERRAL: Duration = Duration::from_secs(5);
+
+/// Services planned together in a whole-node pass: enough to share the
+/// planner's set-up, few enough that their registrations (a few KB each)
+/// never add up to much.
+const FULL_PASS_CHUNK: usize = 256;
 
 /// Backoff of a failed whole-node pass: from 1 s up to 60 s, so a Consul
 /// outage costs at most one pass a minute.
@@ -140,24 +154,36 @@ pub async fn run(
         ..WatchOptions::default()
     };
     let node_name = engine.settings.sync.consul_node_name.clone();
+    let writing = engine.writing.subscribe();
     // Each answer lists every instance (and every check) on our node; they
     // are decoded and converted on their own tasks so that a 50,000-entry
     // answer never stalls the event loop.
+    let sync = engine.settings.sync.clone();
     let (observed, _observed_task) = spawn_converted(
-        consul.watch_node_services(node_name.clone(), watch_opts.clone()),
-        |v| ObservedSnapshot {
-            node_exists: v.value.node.is_some(),
-            instances: observed_from(&v.value),
-            index: v.index,
+        consul.watch_node_services_raw(node_name.clone(), watch_opts.clone()),
+        writing.clone(),
+        move |v| {
+            let parsed = parse_node_services_compact(&v.value, &sync)
+                .map_err(|e| decode_error("catalog.node_services", &e))?;
+            Ok(ObservedSnapshot {
+                node_exists: parsed.node_exists,
+                instances: parsed.instances,
+                index: v.index,
+            })
         },
     );
-    let (checks, _checks_task) =
-        spawn_converted(consul.watch_health_node(node_name, watch_opts), |v| {
-            CheckSnapshot {
-                checks: checks_by_instance(&v.value),
+    let (checks, _checks_task) = spawn_converted(
+        consul.watch_health_node_raw(node_name, watch_opts),
+        writing,
+        |v| {
+            let checks = parse_health_checks_compact(&v.value)
+                .map_err(|e| decode_error("health.node", &e))?;
+            Ok(CheckSnapshot {
+                checks,
                 index: v.index,
-            }
-        });
+            })
+        },
+    );
     let (mut services, mut slices, mut nodes, mut ingresses, mut observed, mut checks) =
         (services, slices, nodes, ingresses, observed, checks);
 
@@ -166,6 +192,11 @@ pub async fn run(
     verify.reset();
     let queue = engine.queue.clone();
     let max_keys = engine.settings.max_keys_per_round.max(1);
+    // A round also takes the Services that would be ready within half a
+    // debounce window, so that a rollout touching many Services within
+    // milliseconds is one round (and few transactions) rather than one
+    // round per Service; each still had half a window of quiet.
+    let gather = engine.settings.queue.debounce / 2;
 
     loop {
         tokio::select! {
@@ -206,7 +237,7 @@ pub async fn run(
                 }
                 None => return Err(ControllerError::ConsulWatchEnded),
             },
-            keys = queue.next_batch(max_keys), if engine.synced => {
+            keys = queue.next_batch_gathering(max_keys, gather), if engine.synced => {
                 engine.process_keys(keys).await;
             },
             _ = verify.tick(), if engine.synced => {
@@ -233,16 +264,16 @@ pub async fn run(
     Ok(())
 }
 
-/// A node-services answer, converted for the planner.
+/// A node-services answer, compacted for the planner.
 struct ObservedSnapshot {
     node_exists: bool,
-    instances: BTreeMap<String, ObservedInstance>,
+    instances: BTreeMap<String, CompactInstance>,
     index: u64,
 }
 
 /// A health/node answer: service ID -> its checks (node checks dropped).
 struct CheckSnapshot {
-    checks: HashMap<String, Vec<ObservedCheck>>,
+    checks: HashMap<String, Vec<CompactCheck>>,
     index: u64,
 }
 
@@ -259,9 +290,13 @@ impl Drop for AbortOnDrop {
 /// Drives `stream` on its own task, converting each item there. One item
 /// in flight: an answer waits until the loop took the previous one (each
 /// answer is a whole snapshot, so the loop never needs a backlog).
+///
+/// While `writing` is true the next request is held back, for at most
+/// [`MAX_READ_DEFERRAL`] after the previous answer (see there).
 fn spawn_converted<T, U>(
     stream: impl Stream<Item = Result<T, mirra_consul::Error>> + Send + 'static,
-    convert: impl Fn(T) -> U + Send + 'static,
+    mut writing: tokio::sync::watch::Receiver<bool>,
+    convert: impl Fn(T) -> Result<U, mirra_consul::Error> + Send + 'static,
 ) -> (
     tokio::sync::mpsc::Receiver<Result<U, mirra_consul::Error>>,
     AbortOnDrop,
@@ -273,8 +308,22 @@ where
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let task = tokio::spawn(async move {
         let mut stream = pin!(stream);
-        while let Some(item) = stream.next().await {
-            if tx.send(item.map(&convert)).await.is_err() {
+        let mut last_answer: Option<Instant> = None;
+        loop {
+            if let Some(at) = last_answer {
+                let deadline = at + MAX_READ_DEFERRAL;
+                while *writing.borrow_and_update() {
+                    tokio::select! {
+                        changed = writing.changed() => if changed.is_err() { break },
+                        _ = tokio::time::sleep_until(deadline) => break,
+                    }
+                }
+            }
+            let Some(item) = stream.next().await else {
+                break;
+            };
+            last_answer = Some(Instant::now());
+            if tx.send(item.and_then(&convert)).await.is_err() {
                 break;
             }
         }
@@ -326,7 +375,7 @@ impl NodeLookup for NodeCache<'_> {
 /// What we expect Consul to show for one instance after our write.
 struct Expectation {
     /// `None`: the instance is gone.
-    state: Option<ObservedInstance>,
+    state: Option<CompactInstance>,
     since: Instant,
     /// Raft index of the commit, when Consul's answer told it.
     index: Option<u64>,
@@ -335,7 +384,7 @@ struct Expectation {
 /// What we expect `health/node` to show for one instance's checks after our
 /// write (empty: no checks, e.g. the instance is gone).
 struct CheckExpectation {
-    checks: Vec<ObservedCheck>,
+    checks: Vec<CompactCheck>,
     since: Instant,
     /// Raft index of the commit, when Consul's answer told it.
     index: Option<u64>,
@@ -378,15 +427,15 @@ struct Engine {
     /// own slices.
     slices_by_key: BTreeMap<ServiceKey, BTreeSet<ObjectKey>>,
     node_index: NodeEndpointIndex,
-    index: mirra_catalog::KeyIndex,
+    index: mirra_catalog::ClaimIndex,
 
-    /// Last node-services answer (checks left `None`).
-    observed: BTreeMap<String, ObservedInstance>,
+    /// Last node-services answer, compacted (checks apart).
+    observed: BTreeMap<String, CompactInstance>,
     node_exists: bool,
     observed_seen: bool,
     overlay: BTreeMap<String, Expectation>,
     /// Service ID -> its checks, from the last health/node answer.
-    checks: HashMap<String, Vec<ObservedCheck>>,
+    checks: HashMap<String, Vec<CompactCheck>>,
     checks_seen: bool,
     check_overlay: HashMap<String, CheckExpectation>,
 
@@ -394,6 +443,10 @@ struct Engine {
     pending_ids: BTreeMap<ServiceKey, BTreeSet<String>>,
     first_event: BTreeMap<ServiceKey, Instant>,
     warned: BTreeMap<ServiceKey, Vec<Warning>>,
+
+    /// True while a round's transactions are in flight (holds back
+    /// whole-node reads, see [`MAX_READ_DEFERRAL`]).
+    writing: tokio::sync::watch::Sender<bool>,
 
     synced: bool,
     full_pass_failures: u32,
@@ -420,7 +473,7 @@ impl Engine {
             ingresses: Cache::new(),
             slices_by_key: BTreeMap::new(),
             node_index: NodeEndpointIndex::new(),
-            index: mirra_catalog::KeyIndex::new(),
+            index: mirra_catalog::ClaimIndex::new(),
             observed: BTreeMap::new(),
             node_exists: false,
             observed_seen: false,
@@ -431,6 +484,7 @@ impl Engine {
             pending_ids: BTreeMap::new(),
             first_event: BTreeMap::new(),
             warned: BTreeMap::new(),
+            writing: tokio::sync::watch::Sender::new(false),
             synced: false,
             full_pass_failures: 0,
             full_pass_retry_at: None,
@@ -505,7 +559,14 @@ impl Engine {
     fn on_node(&mut self, ev: watcher::Event<Node>) {
         for Change { old, new, .. } in self.nodes.apply(ev) {
             for k in keys_for_node_change(old.as_ref(), new.as_ref(), &self.node_index) {
-                self.enqueue(k);
+                // Only NodePort instances are registered at node addresses.
+                let uses_node = self
+                    .services
+                    .get(Some(&k.namespace), &k.name)
+                    .is_some_and(uses_node_addresses);
+                if uses_node {
+                    self.enqueue(k);
+                }
             }
         }
     }
@@ -543,24 +604,25 @@ impl Engine {
 
     /// The instance as the planner should see it: our unconfirmed writes
     /// over Consul's answer, with the remembered checks.
-    fn observed_instance(&self, id: &str) -> Option<ObservedInstance> {
-        let base = match self.overlay.get(id) {
-            Some(exp) => exp.state.clone(),
-            None => self.observed.get(id).cloned(),
-        };
-        base.map(|mut inst| {
-            inst.checks = Some(self.checks_of(id));
-            inst
+    fn observed_instance(&self, id: &str) -> Option<CompactView<'_>> {
+        let instance = match self.overlay.get(id) {
+            Some(exp) => exp.state.as_ref(),
+            None => self.observed.get(id),
+        }?;
+        Some(CompactView {
+            node: &self.settings.sync.consul_node_name,
+            instance,
+            checks: self.checks_of(id),
         })
     }
 
     /// The checks of one instance as the planner should see them: our
     /// unconfirmed writes over Consul's answer. Every check on our node is
     /// watched, so an instance absent from the answer has none.
-    fn checks_of(&self, id: &str) -> Vec<ObservedCheck> {
+    fn checks_of(&self, id: &str) -> &[CompactCheck] {
         match self.check_overlay.get(id) {
-            Some(exp) => exp.checks.clone(),
-            None => self.checks.get(id).cloned().unwrap_or_default(),
+            Some(exp) => &exp.checks,
+            None => self.checks.get(id).map(Vec::as_slice).unwrap_or_default(),
         }
     }
 
@@ -640,28 +702,50 @@ impl Engine {
     async fn process_keys(&mut self, keys: Vec<ServiceKey>) {
         let mut ids_by_key: BTreeMap<ServiceKey, BTreeSet<String>> = BTreeMap::new();
         let mut events = Vec::new();
+        let mut fresh: BTreeMap<ServiceKey, Vec<Registration>> = BTreeMap::new();
         for key in &keys {
             let (regs, warnings) = self.desired(key);
             if let Some(ev) = self.note_warnings(key, warnings) {
                 events.push(ev);
             }
-            let mut ids = self.index.set(key, regs);
+            let mut ids = self.index.claim(key, regs.iter().map(|r| r.id.clone()));
             if let Some(p) = self.pending_ids.remove(key) {
                 ids.extend(p);
             }
             ids_by_key.insert(key.clone(), ids);
+            fresh.insert(key.clone(), regs);
         }
         let all_ids: BTreeSet<String> = ids_by_key.values().flatten().cloned().collect();
+        // A touched ID can be won by a Service outside this round (one this
+        // round's Service let go of): its registrations are computed here.
+        let outside: BTreeSet<ServiceKey> = all_ids
+            .iter()
+            .filter_map(|id| self.index.owner_of(id))
+            .filter(|k| !fresh.contains_key(*k))
+            .cloned()
+            .collect();
+        for k in outside {
+            let (regs, _) = self.desired(&k);
+            fresh.insert(k, regs);
+        }
+        let desired: BTreeMap<String, &Registration> = fresh
+            .iter()
+            .flat_map(|(k, regs)| self.index.winning(k, regs))
+            .filter(|(id, _)| all_ids.contains(*id))
+            .map(|(id, r)| (id.to_owned(), r))
+            .collect();
         let mut owner: BTreeMap<&str, &ServiceKey> = BTreeMap::new();
         for (k, ids) in &ids_by_key {
             for id in ids {
                 owner.entry(id.as_str()).or_insert(k);
             }
         }
-        let planned = self.plan_ids(&all_ids, |op| {
+        let planned = self.plan_ids(&desired, &all_ids, |op| {
             let id = op_service_id(op);
             owner.get(id).map(|k| (*k).clone())
         });
+        drop(desired);
+        drop(fresh);
         // Every operation of a key round has a key, so no orphan can fail.
         let (failed, _) = self.write(&planned).await;
         let keys_with_ops: BTreeSet<&ServiceKey> =
@@ -691,24 +775,25 @@ impl Engine {
         }
     }
 
-    /// Plans the given IDs against the observed state.
+    /// Plans the given IDs (`desired` holds the winning registrations among
+    /// them) against the observed state.
     fn plan_ids(
         &self,
+        desired: &BTreeMap<String, &Registration>,
         ids: &BTreeSet<String>,
         key_of: impl Fn(&CatalogOp) -> Option<ServiceKey>,
     ) -> Vec<Planned> {
-        let desired = self.index.desired_for_ids(ids);
-        let observed: BTreeMap<String, ObservedInstance> = ids
+        let observed: BTreeMap<String, CompactView<'_>> = ids
             .iter()
             .filter_map(|id| self.observed_instance(id).map(|o| (id.clone(), o)))
             .collect();
-        self.finish_plan(&desired, &observed, key_of)
+        self.finish_plan(desired, &observed, key_of)
     }
 
     fn finish_plan(
         &self,
-        desired: &BTreeMap<String, Registration>,
-        observed: &BTreeMap<String, ObservedInstance>,
+        desired: &BTreeMap<String, &Registration>,
+        observed: &BTreeMap<String, CompactView<'_>>,
         key_of: impl Fn(&CatalogOp) -> Option<ServiceKey>,
     ) -> Vec<Planned> {
         let plan = plan_detailed(desired, observed, &self.settings.sync);
@@ -732,24 +817,29 @@ impl Engine {
                 );
             }
         }
-        plan.ops
+        let mut planned: Vec<Planned> = plan
+            .ops
             .into_iter()
             .map(|op| {
                 let key = key_of(&op);
                 Planned { op, key }
             })
-            .collect()
+            .collect();
+        order_by_key(&mut planned);
+        planned
     }
 
     /// Re-plans every Service from the caches and writes the drift,
     /// including the removal of owned instances nothing wants.
     async fn full_pass(&mut self) {
         self.full_pass_retry_at = None;
-        let keys: Vec<ServiceKey> = self
+        let mut keys: Vec<ServiceKey> = self
             .services
             .iter()
             .filter_map(|(_, s)| ServiceKey::of_service(s))
             .collect();
+        keys.sort();
+        keys.dedup();
         let mut events = Vec::new();
         let present: BTreeSet<&ServiceKey> = keys.iter().collect();
         let gone: Vec<ServiceKey> = self
@@ -761,23 +851,40 @@ impl Engine {
         for k in gone {
             self.index.remove(&k);
         }
-        for key in &keys {
-            let (regs, warnings) = self.desired(key);
-            if let Some(ev) = self.note_warnings(key, warnings) {
-                events.push(ev);
+        // Keys in ascending order, a chunk at a time, so that only one
+        // chunk's registrations exist at once. When a key is planned every
+        // smaller key has already claimed its IDs, so the owner of each of
+        // its IDs is final (the smallest claimant wins) and every claimed ID
+        // is planned once, with its winner's registration.
+        let mut planned = Vec::new();
+        for chunk in keys.chunks(FULL_PASS_CHUNK) {
+            let mut fresh = Vec::with_capacity(chunk.len());
+            for key in chunk {
+                let (regs, warnings) = self.desired(key);
+                if let Some(ev) = self.note_warnings(key, warnings) {
+                    events.push(ev);
+                }
+                self.index.claim(key, regs.iter().map(|r| r.id.clone()));
+                fresh.push((key, regs));
             }
-            self.index.set(key, regs);
+            let desired: BTreeMap<String, &Registration> = fresh
+                .iter()
+                .flat_map(|(k, regs)| self.index.winning(k, regs))
+                .map(|(id, r)| (id.to_owned(), r))
+                .collect();
+            let ids: BTreeSet<String> = desired.keys().cloned().collect();
+            let index = &self.index;
+            planned.extend(self.plan_ids(&desired, &ids, |op| {
+                index.owner_of(op_service_id(op)).cloned()
+            }));
         }
-        let desired = self.index.desired_all();
-        let observed: BTreeMap<String, ObservedInstance> = self
+        // Instances no Service claims: this is the only plan that reaps.
+        let orphans: BTreeSet<String> = self
             .all_observed_ids()
             .into_iter()
-            .filter_map(|id| self.observed_instance(&id).map(|o| (id, o)))
+            .filter(|id| self.index.owner_of(id).is_none())
             .collect();
-        let index = &self.index;
-        let planned = self.finish_plan(&desired, &observed, |op| {
-            index.owner_of(op_service_id(op)).cloned()
-        });
+        planned.extend(self.plan_ids(&BTreeMap::new(), &orphans, |_| None));
         if !planned.is_empty() {
             tracing::info!(ops = planned.len(), "whole-node pass found drift");
         }
@@ -807,27 +914,79 @@ impl Engine {
 
     // ----- writing --------------------------------------------------------------
 
-    /// Writes planned operations in transactions. Returns the keys whose
+    /// Writes planned operations in transactions, up to
+    /// `settings.txn_concurrency` of them in flight. Returns the keys whose
     /// operations did not all commit, and whether an orphan's did not.
+    ///
+    /// Wire operations are built one transaction at a time, right before it
+    /// is sent, so a cold start of 50,000 instances never holds all 100,000
+    /// of them at once. Results are taken in order; operations of different
+    /// transactions touch different instances, so they commute and the
+    /// order in which Consul applies concurrent transactions does not
+    /// matter.
     async fn write(&mut self, planned: &[Planned]) -> (BTreeSet<ServiceKey>, bool) {
-        let mut failed = BTreeSet::new();
-        let mut orphan_failed = false;
         if planned.is_empty() {
-            return (failed, orphan_failed);
+            return (BTreeSet::new(), false);
         }
         let node = self.settings.sync.consul_node_name.clone();
-        // Flatten into wire operations, remembering which plan entry each
-        // belongs to.
-        let mut wire: Vec<(TxnOp, usize)> = Vec::new();
+        let mut entries: Vec<(usize, usize)> = Vec::with_capacity(planned.len() + 1);
         if !self.node_exists {
-            wire.push((node_op(&self.settings), NODE_OP));
+            entries.push((NODE_OP, 1));
         }
-        for (i, p) in planned.iter().enumerate() {
-            for op in to_txn_ops(&p.op, &node) {
-                wire.push((op, i));
-            }
-        }
-        let batch = self.settings.txn_batch.max(1);
+        entries.extend(
+            planned
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i, wire_len(&p.op))),
+        );
+        let chunks = pack_entries(&entries, self.settings.txn_batch.max(1));
+        self.writing.send_replace(true);
+        let result = self.send_chunks(chunks, planned, &node).await;
+        self.writing.send_replace(false);
+        result
+    }
+
+    /// The sending half of [`Engine::write`].
+    async fn send_chunks(
+        &mut self,
+        chunks: Vec<Vec<usize>>,
+        planned: &[Planned],
+        node: &str,
+    ) -> (BTreeSet<ServiceKey>, bool) {
+        let mut failed = BTreeSet::new();
+        let mut orphan_failed = false;
+        let node_op = node_op(&self.settings);
+        let consul = self.consul.clone();
+        // Set by a failure that is not a rollback (Consul down, 5xx, 403):
+        // transactions not yet sent are not sent, and stay pending.
+        let abort = AtomicBool::new(false);
+        let wire_of = |chunk: &[usize]| -> Vec<(TxnOp, usize)> {
+            chunk
+                .iter()
+                .flat_map(|&i| match planned.get(i) {
+                    Some(p) => to_txn_ops(&p.op, node)
+                        .into_iter()
+                        .map(|op| (op, i))
+                        .collect::<Vec<_>>(),
+                    None => vec![(node_op.clone(), i)],
+                })
+                .collect()
+        };
+        let sends = futures::stream::iter(chunks)
+            .map(|chunk| {
+                let (consul, abort) = (&consul, &abort);
+                let wire = wire_of(&chunk);
+                async move {
+                    if abort.load(Ordering::Relaxed) {
+                        return (wire, None);
+                    }
+                    let ops: Vec<TxnOp> = wire.iter().map(|(o, _)| o.clone()).collect();
+                    let res = consul.txn(&ops).await;
+                    (wire, Some(res))
+                }
+            })
+            .buffered(self.settings.txn_concurrency.max(1));
+        let mut sends = pin!(sends);
         let mut mark_failed = |idx: usize, failed: &mut BTreeSet<ServiceKey>| match planned
             .get(idx)
             .and_then(|p| p.key.clone())
@@ -837,11 +996,19 @@ impl Engine {
             }
             None => orphan_failed = true,
         };
-        let mut chunks = pack_entries(wire, batch).into_iter();
-        while let Some(mut chunk) = chunks.next() {
+        while let Some((mut chunk, res)) = sends.next().await {
+            let mut res = match res {
+                Some(r) => r,
+                None => {
+                    for (_, i) in &chunk {
+                        mark_failed(*i, &mut failed);
+                    }
+                    continue;
+                }
+            };
+            // A rolled-back transaction is re-sent without the refused
+            // entries, here and at once: the rest of it is still wanted.
             loop {
-                let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
-                let res = self.consul.txn(&ops).await;
                 match res {
                     Ok(results) => {
                         self.metrics.transaction();
@@ -875,17 +1042,17 @@ impl Engine {
                         if chunk.is_empty() {
                             break;
                         }
+                        let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
+                        res = consul.txn(&ops).await;
                     }
                     Err(e) => {
                         self.metrics.consul_error(e.class());
                         tracing::warn!(error = %e, "writing to Consul failed; the work stays queued");
-                        for (_, i) in chunk
-                            .iter()
-                            .chain(chunks.by_ref().flatten().collect::<Vec<_>>().iter())
-                        {
+                        abort.store(true, Ordering::Relaxed);
+                        for (_, i) in &chunk {
                             mark_failed(*i, &mut failed);
                         }
-                        return (failed, orphan_failed);
+                        break;
                     }
                 }
             }
@@ -912,9 +1079,8 @@ impl Engine {
             match &p.op {
                 CatalogOp::Register(r) => {
                     self.metrics.operations("register", 1);
-                    let previous = self.checks_of(&r.id);
-                    let mut inst = echo(r, Some(&previous), &self.settings.sync);
-                    let checks = inst.checks.take().unwrap_or_default();
+                    let checks = mirra_catalog::compact::checks_after(r, self.checks_of(&r.id));
+                    let inst = CompactInstance::of_registration(r, &self.settings.sync);
                     self.check_overlay.insert(
                         r.id.clone(),
                         CheckExpectation {
@@ -955,8 +1121,8 @@ impl Engine {
                 CatalogOp::DeregisterCheck { check_id, .. } => {
                     self.metrics.operations("deregister_check", 1);
                     let id = op_service_id(&p.op).to_owned();
-                    let mut checks = self.checks_of(&id);
-                    checks.retain(|c| &c.check_id != check_id);
+                    let mut checks = self.checks_of(&id).to_vec();
+                    checks.retain(|c| c.check_id() != check_id);
                     self.check_overlay.insert(
                         id,
                         CheckExpectation {
@@ -1020,6 +1186,28 @@ impl Engine {
     }
 }
 
+/// Orders a plan for writing: the operations of one Service together, so
+/// that its transactions are the first it can be in and it is done as soon
+/// as they commit, and within a Service the new instances before the
+/// removal of the old ones, so that a rollout never shows Consul a Service
+/// without instances. Orphans (no Service) go last. Stable, so the
+/// planner's order holds within each group.
+fn order_by_key(planned: &mut [Planned]) {
+    fn rank(op: &CatalogOp) -> u8 {
+        match op {
+            CatalogOp::Register(_) => 0,
+            CatalogOp::DeregisterCheck { .. } => 1,
+            CatalogOp::Deregister { .. } => 2,
+        }
+    }
+    planned.sort_by(|a, b| match (&a.key, &b.key) {
+        (Some(x), Some(y)) => x.cmp(y).then(rank(&a.op).cmp(&rank(&b.op))),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => rank(&a.op).cmp(&rank(&b.op)),
+    });
+}
+
 /// The service ID an operation is about (for a check removal, the ID part
 /// of `<namespace>/<serviceID>`).
 fn op_service_id(op: &CatalogOp) -> &str {
@@ -1032,47 +1220,48 @@ fn op_service_id(op: &CatalogOp) -> &str {
     }
 }
 
-/// Consul's answer as the planner's observed instances (checks `None`:
-/// they come from the check memory). Converts the typed answer directly
-/// instead of re-serialising it for `parse_node_services`.
-fn observed_from(snap: &NodeServices) -> BTreeMap<String, ObservedInstance> {
-    let node = snap
-        .node
-        .as_ref()
-        .map(|n| n.node.clone())
-        .unwrap_or_default();
-    snap.services
-        .iter()
-        .map(|s| {
-            let id = if s.id.is_empty() {
-                s.service.clone()
-            } else {
-                s.id.clone()
-            };
-            let inst = ObservedInstance {
-                node: node.clone(),
-                id: id.clone(),
-                name: s.service.clone(),
-                kind: s.kind.clone(),
-                tags: s.tags.clone(),
-                address: s.address.clone(),
-                port: i64::from(s.port),
-                ports: Vec::new(),
-                meta: s.meta.clone(),
-                weights: s
-                    .weights
-                    .as_ref()
-                    .map(|w| mirra_catalog::Weights {
-                        passing: w.passing,
-                        warning: w.warning,
-                    })
-                    .unwrap_or_default(),
-                enable_tag_override: s.enable_tag_override,
-                checks: None,
-            };
-            (id, inst)
-        })
-        .collect()
+/// Consul's answer as full observed instances (checks `None`: they come
+/// from health/node). Converts the typed answer directly instead of
+/// re-serialising it for `parse_node_services`.
+fn observed_from(snap: NodeServices) -> impl Iterator<Item = (String, ObservedInstance)> {
+    let node = snap.node.map(|n| n.node).unwrap_or_default();
+    snap.services.into_iter().map(move |s| {
+        let id = if s.id.is_empty() {
+            s.service.clone()
+        } else {
+            s.id
+        };
+        let inst = ObservedInstance {
+            node: node.clone(),
+            id: id.clone(),
+            name: s.service,
+            kind: s.kind,
+            tags: s.tags,
+            address: s.address,
+            port: i64::from(s.port),
+            ports: Vec::new(),
+            meta: s.meta,
+            weights: s
+                .weights
+                .map(|w| mirra_catalog::Weights {
+                    passing: w.passing,
+                    warning: w.warning,
+                })
+                .unwrap_or_default(),
+            enable_tag_override: s.enable_tag_override,
+            checks: None,
+        };
+        (id, inst)
+    })
+}
+
+/// A body Consul answered that does not parse, as the client reports an
+/// undecodable answer (not retryable in itself; the watch reads again).
+fn decode_error(operation: &'static str, e: &mirra_catalog::ObservedError) -> mirra_consul::Error {
+    mirra_consul::Error::Decode {
+        operation,
+        message: e.to_string(),
+    }
 }
 
 /// The Raft index a committed transaction got: the highest `ModifyIndex`
@@ -1093,65 +1282,40 @@ fn commit_index(results: &[mirra_consul::TxnResult]) -> Option<u64> {
         .max()
 }
 
-/// Groups a health/node answer by service instance; node-level checks
-/// (empty `ServiceID`) belong to no instance and are dropped.
-fn checks_by_instance(answer: &[HealthCheck]) -> HashMap<String, Vec<ObservedCheck>> {
-    let mut checks: HashMap<String, Vec<ObservedCheck>> = HashMap::new();
-    for c in answer.iter().filter(|c| !c.service_id.is_empty()) {
-        checks
-            .entry(c.service_id.clone())
-            .or_default()
-            .push(check_from(c));
-    }
-    checks
-}
-
-/// Packs wire operations into transactions of at most `max` operations
-/// without splitting the operations of one plan entry (a registration and
-/// its check) across two transactions: each entry commits or fails whole.
-/// An entry larger than `max` gets a transaction of its own.
-fn pack_entries(wire: Vec<(TxnOp, usize)>, max: usize) -> Vec<Vec<(TxnOp, usize)>> {
+/// Packs plan entries `(index, wire operations)` into transactions of at
+/// most `max` operations without splitting an entry (a registration and its
+/// check) across two transactions: each entry commits or fails whole. An
+/// entry larger than `max` gets a transaction of its own.
+fn pack_entries(entries: &[(usize, usize)], max: usize) -> Vec<Vec<usize>> {
     let max = max.max(1);
-    let mut out: Vec<Vec<(TxnOp, usize)>> = Vec::new();
-    let mut current: Vec<(TxnOp, usize)> = Vec::new();
-    let mut entry: Vec<(TxnOp, usize)> = Vec::new();
-    let flush_entry = |entry: &mut Vec<(TxnOp, usize)>,
-                       current: &mut Vec<(TxnOp, usize)>,
-                       out: &mut Vec<Vec<(TxnOp, usize)>>| {
-        if !current.is_empty() && current.len() + entry.len() > max {
-            out.push(std::mem::take(current));
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut ops = 0;
+    for &(i, n) in entries {
+        if !current.is_empty() && ops + n > max {
+            out.push(std::mem::take(&mut current));
+            ops = 0;
         }
-        current.append(entry);
-    };
-    for item in wire {
-        if entry.last().is_some_and(|(_, i)| *i != item.1) {
-            flush_entry(&mut entry, &mut current, &mut out);
-        }
-        entry.push(item);
+        current.push(i);
+        ops += n;
     }
-    flush_entry(&mut entry, &mut current, &mut out);
     if !current.is_empty() {
         out.push(current);
     }
     out
 }
 
-/// Whether two check lists hold the same checks, in any order.
-fn same_checks(a: &[ObservedCheck], b: &[ObservedCheck]) -> bool {
-    a.len() == b.len() && a.iter().all(|c| b.contains(c))
+/// How many wire operations [`to_txn_ops`] makes of `op`.
+fn wire_len(op: &CatalogOp) -> usize {
+    match op {
+        CatalogOp::Register(r) if r.check.is_some() => 2,
+        _ => 1,
+    }
 }
 
-fn check_from(c: &HealthCheck) -> ObservedCheck {
-    ObservedCheck {
-        node: c.node.clone(),
-        check_id: c.check_id.clone(),
-        name: c.name.clone(),
-        status: c.status.clone(),
-        notes: c.notes.clone(),
-        output: c.output.clone(),
-        service_id: c.service_id.clone(),
-        check_type: c.r#type.clone(),
-    }
+/// Whether two check lists hold the same checks, in any order.
+fn same_checks(a: &[CompactCheck], b: &[CompactCheck]) -> bool {
+    a.len() == b.len() && a.iter().all(|c| b.contains(c))
 }
 
 /// The Node `set` that creates our node when it does not exist (an existing
@@ -1245,8 +1409,8 @@ async fn purge(
         .node_services(&node, &QueryOptions::default())
         .await
         .map_err(ControllerError::Purge)?;
-    let ops: Vec<TxnOp> = observed_from(&snap.value)
-        .values()
+    let ops: Vec<TxnOp> = observed_from(snap.value)
+        .map(|(_, i)| i)
         .filter(|i| is_owned(i, &settings.sync))
         .flat_map(|i| {
             to_txn_ops(
@@ -1278,39 +1442,122 @@ async fn purge(
 mod tests {
     use super::*;
 
-    fn svc(id: &str) -> TxnOp {
-        TxnOp::Service {
-            verb: Verb::Set,
-            node: "n".into(),
-            service: mirra_consul::Service {
-                id: id.into(),
-                ..mirra_consul::Service::default()
-            },
-        }
+    #[test]
+    fn packing_never_splits_an_entry() {
+        // The node (one op), then three two-op registrations.
+        let entries = vec![(NODE_OP, 1), (0, 2), (1, 2), (2, 2)];
+        assert_eq!(
+            pack_entries(&entries, 4),
+            vec![vec![NODE_OP, 0], vec![1, 2]]
+        );
+        // An entry larger than the limit travels alone.
+        assert_eq!(pack_entries(&[(0, 2)], 1), vec![vec![0]]);
+        assert!(pack_entries(&[], 64).is_empty());
     }
 
     #[test]
-    fn packing_never_splits_an_entry() {
-        // Entry 0 is one op (the node), then three two-op registrations.
-        let wire = vec![
-            (svc("node"), NODE_OP),
-            (svc("a"), 0),
-            (svc("a-check"), 0),
-            (svc("b"), 1),
-            (svc("b-check"), 1),
-            (svc("c"), 2),
-            (svc("c-check"), 2),
+    fn a_services_new_instances_come_before_the_removal_of_its_old_ones() {
+        let key = |n: &str| Some(ServiceKey::new("ns", n));
+        let reg = |id: &str| {
+            CatalogOp::Register(Registration {
+                key: ServiceKey::new("ns", "x"),
+                id: id.into(),
+                name: "x".into(),
+                tags: Vec::new(),
+                address: String::new(),
+                port: 0,
+                ports: Vec::new(),
+                meta: BTreeMap::new(),
+                weights: mirra_catalog::Weights::default(),
+                check: None,
+            })
+        };
+        let dereg = |id: &str| CatalogOp::Deregister {
+            node: "n".into(),
+            service_id: id.into(),
+            service_name: "x".into(),
+            check_ids: Vec::new(),
+        };
+        let check = |id: &str| CatalogOp::DeregisterCheck {
+            node: "n".into(),
+            check_id: id.into(),
+        };
+        // As the planner emits them: every removal first.
+        let mut planned = vec![
+            Planned {
+                op: dereg("b-old"),
+                key: key("b"),
+            },
+            Planned {
+                op: dereg("orphan"),
+                key: None,
+            },
+            Planned {
+                op: dereg("a-old"),
+                key: key("a"),
+            },
+            Planned {
+                op: check("ns/a-keep"),
+                key: key("a"),
+            },
+            Planned {
+                op: reg("b-new"),
+                key: key("b"),
+            },
+            Planned {
+                op: reg("a-new"),
+                key: key("a"),
+            },
         ];
-        let chunks = pack_entries(wire, 4);
-        let shape: Vec<Vec<usize>> = chunks
-            .iter()
-            .map(|c| c.iter().map(|(_, i)| *i).collect())
-            .collect();
-        assert_eq!(shape, vec![vec![NODE_OP, 0, 0], vec![1, 1, 2, 2]]);
-        // An entry larger than the limit travels alone.
-        let chunks = pack_entries(vec![(svc("a"), 0), (svc("a-check"), 0)], 1);
-        assert_eq!(chunks.len(), 1);
-        assert!(pack_entries(Vec::new(), 64).is_empty());
+        order_by_key(&mut planned);
+        let order: Vec<&str> = planned.iter().map(|p| p.op.target()).collect();
+        assert_eq!(
+            order,
+            vec!["a-new", "ns/a-keep", "a-old", "b-new", "b-old", "orphan"]
+        );
+    }
+
+    #[test]
+    fn wire_len_matches_the_wire_operations() {
+        let reg = |check: bool| {
+            let mut r = Registration {
+                key: ServiceKey::new("ns", "web"),
+                id: "web-1".into(),
+                name: "web".into(),
+                tags: Vec::new(),
+                address: "10.0.0.1".into(),
+                port: 80,
+                ports: Vec::new(),
+                meta: BTreeMap::new(),
+                weights: mirra_catalog::Weights::default(),
+                check: None,
+            };
+            if check {
+                r.check = Some(mirra_catalog::ReadinessCheck {
+                    check_id: "ns/web-1".into(),
+                    service_id: "web-1".into(),
+                    status: mirra_catalog::CheckStatus::Passing,
+                });
+            }
+            CatalogOp::Register(r)
+        };
+        let ops = [
+            reg(true),
+            reg(false),
+            CatalogOp::DeregisterCheck {
+                node: "n".into(),
+                check_id: "ns/web-1".into(),
+            },
+            CatalogOp::Deregister {
+                node: "n".into(),
+                service_id: "web-1".into(),
+                service_name: "web".into(),
+                check_ids: Vec::new(),
+            },
+        ];
+        for op in &ops {
+            assert_eq!(wire_len(op), to_txn_ops(op, "n").len(), "{op:?}");
+        }
     }
 
     #[test]
@@ -1344,7 +1591,7 @@ mod tests {
             "Services": [{"ID": "web-1", "Service": "web", "Tags": null, "Meta": null, "Port": 80}]
         }))
         .unwrap();
-        let obs = observed_from(&snap);
+        let obs: BTreeMap<String, ObservedInstance> = observed_from(snap).collect();
         let inst = obs.get("web-1").unwrap();
         assert_eq!(inst.node, "k8s-sync");
         assert_eq!(inst.weights, mirra_catalog::Weights::default());

@@ -120,6 +120,13 @@ pub struct SyncCatalogArgs {
     /// 64 works with every Consul release; newer servers accept 128.
     #[arg(long = "txn-batch-size", default_value_t = mirra_consul::config::DEFAULT_TXN_MAX_OPS)]
     pub txn_batch_size: usize,
+    /// Transactions in flight at once while a round writes. Consul's leader
+    /// appends concurrent transactions to its log together, so a few in
+    /// flight cut a rollout's latency without adding Raft applies; 1 sends
+    /// them one after another.
+    #[arg(long = "txn-concurrency", default_value_t = DEFAULT_TXN_CONCURRENCY,
+          value_parser = clap::value_parser!(u16).range(1..=MAX_TXN_CONCURRENCY as i64))]
+    pub txn_concurrency: u16,
     /// Consul HTTP address (`host:port` or URL). Default: `CONSUL_HTTP_ADDR`,
     /// else `127.0.0.1:8500`.
     #[arg(long = "http-addr")]
@@ -261,6 +268,8 @@ pub struct Settings {
     pub queue: QueueConfig,
     /// Operations per transaction.
     pub txn_batch: usize,
+    /// Transactions in flight at once.
+    pub txn_concurrency: usize,
     /// Deregister every owned instance, then return.
     pub purge: bool,
     /// Longest wait of one blocking node-services query. Consul's default
@@ -276,6 +285,16 @@ pub struct Settings {
 /// while letting a whole-cluster event (a relist) share transactions.
 pub const DEFAULT_MAX_KEYS_PER_ROUND: usize = 4096;
 
+/// Transactions in flight at once by default. Four keep a 64-operation
+/// pipeline busy across the round trip to the leader (one transaction is
+/// decoded and applied while the next travels) without letting one
+/// controller monopolise the leader's write path.
+pub const DEFAULT_TXN_CONCURRENCY: u16 = 4;
+
+/// Upper bound of `-txn-concurrency`: beyond this, concurrency only queues
+/// requests at the Consul leader.
+pub const MAX_TXN_CONCURRENCY: u16 = 32;
+
 impl Settings {
     /// Settings with the consul-k8s defaults for `sync`, a short debounce,
     /// and Consul's default blocking wait: a starting point for tests.
@@ -285,6 +304,7 @@ impl Settings {
             write_interval: Duration::from_secs(30),
             queue: QueueConfig::default(),
             txn_batch: mirra_consul::config::DEFAULT_TXN_MAX_OPS,
+            txn_concurrency: usize::from(DEFAULT_TXN_CONCURRENCY),
             purge: false,
             consul_wait: mirra_consul::blocking::DEFAULT_WAIT,
             max_keys_per_round: DEFAULT_MAX_KEYS_PER_ROUND,
@@ -339,6 +359,7 @@ impl Settings {
         s.queue.debounce = args.debounce;
         s.queue.max_delay = args.max_debounce;
         s.txn_batch = args.txn_batch_size;
+        s.txn_concurrency = usize::from(args.txn_concurrency);
         s.purge = args.purge_k8s_services_from_node;
         Ok(s)
     }

@@ -191,7 +191,6 @@ async fn node_address_change_replans_only_node_port_services_on_that_node() {
 }
 
 #[tokio::test]
-#[ignore = "engine bug: a Node address change re-plans every Service with endpoints on the Node (mirra_catalog::keys_for_node_change), not only NodePort ones"]
 async fn node_address_change_does_not_replan_cluster_ip_services_on_that_node() {
     let k = kube().await;
     let (csb, c) = consul().await;
@@ -818,7 +817,6 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
 }
 
 #[tokio::test]
-#[ignore = "engine bug: keys dirtied in one debounce window are planned one by one as each key's own deadline passes, so a rollout over N Services costs N transactions"]
 async fn services_changed_in_one_debounce_window_share_one_transaction() {
     let k = kube().await;
     let (csb, c) = consul().await;
