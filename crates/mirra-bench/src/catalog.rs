@@ -3,15 +3,17 @@
 //! and the consul-k8s strategy (every instance re-registered every 30 s, one
 //! `catalog/register` each) as the baseline.
 //!
-//! The two sandboxes run as separate processes (`mirra sandbox kube` and
-//! `mirra sandbox consul`, next to this binary in the target directory) so
-//! that the RSS printed for mirra is the controller's (plus this load
-//! generator's small share), not the servers'. Without the `mirra` binary
-//! they run in this process and the RSS is of the whole process.
+//! The two sandboxes and the controller (`mirra sync-catalog`) run as
+//! separate processes of the `mirra` binary next to this one in the target
+//! directory, so that the RSS printed for mirra is the controller's alone,
+//! and its counters come from its `/metrics` as an operator would read
+//! them. Without the `mirra` binary everything runs in this process and the
+//! RSS is of the whole process.
 //!
 //! Arguments: `--services N` (10000), `--endpoints E` (5), `--rollout P`
 //! (900 pods), `--idle-secs S` (65: two verification passes at the default
-//! 30 s interval).
+//! 30 s interval), `--txn-batch-size B` (64; 128 also starts the Consul
+//! sandbox with a 128-operation limit, as current Consul servers have).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -42,6 +44,7 @@ struct Args {
     endpoints: usize,
     rollout: usize,
     idle: Duration,
+    txn_batch: usize,
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Args> {
@@ -50,6 +53,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
         endpoints: 5,
         rollout: 900,
         idle: Duration::from_secs(65),
+        txn_batch: 64,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -63,6 +67,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
             "--endpoints" => a.endpoints = n_usize.clamp(1, 8),
             "--rollout" => a.rollout = n_usize,
             "--idle-secs" => a.idle = Duration::from_secs(n),
+            "--txn-batch-size" => a.txn_batch = n_usize.clamp(1, 128),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -186,14 +191,22 @@ struct ConsulCounts {
 }
 
 impl Consul {
-    async fn start(bin: Option<&Path>) -> anyhow::Result<Consul> {
+    /// A Consul sandbox accepting `max_txn_ops` operations per
+    /// transaction (64 as older servers, 128 as current ones).
+    async fn start(bin: Option<&Path>, max_txn_ops: usize) -> anyhow::Result<Consul> {
+        let max = max_txn_ops.max(64);
         match bin {
             Some(b) => {
-                let (url, child) = spawn_sandbox(b, "consul", &[]).await?;
+                let (url, child) =
+                    spawn_sandbox(b, "consul", &["--max-txn-ops", &max.to_string()]).await?;
                 Ok(Server::Child { url, child })
             }
             None => Ok(Server::InProcess(
-                consul_sandbox::Sandbox::start(consul_sandbox::Config::default()).await?,
+                consul_sandbox::Sandbox::start(consul_sandbox::Config {
+                    max_txn_ops: max,
+                    ..consul_sandbox::Config::default()
+                })
+                .await?,
             )),
         }
     }
@@ -232,19 +245,88 @@ impl Consul {
     }
 }
 
-struct Controller {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), mirra_catalog_controller::ControllerError>>,
-    ready: mirra_catalog_controller::ReadyFlag,
-    metrics: CatalogMetrics,
+/// The controller under test: a `mirra sync-catalog` child process (so
+/// that its RSS is its own), or a task in this process when the `mirra`
+/// binary was not built.
+#[allow(clippy::large_enum_variant)]
+enum Controller {
+    InProcess {
+        stop: CancellationToken,
+        task: tokio::task::JoinHandle<Result<(), mirra_catalog_controller::ControllerError>>,
+        ready: mirra_catalog_controller::ReadyFlag,
+        metrics: CatalogMetrics,
+    },
+    Child {
+        child: tokio::process::Child,
+        /// `http://127.0.0.1:<port>` of `-listen` (`/health/ready`).
+        health: String,
+        /// `http://127.0.0.1:<port>` of `-metrics-port` (`/metrics`).
+        metrics: String,
+        http: reqwest::Client,
+    },
 }
 
-fn start(kube: &kube::Client, consul: &mirra_consul::Client) -> Controller {
+/// Where and how to start the controller.
+struct ControllerSpec<'a> {
+    bin: Option<&'a Path>,
+    kubeconfig: Option<&'a Path>,
+    consul_url: String,
+    txn_batch: usize,
+}
+
+/// A free loopback port (bound then released: the child binds it next).
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+async fn start(
+    kube: &kube::Client,
+    consul: &mirra_consul::Client,
+    spec: &ControllerSpec<'_>,
+) -> anyhow::Result<Controller> {
+    if let (Some(bin), Some(kubeconfig)) = (spec.bin, spec.kubeconfig) {
+        let (health, metrics) = (free_port()?, free_port()?);
+        // A profiler can wrap the controller (for example
+        // `MIRRA_BENCH_WRAP=heaptrack`); its figures are then the wrapper's.
+        let mut cmd = match std::env::var_os("MIRRA_BENCH_WRAP") {
+            Some(wrapper) => {
+                let mut c = tokio::process::Command::new(wrapper);
+                c.arg(bin);
+                c
+            }
+            None => tokio::process::Command::new(bin),
+        };
+        let child = cmd
+            .arg("sync-catalog")
+            .args([
+                "-to-k8s=false",
+                "-allow-k8s-namespace=*",
+                &format!("-txn-batch-size={}", spec.txn_batch),
+                &format!("-listen=127.0.0.1:{health}"),
+                &format!("-metrics-port={metrics}"),
+                "-log-level=warn",
+            ])
+            .env("KUBECONFIG", kubeconfig)
+            .env("CONSUL_HTTP_ADDR", &spec.consul_url)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {} sync-catalog", bin.display()))?;
+        return Ok(Controller::Child {
+            child,
+            health: format!("http://127.0.0.1:{health}"),
+            metrics: format!("http://127.0.0.1:{metrics}"),
+            http: reqwest::Client::new(),
+        });
+    }
     let sync = SyncSettings {
         allow_k8s_namespaces: ["*".to_owned()].into(),
         ..SyncSettings::default()
     };
-    let settings = Settings::new(sync);
+    let mut settings = Settings::new(sync);
+    settings.txn_batch = spec.txn_batch;
     let stop = CancellationToken::new();
     let ready = Readiness::new().register("catalog");
     let metrics = CatalogMetrics::default();
@@ -256,18 +338,163 @@ fn start(kube: &kube::Client, consul: &mirra_consul::Client) -> Controller {
         metrics.clone(),
         stop.clone(),
     ));
-    Controller {
+    Ok(Controller::InProcess {
         stop,
         task,
         ready,
         metrics,
+    })
+}
+
+/// The value of one series in Prometheus text (`name` with its labels, as
+/// printed), summed over every line that starts with it.
+fn series_sum(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(name, _)| *name == series)
+        .filter_map(|(_, v)| v.parse::<f64>().ok())
+        .sum()
+}
+
+/// The controller's own event-to-Consul histogram: cumulative counts by
+/// upper bound (seconds), summed over kinds.
+fn latency_buckets(text: &str) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("mirra_catalog_event_to_consul_seconds_bucket{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.rsplit_once("} ") else {
+            continue;
+        };
+        let Some(le) = labels
+            .split(',')
+            .find_map(|kv| kv.trim().strip_prefix("le=\""))
+            .map(|v| v.trim_end_matches('"'))
+        else {
+            continue;
+        };
+        let le = if le == "+Inf" {
+            f64::INFINITY
+        } else {
+            match le.parse() {
+                Ok(v) => v,
+                Err(_) => continue,
+            }
+        };
+        let Ok(n) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        match out.iter_mut().find(|(b, _)| *b == le) {
+            Some(slot) => slot.1 += n,
+            None => out.push((le, n)),
+        }
     }
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+/// The smallest bucket bound holding fraction `p` of the observations made
+/// between two histogram snapshots.
+fn bucket_quantile(before: &[(f64, f64)], after: &[(f64, f64)], p: f64) -> Option<f64> {
+    let delta: Vec<(f64, f64)> = after
+        .iter()
+        .map(|(le, n)| {
+            let b = before.iter().find(|(l, _)| l == le).map_or(0.0, |x| x.1);
+            (*le, n - b)
+        })
+        .collect();
+    let total = delta.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    delta
+        .iter()
+        .find(|(_, n)| *n >= p * total)
+        .map(|(le, _)| *le)
 }
 
 impl Controller {
+    async fn metrics_text(&self) -> anyhow::Result<String> {
+        match self {
+            Controller::InProcess { .. } => Ok(String::new()),
+            Controller::Child { metrics, http, .. } => Ok(http
+                .get(format!("{metrics}/metrics"))
+                .send()
+                .await?
+                .error_for_status()?
+                .text()
+                .await?),
+        }
+    }
+
+    async fn is_ready(&self) -> bool {
+        match self {
+            Controller::InProcess { ready, .. } => ready.is_ready(),
+            Controller::Child { health, http, .. } => http
+                .get(format!("{health}/health/ready"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success()),
+        }
+    }
+
+    async fn pending_keys(&self) -> anyhow::Result<u64> {
+        match self {
+            Controller::InProcess { metrics, .. } => {
+                Ok(u64::try_from(metrics.pending_keys()).unwrap_or(0))
+            }
+            Controller::Child { .. } => {
+                let t = self.metrics_text().await?;
+                Ok(series_sum(&t, "mirra_catalog_pending_keys") as u64)
+            }
+        }
+    }
+
+    /// (transactions, registrations, deregistrations, writes avoided).
+    async fn totals(&self) -> anyhow::Result<(u64, u64, u64, u64)> {
+        match self {
+            Controller::InProcess { metrics, .. } => Ok((
+                metrics.transactions_total(),
+                metrics.operations_total("register"),
+                metrics.operations_total("deregister"),
+                metrics.writes_avoided_total(),
+            )),
+            Controller::Child { .. } => {
+                let t = self.metrics_text().await?;
+                Ok((
+                    series_sum(&t, "mirra_catalog_transactions_total") as u64,
+                    series_sum(&t, "mirra_catalog_operations_total{verb=\"register\"}") as u64,
+                    series_sum(&t, "mirra_catalog_operations_total{verb=\"deregister\"}") as u64,
+                    series_sum(&t, "mirra_catalog_writes_avoided_total") as u64,
+                ))
+            }
+        }
+    }
+
+    /// (VmRSS, VmHWM) of the controller's process.
+    fn memory_mib(&self) -> (Option<f64>, Option<f64>) {
+        let pid = match self {
+            Controller::InProcess { .. } => "self".to_owned(),
+            Controller::Child { child, .. } => match child.id() {
+                Some(p) => p.to_string(),
+                None => return (None, None),
+            },
+        };
+        (proc_mib(&pid, "VmRSS:"), proc_mib(&pid, "VmHWM:"))
+    }
+
     async fn stop(self) -> anyhow::Result<()> {
-        self.stop.cancel();
-        self.task.await??;
+        match self {
+            Controller::InProcess { stop, task, .. } => {
+                stop.cancel();
+                task.await??;
+            }
+            Controller::Child { mut child, .. } => {
+                child.kill().await?;
+            }
+        }
         Ok(())
     }
 
@@ -278,7 +505,7 @@ impl Controller {
         while quiet < 10 {
             tokio::time::sleep(Duration::from_millis(200)).await;
             let now = consul.counts(http).await?.raft_applies;
-            if now == last && self.metrics.pending_keys() == 0 && self.ready.is_ready() {
+            if now == last && self.is_ready().await && self.pending_keys().await? == 0 {
                 quiet += 1;
             } else {
                 quiet = 0;
@@ -311,10 +538,10 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         Some(b) => eprintln!("sandboxes: separate processes of {}", b.display()),
         None => eprintln!("sandboxes: in this process (build the mirra binary to separate them)"),
     }
+    let kubeconfig =
+        std::env::temp_dir().join(format!("mirra-bench-{}.kubeconfig", std::process::id()));
     let ksb: Server<kube_sandbox::Sandbox> = match &bin {
         Some(b) => {
-            let kubeconfig =
-                std::env::temp_dir().join(format!("mirra-bench-{}.kubeconfig", std::process::id()));
             let (url, child) = spawn_sandbox(
                 b,
                 "kube",
@@ -332,7 +559,13 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         Server::Child { url, .. } => url.clone(),
     };
     let kube = kube::Client::try_from(kube::Config::new(kube_url.parse()?))?;
-    let csb = Consul::start(bin.as_deref()).await?;
+    let csb = Consul::start(bin.as_deref(), a.txn_batch).await?;
+    let spec = ControllerSpec {
+        bin: bin.as_deref(),
+        kubeconfig: bin.as_ref().map(|_| kubeconfig.as_path()),
+        consul_url: csb.url(),
+        txn_batch: a.txn_batch,
+    };
     let http = reqwest::Client::new();
     let consul = mirra_consul::Client::new(mirra_consul::ConsulConfig::new(&csb.url())?)?;
 
@@ -376,14 +609,14 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // Cold start.
     let c0 = csb.counts(&http).await?;
     let t0 = Instant::now();
-    let ctl = start(&kube, &consul);
+    let ctl = start(&kube, &consul, &spec).await?;
     while csb.counts(&http).await?.services < c0.services + instances as u64 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let cold_time = t0.elapsed();
     ctl.settle(&csb, &http).await?;
     let cold_applies = csb.counts(&http).await?.raft_applies - c0.raft_applies;
-    let rss = proc_mib("self", "VmRSS:");
+    let (rss, cold_peak) = ctl.memory_mib();
     let (kube_rss, consul_rss) = (ksb.rss_mib(), csb.rss_mib());
     eprintln!("cold start: {cold_applies} applies in {cold_time:?}");
     ctl.stop().await?;
@@ -391,8 +624,8 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // Warm restart.
     let applies1 = csb.counts(&http).await?.raft_applies;
     let t1 = Instant::now();
-    let ctl = start(&kube, &consul);
-    while !ctl.ready.is_ready() {
+    let ctl = start(&kube, &consul, &spec).await?;
+    while !ctl.is_ready().await {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let warm_ready = t1.elapsed();
@@ -424,6 +657,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         .collect();
     // Let the watchers park their first blocking query.
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let hist_before = latency_buckets(&ctl.metrics_text().await?);
     let starts = futures::stream::iter(0..rolled_services)
         .map(|i| {
             let slices = slices.clone();
@@ -460,7 +694,10 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     latencies.sort();
     ctl.settle(&csb, &http).await?;
     let rollout_applies = csb.counts(&http).await?.raft_applies - applies2;
-    let rollout_registers = ctl.metrics.operations_total("register");
+    let rollout_registers = ctl.totals().await?.1;
+    let hist_after = latency_buckets(&ctl.metrics_text().await?);
+    let own_p50 = bucket_quantile(&hist_before, &hist_after, 0.5);
+    let own_p99 = bucket_quantile(&hist_before, &hist_after, 0.99);
     let (p50, p99) = (percentile(&latencies, 0.5), percentile(&latencies, 0.99));
     eprintln!("rollout: {rollout_applies} applies, p50 {p50:?}, p99 {p99:?}");
 
@@ -468,15 +705,15 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let applies3 = csb.counts(&http).await?.raft_applies;
     tokio::time::sleep(a.idle).await;
     let idle_applies = csb.counts(&http).await?.raft_applies - applies3;
-    let peak = proc_mib("self", "VmHWM:");
-    let metrics = ctl.metrics.clone();
+    let (idle_rss, peak) = ctl.memory_mib();
+    let totals = ctl.totals().await?;
     ctl.stop().await?;
 
     // Baseline: one consul-k8s cycle, one catalog/register per instance,
     // against a fresh sandbox.
     drop(csb);
     drop(ksb);
-    let bsb = Consul::start(bin.as_deref()).await?;
+    let bsb = Consul::start(bin.as_deref(), 64).await?;
     let bclient = mirra_consul::Client::new(mirra_consul::ConsulConfig::new(&bsb.url())?)?;
     let b0 = bsb.counts(&http).await?.raft_applies;
     let tb = Instant::now();
@@ -525,9 +762,11 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     println!("| phase | mirra | consul-k8s strategy | ratio |");
     println!("|---|---|---|---|");
     println!(
-        "| cold start, Raft applies ({instances} instances) | {cold_applies} (floor: {} ops = node + service and readiness check per instance, ceil(ops/64) = {}) | {cycle_applies} (measured) | {} |",
+        "| cold start, Raft applies ({instances} instances, {} ops per txn) | {cold_applies} (floor: {} ops = node + service and readiness check per instance, ceil(ops/{}) = {}) | {cycle_applies} (measured) | {} |",
+        a.txn_batch,
         instances * 2 + 1,
-        (instances * 2 + 1).div_ceil(64),
+        a.txn_batch,
+        (instances * 2 + 1).div_ceil(a.txn_batch),
         ratio(cycle_applies, cold_applies)
     );
     println!(
@@ -551,10 +790,17 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         )
     );
     println!(
-        "| rollout, event-to-Consul latency p50 / p99 | {:.0} ms / {:.0} ms ({} Services) | ~15 s / ~30 s (waits for the 30 s cycle, modelled) | |",
+        "| rollout, event-to-Consul latency p50 / p99 (slice write to seen on a Consul watch) | {:.0} ms / {:.0} ms ({} Services) | ~15 s / ~30 s (waits for the 30 s cycle, modelled) | |",
         p50.as_secs_f64() * 1000.0,
         p99.as_secs_f64() * 1000.0,
         latencies.len()
+    );
+    let bound =
+        |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |b| format!("<= {:.0} ms", b * 1000.0));
+    println!(
+        "| rollout, controller's own event-to-commit histogram p50 / p99 (bucket bounds) | {} / {} | | |",
+        bound(own_p50),
+        bound(own_p99)
     );
     println!(
         "| idle {} s, Raft applies | {idle_applies} | {} ({idle_cycles} cycles x {cycle_applies}, modelled) | {} |",
@@ -569,8 +815,13 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let mib = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |m| format!("{m:.0} MiB"));
     if bin.is_some() {
         println!(
-            "| RSS after cold start, mirra (controller + this load generator; sandboxes in their own processes) | {} (peak {}) | | |",
+            "| RSS of the mirra sync-catalog process after cold start (peak during it) | {} ({}) | | |",
             mib(rss),
+            mib(cold_peak)
+        );
+        println!(
+            "| RSS of the restarted mirra process after rollout and idle (its peak) | {} ({}) | | |",
+            mib(idle_rss),
             mib(peak)
         );
         println!(
@@ -587,10 +838,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     }
     println!(
         "\nmirra totals (the controller from the warm restart on): {} transactions, {} registrations ({rollout_registers} by the end of the rollout), {} deregistrations, {} writes avoided",
-        metrics.transactions_total(),
-        metrics.operations_total("register"),
-        metrics.operations_total("deregister"),
-        metrics.writes_avoided_total()
+        totals.0, totals.1, totals.2, totals.3
     );
     Ok(())
 }
