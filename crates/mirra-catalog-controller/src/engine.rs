@@ -74,13 +74,38 @@ pub const OVERLAY_TTL: Duration = Duration::from_secs(30);
 /// within a second.
 const OBSERVED_MIN_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Longest a whole-node read is held back while mirra itself is writing.
-/// Reads during our own writes mostly show what the overlay already knows,
-/// and each one lists every instance on the node, competing with the
-/// writes for the Consul leader and for our CPU; but third-party changes
-/// must still be seen during a long stream of writes, and well before an
-/// unconfirmed expectation expires ([`OVERLAY_TTL`]).
+/// Longest the whole-node reads are paused while mirra itself is writing
+/// (a read in flight is dropped and sent again afterwards, see
+/// [`mirra_consul::Pause`]). Reads during our own writes mostly show what
+/// the overlay already knows, and each one makes Consul list every
+/// instance on the node, competing with the writes for the leader and for
+/// our CPU; but third-party changes must still be seen during a long
+/// stream of writes, and well before an unconfirmed expectation expires
+/// ([`OVERLAY_TTL`]).
 const MAX_READ_DEFERRAL: Duration = Duration::from_secs(5);
+
+/// Planned operations a whole-node pass holds before writing the ones that
+/// fill whole transactions: about 32 transactions' worth, a few MB.
+const FULL_PASS_FLUSH: usize = 1024;
+
+/// What the writes of one whole-node pass came to.
+#[derive(Default)]
+struct PassOutcome {
+    /// Plan entries written or given up.
+    entries: usize,
+    /// Services whose operations did not all commit.
+    failed: BTreeSet<ServiceKey>,
+    /// Whether an orphan's removal did not commit.
+    orphan_failed: bool,
+    /// A write failed: the rest of the pass is not sent.
+    stopped: bool,
+}
+
+/// How long the whole-node reads stay paused after a write: the rounds of
+/// a rollout come a debounce window or so apart, and resuming the reads
+/// between two of them would make Consul list the whole node once per
+/// round. Third-party changes are seen this much later at most.
+const PAUSE_LINGER: Duration = Duration::from_millis(500);
 
 /// Services planned together in a whole-node pass: enough to share the
 /// planner's set-up, few enough that their registrations (a few KB each)
@@ -154,14 +179,13 @@ pub async fn run(
         ..WatchOptions::default()
     };
     let node_name = engine.settings.sync.consul_node_name.clone();
-    let writing = engine.writing.subscribe();
+    let pause = mirra_consul::Pause::new(engine.writing.subscribe(), MAX_READ_DEFERRAL);
     // Each answer lists every instance (and every check) on our node; they
     // are decoded and converted on their own tasks so that a 50,000-entry
     // answer never stalls the event loop.
     let sync = engine.settings.sync.clone();
     let (observed, _observed_task) = spawn_converted(
-        consul.watch_node_services_raw(node_name.clone(), watch_opts.clone()),
-        writing.clone(),
+        consul.watch_node_services_raw(node_name.clone(), watch_opts.clone(), Some(pause.clone())),
         move |v| {
             let parsed = parse_node_services_compact(&v.value, &sync)
                 .map_err(|e| decode_error("catalog.node_services", &e))?;
@@ -173,8 +197,7 @@ pub async fn run(
         },
     );
     let (checks, _checks_task) = spawn_converted(
-        consul.watch_health_node_raw(node_name, watch_opts),
-        writing,
+        consul.watch_health_node_raw(node_name, watch_opts, Some(pause)),
         |v| {
             let checks = parse_health_checks_compact(&v.value)
                 .map_err(|e| decode_error("health.node", &e))?;
@@ -246,6 +269,10 @@ pub async fn run(
             _ = sleep_until_opt(engine.full_pass_retry_at), if engine.synced => {
                 engine.full_pass().await;
             },
+            _ = sleep_until_opt(engine.resume_reads_at) => {
+                engine.resume_reads_at = None;
+                engine.writing.send_replace(false);
+            },
         }
         if !engine.synced
             && engine.caches_ready(ingress_enabled)
@@ -290,12 +317,8 @@ impl Drop for AbortOnDrop {
 /// Drives `stream` on its own task, converting each item there. One item
 /// in flight: an answer waits until the loop took the previous one (each
 /// answer is a whole snapshot, so the loop never needs a backlog).
-///
-/// While `writing` is true the next request is held back, for at most
-/// [`MAX_READ_DEFERRAL`] after the previous answer (see there).
 fn spawn_converted<T, U>(
     stream: impl Stream<Item = Result<T, mirra_consul::Error>> + Send + 'static,
-    mut writing: tokio::sync::watch::Receiver<bool>,
     convert: impl Fn(T) -> Result<U, mirra_consul::Error> + Send + 'static,
 ) -> (
     tokio::sync::mpsc::Receiver<Result<U, mirra_consul::Error>>,
@@ -308,21 +331,7 @@ where
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let task = tokio::spawn(async move {
         let mut stream = pin!(stream);
-        let mut last_answer: Option<Instant> = None;
-        loop {
-            if let Some(at) = last_answer {
-                let deadline = at + MAX_READ_DEFERRAL;
-                while *writing.borrow_and_update() {
-                    tokio::select! {
-                        changed = writing.changed() => if changed.is_err() { break },
-                        _ = tokio::time::sleep_until(deadline) => break,
-                    }
-                }
-            }
-            let Some(item) = stream.next().await else {
-                break;
-            };
-            last_answer = Some(Instant::now());
+        while let Some(item) = stream.next().await {
             if tx.send(item.and_then(&convert)).await.is_err() {
                 break;
             }
@@ -447,6 +456,10 @@ struct Engine {
     /// True while a round's transactions are in flight (holds back
     /// whole-node reads, see [`MAX_READ_DEFERRAL`]).
     writing: tokio::sync::watch::Sender<bool>,
+    /// When the reads paused by the last write resume.
+    resume_reads_at: Option<Instant>,
+    /// A whole-node pass is writing (its flushes keep the reads paused).
+    in_pass: bool,
 
     synced: bool,
     full_pass_failures: u32,
@@ -485,6 +498,8 @@ impl Engine {
             first_event: BTreeMap::new(),
             warned: BTreeMap::new(),
             writing: tokio::sync::watch::Sender::new(false),
+            resume_reads_at: None,
+            in_pass: false,
             synced: false,
             full_pass_failures: 0,
             full_pass_retry_at: None,
@@ -747,7 +762,15 @@ impl Engine {
         drop(desired);
         drop(fresh);
         // Every operation of a key round has a key, so no orphan can fail.
+        let started = Instant::now();
         let (failed, _) = self.write(&planned).await;
+        tracing::debug!(
+            keys = keys.len(),
+            ops = planned.len(),
+            failed = failed.len(),
+            write_ms = started.elapsed().as_millis() as u64,
+            "round written"
+        );
         let keys_with_ops: BTreeSet<&ServiceKey> =
             planned.iter().filter_map(|p| p.key.as_ref()).collect();
         let now = Instant::now();
@@ -856,7 +879,12 @@ impl Engine {
         // smaller key has already claimed its IDs, so the owner of each of
         // its IDs is final (the smallest claimant wins) and every claimed ID
         // is planned once, with its winner's registration.
-        let mut planned = Vec::new();
+        let mut pending = Vec::new();
+        let mut outcome = PassOutcome::default();
+        // The pass's writes are one stream: whole-node reads stay paused
+        // between its flushes too (each would list the whole node again).
+        self.in_pass = true;
+        self.pause_reads();
         for chunk in keys.chunks(FULL_PASS_CHUNK) {
             let mut fresh = Vec::with_capacity(chunk.len());
             for key in chunk {
@@ -874,22 +902,29 @@ impl Engine {
                 .collect();
             let ids: BTreeSet<String> = desired.keys().cloned().collect();
             let index = &self.index;
-            planned.extend(self.plan_ids(&desired, &ids, |op| {
+            pending.extend(self.plan_ids(&desired, &ids, |op| {
                 index.owner_of(op_service_id(op)).cloned()
             }));
+            drop(desired);
+            if pending.len() >= FULL_PASS_FLUSH {
+                self.flush(&mut pending, false, &mut outcome).await;
+            }
         }
-        // Instances no Service claims: this is the only plan that reaps.
+        // Instances no Service claims: this is the only plan that reaps, and
+        // it runs after every Service's registrations were written.
         let orphans: BTreeSet<String> = self
             .all_observed_ids()
             .into_iter()
             .filter(|id| self.index.owner_of(id).is_none())
             .collect();
-        planned.extend(self.plan_ids(&BTreeMap::new(), &orphans, |_| None));
-        if !planned.is_empty() {
-            tracing::info!(ops = planned.len(), "whole-node pass found drift");
+        pending.extend(self.plan_ids(&BTreeMap::new(), &orphans, |_| None));
+        self.flush(&mut pending, true, &mut outcome).await;
+        self.in_pass = false;
+        self.resume_reads_soon();
+        if outcome.entries > 0 {
+            tracing::info!(ops = outcome.entries, "whole-node pass found drift");
         }
-        let (failed, orphan_failed) = self.write(&planned).await;
-        if failed.is_empty() && !orphan_failed {
+        if outcome.failed.is_empty() && !outcome.orphan_failed {
             self.full_pass_failures = 0;
             self.pending_ids.clear();
         } else {
@@ -900,8 +935,44 @@ impl Engine {
                 .min(FULL_PASS_BACKOFF_CAP);
             self.full_pass_retry_at = Some(Instant::now() + delay);
         }
+        self.send_events(events).await;
+    }
+
+    /// Writes the part of a whole-node pass's `pending` operations that
+    /// fills whole transactions (all of it with `all`), and removes it, so
+    /// that a cold start never holds every registration at once while
+    /// packing exactly as one write of everything would (greedy packing of
+    /// a prefix ends on the same transaction boundaries). After a failure
+    /// nothing more is sent: the pass is retried as a whole.
+    async fn flush(&mut self, pending: &mut Vec<Planned>, all: bool, out: &mut PassOutcome) {
+        if pending.is_empty() {
+            return;
+        }
+        let n = if all {
+            pending.len()
+        } else {
+            let chunks = pack_entries(&self.wire_entries(pending), self.settings.txn_batch.max(1));
+            if chunks.len() < 2 {
+                return;
+            }
+            chunks
+                .iter()
+                .take(chunks.len() - 1)
+                .flatten()
+                .filter(|&&i| i != NODE_OP)
+                .count()
+        };
+        let batch: Vec<Planned> = pending.drain(..n).collect();
+        out.entries += batch.len();
+        if out.stopped {
+            out.failed
+                .extend(batch.iter().filter_map(|p| p.key.clone()));
+            out.orphan_failed |= batch.iter().any(|p| p.key.is_none());
+            return;
+        }
+        let (failed, orphan_failed) = self.write(&batch).await;
         let now = Instant::now();
-        for p in &planned {
+        for p in &batch {
             if let Some(k) = &p.key
                 && !failed.contains(k)
                 && let Some(t) = self.first_event.remove(k)
@@ -909,7 +980,9 @@ impl Engine {
                 self.metrics.latency(now.duration_since(t));
             }
         }
-        self.send_events(events).await;
+        out.stopped = !failed.is_empty() || orphan_failed;
+        out.failed.extend(failed);
+        out.orphan_failed |= orphan_failed;
     }
 
     // ----- writing --------------------------------------------------------------
@@ -929,6 +1002,30 @@ impl Engine {
             return (BTreeSet::new(), false);
         }
         let node = self.settings.sync.consul_node_name.clone();
+        let chunks = pack_entries(&self.wire_entries(planned), self.settings.txn_batch.max(1));
+        self.pause_reads();
+        let result = self.send_chunks(chunks, planned, &node).await;
+        if !self.in_pass {
+            self.resume_reads_soon();
+        }
+        result
+    }
+
+    /// Pauses the whole-node reads (see [`MAX_READ_DEFERRAL`]).
+    fn pause_reads(&mut self) {
+        self.resume_reads_at = None;
+        self.writing.send_replace(true);
+    }
+
+    /// Resumes the whole-node reads [`PAUSE_LINGER`] from now, unless
+    /// another write pauses them first.
+    fn resume_reads_soon(&mut self) {
+        self.resume_reads_at = Some(Instant::now() + PAUSE_LINGER);
+    }
+
+    /// `(plan entry, wire operations)` of what [`Engine::write`] sends for
+    /// `planned`, with the node's creation first when it does not exist.
+    fn wire_entries(&self, planned: &[Planned]) -> Vec<(usize, usize)> {
         let mut entries: Vec<(usize, usize)> = Vec::with_capacity(planned.len() + 1);
         if !self.node_exists {
             entries.push((NODE_OP, 1));
@@ -939,11 +1036,7 @@ impl Engine {
                 .enumerate()
                 .map(|(i, p)| (i, wire_len(&p.op))),
         );
-        let chunks = pack_entries(&entries, self.settings.txn_batch.max(1));
-        self.writing.send_replace(true);
-        let result = self.send_chunks(chunks, planned, &node).await;
-        self.writing.send_replace(false);
-        result
+        entries
     }
 
     /// The sending half of [`Engine::write`].
@@ -960,6 +1053,11 @@ impl Engine {
         // Set by a failure that is not a rollback (Consul down, 5xx, 403):
         // transactions not yet sent are not sent, and stay pending.
         let abort = AtomicBool::new(false);
+        // The transaction that creates our node (always the first) must
+        // commit before any other is sent: Consul refuses a service on a
+        // node that does not exist yet.
+        let creates_node_first = chunks.first().is_some_and(|c| c.contains(&NODE_OP));
+        let (node_done, node_settled) = tokio::sync::watch::channel(!creates_node_first);
         let wire_of = |chunk: &[usize]| -> Vec<(TxnOp, usize)> {
             chunk
                 .iter()
@@ -974,14 +1072,22 @@ impl Engine {
         };
         let sends = futures::stream::iter(chunks)
             .map(|chunk| {
-                let (consul, abort) = (&consul, &abort);
+                let (consul, abort, node_done) = (&consul, &abort, &node_done);
+                let mut node_settled = node_settled.clone();
+                let creates_node = chunk.contains(&NODE_OP);
                 let wire = wire_of(&chunk);
                 async move {
+                    if !creates_node {
+                        // Err only when the sender is gone, i.e. never here.
+                        let _ = node_settled.wait_for(|done| *done).await;
+                    }
                     if abort.load(Ordering::Relaxed) {
+                        node_done.send_replace(true);
                         return (wire, None);
                     }
                     let ops: Vec<TxnOp> = wire.iter().map(|(o, _)| o.clone()).collect();
                     let res = consul.txn(&ops).await;
+                    node_done.send_replace(true);
                     (wire, Some(res))
                 }
             })

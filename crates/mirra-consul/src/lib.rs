@@ -45,3 +45,4 @@ pub use types::{
     CatalogServiceInstance, CheckDefinition, DeregisterRequest, HealthCheck, Meta, Node,
     NodeServices, RegisterRequest, Service, ServiceAddress, ServiceEntry, ServiceTags, Weights,
 };
+pub use watch::Pause;

@@ -33,10 +33,48 @@ type Fetch<T> = Arc<
         + Sync,
 >;
 
+/// Holds a watch's requests back while its value is `true`, for a caller
+/// that knows the answers would only show its own writes (a syncer writing
+/// a batch): a request in flight when the pause begins is dropped (Consul
+/// stops working on a blocking query whose client went away) and sent
+/// again, with the same index, once the pause ends. A pause longer than
+/// `max` is ignored until it ends, so that a long stream of writes cannot
+/// hide other writers' changes for long.
+#[derive(Clone, Debug)]
+pub struct Pause {
+    paused: tokio::sync::watch::Receiver<bool>,
+    max: std::time::Duration,
+}
+
+impl Pause {
+    /// A pause following `paused`, honoured for at most `max` at a time.
+    pub fn new(paused: tokio::sync::watch::Receiver<bool>, max: std::time::Duration) -> Self {
+        Self { paused, max }
+    }
+
+    /// Waits until the pause ends, or `max` after it began; returns whether
+    /// the watch is still paused (then a new pause is not awaited).
+    async fn until_resumed(&mut self) -> bool {
+        if !*self.paused.borrow_and_update() {
+            return false;
+        }
+        let resumed = self.paused.wait_for(|p| !*p);
+        tokio::time::timeout(self.max, resumed).await.is_err()
+    }
+
+    /// Resolves when a pause begins (never, if the sender is gone).
+    async fn begins(&mut self) {
+        if self.paused.wait_for(|p| *p).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 struct State<T> {
     fetch: Fetch<T>,
     client: Client,
     opts: WatchOptions,
+    pause: Option<Pause>,
     /// Index to send with the next request (0: non-blocking read).
     send_index: u64,
     /// Index of the last answer, to tell news from a wait that just ended.
@@ -51,12 +89,14 @@ struct State<T> {
 fn watch<T: Send + 'static>(
     client: Client,
     opts: WatchOptions,
+    pause: Option<Pause>,
     fetch: Fetch<T>,
 ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
     let state = State {
         fetch,
         client,
         opts,
+        pause,
         send_index: 0,
         last_seen: None,
         failures: 0,
@@ -64,6 +104,10 @@ fn watch<T: Send + 'static>(
     };
     futures::stream::unfold(state, |mut st| async move {
         loop {
+            let overdue = match &mut st.pause {
+                Some(p) => p.until_resumed().await,
+                None => false,
+            };
             if let Some(t) = st.not_before {
                 tokio::time::sleep_until(t).await;
             }
@@ -73,7 +117,20 @@ fn watch<T: Send + 'static>(
             let mut q = st.opts.query.clone();
             q.index = (st.send_index > 0).then_some(st.send_index);
             q.wait = Some(st.opts.wait);
-            match (st.fetch)(q).await {
+            let request = (st.fetch)(q);
+            let answer = match &mut st.pause {
+                Some(p) if !overdue => tokio::select! {
+                    a = request => Some(a),
+                    () = p.begins() => None,
+                },
+                _ => Some(request.await),
+            };
+            let Some(answer) = answer else {
+                // Paused while in flight: send it again when resumed.
+                st.not_before = None;
+                continue;
+            };
+            match answer {
                 Ok(v) => {
                     st.failures = 0;
                     let moved = index_moved(st.last_seen, v.index);
@@ -111,7 +168,7 @@ impl Client {
             let node = node.clone();
             Box::pin(async move { client.node_services(&node, &q).await })
         });
-        watch(self.clone(), opts, fetch)
+        watch(self.clone(), opts, None, fetch)
     }
 
     /// Every new version of `/v1/health/node/:node`: the checks of one node
@@ -129,15 +186,16 @@ impl Client {
             let node = node.clone();
             Box::pin(async move { client.health_node(&node, &q).await })
         });
-        watch(self.clone(), opts, fetch)
+        watch(self.clone(), opts, None, fetch)
     }
 
     /// [`Client::watch_node_services`] with undecoded bodies (see
-    /// [`Client::node_services_raw`]).
+    /// [`Client::node_services_raw`]), held back while `pause` says so.
     pub fn watch_node_services_raw(
         &self,
         node: impl Into<String>,
         opts: WatchOptions,
+        pause: Option<Pause>,
     ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
         let node: Arc<str> = Arc::from(node.into());
         let client = self.clone();
@@ -146,15 +204,16 @@ impl Client {
             let node = node.clone();
             Box::pin(async move { client.node_services_raw(&node, &q).await })
         });
-        watch(self.clone(), opts, fetch)
+        watch(self.clone(), opts, pause, fetch)
     }
 
     /// [`Client::watch_health_node`] with undecoded bodies (see
-    /// [`Client::node_services_raw`]).
+    /// [`Client::node_services_raw`]), held back while `pause` says so.
     pub fn watch_health_node_raw(
         &self,
         node: impl Into<String>,
         opts: WatchOptions,
+        pause: Option<Pause>,
     ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
         let node: Arc<str> = Arc::from(node.into());
         let client = self.clone();
@@ -163,7 +222,7 @@ impl Client {
             let node = node.clone();
             Box::pin(async move { client.health_node_raw(&node, &q).await })
         });
-        watch(self.clone(), opts, fetch)
+        watch(self.clone(), opts, pause, fetch)
     }
 
     /// Every new version of `/v1/catalog/service/:name` (see
@@ -181,7 +240,7 @@ impl Client {
             let name = name.clone();
             Box::pin(async move { client.service(&name, &q).await })
         });
-        watch(self.clone(), opts, fetch)
+        watch(self.clone(), opts, None, fetch)
     }
 
     /// Every new version of `/v1/catalog/services` (see
@@ -195,6 +254,6 @@ impl Client {
             let client = client.clone();
             Box::pin(async move { client.services(&q).await })
         });
-        watch(self.clone(), opts, fetch)
+        watch(self.clone(), opts, None, fetch)
     }
 }

@@ -1022,3 +1022,60 @@ async fn txn_check_cas_and_delete_cas() {
         .value;
     assert_eq!(ns.services.len(), 1, "the service stays");
 }
+
+#[tokio::test]
+async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index() {
+    let (sandbox, client) = start().await;
+    client
+        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
+        .await
+        .unwrap();
+    let (pause_tx, pause_rx) = tokio::sync::watch::channel(false);
+    let opts = WatchOptions {
+        wait: Duration::from_secs(60),
+        min_interval: Duration::ZERO,
+        ..WatchOptions::default()
+    };
+    let pause = mirra_consul::Pause::new(pause_rx, Duration::from_secs(3600));
+    let mut watch = Box::pin(client.watch_node_services_raw(NODE, opts, Some(pause)));
+    let first = watch.next().await.unwrap().unwrap();
+    // Driving the stream on a task keeps its next request parked.
+    let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+    let driver = tokio::spawn(async move {
+        while let Some(item) = watch.next().await {
+            if tx.send(item).await.is_err() {
+                break;
+            }
+        }
+    });
+    wait_until(|| requests(&sandbox, "GET /v1/catalog/node-services") >= 2).await;
+
+    // Paused: the parked query is dropped and nothing is sent while the
+    // writes it would only echo go on.
+    pause_tx.send_replace(true);
+    // The test runs on one thread: these yields let the driver see the
+    // pause (and drop its request) before the registration below.
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    client
+        .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
+        .await
+        .unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), rx.recv())
+            .await
+            .is_err(),
+        "no answer while paused"
+    );
+    assert_eq!(requests(&sandbox, "GET /v1/catalog/node-services"), 2);
+
+    // Resumed: the same index again, so the missed change is the answer.
+    pause_tx.send_replace(false);
+    let next = rx.recv().await.unwrap().unwrap();
+    assert!(next.index > first.index);
+    let body: serde_json::Value = serde_json::from_slice(&next.value).unwrap();
+    assert_eq!(body["Services"].as_array().map(Vec::len), Some(2));
+    assert_eq!(requests(&sandbox, "GET /v1/catalog/node-services"), 3);
+    driver.abort();
+}
