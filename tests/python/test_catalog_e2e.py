@@ -3,6 +3,7 @@
 kubectl) and the consul-sandbox (checked with the Python Consul client)."""
 
 import json
+import os
 import subprocess
 import textwrap
 import time
@@ -124,3 +125,80 @@ def test_services_reach_consul_and_leave_it(kubectl, consul_sandbox, sync_catalo
     kubectl("delete", "service", "cart", "-n", "shop")
     wait_for("cart to leave Consul", lambda: c.catalog.service("cart")[1] == [])
     assert sync_catalog.poll() is None, sync_catalog.stderr.read()
+
+
+def _kubectl_for(server):
+    env = dict(os.environ, KUBECONFIG=server.kubeconfig)
+    env["KUBECACHEDIR"] = server.kubeconfig + ".cache"
+
+    def run(*args, input=None):
+        p = subprocess.run(
+            ["kubectl", *args], env=env, input=input, capture_output=True, text=True, timeout=60
+        )
+        assert p.returncode == 0, f"kubectl {' '.join(args)} failed: {p.stderr}"
+        return p
+
+    run.env = env
+    return run
+
+
+def test_two_clusters_sharing_a_service_name_never_touch_each_other(
+    start_kube_sandbox, consul_sandbox
+):
+    """Two clusters (two kube-sandboxes, two `mirra sync-catalog` processes
+    with their own node names) sync the same Service name into one Consul;
+    deleting it in one cluster removes only that cluster's instances."""
+    clusters = {}
+    procs = []
+    try:
+        for node, addr in (("cluster-a", "10.2.0.1"), ("cluster-b", "10.3.0.1")):
+            kubectl = _kubectl_for(start_kube_sandbox())
+            manifest = SERVICE.replace("10.2.0.1", addr).replace(
+                '    - addresses: ["10.2.0.2"]\n      conditions: {ready: false}\n', ""
+            )
+            kubectl("apply", "-f", "-", input=manifest)
+            procs.append(
+                subprocess.Popen(
+                    [
+                        mirra_bin(), "sync-catalog",
+                        "-allow-k8s-namespace=*",
+                        "-to-k8s=false",
+                        "-consul-node-name", node,
+                        f"-http-addr={consul_sandbox.url}",
+                        "-listen=127.0.0.1:0",
+                        "-metrics-port=0",
+                    ],
+                    env=dict(kubectl.env),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            clusters[node] = (kubectl, addr)
+
+        host, port = consul_sandbox.addr.split(":")
+        c = consul.Consul(host=host, port=int(port))
+
+        def by_node():
+            _, nodes = c.catalog.service("cart")
+            return {n["Node"]: n["ServiceAddress"] for n in nodes}
+
+        wait_for(
+            "both clusters' instances",
+            lambda: by_node() == {"cluster-a": "10.2.0.1", "cluster-b": "10.3.0.1"},
+        )
+        def b_modify_index():
+            _, nodes = c.catalog.service("cart")
+            return [n["ModifyIndex"] for n in nodes if n["Node"] == "cluster-b"]
+
+        before = b_modify_index()
+        kubectl_a, _ = clusters["cluster-a"]
+        kubectl_a("delete", "service", "cart", "-n", "shop")
+        wait_for("cluster-a's instance to go", lambda: "cluster-a" not in by_node())
+        # The other cluster's instance is still there and was not written,
+        # after cluster-a's controller acted on the deletion.
+        assert by_node() == {"cluster-b": "10.3.0.1"}
+        assert b_modify_index() == before
+        assert all(p.poll() is None for p in procs)
+    finally:
+        for p in procs:
+            stop_process(p)

@@ -512,6 +512,14 @@ mod tests {
         let e = Settings::from_args(&parse(&["-debounce=2s", "-max-debounce=1s"]).unwrap())
             .unwrap_err();
         assert!(matches!(e, SettingsError::Debounce { .. }));
+        for bad in ["0", "33", "-1", "many", ""] {
+            let arg = format!("-txn-concurrency={bad}");
+            assert!(parse(&[arg.as_str()]).is_err(), "{arg}");
+        }
+        let s = Settings::from_args(&parse(&["-txn-concurrency=1"]).unwrap()).unwrap();
+        assert_eq!(s.txn_concurrency, 1);
+        let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
+        assert_eq!(s.txn_concurrency, usize::from(DEFAULT_TXN_CONCURRENCY));
     }
 
     #[test]

@@ -42,6 +42,10 @@ pub enum HealthError {
 #[derive(Debug, Clone, Default)]
 pub struct Readiness {
     flags: Arc<Mutex<Vec<ReadyFlag>>>,
+    /// A replica waiting for the leader-election Lease: ready as a healthy
+    /// standby, whatever its (stopped) controllers' flags say, so that a
+    /// rolling update of several replicas can proceed.
+    standby: Arc<AtomicBool>,
 }
 
 /// One registered readiness condition, set by its owner.
@@ -95,13 +99,26 @@ impl Readiness {
         self.flags.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// True when every registered condition is met.
-    pub fn is_ready(&self) -> bool {
-        self.lock().iter().all(ReadyFlag::is_ready)
+    /// Marks this replica as a standby (waiting for leadership) or not.
+    /// A standby is ready; a leader is ready when its conditions are met.
+    pub fn set_standby(&self, standby: bool) {
+        if self.standby.swap(standby, Ordering::AcqRel) != standby {
+            tracing::info!(standby, "leader-election standby");
+        }
     }
 
-    /// Names of the conditions not met yet, in registration order.
+    /// True when this replica is a standby or every registered condition
+    /// is met.
+    pub fn is_ready(&self) -> bool {
+        self.not_ready().is_empty()
+    }
+
+    /// Names of the conditions not met yet, in registration order (none
+    /// for a standby).
     pub fn not_ready(&self) -> Vec<String> {
+        if self.standby.load(Ordering::Acquire) {
+            return Vec::new();
+        }
         self.lock()
             .iter()
             .filter(|f| !f.is_ready())
@@ -208,6 +225,20 @@ mod tests {
             },
         ));
         (url, tx, task)
+    }
+
+    #[test]
+    fn a_standby_is_ready_and_a_leader_waits_for_its_conditions() {
+        let r = Readiness::new();
+        let cache = r.register("cache");
+        assert!(!r.is_ready());
+        r.set_standby(true);
+        assert!(r.is_ready());
+        assert!(r.not_ready().is_empty());
+        r.set_standby(false);
+        assert_eq!(r.not_ready(), vec!["cache".to_owned()]);
+        cache.set_ready();
+        assert!(r.is_ready());
     }
 
     #[test]

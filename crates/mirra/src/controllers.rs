@@ -23,7 +23,7 @@ pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
     serve::start_health(
         args.serve.metrics_addr,
         args.serve.health_addr,
-        readiness,
+        readiness.clone(),
         registry,
         stop.clone(),
     )
@@ -32,6 +32,7 @@ pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
         &args.serve.client,
         client.clone(),
         "mirra-mirror",
+        &readiness,
         stop.clone(),
         |token| {
             let run = mirra_mirror_controller::run(
@@ -73,7 +74,7 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     serve::start_health(
         metrics_addr,
         args.serve.listen,
-        readiness,
+        readiness.clone(),
         registry,
         stop.clone(),
     )
@@ -82,6 +83,7 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
         &args.serve.client,
         client.clone(),
         "mirra-sync-catalog",
+        &readiness,
         stop.clone(),
         |token| {
             let reverse = ready_k8s.clone().map(|ready| {

@@ -139,10 +139,14 @@ pub fn cancel_on_signal(token: CancellationToken) {
 /// Runs `controller` until `stop`, or, with `--leader-elect`, only while
 /// this replica holds the Lease: it is stopped (its token cancelled) when
 /// leadership is lost and started again when it is regained.
+///
+/// While this replica waits for the Lease, `readiness` reports it ready (a
+/// healthy standby); as the leader it is ready once its controllers are.
 pub async fn run_controller<F, Fut>(
     args: &ClientArgs,
     client: kube::Client,
     lease_name: &str,
+    readiness: &Readiness,
     stop: CancellationToken,
     mut controller: F,
 ) -> anyhow::Result<()>
@@ -167,6 +171,7 @@ where
     let election_stop = stop.clone();
     let election = tokio::spawn(elector.run(async move { election_stop.cancelled().await }));
     loop {
+        readiness.set_standby(true);
         tokio::select! {
             _ = stop.cancelled() => break,
             changed = leading.wait_for(|l| *l) => {
@@ -175,6 +180,7 @@ where
                 }
             }
         }
+        readiness.set_standby(false);
         tracing::info!("leading: starting the controller");
         let term = stop.child_token();
         let watcher = {
