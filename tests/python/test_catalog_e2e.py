@@ -153,9 +153,9 @@ def test_two_clusters_sharing_a_service_name_never_touch_each_other(
     try:
         for node, addr in (("cluster-a", "10.2.0.1"), ("cluster-b", "10.3.0.1")):
             kubectl = _kubectl_for(start_kube_sandbox())
-            manifest = SERVICE.replace("10.2.0.1", addr).replace(
-                '    - addresses: ["10.2.0.2"]\n      conditions: {ready: false}\n', ""
-            )
+            not_ready = '- addresses: ["10.2.0.2"]\n  conditions: {ready: false}\n'
+            assert not_ready in SERVICE
+            manifest = SERVICE.replace(not_ready, "").replace("10.2.0.1", addr)
             kubectl("apply", "-f", "-", input=manifest)
             procs.append(
                 subprocess.Popen(
