@@ -27,11 +27,9 @@ use crate::client::Client;
 use crate::error::Error;
 use crate::types::{CatalogServiceInstance, HealthCheck, NodeServices, ServiceTags};
 
-type Fetch<T> = Arc<
-    dyn Fn(QueryOptions) -> Pin<Box<dyn Future<Output = Result<Versioned<T>, Error>> + Send>>
-        + Send
-        + Sync,
->;
+type ReadFuture<T> = Pin<Box<dyn Future<Output = Result<Versioned<T>, Error>> + Send>>;
+
+type Fetch<T> = Arc<dyn Fn(QueryOptions) -> ReadFuture<T> + Send + Sync>;
 
 /// Holds a watch's requests back while its value is `true`, for a caller
 /// that knows the answers would only show its own writes (a syncer writing
@@ -161,14 +159,9 @@ impl Client {
         node: impl Into<String>,
         opts: WatchOptions,
     ) -> impl Stream<Item = Result<Versioned<NodeServices>, Error>> + Send + 'static {
-        let node: Arc<str> = Arc::from(node.into());
-        let client = self.clone();
-        let fetch: Fetch<NodeServices> = Arc::new(move |q| {
-            let client = client.clone();
-            let node = node.clone();
+        self.named_watch(node.into(), opts, None, |client, node, q| {
             Box::pin(async move { client.node_services(&node, &q).await })
-        });
-        watch(self.clone(), opts, None, fetch)
+        })
     }
 
     /// Every new version of `/v1/health/node/:node`: the checks of one node
@@ -179,14 +172,9 @@ impl Client {
         node: impl Into<String>,
         opts: WatchOptions,
     ) -> impl Stream<Item = Result<Versioned<Vec<HealthCheck>>, Error>> + Send + 'static {
-        let node: Arc<str> = Arc::from(node.into());
-        let client = self.clone();
-        let fetch: Fetch<Vec<HealthCheck>> = Arc::new(move |q| {
-            let client = client.clone();
-            let node = node.clone();
+        self.named_watch(node.into(), opts, None, |client, node, q| {
             Box::pin(async move { client.health_node(&node, &q).await })
-        });
-        watch(self.clone(), opts, None, fetch)
+        })
     }
 
     /// [`Client::watch_node_services`] with undecoded bodies (see
@@ -197,14 +185,9 @@ impl Client {
         opts: WatchOptions,
         pause: Option<Pause>,
     ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
-        let node: Arc<str> = Arc::from(node.into());
-        let client = self.clone();
-        let fetch: Fetch<Bytes> = Arc::new(move |q| {
-            let client = client.clone();
-            let node = node.clone();
+        self.named_watch(node.into(), opts, pause, |client, node, q| {
             Box::pin(async move { client.node_services_raw(&node, &q).await })
-        });
-        watch(self.clone(), opts, pause, fetch)
+        })
     }
 
     /// [`Client::watch_health_node`] with undecoded bodies (see
@@ -215,14 +198,9 @@ impl Client {
         opts: WatchOptions,
         pause: Option<Pause>,
     ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
-        let node: Arc<str> = Arc::from(node.into());
-        let client = self.clone();
-        let fetch: Fetch<Bytes> = Arc::new(move |q| {
-            let client = client.clone();
-            let node = node.clone();
+        self.named_watch(node.into(), opts, pause, |client, node, q| {
             Box::pin(async move { client.health_node_raw(&node, &q).await })
-        });
-        watch(self.clone(), opts, pause, fetch)
+        })
     }
 
     /// Every new version of `/v1/catalog/service/:name` (see
@@ -233,14 +211,23 @@ impl Client {
         opts: WatchOptions,
     ) -> impl Stream<Item = Result<Versioned<Vec<CatalogServiceInstance>>, Error>> + Send + 'static
     {
-        let name: Arc<str> = Arc::from(name.into());
-        let client = self.clone();
-        let fetch: Fetch<Vec<CatalogServiceInstance>> = Arc::new(move |q| {
-            let client = client.clone();
-            let name = name.clone();
+        self.named_watch(name.into(), opts, None, |client, name, q| {
             Box::pin(async move { client.service(&name, &q).await })
-        });
-        watch(self.clone(), opts, None, fetch)
+        })
+    }
+
+    /// A watch of one read keyed by a node or service name.
+    fn named_watch<T: Send + 'static>(
+        &self,
+        name: String,
+        opts: WatchOptions,
+        pause: Option<Pause>,
+        read: fn(Client, Arc<str>, QueryOptions) -> ReadFuture<T>,
+    ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
+        let name: Arc<str> = Arc::from(name);
+        let client = self.clone();
+        let fetch: Fetch<T> = Arc::new(move |q| read(client.clone(), name.clone(), q));
+        watch(self.clone(), opts, pause, fetch)
     }
 
     /// Every new version of `/v1/catalog/services` (see
