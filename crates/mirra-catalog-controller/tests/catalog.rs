@@ -11,29 +11,16 @@ use consul_sandbox::FaultRule as ConsulFault;
 use k8s_openapi::api::core::v1::{Event, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use mirra_catalog::{SyncSettings, service_id};
-use mirra_catalog_controller::{CatalogMetrics, Settings, register_metrics, run};
+use mirra_catalog::service_id;
+use mirra_catalog_controller::register_metrics;
 use mirra_consul::{ConsulConfig, HealthCheck, QueryOptions, RegisterRequest};
-use mirra_runtime::{QueueConfig, Readiness, ReadyFlag};
 use serde_json::json;
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-/// Generous deadline for eventual conditions (never a timing assertion).
-const DEADLINE: Duration = Duration::from_secs(30);
+mod common;
 
-struct Kube {
-    sb: kube_sandbox::Sandbox,
-    client: kube::Client,
-}
-
-async fn kube() -> Kube {
-    let sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let client = kube::Client::try_from(kube::Config::new(sb.url().parse().unwrap())).unwrap();
-    Kube { sb, client }
-}
+// The shared fixtures, except the Consul client: these tests keep the
+// client's own retries (common's client makes one attempt per request).
+use common::{kube, sample, settings, start, start_with_metrics, sync_settings, wait_for};
 
 async fn consul() -> (consul_sandbox::Sandbox, mirra_consul::Client) {
     let sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
@@ -49,111 +36,6 @@ fn consul_client(url: &str) -> mirra_consul::Client {
     // controller's own per-key backoff quickly.
     cfg.request_timeout = Duration::from_secs(5);
     mirra_consul::Client::new(cfg).unwrap()
-}
-
-fn sync_settings(node: &str) -> SyncSettings {
-    SyncSettings {
-        allow_k8s_namespaces: ["*".to_owned()].into(),
-        consul_node_name: node.to_owned(),
-        ..SyncSettings::default()
-    }
-}
-
-fn settings(sync: SyncSettings) -> Settings {
-    let mut s = Settings::new(sync);
-    s.queue = QueueConfig {
-        debounce: Duration::from_millis(30),
-        max_delay: Duration::from_millis(300),
-        backoff_base: Duration::from_millis(50),
-        backoff_cap: Duration::from_millis(500),
-    };
-    // The verification pass is exercised explicitly where it matters.
-    s.write_interval = Duration::from_secs(3600);
-    s.consul_wait = Duration::from_secs(5);
-    s
-}
-
-struct Running {
-    stop: CancellationToken,
-    task: JoinHandle<Result<(), mirra_catalog_controller::ControllerError>>,
-    ready: ReadyFlag,
-    metrics: CatalogMetrics,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.cancel();
-        self.task.await.unwrap().unwrap();
-    }
-
-    async fn wait_ready(&self) {
-        wait_for("controller ready", || async { self.ready.is_ready() }).await;
-    }
-
-    /// Waits until no key is pending and Consul saw no write for a few
-    /// debounce windows.
-    async fn settle(&self, consul: &consul_sandbox::Sandbox) {
-        let mut last = consul.stats().raft_applies;
-        let mut quiet = 0;
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        while quiet < 5 {
-            assert!(tokio::time::Instant::now() < deadline, "never settled");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let now = consul.stats().raft_applies;
-            if now == last && self.metrics.pending_keys() == 0 {
-                quiet += 1;
-            } else {
-                quiet = 0;
-            }
-            last = now;
-        }
-    }
-}
-
-fn start(kube: &kube::Client, consul: &mirra_consul::Client, s: Settings) -> Running {
-    start_with_metrics(kube, consul, s, CatalogMetrics::default())
-}
-
-fn start_with_metrics(
-    kube: &kube::Client,
-    consul: &mirra_consul::Client,
-    s: Settings,
-    metrics: CatalogMetrics,
-) -> Running {
-    let stop = CancellationToken::new();
-    let ready = Readiness::new().register("catalog");
-    let task = tokio::spawn(run(
-        kube.clone(),
-        consul.clone(),
-        s,
-        ready.clone(),
-        metrics.clone(),
-        stop.clone(),
-    ));
-    Running {
-        stop,
-        task,
-        ready,
-        metrics,
-    }
-}
-
-async fn wait_for<F, Fut>(what: &str, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if f().await {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn create_service(k: &kube::Client, ns: &str, name: &str, annotations: serde_json::Value) {
@@ -841,16 +723,6 @@ async fn faults_on_both_sides_converge_without_loss() {
     assert!(csb.stats().faults_injected >= 6);
     ctl.settle(&csb).await;
     ctl.stop().await;
-}
-
-/// The value of one sample in the text exposition, e.g.
-/// `mirra_catalog_operations_total{verb="register"}`; 0 when absent.
-fn sample(registry: &prometheus_client::registry::Registry, series: &str) -> f64 {
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
 }
 
 #[tokio::test]
