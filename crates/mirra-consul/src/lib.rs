@@ -43,6 +43,7 @@ pub use error::Error;
 pub use txn::{FailedOp, TxnBatchError, TxnOp, TxnResult, TxnSummary, Verb, split_ops};
 pub use types::{
     CatalogServiceInstance, CheckDefinition, DeregisterRequest, HealthCheck, Meta, Node,
-    NodeServices, RegisterRequest, Service, ServiceAddress, ServiceEntry, ServiceTags, Weights,
+    NodeServices, RegisterRequest, Service, ServiceAddress, ServiceEntry, ServicePort, ServiceTags,
+    Weights,
 };
 pub use watch::Pause;

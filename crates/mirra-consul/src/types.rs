@@ -139,6 +139,29 @@ pub struct Weights {
     pub warning: u32,
 }
 
+/// One named port of a multi-port service instance (the `Ports` list of
+/// Consul 1.22 and later, written by newer consul-k8s releases with `Port`
+/// 0). Consul's service definition documents each entry as a name, a port
+/// number and whether it is the instance's default port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ServicePort {
+    /// Port name, unique within the instance.
+    #[serde(default, deserialize_with = "nullable")]
+    pub name: String,
+    /// Port number.
+    #[serde(default, deserialize_with = "nullable")]
+    pub port: u16,
+    /// Whether this is the instance's default port. Omitted when false,
+    /// like the other flags of request bodies.
+    #[serde(
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "is_false"
+    )]
+    pub default: bool,
+}
+
 /// A service instance, in the shape of the register body's `Service`, of
 /// `Services` in `/v1/catalog/node-services/:node`, of `Service` in
 /// `/v1/health/service/:name` and of a transaction's `Service` operation.
@@ -191,6 +214,16 @@ pub struct Service {
         skip_serializing_if = "is_zero_u16"
     )]
     pub port: u16,
+    /// Named ports of a multi-port instance (then `port` is 0). Left out of
+    /// a request when empty, so that a single-port body is exactly what
+    /// Consul versions without the field expect.
+    #[serde(
+        rename = "Ports",
+        default,
+        deserialize_with = "nullable",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub ports: Vec<ServicePort>,
     /// DNS weights; `None` means Consul's default (passing 1, warning 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<Weights>,
@@ -546,6 +579,10 @@ pub struct CatalogServiceInstance {
     /// Port.
     #[serde(default, deserialize_with = "nullable")]
     pub service_port: u16,
+    /// Named ports of a multi-port instance; `ServicePorts`, after the
+    /// `Service` prefix every instance field of this flattened shape has.
+    #[serde(default, deserialize_with = "nullable")]
+    pub service_ports: Vec<ServicePort>,
     /// Service tagged addresses.
     #[serde(default, deserialize_with = "nullable")]
     pub service_tagged_addresses: BTreeMap<String, ServiceAddress>,
@@ -735,6 +772,134 @@ mod tests {
         assert!(serde_json::from_str::<Vec<ServiceEntry>>(r#"[{"Node": "x"}]"#).is_err());
     }
 
+    #[test]
+    fn multi_port_service_serialises_ports_and_no_port() {
+        let s = Service {
+            id: "web-0123456789ab".into(),
+            service: "web".into(),
+            ports: vec![
+                ServicePort {
+                    name: "http".into(),
+                    port: 8080,
+                    default: true,
+                },
+                ServicePort {
+                    name: "grpc".into(),
+                    port: 9090,
+                    default: false,
+                },
+            ],
+            ..Service::default()
+        };
+        assert_eq!(
+            serde_json::to_value(&s).unwrap(),
+            json!({
+                "ID": "web-0123456789ab", "Service": "web",
+                "Ports": [
+                    {"Name": "http", "Port": 8080, "Default": true},
+                    {"Name": "grpc", "Port": 9090}
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn single_port_service_has_no_ports_member() {
+        let s = Service {
+            service: "web".into(),
+            port: 80,
+            ..Service::default()
+        };
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v, json!({"Service": "web", "Port": 80}));
+    }
+
+    #[test]
+    fn ports_read_from_node_services_with_nulls_and_unknown_fields() {
+        let body = json!({
+            "Node": {"Node": "k8s-sync"},
+            "Services": [
+                {"ID": "a", "Service": "web", "Port": 0, "Ports": [
+                    {"Name": "http", "Port": 8080, "Default": true, "Protocol": "tcp"},
+                    {"Name": "grpc", "Port": 9090, "Default": null},
+                    {"Name": null, "Port": 9100}
+                ]},
+                {"ID": "b", "Service": "web", "Port": 80, "Ports": null},
+                {"ID": "c", "Service": "web", "Port": 81}
+            ]
+        });
+        let ns: NodeServices = serde_json::from_value(body).unwrap();
+        assert_eq!(
+            ns.services[0].ports,
+            vec![
+                ServicePort {
+                    name: "http".into(),
+                    port: 8080,
+                    default: true
+                },
+                ServicePort {
+                    name: "grpc".into(),
+                    port: 9090,
+                    default: false
+                },
+                ServicePort {
+                    name: String::new(),
+                    port: 9100,
+                    default: false
+                },
+            ]
+        );
+        assert_eq!(ns.services[0].port, 0);
+        assert!(ns.services[1].ports.is_empty());
+        assert!(ns.services[2].ports.is_empty());
+    }
+
+    #[test]
+    fn service_ports_of_the_flattened_shape() {
+        let v: Vec<CatalogServiceInstance> = serde_json::from_value(json!([
+            {"ServiceID": "a", "ServicePort": 0,
+             "ServicePorts": [{"Name": "http", "Port": 8080, "Default": true}]},
+            {"ServiceID": "b", "ServicePort": 80, "ServicePorts": null}
+        ]))
+        .unwrap();
+        assert_eq!(
+            v[0].service_ports,
+            vec![ServicePort {
+                name: "http".into(),
+                port: 8080,
+                default: true
+            }]
+        );
+        assert!(v[1].service_ports.is_empty());
+    }
+
+    #[test]
+    fn malformed_ports_are_errors_not_panics() {
+        for bad in [
+            r#"{"Ports": {"Name": "http"}}"#,
+            r#"{"Ports": "http:8080"}"#,
+            r#"{"Ports": [8080]}"#,
+            r#"{"Ports": [{"Name": "http", "Port": 70000}]}"#,
+            r#"{"Ports": [{"Name": "http", "Port": -1}]}"#,
+            r#"{"Ports": [{"Name": "http", "Port": "8080"}]}"#,
+            r#"{"Ports": [{"Name": 7, "Port": 8080}]}"#,
+            r#"{"Ports": [{"Name": "http", "Port": 8080, "Default": "yes"}]}"#,
+            r#"{"Ports": [{"Name": "http", "Port": 80.5}]}"#,
+        ] {
+            assert!(serde_json::from_str::<Service>(bad).is_err(), "{bad}");
+        }
+    }
+
+    fn arb_port() -> impl Strategy<Value = ServicePort> {
+        ("[a-z0-9-]{0,8}", any::<u16>(), any::<bool>()).prop_map(|(name, port, default)| {
+            ServicePort {
+                name,
+                port,
+                default,
+            }
+        })
+    }
+
     fn arb_service() -> impl Strategy<Value = Service> {
         (
             "[a-z0-9-]{0,12}",
@@ -742,17 +907,21 @@ mod tests {
             proptest::collection::vec("[a-z0-9=,]{0,6}", 0..4),
             proptest::collection::btree_map("[a-z-]{1,8}", "[ -~]{0,8}", 0..4),
             any::<u16>(),
+            proptest::collection::vec(arb_port(), 0..4),
             any::<u64>(),
         )
-            .prop_map(|(id, service, tags, meta, port, modify_index)| Service {
-                id,
-                service,
-                tags,
-                meta,
-                port,
-                modify_index,
-                ..Service::default()
-            })
+            .prop_map(
+                |(id, service, tags, meta, port, ports, modify_index)| Service {
+                    id,
+                    service,
+                    tags,
+                    meta,
+                    port,
+                    ports,
+                    modify_index,
+                    ..Service::default()
+                },
+            )
     }
 
     proptest! {
