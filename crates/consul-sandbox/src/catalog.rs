@@ -78,6 +78,7 @@ pub(crate) fn service_rec(node: &str, s: &ServiceIn) -> ServiceRec {
         tagged_addresses: s.tagged_addresses.clone(),
         meta: s.meta.clone(),
         port: s.port,
+        ports: s.ports.clone(),
         weights: Weights::normalized(s.weights),
         enable_tag_override: s.enable_tag_override,
         create_index: 0,

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::model::{OptMap, ServiceAddress, Weights};
+use crate::model::{OptMap, ServiceAddress, ServicePort, Weights};
 
 /// Why a body could not be decoded. Never retryable: the client must fix
 /// the request. Rendered after Consul's prefix (`Request decode failed: `).
@@ -75,6 +75,7 @@ pub(crate) struct ServiceIn {
     pub tagged_addresses: BTreeMap<String, ServiceAddress>,
     pub meta: OptMap,
     pub port: i64,
+    pub ports: Vec<ServicePort>,
     pub weights: Option<Weights>,
     pub enable_tag_override: bool,
     pub modify_index: u64,
@@ -326,9 +327,20 @@ fn service_in(o: &Obj<'_>) -> Result<ServiceIn, DecodeError> {
         tagged_addresses: tagged,
         meta: o.string_map("Meta")?,
         port: o.int("Port")?,
+        ports: o.list("Ports", port_in)?,
         weights,
         enable_tag_override: o.boolean("EnableTagOverride")?,
         modify_index: o.uint("ModifyIndex")?,
+    })
+}
+
+/// One entry of a service's `Ports`. Like `Port`, numbers are not range
+/// checked (Go decodes them into an `int`).
+fn port_in(o: &Obj<'_>) -> Result<ServicePort, DecodeError> {
+    Ok(ServicePort {
+        name: o.string("Name")?,
+        port: o.int("Port")?,
+        default: o.boolean("Default")?,
     })
 }
 
@@ -550,6 +562,75 @@ mod tests {
     }
 
     #[test]
+    fn ports_decode_case_insensitively_in_order() {
+        let r = register(
+            br#"{"Node":"n","Service":{"Service":"web","Port":0,"ports":[
+                {"name":"http","PORT":8080,"Default":true},
+                null,
+                {"Name":"grpc","Port":9090,"Default":null,"Extra":1}]}}"#,
+        )
+        .unwrap();
+        let s = r.service.unwrap();
+        assert_eq!(
+            s.ports,
+            vec![
+                ServicePort {
+                    name: "http".into(),
+                    port: 8080,
+                    default: true
+                },
+                ServicePort {
+                    name: "grpc".into(),
+                    port: 9090,
+                    default: false
+                },
+            ]
+        );
+        let r = register(br#"{"Node":"n","Service":{"Service":"web","Ports":null}}"#).unwrap();
+        assert!(r.service.unwrap().ports.is_empty());
+    }
+
+    #[test]
+    fn malformed_ports_name_the_go_field_path() {
+        for (body, want) in [
+            (
+                r#"{"Service":{"Service":"web","Ports":{"Name":"http"}}}"#,
+                "json: cannot unmarshal object into Go struct field \
+                 RegisterRequest.Service.Ports of type []struct",
+            ),
+            (
+                r#"{"Service":{"Service":"web","Ports":["http"]}}"#,
+                "json: cannot unmarshal string into Go struct field \
+                 RegisterRequest.Service.Ports of type struct",
+            ),
+            (
+                r#"{"Service":{"Service":"web","Ports":[{"Name":"http","Port":"8080"}]}}"#,
+                "json: cannot unmarshal string into Go struct field \
+                 RegisterRequest.Service.Ports.Port of type int",
+            ),
+            (
+                r#"{"Service":{"Service":"web","Ports":[{"Name":1,"Port":8080}]}}"#,
+                "json: cannot unmarshal number 1 into Go struct field \
+                 RegisterRequest.Service.Ports.Name of type string",
+            ),
+            (
+                r#"{"Service":{"Service":"web","Ports":[{"Name":"a","Default":"yes"}]}}"#,
+                "json: cannot unmarshal string into Go struct field \
+                 RegisterRequest.Service.Ports.Default of type bool",
+            ),
+        ] {
+            assert_eq!(register(body.as_bytes()).unwrap_err().to_string(), want);
+        }
+        let e = txn(br#"[{"Service":{"Verb":"set","Node":"n","Service":{"Service":"web","Ports":[{"Port":1.5}]}}}]"#)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "json: cannot unmarshal number 1.5 into Go struct field \
+             TxnOp.Service.Service.Ports.Port of type int"
+        );
+    }
+
+    #[test]
     fn trailing_bytes_after_the_first_value_are_ignored_like_go() {
         let r = register(br#"{"Node":"n1"} trailing garbage"#).unwrap();
         assert_eq!(r.node, "n1");
@@ -661,6 +742,8 @@ mod tests {
                 Just("Weights".to_string()),
                 Just("NodeMeta".to_string()),
                 Just("TaggedAddresses".to_string()),
+                Just("Ports".to_string()),
+                Just("Default".to_string()),
                 Just("ModifyIndex".to_string()),
                 "[a-z]{1,4}",
             ];

@@ -59,6 +59,24 @@ pub(crate) struct ServiceAddress {
     pub port: i64,
 }
 
+/// One entry of a multi-port service's `Ports` list (Consul 1.22 and
+/// later): a named port, one of which may be the default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServicePort {
+    /// Port name.
+    pub name: String,
+    /// Port number.
+    pub port: i64,
+    /// Whether this is the instance's default port.
+    pub default: bool,
+}
+
+impl ServicePort {
+    fn to_json(&self) -> Value {
+        json!({ "Name": self.name, "Port": self.port, "Default": self.default })
+    }
+}
+
 /// A node in the catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NodeRec {
@@ -129,6 +147,9 @@ pub(crate) struct ServiceRec {
     pub meta: OptMap,
     /// Service port.
     pub port: i64,
+    /// Named ports of a multi-port instance, in the order registered (empty
+    /// for a single-port one).
+    pub ports: Vec<ServicePort>,
     /// Weights (already normalized).
     pub weights: Weights,
     /// `EnableTagOverride`.
@@ -152,8 +173,13 @@ impl ServiceRec {
             && self.tagged_addresses == other.tagged_addresses
             && same_map(&self.meta, &other.meta)
             && self.port == other.port
+            && self.ports == other.ports
             && self.weights == other.weights
             && self.enable_tag_override == other.enable_tag_override
+    }
+
+    fn ports_json(&self) -> Value {
+        Value::Array(self.ports.iter().map(ServicePort::to_json).collect())
     }
 
     fn tagged_addresses_json(&self) -> Value {
@@ -181,6 +207,11 @@ impl ServiceRec {
         }
         obj.insert("Meta".into(), opt_map_json(&self.meta));
         obj.insert("Port".into(), json!(self.port));
+        // Left out when empty, like TaggedAddresses: clients written before
+        // the field existed never see it.
+        if !self.ports.is_empty() {
+            obj.insert("Ports".into(), self.ports_json());
+        }
         obj.insert("Weights".into(), self.weights.to_json());
         obj.insert(
             "EnableTagOverride".into(),
@@ -220,6 +251,11 @@ impl ServiceRec {
         obj.insert("ServiceWeights".into(), self.weights.to_json());
         obj.insert("ServiceMeta".into(), opt_map_json(&self.meta));
         obj.insert("ServicePort".into(), json!(self.port));
+        // Named after the `Service` prefix of every instance field of this
+        // flattened shape; left out when empty, as in the nested shape.
+        if !self.ports.is_empty() {
+            obj.insert("ServicePorts".into(), self.ports_json());
+        }
         obj.insert(
             "ServiceEnableTagOverride".into(),
             Value::Bool(self.enable_tag_override),
@@ -367,6 +403,7 @@ mod tests {
             tagged_addresses: BTreeMap::new(),
             meta: None,
             port: 80,
+            ports: Vec::new(),
             weights: Weights::DEFAULT,
             enable_tag_override: false,
             create_index: 5,
@@ -415,6 +452,64 @@ mod tests {
         assert!(a.same_content(&b));
         b.port = 81;
         assert!(!a.same_content(&b));
+    }
+
+    fn two_ports() -> Vec<ServicePort> {
+        vec![
+            ServicePort {
+                name: "http".into(),
+                port: 8080,
+                default: true,
+            },
+            ServicePort {
+                name: "grpc".into(),
+                port: 9090,
+                default: false,
+            },
+        ]
+    }
+
+    #[test]
+    fn ports_are_content_in_order() {
+        let mut a = service();
+        a.port = 0;
+        a.ports = two_ports();
+        let b = a.clone();
+        assert!(a.same_content(&b));
+        let mut reordered = a.clone();
+        reordered.ports.reverse();
+        assert!(!a.same_content(&reordered), "Consul keeps the list order");
+        let mut other_default = a.clone();
+        other_default.ports[1].default = true;
+        assert!(!a.same_content(&other_default));
+        let mut dropped = a.clone();
+        dropped.ports.pop();
+        assert!(!a.same_content(&dropped));
+    }
+
+    #[test]
+    fn ports_render_in_both_shapes_only_when_present() {
+        let single = service();
+        assert!(single.to_node_service_json(true).get("Ports").is_none());
+        assert!(
+            single
+                .to_service_node_json(&node())
+                .get("ServicePorts")
+                .is_none()
+        );
+        let mut multi = service();
+        multi.port = 0;
+        multi.ports = two_ports();
+        let want = json!([
+            {"Name": "http", "Port": 8080, "Default": true},
+            {"Name": "grpc", "Port": 9090, "Default": false}
+        ]);
+        let nested = multi.to_node_service_json(false);
+        assert_eq!(nested["Ports"], want);
+        assert_eq!(nested["Port"], json!(0));
+        let flat = multi.to_service_node_json(&node());
+        assert_eq!(flat["ServicePorts"], want);
+        assert_eq!(flat["ServicePort"], json!(0));
     }
 
     #[test]

@@ -265,6 +265,7 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
             tagged_addresses: Default::default(),
             meta: Some(Default::default()),
             port: i64::from(SERVER_RPC_PORT),
+            ports: Vec::new(),
             weights: Weights::DEFAULT,
             enable_tag_override: false,
             create_index: 0,

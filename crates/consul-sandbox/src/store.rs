@@ -997,6 +997,7 @@ mod tests {
             tagged_addresses: BTreeMap::new(),
             meta: None,
             port,
+            ports: Vec::new(),
             weights: Weights::DEFAULT,
             enable_tag_override: false,
             create_index: 0,
