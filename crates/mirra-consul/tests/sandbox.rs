@@ -16,8 +16,8 @@ use consul_sandbox::{Config, Sandbox};
 use futures::StreamExt;
 use mirra_consul::{
     Client, ConsulConfig, DeregisterRequest, Error, HealthCheck, Node, QueryOptions,
-    RegisterRequest, RetryPolicy, Service, TokenConfig, TokenSource, TxnOp, Verb, WatchOptions,
-    Weights,
+    RegisterRequest, RetryPolicy, Service, ServicePort, TokenConfig, TokenSource, TxnOp, Verb,
+    WatchOptions, Weights,
 };
 
 const NODE: &str = "k8s-sync";
@@ -498,6 +498,76 @@ async fn txn_set_cas_delete_and_rollback() {
             .node
             .is_none()
     );
+}
+
+fn named_port(name: &str, port: u16, default: bool) -> ServicePort {
+    ServicePort {
+        name: name.into(),
+        port,
+        default,
+    }
+}
+
+#[tokio::test]
+async fn multi_port_instances_round_trip_through_register_txn_and_every_read() {
+    let (sandbox, client) = start().await;
+    let ports = vec![
+        named_port("http", 8080, true),
+        named_port("grpc", 9090, false),
+    ];
+    let mut web = instance("web-1", "web", &["k8s"], 0);
+    web.ports = ports.clone();
+    client.register(&register(web, vec![])).await.unwrap();
+
+    let ns = client
+        .node_services(NODE, &QueryOptions::default())
+        .await
+        .unwrap()
+        .value;
+    let got = ns.services.iter().find(|s| s.id == "web-1").unwrap();
+    assert_eq!((got.port, &got.ports), (0, &ports));
+    let flat = client
+        .service("web", &QueryOptions::default())
+        .await
+        .unwrap()
+        .value;
+    assert_eq!((flat[0].service_port, &flat[0].service_ports), (0, &ports));
+    let health = client
+        .health_service("web", &QueryOptions::default())
+        .await
+        .unwrap()
+        .value;
+    assert_eq!(health[0].service.ports, ports);
+
+    // Through a transaction: the echoed result carries the list, and the
+    // same list again changes nothing (one apply, the same ModifyIndex).
+    let mut api = instance("api-1", "api", &["k8s"], 0);
+    api.ports = vec![named_port("http", 8000, true)];
+    let first = client
+        .txn(&[service_op(Verb::Set, api.clone())])
+        .await
+        .unwrap();
+    let echoed = first[0].service.clone().unwrap();
+    assert_eq!(echoed.ports, api.ports);
+    let before = sandbox.stats().raft_applies;
+    let again = client
+        .txn(&[service_op(Verb::Set, api.clone())])
+        .await
+        .unwrap();
+    assert_eq!(sandbox.stats().raft_applies - before, 1);
+    assert_eq!(
+        again[0].service.as_ref().unwrap().modify_index,
+        echoed.modify_index
+    );
+    // One more port: a change.
+    api.ports.push(named_port("admin", 8001, false));
+    let changed = client
+        .txn(&[service_op(Verb::Set, api.clone())])
+        .await
+        .unwrap();
+    let changed = changed[0].service.clone().unwrap();
+    assert!(changed.modify_index > echoed.modify_index);
+    assert_eq!(changed.ports, api.ports);
 }
 
 #[tokio::test]
