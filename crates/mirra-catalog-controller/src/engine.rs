@@ -1345,7 +1345,15 @@ fn observed_from(snap: NodeServices) -> impl Iterator<Item = (String, ObservedIn
             tags: s.tags,
             address: s.address,
             port: i64::from(s.port),
-            ports: Vec::new(),
+            ports: s
+                .ports
+                .into_iter()
+                .map(|p| mirra_catalog::observed::ObservedPort {
+                    name: p.name,
+                    port: i64::from(p.port),
+                    default: p.default,
+                })
+                .collect(),
             meta: s.meta,
             weights: s
                 .weights
@@ -1454,6 +1462,18 @@ fn to_txn_ops(op: &CatalogOp, node: &str) -> Vec<TxnOp> {
                     address: r.address.clone(),
                     meta: r.meta.clone(),
                     port: r.port,
+                    // Empty in the single-port layout, and then left out of
+                    // the body: Consul versions without the field see the
+                    // registration they always did.
+                    ports: r
+                        .ports
+                        .iter()
+                        .map(|p| mirra_consul::ServicePort {
+                            name: p.name.clone(),
+                            port: p.port,
+                            default: p.default,
+                        })
+                        .collect(),
                     weights: Some(mirra_consul::Weights {
                         passing: r.weights.passing,
                         warning: r.weights.warning,
@@ -1664,6 +1684,78 @@ mod tests {
         for op in &ops {
             assert_eq!(wire_len(op), to_txn_ops(op, "n").len(), "{op:?}");
         }
+    }
+
+    fn multi_port_registration() -> Registration {
+        Registration {
+            key: ServiceKey::new("ns", "web"),
+            id: "web-1".into(),
+            name: "web".into(),
+            tags: vec!["k8s".into()],
+            address: "10.0.0.1".into(),
+            port: 0,
+            ports: vec![
+                mirra_catalog::ServicePort {
+                    name: "http".into(),
+                    port: 8080,
+                    default: true,
+                },
+                mirra_catalog::ServicePort {
+                    name: "grpc".into(),
+                    port: 9090,
+                    default: false,
+                },
+            ],
+            meta: BTreeMap::new(),
+            weights: mirra_catalog::Weights::default(),
+            check: None,
+        }
+    }
+
+    #[test]
+    fn a_multi_port_registration_writes_its_ports_and_no_port() {
+        let ops = to_txn_ops(&CatalogOp::Register(multi_port_registration()), "n");
+        assert_eq!(ops.len(), 1);
+        let v = serde_json::to_value(&ops[0]).unwrap();
+        assert_eq!(
+            v["Service"]["Service"]["Ports"],
+            serde_json::json!([
+                {"Name": "http", "Port": 8080, "Default": true},
+                {"Name": "grpc", "Port": 9090}
+            ])
+        );
+        assert!(v["Service"]["Service"].get("Port").is_none(), "{v}");
+    }
+
+    #[test]
+    fn a_single_port_registration_sends_no_ports_member() {
+        let mut r = multi_port_registration();
+        r.port = 80;
+        r.ports.clear();
+        let v = serde_json::to_value(&to_txn_ops(&CatalogOp::Register(r), "n")[0]).unwrap();
+        assert_eq!(v["Service"]["Service"]["Port"], 80);
+        assert!(v["Service"]["Service"].get("Ports").is_none(), "{v}");
+    }
+
+    #[test]
+    fn observed_conversion_keeps_ports_so_the_echo_matches_the_registration() {
+        use mirra_catalog::ObservedView;
+        let r = multi_port_registration();
+        let snap: NodeServices = serde_json::from_value(serde_json::json!({
+            "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"},
+            "Services": [{"ID": "web-1", "Service": "web", "Tags": ["k8s"],
+                          "Address": "10.0.0.1", "Port": 0, "Meta": null,
+                          "Ports": [{"Name": "http", "Port": 8080, "Default": true},
+                                    {"Name": "grpc", "Port": 9090, "Default": false}]}]
+        }))
+        .unwrap();
+        let obs: BTreeMap<String, ObservedInstance> = observed_from(snap).collect();
+        let inst = obs.get("web-1").unwrap();
+        assert_eq!(inst.ports.len(), 2);
+        assert!(inst.service_equals(&r));
+        let mut fewer = r.clone();
+        fewer.ports.pop();
+        assert!(!inst.service_equals(&fewer));
     }
 
     #[test]
