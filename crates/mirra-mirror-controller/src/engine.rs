@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::ControllerError;
 use crate::settings::{Settings, WatchScope};
-use crate::state::{Resolution, State};
+use crate::state::{OwnWrite, Resolution, State, WriteTarget};
 use crate::watches;
 use crate::write::{self, WriteFailure};
 
@@ -130,6 +130,9 @@ pub async fn run(
     let mut tasks = vec![watches::spawn_namespaces(&shared)];
     tasks.extend(watches::spawn_configs(&shared));
     tasks.push(tokio::spawn(watches::manage_kinds(shared.clone())));
+    if shared.settings.startup_sweep {
+        tasks.push(tokio::spawn(watches::startup_sweep(shared.clone())));
+    }
     tasks.push(tokio::spawn(status_loop(shared.clone(), ready)));
     tasks.push(tokio::spawn(verify_loop(shared.clone())));
     for _ in 0..shared.settings.workers {
@@ -179,7 +182,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
         if !s.caches_ready() {
             return None;
         }
-        let plan = s.plan(namespace, &shared.settings.never_write);
+        let plan = s.plan(namespace, &shared.settings);
         let ops: Vec<_> = plan
             .ops
             .into_iter()
@@ -329,10 +332,15 @@ async fn send(
     shared: &Shared,
     client: &kube::Client,
     op: &Op,
-    target: Option<(kube::api::ApiResource, Option<String>)>,
+    target: Option<WriteTarget>,
 ) -> Result<bool, WriteFailure> {
     let t = op.target();
-    let Some((ar, observed_uid)) = target else {
+    let Some(WriteTarget {
+        resource: ar,
+        uid: observed_uid,
+        version: planned_from,
+    }) = target
+    else {
         return Err(WriteFailure::Permanent(format!(
             "kind {} {} is not resolved",
             t.api_version, t.kind
@@ -346,12 +354,19 @@ async fn send(
         } => match write::apply(client, &ar, &t.namespace, &t.name, body).await {
             Ok(version) => {
                 shared.metrics.write("apply", &t.kind);
+                let write = OwnWrite {
+                    version,
+                    planned_from,
+                    body_hash: mirra_mirror::marks::content_hash(body),
+                };
                 shared.with_state(|s| {
                     s.record_own_write(
-                        (t.api_version.clone(), t.kind.clone()),
-                        &t.namespace,
-                        &t.name,
-                        version,
+                        (
+                            (t.api_version.clone(), t.kind.clone()),
+                            t.namespace.clone(),
+                            t.name.clone(),
+                        ),
+                        write,
                     )
                 });
                 Ok(true)

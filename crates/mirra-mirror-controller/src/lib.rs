@@ -25,10 +25,20 @@
 //! - A kind is resolved through discovery once, when a SyncConfig first
 //!   names it, and its copies are watched with the label selector
 //!   `app.kubernetes.io/managed-by=mirra`. The watch stops when no
-//!   SyncConfig names the kind and no copy of it is left. Known limit: if
-//!   mirra is down while the last SyncConfig naming a kind is deleted, the
-//!   copies of that kind are not pruned after the restart (nothing names the
-//!   kind any more); the verification pass cannot see them either.
+//!   SyncConfig names the kind and no copy of it is left.
+//! - Start-up sweep: once, mirra lists every namespaced kind the server
+//!   serves for objects with its label (metadata only, one object at most,
+//!   from the API server's watch cache) and watches the kinds that hold
+//!   copies no SyncConfig names. So copies of a kind whose last SyncConfig
+//!   was deleted while mirra was down are pruned (or kept, when they carry
+//!   the pruning opt-out) after the restart. `--no-startup-sweep` turns it
+//!   off; kinds mirra may not list are skipped.
+//! - Scope: copies owned by a SyncConfig outside `--watch-namespace` belong
+//!   to someone else (another mirra deployment): never pruned, overwritten
+//!   or deleted; an item naming such an object fails with the owner's name.
+//! - A pending own apply (answered, not yet echoed by the watch) stands for
+//!   the copy in the plans made meanwhile, as long as the cache shows
+//!   nothing newer: a verification pass in between sends nothing again.
 //! - deleteItems with a fixed name are watched by field selector
 //!   `metadata.name=NAME` (metadata only). Names containing
 //!   `${PROJECT_NAME}` differ per namespace, so their kind is watched

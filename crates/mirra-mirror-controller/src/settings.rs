@@ -66,6 +66,55 @@ pub struct RunArgs {
     /// Number of namespaces reconciled concurrently.
     #[arg(long = "workers", value_name = "N", default_value_t = 8)]
     pub workers: usize,
+
+    /// First retry delay in seconds of a namespace whose write failed
+    /// permanently (403 Forbidden, 404, 422 Invalid without forceRecreate).
+    /// Retrying soon cannot help, but a permission granted or an object fixed
+    /// later causes no event mirra sees; the delay doubles per failed pass.
+    #[arg(
+        long = "permanent-retry-initial-secs",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
+    pub permanent_retry_initial_secs: u64,
+
+    /// Largest retry delay in seconds after permanent write failures: how
+    /// long a fixed RBAC rule or object may take to clear the Errored
+    /// condition at most.
+    #[arg(
+        long = "permanent-retry-max-secs",
+        value_name = "SECS",
+        default_value_t = 300
+    )]
+    pub permanent_retry_max_secs: u64,
+
+    /// First retry delay in milliseconds of a watch of copies or
+    /// deleteItems that failed (a list or watch refused by RBAC among
+    /// others); doubles per failure, reset by success.
+    #[arg(
+        long = "watch-retry-initial-ms",
+        value_name = "MS",
+        default_value_t = 800
+    )]
+    pub watch_retry_initial_ms: u64,
+
+    /// Largest retry delay in milliseconds of such a watch: how long a kind
+    /// granted in RBAC may take to be noticed.
+    #[arg(
+        long = "watch-retry-max-ms",
+        value_name = "MS",
+        default_value_t = 30_000
+    )]
+    pub watch_retry_max_ms: u64,
+
+    /// Skip the start-up sweep. By default mirra lists, once at start-up,
+    /// every namespaced kind the server serves for objects carrying its
+    /// label (`app.kubernetes.io/managed-by=mirra`, one list request of at
+    /// most one object per kind), so that copies of a kind no SyncConfig
+    /// names any more (its last SyncConfig was deleted while mirra was down)
+    /// are still pruned. Kinds mirra may not list are skipped silently.
+    #[arg(long = "no-startup-sweep")]
+    pub no_startup_sweep: bool,
 }
 
 /// Which namespaces' SyncConfigs are honoured.
@@ -75,6 +124,16 @@ pub enum WatchScope {
     Namespaces(BTreeSet<String>),
     /// Every namespace (explicit opt-in).
     All,
+}
+
+impl WatchScope {
+    /// Whether SyncConfigs in `namespace` are honoured.
+    pub fn honours(&self, namespace: &str) -> bool {
+        match self {
+            WatchScope::All => true,
+            WatchScope::Namespaces(list) => list.contains(namespace),
+        }
+    }
 }
 
 /// Why the flags cannot be turned into settings.
@@ -137,6 +196,9 @@ pub struct Settings {
     /// Largest retry delay of such a watch: how long a permission granted
     /// in RBAC may take to be noticed.
     pub watch_retry_cap: Duration,
+    /// Look for mirra's copies of kinds no SyncConfig names, once at
+    /// start-up (see `--no-startup-sweep`).
+    pub startup_sweep: bool,
 }
 
 impl Settings {
@@ -167,6 +229,7 @@ impl Settings {
             // kube-runtime's default watcher backoff (800 ms .. 30 s).
             watch_retry_base: Duration::from_millis(800),
             watch_retry_cap: Duration::from_secs(30),
+            startup_sweep: true,
         }
     }
 
@@ -241,6 +304,36 @@ impl Settings {
                 message: "must be at least 1".into(),
             });
         }
+        let retry_bounds = [
+            (
+                "--permanent-retry-initial-secs",
+                "--permanent-retry-max-secs",
+                Duration::from_secs(args.permanent_retry_initial_secs),
+                Duration::from_secs(args.permanent_retry_max_secs),
+            ),
+            (
+                "--watch-retry-initial-ms",
+                "--watch-retry-max-ms",
+                Duration::from_millis(args.watch_retry_initial_ms),
+                Duration::from_millis(args.watch_retry_max_ms),
+            ),
+        ];
+        for (initial_flag, max_flag, initial, max) in retry_bounds {
+            // Zero would retry in a tight loop against a server that keeps
+            // refusing.
+            if initial.is_zero() {
+                return Err(SettingsError::Invalid {
+                    flag: initial_flag,
+                    message: "must be at least 1".into(),
+                });
+            }
+            if max < initial {
+                return Err(SettingsError::Invalid {
+                    flag: max_flag,
+                    message: format!("must be at least {initial_flag}"),
+                });
+            }
+        }
         let mut s = Settings::new(scope);
         s.never_write = args.never_write_namespace.iter().cloned().collect();
         s.debounce = Duration::from_millis(args.debounce_ms);
@@ -249,6 +342,11 @@ impl Settings {
             (args.verify_interval_secs > 0).then(|| Duration::from_secs(args.verify_interval_secs));
         s.status_debounce = Duration::from_millis(args.status_debounce_ms);
         s.workers = args.workers;
+        s.permanent_retry_base = Duration::from_secs(args.permanent_retry_initial_secs);
+        s.permanent_retry_cap = Duration::from_secs(args.permanent_retry_max_secs);
+        s.watch_retry_base = Duration::from_millis(args.watch_retry_initial_ms);
+        s.watch_retry_cap = Duration::from_millis(args.watch_retry_max_ms);
+        s.startup_sweep = !args.no_startup_sweep;
         Ok(s)
     }
 }
@@ -329,6 +427,68 @@ mod tests {
         assert!(
             Settings::from_args_with(&parse(&["--workers", "0"]), || Some("a".into())).is_err()
         );
+    }
+
+    #[test]
+    fn retry_flags_are_honoured_and_checked() {
+        let ok = |a: &[&str]| Settings::from_args_with(&parse(a), || Some("ops".into()));
+        let defaults = ok(&[]).unwrap();
+        assert_eq!(defaults.permanent_retry_base, Duration::from_secs(30));
+        assert_eq!(defaults.permanent_retry_cap, Duration::from_secs(300));
+        assert_eq!(defaults.watch_retry_base, Duration::from_millis(800));
+        assert_eq!(defaults.watch_retry_cap, Duration::from_secs(30));
+        assert!(defaults.startup_sweep);
+        let s = ok(&[
+            "--permanent-retry-initial-secs",
+            "5",
+            "--permanent-retry-max-secs",
+            "60",
+            "--watch-retry-initial-ms",
+            "100",
+            "--watch-retry-max-ms",
+            "2000",
+            "--no-startup-sweep",
+        ])
+        .unwrap();
+        assert_eq!(s.permanent_retry_base, Duration::from_secs(5));
+        assert_eq!(s.permanent_retry_cap, Duration::from_secs(60));
+        assert_eq!(s.watch_retry_base, Duration::from_millis(100));
+        assert_eq!(s.watch_retry_cap, Duration::from_secs(2));
+        assert!(!s.startup_sweep);
+        let invalid = |a: &[&str]| ok(a).unwrap_err();
+        assert_eq!(
+            invalid(&["--permanent-retry-initial-secs", "0"]),
+            SettingsError::Invalid {
+                flag: "--permanent-retry-initial-secs",
+                message: "must be at least 1".into()
+            }
+        );
+        assert_eq!(
+            invalid(&[
+                "--watch-retry-initial-ms",
+                "5000",
+                "--watch-retry-max-ms",
+                "10"
+            ]),
+            SettingsError::Invalid {
+                flag: "--watch-retry-max-ms",
+                message: "must be at least --watch-retry-initial-ms".into()
+            }
+        );
+        assert_eq!(
+            invalid(&["--permanent-retry-max-secs", "1"]).to_string(),
+            "invalid flag --permanent-retry-max-secs: must be at least \
+             --permanent-retry-initial-secs"
+        );
+        // Not a number, negative, overflowing: clap refuses with the flag's name.
+        for bad in ["x", "-1", "99999999999999999999999"] {
+            let arg = format!("--watch-retry-max-ms={bad}");
+            let err = Cli::try_parse_from(["mirra", arg.as_str()])
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains("--watch-retry-max-ms"), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -13,10 +13,13 @@ use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::watcher::Event;
 use mirra_mirror::{
     CompiledConfig, ConfigRef, ItemOutcome, NamespacePlan, NamespaceView, ObservedObject,
-    ObservedSet, Op, OutcomeState, SyncConfigStatus, namespaces_for_config_change, plan_namespace,
+    ObservedSet, Op, OutcomeState, SyncConfigStatus, namespaces_for_config_change,
+    plan_namespace_scoped,
 };
 use mirra_runtime::Cache;
 use serde_json::Value;
+
+use crate::settings::Settings;
 
 /// A kind as SyncConfigs name it: `(apiVersion, kind)`.
 pub type KindId = (String, String);
@@ -60,6 +63,9 @@ pub struct KindEntry {
     /// The watch feeding `copies`; aborted when the entry is dropped.
     #[allow(dead_code)] // held for its Drop
     pub task: Option<AbortOnDrop>,
+    /// Found by the start-up sweep rather than named by a SyncConfig: kept
+    /// until its cache holds its initial list and no copy is left.
+    pub swept: bool,
 }
 
 /// A deleteItem watch: a kind, and the fixed name it selects by field
@@ -113,13 +119,14 @@ pub struct State {
     pub written_status: BTreeMap<ConfigRef, SyncConfigStatus>,
     /// When each pending key was first made dirty (event-to-write latency).
     pub first_event: BTreeMap<String, Instant>,
-    /// The resourceVersion each of mirra's own applies produced, until the
-    /// copy watch brings that version back. That echo holds exactly what
-    /// the plan asked for, so re-planning its namespace for it would be
-    /// pure CPU: it is not queued. Any other version (someone else's edit)
-    /// is queued as usual. An entry whose echo came before the write's
-    /// answer is dropped by the next event of that object.
-    pub own_writes: BTreeMap<CopyId, String>,
+    /// mirra's own applies whose answer came but whose echo the copy watch
+    /// has not brought yet. The echo holds exactly what the plan asked
+    /// for, so re-planning its namespace for it would be pure CPU: it is
+    /// not queued. Any other version (someone else's edit) is queued as
+    /// usual. Until the echo, a plan of that namespace (a verification pass
+    /// in between) treats the copy as written rather than applying the same
+    /// content again. Every event of the object drops its entry.
+    pub own_writes: BTreeMap<CopyId, OwnWrite>,
     /// Every honoured SyncConfig, in `compiled` order: the planner's input,
     /// kept ready so that planning a namespace clones nothing.
     pub compiled_list: Vec<CompiledConfig>,
@@ -136,6 +143,33 @@ pub struct State {
 
 /// A copy's identity across kinds: `(kind, namespace, name)`.
 pub type CopyId = (KindId, String, String);
+
+/// One of mirra's applies the copy watch has not echoed yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnWrite {
+    /// The resourceVersion the apply's answer carried.
+    pub version: String,
+    /// The resourceVersion the cache held when the apply was planned
+    /// (`None`: no copy yet). Only while the cache still holds it is the
+    /// write known to be the newest state: a later version (someone's edit
+    /// seen before the answer) is planned from as usual.
+    pub planned_from: Option<String>,
+    /// [`mirra_mirror::marks::content_hash`] of the body sent.
+    pub body_hash: String,
+}
+
+/// What a write needs beyond the op: the resource to send it to, and the
+/// cached copy's uid (forceRecreate's delete precondition) and
+/// resourceVersion (see [`OwnWrite::planned_from`]).
+#[derive(Debug, Clone)]
+pub struct WriteTarget {
+    /// Where to send the write.
+    pub resource: ApiResource,
+    /// `metadata.uid` of the cached copy.
+    pub uid: Option<String>,
+    /// `metadata.resourceVersion` of the cached copy.
+    pub version: Option<String>,
+}
 
 /// An object's JSON with its apiVersion and kind filled from the resource
 /// (list responses may omit them) and managedFields dropped.
@@ -200,10 +234,22 @@ impl State {
         out.extend(
             self.kinds
                 .iter()
-                .filter(|(_, e)| !e.copies.is_empty())
+                .filter(|(_, e)| !e.copies.is_empty() || (e.swept && !e.copies.initial_list_done()))
                 .map(|(k, _)| k.clone()),
         );
         out
+    }
+
+    /// `(group, kind)` of every kind in use, whatever its version: the
+    /// start-up sweep leaves those to their own watches.
+    pub fn kinds_in_use_by_group(&self) -> BTreeSet<(String, String)> {
+        self.wanted_kinds()
+            .into_iter()
+            .chain(self.kinds.keys().cloned())
+            .map(|(api_version, kind)| {
+                (mirra_mirror::refs::group_of(&api_version).to_string(), kind)
+            })
+            .collect()
     }
 
     /// Delete watches wanted now.
@@ -391,7 +437,7 @@ impl State {
                 .new
                 .as_ref()
                 .and_then(|o| o.metadata.resource_version.as_deref());
-            let echo = matches!((&written, version), (Some(w), Some(v)) if !w.is_empty() && w == v);
+            let echo = matches!((&written, version), (Some(w), Some(v)) if w.version == v);
             if !echo {
                 keys.insert(id.1);
             }
@@ -399,22 +445,40 @@ impl State {
         keys
     }
 
-    /// Remembers the resourceVersion mirra's own apply of a copy produced.
-    pub fn record_own_write(&mut self, kind: KindId, namespace: &str, name: &str, version: String) {
-        if version.is_empty() {
+    /// The resourceVersion the copy cache holds for `id`.
+    fn cached_version(&self, id: &CopyId) -> Option<&str> {
+        self.kinds
+            .get(&id.0)
+            .and_then(|e| e.copies.get(Some(&id.1), &id.2))
+            .and_then(|o| o.metadata.resource_version.as_deref())
+    }
+
+    /// Remembers one of mirra's own applies of a copy (see `own_writes`).
+    pub fn record_own_write(&mut self, id: CopyId, write: OwnWrite) {
+        if write.version.is_empty() {
             return;
         }
-        let id = (kind, namespace.to_string(), name.to_string());
-        let seen = self
-            .kinds
-            .get(&id.0)
-            .and_then(|e| e.copies.get(Some(namespace), name))
-            .and_then(|o| o.metadata.resource_version.as_deref())
-            == Some(version.as_str());
         // The echo already arrived (and was queued): nothing to wait for.
-        if !seen {
-            self.own_writes.insert(id, version);
+        if self.cached_version(&id) != Some(write.version.as_str()) {
+            self.own_writes.insert(id, write);
         }
+    }
+
+    /// Whether `op` would send again what an own apply not yet echoed
+    /// wrote, with nothing newer seen since it was planned.
+    fn repeats_pending_write(&self, op: &Op) -> bool {
+        let Op::Apply { target, body, .. } = op else {
+            return false;
+        };
+        let id = (
+            (target.api_version.clone(), target.kind.clone()),
+            target.namespace.clone(),
+            target.name.clone(),
+        );
+        self.own_writes.get(&id).is_some_and(|w| {
+            w.planned_from.as_deref() == self.cached_version(&id)
+                && w.body_hash == mirra_mirror::marks::content_hash(body)
+        })
     }
 
     /// Folds an event of a deleteItem watch; returns the keys touched.
@@ -593,12 +657,19 @@ impl State {
     /// Plans one namespace from the caches, with the ops on kinds the
     /// server does not serve turned into failed outcomes (the pure planner
     /// does not know about discovery).
-    pub fn plan(&self, namespace: &str, never_write: &BTreeSet<String>) -> NamespacePlan {
+    pub fn plan(&self, namespace: &str, settings: &Settings) -> NamespacePlan {
         let observed = self.observed_in(namespace);
         let ns = self.namespaces.get(None, namespace);
         let view = ns.map(NamespaceView::from_namespace);
-        let excluded = |n: &str| never_write.contains(n);
-        let mut plan = plan_namespace(view.as_ref(), &self.compiled_list, &observed, &excluded);
+        let excluded = |n: &str| settings.never_write.contains(n);
+        let honoured = |c: &ConfigRef| settings.scope.honours(&c.namespace);
+        let mut plan = plan_namespace_scoped(
+            view.as_ref(),
+            &self.compiled_list,
+            &observed,
+            &excluded,
+            &honoured,
+        );
         let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
             let id = (api_version.to_string(), kind.to_string());
             match self.kinds.get(&id).map(|e| &e.resolution) {
@@ -608,9 +679,18 @@ impl State {
                 _ => self.unavailable(&id).map(|u| u.reason.clone()),
             }
         };
-        plan.ops
-            .retain(|op| failed_kind(&op.target().api_version, &op.target().kind).is_none());
+        let mut repeated = BTreeSet::new();
+        plan.ops.retain(|op| {
+            if self.repeats_pending_write(op) {
+                repeated.insert(op.target().key());
+                return false;
+            }
+            failed_kind(&op.target().api_version, &op.target().kind).is_none()
+        });
         for o in &mut plan.outcomes {
+            if o.state == OutcomeState::Applied && repeated.contains(&o.target.key()) {
+                o.state = OutcomeState::InSync;
+            }
             if matches!(
                 o.state,
                 OutcomeState::Failed { .. } | OutcomeState::Conflict { .. }
@@ -624,9 +704,8 @@ impl State {
         plan
     }
 
-    /// The resource to write `op` with and the uid of the observed object
-    /// (for forceRecreate's delete).
-    pub fn write_target(&self, op: &Op) -> Option<(ApiResource, Option<String>)> {
+    /// Where to send `op`, and what the cache holds of its object.
+    pub fn write_target(&self, op: &Op) -> Option<WriteTarget> {
         let t = op.target();
         let entry = self.kinds.get(&(t.api_version.clone(), t.kind.clone()));
         let ar = match entry.map(|e| &e.resolution) {
@@ -637,10 +716,12 @@ impl State {
                 .filter(|((k, _), _)| k.0 == t.api_version && k.1 == t.kind)
                 .find_map(|(_, d)| d.resource.clone()),
         }?;
-        let uid = entry
-            .and_then(|e| e.copies.get(Some(&t.namespace), &t.name))
-            .and_then(|o| o.metadata.uid.clone());
-        Some((ar, uid))
+        let cached = entry.and_then(|e| e.copies.get(Some(&t.namespace), &t.name));
+        Some(WriteTarget {
+            resource: ar,
+            uid: cached.and_then(|o| o.metadata.uid.clone()),
+            version: cached.and_then(|o| o.metadata.resource_version.clone()),
+        })
     }
 
     /// Stores the outcomes of a namespace; marks the SyncConfigs whose
@@ -710,5 +791,205 @@ impl State {
         }
         out.extend(deletes);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::settings::WatchScope;
+    use serde_json::json;
+
+    fn configmaps() -> ApiResource {
+        ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&())
+    }
+
+    fn cm_kind() -> KindId {
+        ("v1".into(), "ConfigMap".into())
+    }
+
+    /// A state with the caches listed: namespace `t`, one SyncConfig
+    /// `ops/base` wanting ConfigMap `c` there, and `copies` in the cache.
+    fn state_with(copies: Vec<DynamicObject>) -> State {
+        let mut s = State::default();
+        let ns: Namespace = serde_json::from_value(json!({
+            "metadata": {"name": "t"}, "status": {"phase": "Active"}
+        }))
+        .unwrap();
+        s.namespaces.apply(Event::Init);
+        s.namespaces.apply(Event::InitApply(ns));
+        s.namespaces.apply(Event::InitDone);
+        let config = json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+            "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {
+                "namespaceSelector": {"matchNames": ["t"]},
+                "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "c"}, "data": {"k": "v"}}],
+            },
+        });
+        let mut configs = Cache::new();
+        configs.apply(Event::Init);
+        configs.apply(Event::InitDone);
+        s.configs.insert("ops".into(), configs);
+        s.compiled.insert(
+            ConfigRef::new("ops", "base"),
+            CompiledConfig::from_json(&config),
+        );
+        s.compiled_list = s.compiled.values().cloned().collect();
+        let mut cache = Cache::new();
+        cache.apply(Event::Init);
+        for c in copies {
+            cache.apply(Event::InitApply(c));
+        }
+        cache.apply(Event::InitDone);
+        s.kinds.insert(
+            cm_kind(),
+            KindEntry {
+                resolution: Resolution::Served(configmaps()),
+                unavailable: None,
+                copies: cache,
+                task: None,
+                swept: false,
+            },
+        );
+        s
+    }
+
+    fn settings() -> Settings {
+        Settings::for_tests(&["ops"])
+    }
+
+    fn copy_id() -> CopyId {
+        (cm_kind(), "t".into(), "c".into())
+    }
+
+    fn apply_body(plan: &NamespacePlan) -> Value {
+        match plan.ops.as_slice() {
+            [Op::Apply { body, .. }] => body.clone(),
+            other => panic!("one apply expected: {other:?}"),
+        }
+    }
+
+    /// What the server answers the apply with, as the watch echoes it.
+    fn echo(body: &Value, version: &str) -> DynamicObject {
+        let mut obj: DynamicObject = serde_json::from_value(body.clone()).unwrap();
+        obj.metadata.namespace = Some("t".into());
+        obj.metadata.uid = Some("c-uid".into());
+        obj.metadata.resource_version = Some(version.into());
+        obj
+    }
+
+    #[test]
+    fn a_written_copy_is_not_applied_again_before_its_echo() {
+        let mut s = state_with(Vec::new());
+        assert!(s.caches_ready());
+        let plan = s.plan("t", &settings());
+        let body = apply_body(&plan);
+        s.record_own_write(
+            copy_id(),
+            OwnWrite {
+                version: "10".into(),
+                planned_from: None,
+                body_hash: mirra_mirror::marks::content_hash(&body),
+            },
+        );
+        // A verification pass between the answer and the echo: in step.
+        let again = s.plan("t", &settings());
+        assert!(again.ops.is_empty(), "{:?}", again.ops);
+        assert!(
+            again
+                .outcomes
+                .iter()
+                .all(|o| o.state == OutcomeState::InSync),
+            "{:?}",
+            again.outcomes
+        );
+        // The echo settles it and is not queued; the plan stays empty.
+        let keys = s.apply_copies(&cm_kind(), Event::Apply(echo(&body, "10")));
+        assert!(keys.is_empty(), "{keys:?}");
+        assert!(s.own_writes.is_empty());
+        assert!(s.plan("t", &settings()).ops.is_empty());
+    }
+
+    #[test]
+    fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
+        let mut s = state_with(Vec::new());
+        let body = apply_body(&s.plan("t", &settings()));
+        // Someone's edit arrives before the answer of mirra's write: the
+        // edit is queued, and the write's answer must not mask it.
+        let mut edited = echo(&body, "11");
+        edited.data["data"] = json!({"k": "changed"});
+        let keys = s.apply_copies(&cm_kind(), Event::Apply(edited));
+        assert_eq!(keys, BTreeSet::from(["t".to_string()]));
+        s.record_own_write(
+            copy_id(),
+            OwnWrite {
+                version: "10".into(),
+                planned_from: None,
+                body_hash: mirra_mirror::marks::content_hash(&body),
+            },
+        );
+        assert_eq!(apply_body(&s.plan("t", &settings())), body);
+
+        // A pending write of other content (the spec changed since) does
+        // not stand for the wanted content either.
+        let mut s = state_with(Vec::new());
+        s.record_own_write(
+            copy_id(),
+            OwnWrite {
+                version: "10".into(),
+                planned_from: None,
+                body_hash: mirra_mirror::marks::content_hash(&json!({"older": true})),
+            },
+        );
+        assert_eq!(s.plan("t", &settings()).ops.len(), 1);
+    }
+
+    #[test]
+    fn copies_owned_outside_the_scope_are_neither_pruned_nor_overwritten() {
+        let foreign = |name: &str| -> DynamicObject {
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "t", "uid": format!("{name}-uid"),
+                             "resourceVersion": "3",
+                             "labels": {mirra_mirror::MANAGED_BY_LABEL: mirra_mirror::MANAGED_BY_VALUE},
+                             "annotations": {mirra_mirror::OWNER_ANNOTATION: "tenant-b/theirs"}},
+                "data": {"k": "theirs"},
+            }))
+            .unwrap()
+        };
+        // `c` is wanted by ops/base but owned by tenant-b/theirs; `other`
+        // is wanted by nobody here.
+        let s = state_with(vec![foreign("c"), foreign("other")]);
+        let plan = s.plan("t", &settings());
+        assert!(plan.ops.is_empty(), "{:?}", plan.ops);
+        let states: Vec<(&str, &OutcomeState)> = plan
+            .outcomes
+            .iter()
+            .map(|o| (o.target.name.as_str(), &o.state))
+            .collect();
+        assert_eq!(states.len(), 1, "{states:?}");
+        match states[0] {
+            ("c", OutcomeState::Failed { reason }) => {
+                assert!(reason.contains("tenant-b/theirs"), "{reason}");
+                assert!(reason.contains("--watch-namespace"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The same copies under a mirra that honours every namespace: the
+        // oldest honoured SyncConfig takes `c`, and `other`, whose
+        // SyncConfig does not exist, is pruned.
+        let mut all = settings();
+        all.scope = WatchScope::All;
+        let plan = s.plan("t", &all);
+        let ops: Vec<(&str, bool)> = plan
+            .ops
+            .iter()
+            .map(|op| (op.target().name.as_str(), matches!(op, Op::Apply { .. })))
+            .collect();
+        assert_eq!(ops, vec![("c", true), ("other", false)]);
     }
 }

@@ -220,12 +220,23 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> A
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
-                    let keys = shared.with_state(|s| {
+                    let (keys, emptied) = shared.with_state(|s| {
                         // Any answer means the kind can be read again.
                         let mut keys = s.set_copies_unavailable(&kind, None);
-                        keys.extend(s.apply_copies(&kind, event));
-                        keys
+                        let changed = s.apply_copies(&kind, event);
+                        // The last copy is gone: the kind manager drops the
+                        // watch unless a SyncConfig still names the kind.
+                        let emptied = s.kinds.get(&kind).is_some_and(|e| {
+                            (e.swept || !changed.is_empty())
+                                && e.copies.initial_list_done()
+                                && e.copies.is_empty()
+                        });
+                        keys.extend(changed);
+                        (keys, emptied)
                     });
+                    if emptied {
+                        shared.kinds_changed.notify_one();
+                    }
                     shared.enqueue(keys);
                 }
                 Err(e) => {
@@ -331,6 +342,7 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                         unavailable: None,
                         copies: Cache::new(),
                         task: None,
+                        swept: false,
                     },
                 );
             }
@@ -417,4 +429,147 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
             } => {}
         }
     }
+}
+
+/// How often the sweep looks whether the SyncConfig and Namespace caches
+/// hold their initial lists. 50 ms: start-up lists take tens of
+/// milliseconds on a small cluster.
+const SWEEP_WAIT: Duration = Duration::from_millis(50);
+
+/// Once at start-up: finds the kinds holding mirra's copies that no
+/// SyncConfig names, and watches them like any kind in use, so that their
+/// copies are planned (pruned, or kept when they carry the opt-out) and the
+/// watch ends once none is left. Without it, copies of a kind whose last
+/// SyncConfig was deleted while mirra was down would stay forever: no
+/// watch would cover the kind any more.
+///
+/// Cost: discovery (one request for the group list and one per group, at
+/// its preferred version) and one label-selected, metadata-only list per
+/// namespaced kind, served from the API server's watch cache
+/// (`resourceVersion=0`) and limited to one object. A kind mirra may not
+/// list (403) or that fails otherwise is skipped with a debug log: its
+/// copies, if any, are not mirra's to find.
+pub async fn startup_sweep(shared: Arc<Shared>) {
+    // The kinds SyncConfigs name are known only once their caches are
+    // listed; those are watched anyway and need no sweep.
+    while !shared.with_state(|s| {
+        s.namespaces.initial_list_done()
+            && !s.configs.is_empty()
+            && s.configs.values().all(Cache::initial_list_done)
+    }) {
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            _ = tokio::time::sleep(SWEEP_WAIT) => {}
+        }
+    }
+    let client = &shared.client;
+    let resources = tokio::select! {
+        _ = shared.shutdown.cancelled() => return,
+        r = served_namespaced_kinds(client) => r,
+    };
+    let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}");
+    let params = kube::api::ListParams::default()
+        .labels(&selector)
+        .limit(1)
+        .match_any();
+    let mut listed = 0usize;
+    let mut found = Vec::new();
+    for ar in resources {
+        let in_use = shared.with_state(|s| {
+            s.kinds_in_use_by_group()
+                .contains(&(ar.group.clone(), ar.kind.clone()))
+        });
+        if in_use {
+            continue;
+        }
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let answer = tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            a = api.list_metadata(&params) => a,
+        };
+        listed += 1;
+        match answer {
+            Ok(list) if !list.items.is_empty() => found.push(ar),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(resource = %rbac_resource(&ar), error = %e,
+                    "start-up sweep skips a kind it cannot list")
+            }
+        }
+    }
+    let mut watched = Vec::new();
+    for ar in found {
+        let kind: KindId = (ar.api_version.clone(), ar.kind.clone());
+        let added = shared.with_state(|s| {
+            // A SyncConfig may have named the kind meanwhile: its own entry
+            // serves.
+            if s.kinds_in_use_by_group()
+                .contains(&(ar.group.clone(), ar.kind.clone()))
+            {
+                return false;
+            }
+            s.kinds.insert(
+                kind.clone(),
+                KindEntry {
+                    resolution: Resolution::Served(ar.clone()),
+                    unavailable: None,
+                    copies: Cache::new(),
+                    task: None,
+                    swept: true,
+                },
+            );
+            true
+        });
+        if added {
+            let task = spawn_copies_watch(&shared, kind.clone(), &ar);
+            shared.with_state(|s| {
+                if let Some(e) = s.kinds.get_mut(&kind) {
+                    e.task = Some(task);
+                }
+            });
+            watched.push(format!("{} {}", ar.api_version, ar.kind));
+        }
+    }
+    tracing::info!(kinds_listed = listed, found = ?watched,
+        "start-up sweep: watching the kinds that hold copies no SyncConfig names");
+}
+
+/// Every namespaced, listable kind the server serves, at its group's
+/// preferred version. A group whose discovery fails (an aggregated API
+/// that is down, typically) is skipped: it cannot hold copies mirra could
+/// delete right now anyway.
+async fn served_namespaced_kinds(client: &kube::Client) -> Vec<ApiResource> {
+    let mut versions = vec![kube::core::GroupVersion::gv("", "v1")];
+    match client.list_api_groups().await {
+        Ok(groups) => {
+            for g in groups.groups {
+                let preferred = g
+                    .preferred_version
+                    .map(|v| v.version)
+                    .or_else(|| g.versions.first().map(|v| v.version.clone()));
+                if let Some(v) = preferred {
+                    versions.push(kube::core::GroupVersion::gv(&g.name, &v));
+                }
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "start-up sweep: cannot list API groups"),
+    }
+    let mut out = Vec::new();
+    for gv in versions {
+        match kube::discovery::oneshot::pinned_group(client, &gv).await {
+            Ok(group) => out.extend(
+                group
+                    .recommended_resources()
+                    .into_iter()
+                    .filter(|(_, caps)| {
+                        caps.scope == kube::discovery::Scope::Namespaced
+                            && caps.supports_operation(kube::discovery::verbs::LIST)
+                    })
+                    .map(|(ar, _)| ar),
+            ),
+            Err(e) => tracing::debug!(group = %gv.group, version = %gv.version, error = %e,
+                "start-up sweep skips a group whose discovery failed"),
+        }
+    }
+    out
 }

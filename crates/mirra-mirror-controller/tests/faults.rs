@@ -189,6 +189,85 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
 }
 
 #[tokio::test]
+async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_pass_finds_it_granted()
+ {
+    let env = Env::new().await;
+    env.create_ns("w", &[("team", "a")]).await;
+    secrets(&env, "w")
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {
+                "name": "stale",
+                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+                "annotations": {OWNER_ANNOTATION: format!("{OPS}/base")},
+            }}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({})), secret_item("s")]),
+    )
+    .await;
+    // RBAC with list but without watch on Secrets.
+    env.sb
+        .inject(FaultRule {
+            verb: Some("watch".into()),
+            resource: Some("secrets".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut settings = Settings::for_tests(&[OPS]);
+    // A granted watch brings no event; the pass restarts refused watches.
+    settings.verify_interval = Some(std::time::Duration::from_millis(300));
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    wait_for("errored", || async {
+        env.condition("base", "Errored")
+            .await
+            .is_some_and(|c| c.0 == "True" && c.2.contains("w Secret/s"))
+    })
+    .await;
+    let (_, _, message) = env.condition("base", "Errored").await.unwrap();
+    assert!(
+        message.contains("mirra may not watch secrets (v1 Secret)"),
+        "{message}"
+    );
+    assert!(env.cm("w", "c").await.is_some());
+    // A listed cache that cannot follow changes is not trusted: no apply,
+    // no prune, though the list showed `stale`.
+    wait_for("watch retried", || async {
+        env.sb.stats().get("watch secrets") >= 3
+    })
+    .await;
+    let stats = env.sb.stats();
+    assert_eq!(stats.get("patch secrets"), 0, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 0, "{:?}", stats.requests);
+    assert_eq!(secret_names(&env, "w").await, vec!["stale".to_string()]);
+
+    env.sb.clear_faults().await;
+    let granted = env.sb.stats();
+    wait_for("secrets synced and stale pruned", || async {
+        secret_names(&env, "w").await == vec!["s".to_string()]
+    })
+    .await;
+    wait_for("errored cleared", || async {
+        env.condition("base", "Errored")
+            .await
+            .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    let stats = env.sb.stats().since(&granted);
+    assert_eq!(stats.get("patch secrets"), 1, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
+    ctl.stop().await;
+}
+
+#[tokio::test]
 async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
     let env = Env::new().await;
     env.create_ns("locked", &[("team", "a")]).await;

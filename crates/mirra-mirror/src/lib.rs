@@ -43,7 +43,7 @@ pub use marks::{
 };
 pub use plan::{
     DeleteCause, ItemOutcome, ItemRef, NamespacePlan, ObservedLookup, ObservedObject, ObservedSet,
-    Op, OutcomeState, namespaces_for_config_change, plan_namespace,
+    Op, OutcomeState, namespaces_for_config_change, plan_namespace, plan_namespace_scoped,
 };
 pub use refs::{ConfigRef, ObjectKey, ObjectRef};
 pub use render::render;

@@ -40,6 +40,10 @@
 //!   its SyncConfig opted out of pruning, or, when the SyncConfig is gone, the
 //!   copy itself carries the opt-out. An object without both marks is never
 //!   pruned.
+//! - A mirra that honours only some SyncConfigs (`--watch-namespace`)
+//!   leaves copies owned by the others alone: not pruned, not overwritten,
+//!   not deleted by a deleteItem (see [`plan_namespace_scoped`]). Two mirra deployments with disjoint
+//!   scopes share a cluster without deleting each other's copies.
 //! - An object that is being deleted is left alone; once it is gone the next
 //!   plan recreates it if it is still wanted (this is also how
 //!   `forceRecreate` completes without racing the deletion).
@@ -55,7 +59,7 @@ use serde_json::Value;
 
 use crate::compile::CompiledConfig;
 use crate::desired::{desired_copy, is_subset};
-use crate::marks::{PRUNE_ANNOTATION, owner_of, prune_opted_out};
+use crate::marks::{OWNER_ANNOTATION, PRUNE_ANNOTATION, owner_of, prune_opted_out};
 use crate::names::{check_name, strict_name_rule};
 use crate::refs::{ConfigRef, ObjectKey, ObjectRef, group_of};
 use crate::selector::NamespaceView;
@@ -355,6 +359,23 @@ pub fn plan_namespace(
     observed: &dyn ObservedLookup,
     excluded: &dyn Fn(&str) -> bool,
 ) -> NamespacePlan {
+    plan_namespace_scoped(ns, configs, observed, excluded, &|_| true)
+}
+
+/// [`plan_namespace`] for a mirra that honours only some SyncConfigs
+/// (`--watch-namespace`): `honoured` says whether a SyncConfig is within
+/// its reach. A copy owned by a SyncConfig outside it belongs to someone
+/// else (another mirra, or this one before its scope was narrowed): it is
+/// never pruned, overwritten or deleted; a syncItem or deleteItem naming
+/// that object gets a `Failed` outcome naming the owner. `configs` must hold every honoured
+/// SyncConfig, as for [`plan_namespace`].
+pub fn plan_namespace_scoped(
+    ns: Option<&NamespaceView<'_>>,
+    configs: &[CompiledConfig],
+    observed: &dyn ObservedLookup,
+    excluded: &dyn Fn(&str) -> bool,
+    honoured: &dyn Fn(&ConfigRef) -> bool,
+) -> NamespacePlan {
     let Some(ns) = ns else {
         return NamespacePlan::default();
     };
@@ -418,6 +439,9 @@ pub fn plan_namespace(
     let mut applies = Vec::new();
     for (key, want) in &wants {
         let state = match observed.get(key) {
+            Some(o) if let Some(reason) = foreign_owner(o, honoured) => {
+                OutcomeState::Failed { reason }
+            }
             Some(o) if o.deleting => OutcomeState::Terminating,
             Some(o) if is_subset(&want.body, &o.body) => OutcomeState::InSync,
             _ => {
@@ -464,6 +488,10 @@ pub fn plan_namespace(
                     winner: winner.config.key.clone(),
                     winner_item: winner.item,
                 }
+            } else if let Some(reason) = observed.get(&key).and_then(|o| foreign_owner(o, honoured))
+            {
+                // Its owner would recreate it: deleting it would fight.
+                OutcomeState::Failed { reason }
             } else {
                 match observed.get(&key) {
                     None => OutcomeState::Gone,
@@ -496,6 +524,7 @@ pub fn plan_namespace(
         .objects()
         .filter(|o| o.namespace == ns.name && !o.deleting)
         .filter_map(|o| o.owner().map(|owner| (o, owner)))
+        .filter(|(_, owner)| honoured(owner))
         .filter(|(o, _)| {
             let key = o.key();
             !wants.contains_key(&key) && !deletes.contains_key(&key)
@@ -544,6 +573,17 @@ pub fn plan_namespace(
     ops.extend(deletes.into_values());
     outcomes.sort_by(|a, b| (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target)));
     NamespacePlan { ops, outcomes }
+}
+
+/// Why `o` is not this mirra's to write or delete: it carries the marks of
+/// a SyncConfig outside `honoured`.
+fn foreign_owner(o: &ObservedObject, honoured: &dyn Fn(&ConfigRef) -> bool) -> Option<String> {
+    let owner = o.owner().filter(|owner| !honoured(owner))?;
+    Some(format!(
+        "the object belongs to SyncConfig {owner}, which this mirra does not honour \
+         (--watch-namespace); remove its {OWNER_ANNOTATION} annotation or the object to let \
+         this SyncConfig take it"
+    ))
 }
 
 /// The namespaces (keys) a SyncConfig change touches: those selected by the

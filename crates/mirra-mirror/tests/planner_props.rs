@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use common::{Store, TestNs, foreign};
 use mirra_mirror::template::template_str;
-use mirra_mirror::{CompiledConfig, DeleteCause, ObjectKey, Op, plan_namespace};
+use mirra_mirror::{CompiledConfig, ConfigRef, DeleteCause, ObjectKey, Op, plan_namespace_scoped};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -149,12 +149,26 @@ fn round(
     store: &mut Store,
     excluded: &BTreeSet<String>,
 ) -> Result<bool, TestCaseError> {
+    round_scoped(namespaces, configs, store, excluded, &|_| true)
+}
+
+/// [`round`] for a mirra honouring only the SyncConfigs `honoured` accepts
+/// (`configs` holds exactly those, as the controller passes them).
+fn round_scoped(
+    namespaces: &[TestNs],
+    configs: &[CompiledConfig],
+    store: &mut Store,
+    excluded: &BTreeSet<String>,
+    honoured: &dyn Fn(&ConfigRef) -> bool,
+) -> Result<bool, TestCaseError> {
     let mut any = false;
     let is_excluded = |n: &str| excluded.contains(n);
     for ns in namespaces {
         let observed = store.view(&ns.name);
-        let plan = plan_namespace(Some(&ns.view()), configs, &observed, &is_excluded);
-        let again = plan_namespace(Some(&ns.view()), configs, &observed, &is_excluded);
+        let plan =
+            plan_namespace_scoped(Some(&ns.view()), configs, &observed, &is_excluded, honoured);
+        let again =
+            plan_namespace_scoped(Some(&ns.view()), configs, &observed, &is_excluded, honoured);
         prop_assert_eq!(&plan, &again, "planning is deterministic");
         if !ns.active {
             prop_assert!(plan.ops.is_empty(), "ops in a terminating namespace");
@@ -171,6 +185,14 @@ fn round(
         for op in &plan.ops {
             prop_assert_eq!(&op.target().namespace, &ns.name);
             if let Op::Apply { target, .. } = op {
+                let current = observed.iter().find(|o| o.key() == target.key());
+                if let Some(owner) = current.and_then(|o| o.owner()) {
+                    prop_assert!(
+                        honoured(&owner),
+                        "overwrote a copy of {} that this mirra does not honour",
+                        owner
+                    );
+                }
                 prop_assert!(
                     named.contains(&(target.kind.clone(), target.name.clone())),
                     "apply of {} {} that no item names",
@@ -190,6 +212,13 @@ fn round(
                 let current = current
                     .ok_or_else(|| TestCaseError::fail("delete of an object not observed"))?;
                 prop_assert_eq!(&current.uid, uid);
+                if let Some(owner) = current.owner() {
+                    prop_assert!(
+                        honoured(&owner) || *cause == DeleteCause::DeleteItem,
+                        "pruned a copy of {} that this mirra does not honour",
+                        owner
+                    );
+                }
                 match cause {
                     DeleteCause::Pruned => {
                         // Marked, by the config the prune is made for, and
@@ -228,10 +257,20 @@ fn settle(
     store: &mut Store,
     excluded: &BTreeSet<String>,
 ) -> Result<(), TestCaseError> {
+    settle_scoped(namespaces, configs, store, excluded, &|_| true)
+}
+
+fn settle_scoped(
+    namespaces: &[TestNs],
+    configs: &[CompiledConfig],
+    store: &mut Store,
+    excluded: &BTreeSet<String>,
+    honoured: &dyn Fn(&ConfigRef) -> bool,
+) -> Result<(), TestCaseError> {
     // One round writes everything; a second may follow when a conflict's
     // winner takes over an object written by the loser in the same round.
     for _ in 0..3 {
-        if !round(namespaces, configs, store, excluded)? {
+        if !round_scoped(namespaces, configs, store, excluded, honoured)? {
             return Ok(());
         }
     }
@@ -319,5 +358,35 @@ proptest! {
             prop_assert!(!round(&namespaces, configs, &mut store, &excluded)?);
             prop_assert_eq!(&snapshot(&store), &frozen, "a never-write namespace changed");
         }
+    }
+
+    #[test]
+    fn a_narrowed_scope_leaves_the_copies_of_unhonoured_syncconfigs_alone(
+        namespaces in gen_namespaces(),
+        configs in proptest::collection::vec(gen_config(), 1..5),
+        kept in proptest::collection::btree_set(0..5usize, 0..4),
+    ) {
+        // Copies written by a mirra honouring every SyncConfig, then a
+        // mirra honouring only some (another deployment, or --watch-namespace
+        // narrowed): the others' copies stay exactly as they are.
+        let all: Vec<CompiledConfig> = configs.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let mut store = Store::default();
+        let none = BTreeSet::new();
+        settle(&namespaces, &all, &mut store, &none)?;
+        let honoured_keys: BTreeSet<ConfigRef> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| kept.contains(i))
+            .map(|(_, c)| c.key.clone())
+            .collect();
+        let honoured = |c: &ConfigRef| honoured_keys.contains(c);
+        let scoped: Vec<CompiledConfig> = all.iter().filter(|c| honoured(&c.key)).cloned().collect();
+        let foreign_copies = |store: &Store| -> Vec<_> {
+            store.objects.iter().filter(|o| o.owner().is_some_and(|c| !honoured(&c))).cloned().collect()
+        };
+        let before = foreign_copies(&store);
+        settle_scoped(&namespaces, &scoped, &mut store, &none, &honoured)?;
+        prop_assert!(!round_scoped(&namespaces, &scoped, &mut store, &none, &honoured)?);
+        prop_assert_eq!(foreign_copies(&store), before);
     }
 }

@@ -1,0 +1,189 @@
+//! Restarts: copies of a kind that no SyncConfig names any more (its last
+//! SyncConfig was deleted while mirra was down) are found by the start-up
+//! sweep and pruned, unless they carry the opt-out or belong to SyncConfigs
+//! this mirra does not honour; the sweep costs one list per kind, once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use kube_sandbox::FaultRule;
+use mirra_mirror_controller::Settings;
+use mirra_mirror_controller::mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION};
+use serde_json::{Value, json};
+
+fn secret_item(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
+}
+
+fn secrets(env: &Env, ns: &str) -> Api<Secret> {
+    Api::namespaced(env.client.clone(), ns)
+}
+
+/// Which of the test's Secrets exist, read by GET so that every `list
+/// secrets` the sandbox counts is mirra's.
+async fn secret_names(env: &Env, ns: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in ["k", "orphan", "s", "theirs"] {
+        if secrets(env, ns).get_opt(name).await.unwrap().is_some() {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// A Secret carrying mirra's marks for `owner`, written by someone else
+/// (another mirra deployment, or this one long ago).
+async fn marked_secret(env: &Env, ns: &str, name: &str, owner: &str, prune: Option<&str>) {
+    let mut annotations = json!({OWNER_ANNOTATION: owner});
+    if let Some(p) = prune {
+        annotations["sync.appuio.ch/prune"] = json!(p);
+    }
+    secrets(env, ns)
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {
+                "name": name,
+                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+                "annotations": annotations,
+            }}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn copies_of_a_kind_no_syncconfig_names_any_more_are_pruned_after_a_restart() {
+    let env = Env::new().await;
+    env.create_ns("t", &[("team", "a")]).await;
+    env.create_sc(
+        "cms",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({}))]),
+    )
+    .await;
+    env.create_sc(
+        "secrets",
+        json!({}),
+        spec_for_team("a", vec![secret_item("s")]),
+    )
+    .await;
+    env.create_sc(
+        "kept",
+        json!({"sync.appuio.ch/prune": "false"}),
+        spec_for_team("a", vec![secret_item("k")]),
+    )
+    .await;
+    // A copy another mirra wrote for a SyncConfig in a namespace this one
+    // does not honour.
+    marked_secret(&env, "t", "theirs", "tenant-b/their-config", None).await;
+    let settings = Settings::for_tests(&[OPS]);
+    let ctl = env.start(settings.clone());
+    wait_for("copies", || async {
+        env.cm("t", "c").await.is_some() && secret_names(&env, "t").await == ["k", "s", "theirs"]
+    })
+    .await;
+    env.settle().await;
+    ctl.stop().await;
+
+    // Both SyncConfigs naming Secrets go while mirra is down: no watch of
+    // Secrets is started from the SyncConfigs after the restart.
+    env.delete_sc("secrets").await;
+    env.delete_sc("kept").await;
+    env.sb.reset_stats();
+    let ctl = env.start(settings.clone());
+    ctl.wait_ready().await;
+    wait_for("s pruned", || async {
+        secret_names(&env, "t").await == ["k", "theirs"]
+    })
+    .await;
+    let stats = env.settle().await;
+    // Exactly the one prune: the opted-out copy and the foreign one stay,
+    // the ConfigMap is in step, and no status changed.
+    assert_eq!(stats.writes(), 1, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
+    // The sweep listed every namespaced kind once, except the ConfigMaps a
+    // SyncConfig names (their own watch lists them); Secrets were listed
+    // once more by the watch the sweep started.
+    assert_eq!(stats.get("list configmaps"), 1, "{:?}", stats.requests);
+    assert_eq!(stats.get("list secrets"), 2, "{:?}", stats.requests);
+    for swept in [
+        "endpoints",
+        "services",
+        "serviceaccounts",
+        "leases.coordination.k8s.io",
+        "deployments.apps",
+    ] {
+        assert_eq!(
+            stats.get(&format!("list {swept}")),
+            1,
+            "{swept}: {:?}",
+            stats.requests
+        );
+    }
+    let kept = secrets(&env, "t").get("k").await.unwrap();
+    assert_eq!(
+        kept.metadata.annotations.unwrap()["sync.appuio.ch/prune"],
+        "false"
+    );
+    // The Secrets watch lasts while copies are left (Namespaces, the
+    // SyncConfigs of `ops`, ConfigMaps and Secrets), and ends with the last.
+    // (The sandbox notices the stopped process's watches close a little
+    // later, hence the wait.)
+    wait_for("four watches", || async {
+        env.sb.stats().open_watches == 4
+    })
+    .await;
+    for name in ["k", "theirs"] {
+        secrets(&env, "t")
+            .delete(name, &Default::default())
+            .await
+            .unwrap();
+    }
+    wait_for("secrets watch ended", || async {
+        env.sb.stats().open_watches == 3
+    })
+    .await;
+    marked_secret(&env, "t", "theirs", "tenant-b/their-config", None).await;
+    // As the pruning opt-out left it.
+    marked_secret(&env, "t", "k", &format!("{OPS}/kept"), Some("false")).await;
+    ctl.stop().await;
+
+    // With the sweep switched off, a copy of a kind nothing names is not
+    // even looked for.
+    marked_secret(&env, "t", "orphan", &format!("{OPS}/gone"), None).await;
+    env.sb.reset_stats();
+    let mut no_sweep = settings.clone();
+    no_sweep.startup_sweep = false;
+    let ctl = env.start(no_sweep);
+    ctl.wait_ready().await;
+    let stats = env.settle().await;
+    assert_eq!(stats.writes(), 0, "{:?}", stats.requests);
+    assert_eq!(stats.get("list secrets"), 0, "{:?}", stats.requests);
+    assert_eq!(stats.get("list services"), 0, "{:?}", stats.requests);
+    ctl.stop().await;
+
+    // A kind mirra may not list is skipped; the others are still swept.
+    env.sb
+        .inject(FaultRule {
+            verb: Some("list".into()),
+            resource: Some("services".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ctl = env.start(settings);
+    wait_for("orphan pruned", || async {
+        secret_names(&env, "t").await == ["k", "theirs"]
+    })
+    .await;
+    let stats = env.settle().await;
+    assert_eq!(stats.get("list services"), 1, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
+    ctl.stop().await;
+}
