@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mirra_catalog::annotations::parse_go_bool;
-use mirra_catalog::{NodePortSyncType, SyncSettings};
+use mirra_catalog::{NodePortSyncType, PortLayout, SyncSettings};
 use mirra_consul::{ConsulConfig, Overrides};
 use mirra_runtime::QueueConfig;
 
@@ -92,6 +92,17 @@ pub struct SyncCatalogArgs {
     /// `ExternalFirst`.
     #[arg(long = "node-port-sync-type", default_value = "ExternalOnly")]
     pub node_port_sync_type: String,
+    /// How ports are written. `single` (consul-k8s releases before late
+    /// 2025): one registration per endpoint (or external IP, load balancer
+    /// address) with one `Port`: the `service-port` annotation's port, else
+    /// the first one (the target port for endpoints, the node port for
+    /// NodePort). `multi` (newer consul-k8s releases): the same
+    /// registrations with `Port` 0 and every port in a `Ports` list (name,
+    /// port, the default one first); needs a Consul that knows `Ports`
+    /// (1.22 or later). Use the layout your consul-k8s wrote, so that its
+    /// registrations are adopted without writes.
+    #[arg(long = "port-layout", default_value = "single", value_parser = port_layout())]
+    pub port_layout: PortLayout,
     /// Append `-<namespace>` to Consul service names.
     #[arg(long = "add-k8s-namespace-suffix", default_value = "false", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = go_bool)]
@@ -157,6 +168,17 @@ pub struct SyncCatalogArgs {
     /// Consul datacenter. Default: the agent's.
     #[arg(long = "datacenter")]
     pub datacenter: Option<String>,
+}
+
+/// Parses `-port-layout` in clap, so that a bad value is refused with the
+/// flag and the accepted values named, before anything starts, and the
+/// values are listed in `--help`.
+fn port_layout() -> impl clap::builder::TypedValueParser<Value = PortLayout> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(
+        [PortLayout::Single, PortLayout::Multi].map(PortLayout::as_str),
+    )
+    .try_map(|s| s.parse::<PortLayout>())
 }
 
 fn go_bool(s: &str) -> Result<bool, String> {
@@ -337,6 +359,7 @@ impl Settings {
             node_port_sync_type: args.node_port_sync_type.parse::<NodePortSyncType>()?,
             enable_ingress: args.enable_ingress,
             sync_ingress_lb_ips: args.load_balancer_ips,
+            port_layout: args.port_layout,
             k8s_write_namespace: args.k8s_write_namespace.clone(),
             consul_domain: args.consul_domain.clone(),
             ..SyncSettings::default()
@@ -520,6 +543,51 @@ mod tests {
         assert_eq!(s.txn_concurrency, 1);
         let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
         assert_eq!(s.txn_concurrency, usize::from(DEFAULT_TXN_CONCURRENCY));
+    }
+
+    #[test]
+    fn port_layout_flag_in_both_spellings_and_its_default() {
+        let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
+        assert_eq!(s.sync.port_layout, PortLayout::Single);
+        for args in [
+            &["-port-layout=multi"][..],
+            &["-port-layout", "multi"],
+            &["--port-layout=multi"],
+            &["--port-layout", "multi"],
+        ] {
+            let s = Settings::from_args(&parse(args).unwrap()).unwrap();
+            assert_eq!(s.sync.port_layout, PortLayout::Multi, "{args:?}");
+        }
+        let s = Settings::from_args(&parse(&["-port-layout=single"]).unwrap()).unwrap();
+        assert_eq!(s.sync.port_layout, PortLayout::Single);
+    }
+
+    #[test]
+    fn bad_port_layout_is_a_clap_error_naming_the_flag_and_the_values() {
+        for bad in ["Multi", "both", "single,multi", " single"] {
+            let arg = format!("-port-layout={bad}");
+            let e = parse(&[arg.as_str()])
+                .err()
+                .unwrap_or_else(|| panic!("{arg} accepted"));
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{arg}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!(
+                    "invalid value '{bad}' for '--port-layout <PORT_LAYOUT>'"
+                )),
+                "{text}"
+            );
+            assert!(text.contains("[possible values: single, multi]"), "{text}");
+        }
+        // An empty or missing value is refused too, not read as the default.
+        for args in [&["-port-layout="][..], &["-port-layout"]] {
+            let text = parse(args).expect_err("refused").to_string();
+            assert!(
+                text.contains("a value is required for '--port-layout <PORT_LAYOUT>'"),
+                "{text}"
+            );
+            assert!(text.contains("[possible values: single, multi]"), "{text}");
+        }
     }
 
     #[test]

@@ -71,6 +71,34 @@ pub enum PortLayout {
     Multi,
 }
 
+impl PortLayout {
+    /// The flag value (`-port-layout`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Single => "single",
+            Self::Multi => "multi",
+        }
+    }
+}
+
+impl fmt::Display for PortLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PortLayout {
+    type Err = SettingsError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "single" => Ok(Self::Single),
+            "multi" => Ok(Self::Multi),
+            other => Err(SettingsError::UnknownPortLayout(other.to_owned())),
+        }
+    }
+}
+
 /// Everything that decides what a Kubernetes Service becomes in Consul (and,
 /// for the reverse direction, what a Consul service becomes in Kubernetes).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -116,7 +144,7 @@ pub struct SyncSettings {
     /// `-loadBalancer-ips`: with ingress sync, use the Ingress load balancer
     /// IP instead of the rule host.
     pub sync_ingress_lb_ips: bool,
-    /// Single `Port` or multi-port `Ports` layout.
+    /// `-port-layout`: single `Port` or multi-port `Ports` layout.
     pub port_layout: PortLayout,
     /// `-k8s-write-namespace`: where Services created from Consul live.
     pub k8s_write_namespace: String,
@@ -235,6 +263,9 @@ pub enum SettingsError {
         "invalid -node-port-sync-type {0:?}: expected ExternalOnly, InternalOnly or ExternalFirst"
     )]
     UnknownNodePortSyncType(String),
+    /// `-port-layout` is neither `single` nor `multi`. Fix the flag.
+    #[error("invalid -port-layout {0:?}: expected single or multi")]
+    UnknownPortLayout(String),
     /// `-consul-k8s-tag` is empty; mirra could not recognise its own
     /// instances. Set a tag (the default is `k8s`).
     #[error("-consul-k8s-tag must not be empty")]
@@ -358,5 +389,20 @@ mod tests {
             "externalonly".parse::<NodePortSyncType>(),
             Err(SettingsError::UnknownNodePortSyncType(_))
         ));
+    }
+
+    #[test]
+    fn port_layout_round_trips_and_refuses_other_spellings() {
+        for l in [PortLayout::Single, PortLayout::Multi] {
+            assert_eq!(l.as_str().parse::<PortLayout>(), Ok(l));
+            assert_eq!(l.to_string(), l.as_str());
+        }
+        for bad in ["", "Single", "MULTI", "multiple", " single"] {
+            assert_eq!(
+                bad.parse::<PortLayout>(),
+                Err(SettingsError::UnknownPortLayout(bad.to_owned())),
+                "{bad:?}"
+            );
+        }
     }
 }
