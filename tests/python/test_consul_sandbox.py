@@ -188,6 +188,55 @@ def test_blocking_query_ends_with_the_same_index_when_nothing_changes(consul_san
     assert len(nodes) == 1
 
 
+def test_multi_port_registration_round_trips_through_py_consul(consul_sandbox):
+    c = client(consul_sandbox)
+    # The service definition reference (docs/reference/service) documents
+    # `ports` as a list of {name, port, default} for service discovery
+    # (Consul 1.22+); newer consul-k8s writes it with Port 0. In the
+    # flattened /v1/catalog/service shape the sandbox names it ServicePorts,
+    # after the Service prefix of the other instance fields there (no
+    # documented example of that shape shows the field). py-consul's
+    # catalog.register sends the service dict as given, so the list reaches
+    # the server as a Python program would send it.
+    ports = [{"Name": "http", "Port": 8080, "Default": True},
+             {"Name": "grpc", "Port": 9090, "Default": False}]
+    svc = {"Service": "web", "ID": "web-1", "Port": 0, "Ports": ports}
+    assert c.catalog.register("k8s-sync", "127.0.0.1", service=svc)
+
+    index, nodes = c.catalog.service("web")
+    assert nodes[0]["ServicePort"] == 0
+    assert nodes[0]["ServicePorts"] == ports
+    _, entries = c.health.service("web")
+    assert entries[0]["Service"]["Ports"] == ports
+    _, node = c.catalog.node("k8s-sync")
+    assert node["Services"]["web-1"]["Ports"] == ports
+
+    # The same list again is an identical registration: one Raft apply, no
+    # index moves. A changed list is a change.
+    before = stats(consul_sandbox)["raft_applies"]
+    assert c.catalog.register("k8s-sync", "127.0.0.1", service=svc)
+    same_index, same = c.catalog.service("web")
+    assert stats(consul_sandbox)["raft_applies"] == before + 1
+    assert same_index == index
+    assert same[0]["ModifyIndex"] == nodes[0]["ModifyIndex"]
+    changed = dict(svc, Ports=ports[:1])
+    assert c.catalog.register("k8s-sync", "127.0.0.1", service=changed)
+    new_index, after = c.catalog.service("web")
+    assert int(new_index) > int(index)
+    assert after[0]["ServicePorts"] == ports[:1]
+
+    # A malformed list is refused before Raft and changes nothing.
+    bad = dict(svc, Ports=[{"Name": "http", "Port": "8080"}])
+    applies = stats(consul_sandbox)["raft_applies"]
+    with pytest.raises(consul.ConsulException) as err:
+        c.catalog.register("k8s-sync", "127.0.0.1", service=bad)
+    assert "400" in str(err.value)
+    assert "Ports.Port of type int" in str(err.value)
+    assert stats(consul_sandbox)["raft_applies"] == applies
+    _, kept = c.catalog.service("web")
+    assert kept[0]["ServicePorts"] == ports[:1]
+
+
 def test_health_service_and_passing_filter(consul_sandbox):
     c = client(consul_sandbox)
     for node, status in (("n1", "passing"), ("n2", "critical")):
