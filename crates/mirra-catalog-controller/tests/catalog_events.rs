@@ -573,61 +573,6 @@ async fn idle_across_waits_dropped_watches_and_compaction_writes_nothing() {
 
 // ----- adoption of consul-k8s registrations ------------------------------------
 
-/// The `CatalogRegistration` consul-k8s sends for one instance, as its Go
-/// client marshals it (empty fields included), written by hand from
-/// consul-k8s's `to-consul/resource.go` rather than from mirra's mapping.
-fn consul_k8s_registration(
-    id: &str,
-    name: &str,
-    address: &str,
-    port: u16,
-    meta: Value,
-    check: Value,
-) -> Value {
-    json!({
-        "ID": "",
-        "Node": "k8s-sync",
-        "Address": "127.0.0.1",
-        "TaggedAddresses": null,
-        "NodeMeta": {"external-source": "kubernetes"},
-        "Datacenter": "",
-        "Service": {
-            "ID": id,
-            "Service": name,
-            "Tags": ["k8s"],
-            "Meta": meta,
-            "Port": port,
-            "Address": address,
-            "Weights": {"Passing": 0, "Warning": 0},
-            "EnableTagOverride": false
-        },
-        "Check": check,
-        "Checks": null,
-        "SkipNodeUpdate": true
-    })
-}
-
-/// consul-k8s's readiness check of a ClusterIP instance.
-fn readiness_check(ns: &str, id: &str, ready: bool) -> Value {
-    let (status, output) = if ready {
-        ("passing", "Kubernetes health checks passing")
-    } else {
-        ("critical", "Kubernetes health checks failing")
-    };
-    json!({
-        "Node": "",
-        "CheckID": format!("{ns}/{id}"),
-        "Name": "Kubernetes Readiness Check",
-        "Status": status,
-        "Notes": "",
-        "Output": output,
-        "ServiceID": id,
-        "ServiceName": "",
-        "Type": "kubernetes-readiness",
-        "ExposedPort": 0
-    })
-}
-
 #[tokio::test]
 async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     let k = kube().await;

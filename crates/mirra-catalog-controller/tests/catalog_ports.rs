@@ -11,8 +11,6 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, Patch, PatchParams};
 use mirra_catalog::{PortLayout, SyncSettings, service_id};
 use mirra_consul::QueryOptions;
 use serde_json::{Value, json};
@@ -54,54 +52,6 @@ async fn node_port_ports(k: &kube::Client, ns: &str, name: &str, ports: &[(&str,
                "spec": {"type": "NodePort", "ports": ports}}),
     )
     .await;
-}
-
-/// Creates or replaces an EndpointSlice of `svc` with these `(name, port)`
-/// ports, as the EndpointSlice controller keeps them in step with the
-/// Service's target ports.
-async fn put_slice_ports(
-    k: &kube::Client,
-    ns: &str,
-    svc: &str,
-    slice: &str,
-    endpoints: &[Ep<'_>],
-    ports: &[(&str, i32)],
-) {
-    let endpoints: Vec<Value> = endpoints
-        .iter()
-        .map(|e| {
-            let mut v = json!({
-                "addresses": [e.addr],
-                "conditions": {"ready": e.ready},
-                "targetRef": {"kind": "Pod", "name": format!("pod-{}", e.addr), "namespace": ns}
-            });
-            if let Some(n) = e.node {
-                v["nodeName"] = json!(n);
-            }
-            v
-        })
-        .collect();
-    let ports: Vec<Value> = ports
-        .iter()
-        .map(|(n, p)| json!({"name": n, "port": p, "protocol": "TCP"}))
-        .collect();
-    let body: EndpointSlice = serde_json::from_value(json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": slice, "namespace": ns,
-                     "labels": {"kubernetes.io/service-name": svc}},
-        "addressType": "IPv4",
-        "endpoints": endpoints,
-        "ports": ports
-    }))
-    .unwrap();
-    Api::<EndpointSlice>::namespaced(k.clone(), ns)
-        .patch(
-            slice,
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(&body),
-        )
-        .await
-        .unwrap();
 }
 
 /// The instances on `node` as Consul's node-services JSON has them, by ID.
@@ -231,61 +181,6 @@ async fn multi_layout_cold_start_writes_ports_and_a_restart_in_step_costs_zero()
     assert_eq!(got.len(), 3);
     assert!(got.values().all(|s| s.get("Ports").is_none()), "{got:?}");
     ctl.stop().await;
-}
-
-/// The registration newer consul-k8s sends for one multi-port instance, as
-/// its Go client marshals it (every field, `Port` 0, `Default` false
-/// spelled out), written by hand rather than from mirra's mapping.
-fn consul_k8s_multi_port_registration(
-    id: &str,
-    name: &str,
-    address: &str,
-    ports: Value,
-    meta: Value,
-    check: Value,
-) -> Value {
-    json!({
-        "ID": "",
-        "Node": "k8s-sync",
-        "Address": "127.0.0.1",
-        "TaggedAddresses": null,
-        "NodeMeta": {"external-source": "kubernetes"},
-        "Datacenter": "",
-        "Service": {
-            "ID": id,
-            "Service": name,
-            "Tags": ["k8s"],
-            "Meta": meta,
-            "Port": 0,
-            "Ports": ports,
-            "Address": address,
-            "Weights": {"Passing": 0, "Warning": 0},
-            "EnableTagOverride": false
-        },
-        "Check": check,
-        "Checks": null,
-        "SkipNodeUpdate": true
-    })
-}
-
-fn readiness_check(ns: &str, id: &str, ready: bool) -> Value {
-    let (status, output) = if ready {
-        ("passing", "Kubernetes health checks passing")
-    } else {
-        ("critical", "Kubernetes health checks failing")
-    };
-    json!({
-        "Node": "",
-        "CheckID": format!("{ns}/{id}"),
-        "Name": "Kubernetes Readiness Check",
-        "Status": status,
-        "Notes": "",
-        "Output": output,
-        "ServiceID": id,
-        "ServiceName": "",
-        "Type": "kubernetes-readiness",
-        "ExposedPort": 0
-    })
 }
 
 #[tokio::test]

@@ -9,37 +9,12 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
 use kube_sandbox::FaultRule;
 use mirra_mirror_controller::Settings;
-use mirra_mirror_controller::mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const TRANSIENT: &str = r#"mirra_errors_total{class="transient"}"#;
 const THROTTLED: &str = r#"mirra_errors_total{class="throttled"}"#;
-
-fn secret_item(name: &str) -> Value {
-    // "dg==" is "v": the stored Secret holds `data`, so the item does too
-    // (a `stringData` item would never look in step).
-    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
-}
-
-fn secrets(env: &Env, ns: &str) -> Api<Secret> {
-    Api::namespaced(env.client.clone(), ns)
-}
-
-/// Which of the Secrets `s` (the item) and `stale` (an orphaned copy)
-/// exist. Read by GET: the test's fault rules refuse every Secret list.
-async fn secret_names(env: &Env, ns: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for name in ["s", "stale"] {
-        if secrets(env, ns).get_opt(name).await.unwrap().is_some() {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
 
 #[tokio::test]
 async fn forbidden_write_is_reported_and_other_namespaces_sync() {
@@ -95,18 +70,7 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
     env.create_ns("u2", &[("team", "a")]).await;
     // A copy of `base` that `base` no longer wants: pruned once Secrets can
     // be read, and not one moment before.
-    secrets(&env, "u1")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {
-                "name": "stale",
-                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
-                "annotations": {OWNER_ANNOTATION: format!("{OPS}/base")},
-            }}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    marked_secret(&env, "u1", "stale", &format!("{OPS}/base"), None).await;
     env.create_sc(
         "base",
         json!({}),
@@ -193,18 +157,7 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
  {
     let env = Env::new().await;
     env.create_ns("w", &[("team", "a")]).await;
-    secrets(&env, "w")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {
-                "name": "stale",
-                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
-                "annotations": {OWNER_ANNOTATION: format!("{OPS}/base")},
-            }}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    marked_secret(&env, "w", "stale", &format!("{OPS}/base"), None).await;
     env.create_sc(
         "base",
         json!({}),

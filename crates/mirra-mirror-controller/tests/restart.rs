@@ -8,53 +8,9 @@
 mod common;
 
 use common::*;
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
 use kube_sandbox::FaultRule;
 use mirra_mirror_controller::Settings;
-use mirra_mirror_controller::mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION};
-use serde_json::{Value, json};
-
-fn secret_item(name: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
-}
-
-fn secrets(env: &Env, ns: &str) -> Api<Secret> {
-    Api::namespaced(env.client.clone(), ns)
-}
-
-/// Which of the test's Secrets exist, read by GET so that every `list
-/// secrets` the sandbox counts is mirra's.
-async fn secret_names(env: &Env, ns: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for name in ["k", "orphan", "s", "theirs"] {
-        if secrets(env, ns).get_opt(name).await.unwrap().is_some() {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
-
-/// A Secret carrying mirra's marks for `owner`, written by someone else
-/// (another mirra deployment, or this one long ago).
-async fn marked_secret(env: &Env, ns: &str, name: &str, owner: &str, prune: Option<&str>) {
-    let mut annotations = json!({OWNER_ANNOTATION: owner});
-    if let Some(p) = prune {
-        annotations["sync.appuio.ch/prune"] = json!(p);
-    }
-    secrets(env, ns)
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {
-                "name": name,
-                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
-                "annotations": annotations,
-            }}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-}
+use serde_json::json;
 
 #[tokio::test]
 async fn copies_of_a_kind_no_syncconfig_names_any_more_are_pruned_after_a_restart() {

@@ -238,6 +238,20 @@ pub fn eps(addrs: &[String]) -> Vec<Ep<'_>> {
 
 /// Creates or replaces an EndpointSlice of `svc` (port `http` 8080).
 pub async fn put_slice(k: &kube::Client, ns: &str, svc: &str, slice: &str, endpoints: &[Ep<'_>]) {
+    put_slice_ports(k, ns, svc, slice, endpoints, &[("http", 8080)]).await;
+}
+
+/// Creates or replaces an EndpointSlice of `svc` with these `(name, port)`
+/// ports, as the EndpointSlice controller keeps them in step with the
+/// Service's target ports.
+pub async fn put_slice_ports(
+    k: &kube::Client,
+    ns: &str,
+    svc: &str,
+    slice: &str,
+    endpoints: &[Ep<'_>],
+    ports: &[(&str, i32)],
+) {
     let endpoints: Vec<Value> = endpoints
         .iter()
         .map(|e| {
@@ -252,13 +266,17 @@ pub async fn put_slice(k: &kube::Client, ns: &str, svc: &str, slice: &str, endpo
             v
         })
         .collect();
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|(n, p)| json!({"name": n, "port": p, "protocol": "TCP"}))
+        .collect();
     let body: EndpointSlice = serde_json::from_value(json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": slice, "namespace": ns,
                      "labels": {"kubernetes.io/service-name": svc}},
         "addressType": "IPv4",
         "endpoints": endpoints,
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+        "ports": ports
     }))
     .unwrap();
     Api::<EndpointSlice>::namespaced(k.clone(), ns)
@@ -488,4 +506,77 @@ impl Writes {
             avoided: self.avoided - before.avoided,
         }
     }
+}
+
+// ----- consul-k8s's registrations, written by hand -------------------------
+
+/// The `CatalogRegistration` consul-k8s sends for one instance, as its Go
+/// client marshals it (empty fields included), written by hand from
+/// consul-k8s's `to-consul/resource.go` rather than from mirra's mapping.
+pub fn consul_k8s_registration(
+    id: &str,
+    name: &str,
+    address: &str,
+    port: u16,
+    meta: Value,
+    check: Value,
+) -> Value {
+    json!({
+        "ID": "",
+        "Node": "k8s-sync",
+        "Address": "127.0.0.1",
+        "TaggedAddresses": null,
+        "NodeMeta": {"external-source": "kubernetes"},
+        "Datacenter": "",
+        "Service": {
+            "ID": id,
+            "Service": name,
+            "Tags": ["k8s"],
+            "Meta": meta,
+            "Port": port,
+            "Address": address,
+            "Weights": {"Passing": 0, "Warning": 0},
+            "EnableTagOverride": false
+        },
+        "Check": check,
+        "Checks": null,
+        "SkipNodeUpdate": true
+    })
+}
+
+/// consul-k8s's readiness check of a ClusterIP instance.
+pub fn readiness_check(ns: &str, id: &str, ready: bool) -> Value {
+    let (status, output) = if ready {
+        ("passing", "Kubernetes health checks passing")
+    } else {
+        ("critical", "Kubernetes health checks failing")
+    };
+    json!({
+        "Node": "",
+        "CheckID": format!("{ns}/{id}"),
+        "Name": "Kubernetes Readiness Check",
+        "Status": status,
+        "Notes": "",
+        "Output": output,
+        "ServiceID": id,
+        "ServiceName": "",
+        "Type": "kubernetes-readiness",
+        "ExposedPort": 0
+    })
+}
+
+/// The registration newer consul-k8s sends for one multi-port instance:
+/// the same, with `Port` 0 and the `Ports` list (every field of an entry,
+/// `Default` false included, spelled out as its Go client marshals it).
+pub fn consul_k8s_multi_port_registration(
+    id: &str,
+    name: &str,
+    address: &str,
+    ports: Value,
+    meta: Value,
+    check: Value,
+) -> Value {
+    let mut r = consul_k8s_registration(id, name, address, 0, meta, check);
+    r["Service"]["Ports"] = ports;
+    r
 }

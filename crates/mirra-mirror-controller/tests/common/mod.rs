@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -14,6 +14,9 @@ use kube::api::{
 use kube::{Client, Config};
 use kube_sandbox::{Sandbox, Stats};
 use mirra_mirror_controller::Settings;
+use mirra_mirror_controller::mirra_mirror::{
+    MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
+};
 use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness, ReadyFlag};
 use mirra_mirror_controller::tokio_util::sync::CancellationToken;
 use prometheus_client::registry::Registry;
@@ -330,3 +333,47 @@ pub fn non_watch(stats: &Stats) -> BTreeMap<String, u64> {
 }
 
 pub const STATUS_KEY: &str = "patch syncconfigs.sync.appuio.ch/status";
+
+/// A Secret item ("dg==" is "v": the stored Secret holds `data`, so the
+/// item does too; a `stringData` item would never look in step).
+pub fn secret_item(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"k": "dg=="}})
+}
+
+pub fn secrets(env: &Env, ns: &str) -> Api<Secret> {
+    Api::namespaced(env.client.clone(), ns)
+}
+
+/// Which of the Secrets the tests use exist, read by GET: tests refuse
+/// Secret lists by fault rules, or count every `list secrets` as mirra's.
+pub async fn secret_names(env: &Env, ns: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in ["k", "orphan", "s", "stale", "theirs"] {
+        if secrets(env, ns).get_opt(name).await.unwrap().is_some() {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// A Secret carrying mirra's marks for `owner` (and the pruning opt-out
+/// when `prune` is given), written by someone else: another mirra
+/// deployment, or this one long ago.
+pub async fn marked_secret(env: &Env, ns: &str, name: &str, owner: &str, prune: Option<&str>) {
+    let mut annotations = json!({OWNER_ANNOTATION: owner});
+    if let Some(p) = prune {
+        annotations[PRUNE_ANNOTATION] = json!(p);
+    }
+    secrets(env, ns)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {
+                "name": name,
+                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+                "annotations": annotations,
+            }}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+}
