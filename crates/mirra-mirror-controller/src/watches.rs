@@ -530,8 +530,9 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
             watched.push(format!("{} {}", ar.api_version, ar.kind));
         }
     }
-    tracing::info!(kinds_listed = listed, found = ?watched,
-        "start-up sweep: watching the kinds that hold copies no SyncConfig names");
+    // `watching` names the kinds holding copies no SyncConfig names: their
+    // copies are planned (pruned, or kept with the opt-out) from now on.
+    tracing::info!(kinds_listed = listed, watching = ?watched, "start-up sweep done");
 }
 
 /// Every namespaced, listable kind the server serves, at its group's
