@@ -205,8 +205,34 @@ async fn kube_sandbox_memory(mirra: &str) -> anyhow::Result<()> {
     result
 }
 
+const USAGE: &str = "\
+mirra-bench: scale scenarios whose figures go into BENCHMARKS.md (build with --release)
+
+usage: mirra-bench SCENARIO [FLAGS]
+
+scenarios:
+  kube-sandbox                     writes per second with 10 watches, bytes per object (default)
+  kube-sandbox-memory [MIRRA_BIN]  the sandbox in its own process: RSS per stored ConfigMap
+  consul-sandbox                   register requests per second, 1,000 parked blocking queries
+  mirror   [--namespaces N] [--events N] [--idle-secs S] [--sandbox-bin PATH] [--skip-baseline]
+           the mirror controller at N namespaces x 20 SyncConfigs x 2 items (default 1000),
+           against the espejo strategy
+  catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
+           the catalog controller (a `mirra sync-catalog` process) at N Services (default
+           10000) x 5 endpoints, against the consul-k8s strategy
+";
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args
+        .iter()
+        .skip(1)
+        .any(|a| a == "--help" || a == "-h" || a == "help")
+    {
+        print!("{USAGE}");
+        return Ok(());
+    }
     match std::env::args().nth(1).as_deref() {
         Some("kube-sandbox") | None => kube_sandbox().await,
         Some("kube-sandbox-memory") => {
@@ -218,9 +244,6 @@ async fn main() -> anyhow::Result<()> {
         Some("consul-sandbox") => consul::run().await,
         Some("mirror") => mirror::run(std::env::args().skip(2).collect()).await,
         Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
-        Some(other) => anyhow::bail!(
-            "unknown scenario {other:?}; known: kube-sandbox, kube-sandbox-memory [MIRRA_BIN], \
-             consul-sandbox, mirror, catalog"
-        ),
+        Some(other) => anyhow::bail!("unknown scenario {other:?}\n\n{USAGE}"),
     }
 }
