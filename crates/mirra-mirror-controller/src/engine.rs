@@ -642,19 +642,14 @@ async fn verify_loop(shared: Arc<Shared>) {
             _ = tokio::time::sleep(every) => {}
         }
         let (keys, retry_kinds) = shared.with_state(|s| {
-            let before = (s.kinds.len(), s.deletes.len());
-            // A watch refused after its list was allowed gets no event when
-            // the watch is granted later; restarting it (a fresh list) finds
-            // out.
-            let watch_refused =
-                |u: &Option<crate::state::Unavailable>| u.as_ref().is_some_and(|u| u.on_watch);
-            s.kinds.retain(|_, e| {
-                !matches!(e.resolution, Resolution::Failed(_)) && !watch_refused(&e.unavailable)
-            });
-            s.deletes.retain(|_, d| !watch_refused(&d.unavailable));
+            let before = s.kinds.len();
+            // Asked again through discovery: a CRD may have been installed.
+            s.kinds
+                .retain(|_, e| !matches!(e.resolution, Resolution::Failed(_)));
             let keys: BTreeSet<String> = s.namespace_names().into_iter().collect();
-            (keys, (s.kinds.len(), s.deletes.len()) != before)
+            (keys, s.kinds.len() != before)
         });
+        watches::restart_refused_watches(&shared);
         if retry_kinds {
             shared.kinds_changed.notify_one();
         }

@@ -48,7 +48,8 @@ pub struct Unavailable {
     pub reason: String,
     /// Refused on watch (the list was allowed). The watcher then retries
     /// the watch from its list, and a granted watch brings no event to
-    /// notice it by; the verification pass restarts such a watch.
+    /// notice it by; the verification pass restarts such a watcher in
+    /// place.
     pub on_watch: bool,
 }
 

@@ -290,6 +290,29 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
     AbortOnDrop(task.abort_handle())
 }
 
+/// Restarts, in place, every copy and deleteItem watch refused after its
+/// list was allowed. Such a watcher only retries the watch, and a watch
+/// granted later brings no event to notice it by; a new watcher lists
+/// afresh, and its answer clears the refusal. The entries (and their
+/// caches, which the relist corrects) stay, so a kind found by the
+/// start-up sweep is not lost.
+pub fn restart_refused_watches(shared: &Arc<Shared>) {
+    let refused = |u: &Option<Unavailable>| u.as_ref().is_some_and(|u| u.on_watch);
+    shared.with_state(|s| {
+        for (kind, e) in s.kinds.iter_mut() {
+            if let (true, Resolution::Served(ar)) = (refused(&e.unavailable), &e.resolution) {
+                // Replacing the handle aborts the old watcher.
+                e.task = Some(spawn_copies_watch(shared, kind.clone(), ar));
+            }
+        }
+        for (id, d) in s.deletes.iter_mut() {
+            if let (true, Some(ar)) = (refused(&d.unavailable), &d.resource) {
+                d.task = Some(spawn_delete_watch(shared, id.clone(), ar));
+            }
+        }
+    });
+}
+
 /// How long to wait before asking discovery again after a transient error.
 /// 2 s: long enough not to hammer a struggling server, short enough that a
 /// blip does not hold up readiness noticeably.

@@ -143,3 +143,66 @@ async fn copies_of_a_kind_no_syncconfig_names_any_more_are_pruned_after_a_restar
     assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
     ctl.stop().await;
 }
+
+#[tokio::test]
+async fn a_swept_kind_whose_watch_is_refused_stays_watched_across_verification_passes() {
+    let env = Env::new().await;
+    env.create_ns("t", &[("team", "a")]).await;
+    env.create_sc(
+        "cms",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({}))]),
+    )
+    .await;
+    // Kept by the opt-out of a SyncConfig deleted while mirra was down: the
+    // sweep finds it, and its kind stays watched.
+    marked_secret(&env, "t", "orphan", &format!("{OPS}/gone"), Some("false")).await;
+    // mirra may list Secrets but not watch them.
+    env.sb
+        .inject(FaultRule {
+            verb: Some("watch".into()),
+            resource: Some("secrets".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut settings = Settings::for_tests(&[OPS]);
+    settings.verify_interval = Some(std::time::Duration::from_millis(200));
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    // Several verification passes while the watch is refused: each
+    // restarts the watcher instead of forgetting the swept kind.
+    wait_for("watch refused across passes", || async {
+        env.sb.stats().get("watch secrets") >= 6
+    })
+    .await;
+    assert_eq!(env.sb.stats().get("delete secrets"), 0);
+    assert_eq!(secret_names(&env, "t").await, ["orphan"]);
+
+    // Granted; then someone drops the opt-out: the watch sees it, and the
+    // copy, whose SyncConfig is gone, is pruned.
+    env.sb.clear_faults().await;
+    wait_for("watch granted", || async {
+        let before = env.sb.stats().get("watch secrets");
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        env.sb.stats().get("watch secrets") == before
+    })
+    .await;
+    secrets(&env, "t")
+        .patch(
+            "orphan",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"metadata": {"annotations": {"sync.appuio.ch/prune": null}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_for("orphan pruned", || async {
+        secret_names(&env, "t").await.is_empty()
+    })
+    .await;
+    assert_eq!(env.settle().await.get("delete secrets"), 1);
+    ctl.stop().await;
+}
