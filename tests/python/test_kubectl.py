@@ -277,3 +277,40 @@ def test_patch_without_type_is_strategic(kubectl, kube_sandbox):
     assert svc["spec"]["clusterIP"] == ip
     assert svc["spec"]["selector"] == {"app": "web"}
     assert sandbox_stats(kube_sandbox)["namespaces"]["smp"]["patch services"] == 1
+
+
+TYPO = textwrap.dedent(
+    """
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: typo
+      namespace: fv
+    data:
+      k: v
+    spec:
+      replicas: 1
+    """
+)
+
+
+def test_unknown_fields_are_refused_strictly_and_dropped_otherwise(kubectl):
+    namespace(kubectl, "fv")
+    # kubectl validates strictly by default: the server refuses the field.
+    out = kubectl("apply", "-f", "-", input=TYPO, check=False)
+    assert out.returncode != 0
+    assert 'strict decoding error: unknown field "spec"' in out.stderr, out.stderr
+    assert kubectl("get", "configmap", "typo", "-n", "fv", check=False).returncode != 0
+    # --validate=warn: created without it, and kubectl shows the warning.
+    out = kubectl("apply", "--validate=warn", "-f", "-", input=TYPO, check=False)
+    assert out.returncode == 0, out.stderr
+    assert 'unknown field "spec"' in out.stderr, out.stderr
+    stored = json.loads(kubectl("get", "configmap", "typo", "-n", "fv", "-o", "json").stdout)
+    assert "spec" not in stored
+    assert stored["data"] == {"k": "v"}
+    # Server-side apply fails on it whatever the validation.
+    out = kubectl(
+        "apply", "--server-side", "--validate=false", "-f", "-", input=TYPO, check=False
+    )
+    assert out.returncode != 0
+    assert ".spec: field not declared in schema" in out.stderr, out.stderr

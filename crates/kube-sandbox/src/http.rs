@@ -17,6 +17,8 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::discovery;
 use crate::faults::Outcome;
+use crate::fields::{self, FieldValidation};
+use crate::registry::Resource;
 use crate::route::{ObjectRoute, Route, route};
 use crate::semantics;
 use crate::state::Shared;
@@ -303,14 +305,59 @@ fn dry_run(q: &Query) -> Result<bool, ApiError> {
     }
 }
 
-fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOptions, ApiError> {
-    if let Some(v) = q.get("fieldValidation")
-        && !matches!(v, "" | "Ignore" | "Warn" | "Strict")
-    {
-        return Err(ApiError::bad_request(format!(
-            "Invalid field validation directive: {v:?}: must be one of Ignore, Warn, Strict"
-        )));
+fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
+    FieldValidation::parse(q.get("fieldValidation")).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "Invalid field validation directive: {:?}: must be one of Ignore, Warn, Strict",
+            q.get("fieldValidation").unwrap_or_default()
+        ))
+    })
+}
+
+/// Drops the unknown fields of a built-in kind's body (a whole object, or a
+/// patch of the object's shape) as `fieldValidation` says; returns the
+/// `Warning` headers to send.
+fn check_fields(
+    res: &Resource,
+    body: &mut Value,
+    validation: FieldValidation,
+    whole_object: bool,
+) -> Result<Vec<String>, ApiError> {
+    let unknown = fields::drop_unknown(res, body);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
     }
+    match validation {
+        FieldValidation::Strict => {
+            let message = fields::strict_message(&unknown);
+            // A create or update is refused by the decoder, which says what
+            // it was decoding.
+            Err(ApiError::bad_request(if whole_object {
+                format!(
+                    "{kind} in version {version:?} cannot be handled as a {kind}: {message}",
+                    kind = res.kind,
+                    version = res.version
+                )
+            } else {
+                message
+            }))
+        }
+        FieldValidation::Warn => Ok(unknown.iter().map(|f| fields::warning(f)).collect()),
+        FieldValidation::Ignore => Ok(Vec::new()),
+    }
+}
+
+fn with_warnings(mut r: http::Response<Body>, warnings: &[String]) -> http::Response<Body> {
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_str(w) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
+fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOptions, ApiError> {
+    field_validation(q)?;
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
         manager: q
@@ -321,6 +368,46 @@ fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOp
         force: q.flag("force"),
         status,
     })
+}
+
+/// Unknown fields in a patch of a built-in kind. A merge or strategic
+/// patch has the object's shape, so its unknown fields are dropped (or
+/// refused) like a body's; a server-side apply fails on any, whatever
+/// `fieldValidation` says. JSON patches are not looked into.
+fn check_patch_fields(
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    kind: PatchKind,
+    body: Bytes,
+    q: &Query,
+) -> Result<(Bytes, Vec<String>), ApiError> {
+    let validation = field_validation(q)?;
+    match kind {
+        PatchKind::Merge | PatchKind::Strategic => {
+            // A body that is not JSON is refused by the store, as before.
+            let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+                return Ok((body, Vec::new()));
+            };
+            let warnings = check_fields(res, &mut v, validation, false)?;
+            let body = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+            Ok((body, warnings))
+        }
+        PatchKind::Apply => {
+            let Ok(mut v) = semantics::parse_apply_body(&body) else {
+                return Ok((body, Vec::new()));
+            };
+            let unknown = fields::drop_unknown(res, &mut v);
+            if unknown.is_empty() {
+                Ok((body, Vec::new()))
+            } else {
+                Err(ApiError::internal(fields::apply_message(
+                    res, ns, name, &unknown,
+                )))
+            }
+        }
+        PatchKind::Json => Ok((body, Vec::new())),
+    }
 }
 
 async fn object(
@@ -418,19 +505,24 @@ async fn object(
                 return Err(ApiError::method_not_allowed("create", &res.plural));
             }
             let opts = write_options(q, headers, false)?;
-            let v = parse_body(&body, ct)?;
+            let mut v = parse_body(&body, ct)?;
+            let warnings = check_fields(&res, &mut v, field_validation(q)?, true)?;
             let out = shared.store.lock().await.create(&res, &ns, v, &opts)?;
-            Ok(json_response(StatusCode::CREATED, out))
+            Ok(with_warnings(
+                json_response(StatusCode::CREATED, out),
+                &warnings,
+            ))
         }
         ("PUT", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
-            let v = parse_body(&body, ct)?;
+            let mut v = parse_body(&body, ct)?;
+            let warnings = check_fields(&res, &mut v, field_validation(q)?, true)?;
             let out = shared
                 .store
                 .lock()
                 .await
                 .update(&res, &ns, name, v, &opts)?;
-            Ok(json_response(StatusCode::OK, out))
+            Ok(with_warnings(json_response(StatusCode::OK, out), &warnings))
         }
         ("PATCH", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
@@ -450,6 +542,7 @@ async fn object(
             if body.is_empty() {
                 return Err(ApiError::bad_request("the body of the request was empty"));
             }
+            let (body, warnings) = check_patch_fields(&res, &ns, name, kind, body, q)?;
             let mut store = shared.store.lock().await;
             let existed = store.get(&res, &ns, name).is_ok();
             let out = store.patch(&res, &ns, name, kind, &body, &opts)?;
@@ -459,7 +552,7 @@ async fn object(
             } else {
                 StatusCode::CREATED
             };
-            Ok(json_response(code, out))
+            Ok(with_warnings(json_response(code, out), &warnings))
         }
         ("DELETE", Some(name)) => {
             let opts = delete_options(q, &body)?;

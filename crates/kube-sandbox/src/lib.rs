@@ -27,6 +27,7 @@
 
 mod discovery;
 mod faults;
+mod fields;
 mod http;
 mod kinds;
 mod registry;

@@ -69,6 +69,12 @@ impl ApiError {
         Self::new(400, "BadRequest", message)
     }
 
+    /// 500 InternalError, as the API server answers an error it does not
+    /// classify (a server-side apply naming unknown fields among others).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
     /// 404 NotFound for an object: `configmaps "x" not found`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
         Self::new(

@@ -1,0 +1,277 @@
+//! Unknown fields of built-in kinds, found the way the API server finds
+//! them: by decoding into the kind's schema (here the k8s-openapi types,
+//! which carry the same fields as the Go structs) and seeing what did not
+//! survive.
+//!
+//! The API server cannot store a field its Go struct lacks. Depending on
+//! `fieldValidation` it drops it with a `Warning` header (`Warn`, the
+//! default), drops it silently (`Ignore`) or refuses the request with 400
+//! `strict decoding error: unknown field "spec.foo"` (`Strict`, which
+//! kubectl sends). Server-side apply builds a typed object from the applied
+//! configuration and fails on any unknown field: 500 `failed to create typed
+//! patch object (...): .spec.foo: field not declared in schema`.
+//!
+//! What this module must NOT do: judge custom resources (their schema is
+//! the CRD's, and the sandbox keeps their fields as sent), or reject a body
+//! it cannot decode into the typed form (a value of the wrong type is left
+//! to the store, which keeps it, as before).
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::registry::Resource;
+
+/// `fieldValidation`: what happens to unknown fields of a create, update or
+/// patch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Dropped silently.
+    Ignore,
+    /// Dropped, one `Warning` header each (the server's default).
+    #[default]
+    Warn,
+    /// The request is refused with 400.
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parses the query parameter; `None` for a value the server refuses.
+    pub fn parse(value: Option<&str>) -> Option<FieldValidation> {
+        match value {
+            None | Some("") | Some("Warn") => Some(FieldValidation::Warn),
+            Some("Ignore") => Some(FieldValidation::Ignore),
+            Some("Strict") => Some(FieldValidation::Strict),
+            Some(_) => None,
+        }
+    }
+}
+
+fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Option<Value> {
+    let typed: T = serde_json::from_value(v.clone()).ok()?;
+    serde_json::to_value(typed).ok()
+}
+
+/// The object as its typed form keeps it, or `None` when the kind has no
+/// typed form here (custom resources) or the body does not decode.
+fn typed(res: &Resource, v: &Value) -> Option<Value> {
+    use k8s_openapi::api::{apps, coordination, core, discovery, events, networking, rbac};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    match (res.group.as_str(), res.kind.as_str()) {
+        ("", "Namespace") => roundtrip::<core::v1::Namespace>(v),
+        ("", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(v),
+        ("", "Secret") => roundtrip::<core::v1::Secret>(v),
+        ("", "Service") => roundtrip::<core::v1::Service>(v),
+        ("", "Endpoints") => roundtrip::<core::v1::Endpoints>(v),
+        ("", "Node") => roundtrip::<core::v1::Node>(v),
+        ("", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(v),
+        ("", "Event") => roundtrip::<core::v1::Event>(v),
+        ("discovery.k8s.io", "EndpointSlice") => roundtrip::<discovery::v1::EndpointSlice>(v),
+        ("events.k8s.io", "Event") => roundtrip::<events::v1::Event>(v),
+        ("coordination.k8s.io", "Lease") => roundtrip::<coordination::v1::Lease>(v),
+        ("networking.k8s.io", "Ingress") => roundtrip::<networking::v1::Ingress>(v),
+        ("networking.k8s.io", "NetworkPolicy") => roundtrip::<networking::v1::NetworkPolicy>(v),
+        ("rbac.authorization.k8s.io", "Role") => roundtrip::<rbac::v1::Role>(v),
+        ("rbac.authorization.k8s.io", "RoleBinding") => roundtrip::<rbac::v1::RoleBinding>(v),
+        ("rbac.authorization.k8s.io", "ClusterRole") => roundtrip::<rbac::v1::ClusterRole>(v),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            roundtrip::<rbac::v1::ClusterRoleBinding>(v)
+        }
+        ("apps", "Deployment") => roundtrip::<apps::v1::Deployment>(v),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            roundtrip::<apiext::CustomResourceDefinition>(v)
+        }
+        _ => None,
+    }
+}
+
+/// Removes from `input` what `typed` lacks and records each path. Null
+/// values are not fields (a merge patch's null deletes), nor are the
+/// directives of a strategic merge patch (`$patch`, `$setElementOrder/..`,
+/// `$retainKeys`, `$deleteFromPrimitiveList/..`).
+fn prune(input: &mut Value, typed: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, typed) {
+        (Value::Object(i), Value::Object(t)) => {
+            i.retain(|k, v| {
+                if v.is_null() || k.starts_with('$') {
+                    return true;
+                }
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match t.get(k) {
+                    Some(tv) => {
+                        prune(v, tv, &p, out);
+                        true
+                    }
+                    None => {
+                        out.push(p);
+                        false
+                    }
+                }
+            });
+        }
+        (Value::Array(i), Value::Array(t)) => {
+            for (n, (a, b)) in i.iter_mut().zip(t).enumerate() {
+                prune(a, b, &format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The unknown fields of `body` (paths like `spec.ports[0].foo`, in body
+/// order), removed from it. Empty for kinds without a typed form.
+pub fn drop_unknown(res: &Resource, body: &mut Value) -> Vec<String> {
+    let Some(typed) = typed(res, &strip_directives(body)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    prune(body, &typed, "", &mut out);
+    out
+}
+
+/// A strategic merge patch without its `$` directives, so that the typed
+/// form can decode it.
+fn strip_directives(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !k.starts_with('$'))
+                .map(|(k, v)| (k.clone(), strip_directives(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_directives).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The 400 message of a `Strict` request, as the API server words it.
+pub fn strict_message(unknown: &[String]) -> String {
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {}", Value::String(f.clone())))
+        .collect();
+    format!("strict decoding error: {}", fields.join(", "))
+}
+
+/// The 500 message of a server-side apply naming unknown fields.
+pub fn apply_message(res: &Resource, ns: &str, name: &str, unknown: &[String]) -> String {
+    let object = if ns.is_empty() {
+        format!("/{name}")
+    } else {
+        format!("{ns}/{name}")
+    };
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|f| format!(".{f}: field not declared in schema"))
+        .collect();
+    format!(
+        "failed to create typed patch object ({object}; {}, Kind={}): {}",
+        if res.group.is_empty() {
+            format!("/{}", res.version)
+        } else {
+            format!("{}/{}", res.group, res.version)
+        },
+        res.kind,
+        fields.join(", ")
+    )
+}
+
+/// The `Warning` header value for one dropped field.
+pub fn warning(field: &str) -> String {
+    format!(
+        "299 - {}",
+        Value::String(format!("unknown field {}", Value::String(field.into())))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::registry::builtins;
+    use serde_json::json;
+
+    fn res(plural: &str) -> Resource {
+        builtins().into_iter().find(|r| r.plural == plural).unwrap()
+    }
+
+    #[test]
+    fn unknown_fields_are_found_at_every_depth_and_removed() {
+        let mut svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "labels": {"any": "key"}, "colour": "red"},
+            "spec": {"ports": [{"port": 80, "portt": 81}], "selectr": {"a": "b"},
+                     "selector": {"free": "form"}},
+            "extra": true,
+        });
+        let found = drop_unknown(&res("services"), &mut svc);
+        assert_eq!(
+            found,
+            [
+                "metadata.colour",
+                "spec.ports[0].portt",
+                "spec.selectr",
+                "extra"
+            ]
+        );
+        assert_eq!(
+            svc,
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "s", "labels": {"any": "key"}},
+                   "spec": {"ports": [{"port": 80}], "selector": {"free": "form"}}})
+        );
+    }
+
+    #[test]
+    fn nulls_directives_and_custom_resources_are_not_unknown() {
+        let mut patch = json!({"metadata": {"labels": {"gone": null}}, "spec": {
+            "$setElementOrder/ports": [{"port": 80}],
+            "ports": [{"port": 80, "$patch": "replace"}], "clusterIP": null}});
+        assert!(drop_unknown(&res("services"), &mut patch).is_empty());
+        let mut cr = json!({"apiVersion": "x/v1", "kind": "Foo", "anything": 1});
+        let foo = Resource {
+            group: "x".into(),
+            kind: "Foo".into(),
+            ..res("configmaps")
+        };
+        assert!(drop_unknown(&foo, &mut cr).is_empty());
+        assert_eq!(cr["anything"], 1);
+    }
+
+    #[test]
+    fn a_body_of_the_wrong_types_is_left_alone() {
+        let mut cm = json!({"metadata": {"name": 5}, "data": {"k": 1}, "unknown": 1});
+        assert!(drop_unknown(&res("configmaps"), &mut cm).is_empty());
+        assert_eq!(cm["unknown"], 1);
+    }
+
+    #[test]
+    fn messages_are_worded_as_the_api_server_words_them() {
+        let unknown = vec!["spec.foo".to_string(), "bar".to_string()];
+        assert_eq!(
+            strict_message(&unknown),
+            r#"strict decoding error: unknown field "spec.foo", unknown field "bar""#
+        );
+        assert_eq!(
+            apply_message(&res("configmaps"), "ns", "c", &unknown[..1]),
+            "failed to create typed patch object (ns/c; /v1, Kind=ConfigMap): \
+             .spec.foo: field not declared in schema"
+        );
+        assert_eq!(
+            apply_message(&res("deployments"), "ns", "d", &unknown[..1]),
+            "failed to create typed patch object (ns/d; apps/v1, Kind=Deployment): \
+             .spec.foo: field not declared in schema"
+        );
+        assert_eq!(warning("spec.foo"), r#"299 - "unknown field \"spec.foo\"""#);
+        assert_eq!(FieldValidation::parse(None), Some(FieldValidation::Warn));
+        assert_eq!(
+            FieldValidation::parse(Some("Strict")),
+            Some(FieldValidation::Strict)
+        );
+        assert_eq!(FieldValidation::parse(Some("strict")), None);
+    }
+}
