@@ -67,6 +67,11 @@ pub fn classify(e: &kube::Error) -> WriteFailure {
                         .map(|n| Duration::from_secs(u64::from(n).min(MAX_RETRY_AFTER_SECS))),
                 ),
                 422 => WriteFailure::Invalid(msg),
+                // The API server answers a server-side apply whose body does
+                // not fit the kind's schema (an unknown field, duplicate
+                // list keys) with 500 and this message: retrying the same
+                // body cannot help, and the item must say why.
+                500 if s.message.contains(TYPED_PATCH_ERROR) => WriteFailure::Permanent(msg),
                 c if c >= 500 => WriteFailure::Transient(msg),
                 _ => WriteFailure::Permanent(msg),
             }
@@ -74,6 +79,10 @@ pub fn classify(e: &kube::Error) -> WriteFailure {
         other => WriteFailure::Transient(other.to_string()),
     }
 }
+
+/// How the API server's 500 for an apply body that does not fit the schema
+/// begins.
+const TYPED_PATCH_ERROR: &str = "failed to create typed patch object";
 
 /// Server-side applies `body` (forced: the SyncConfig is the source of
 /// truth for the fields it sets; fields others set are untouched). Returns
@@ -159,6 +168,29 @@ mod tests {
         assert_eq!(
             delay(&api_error(429, Some(7200))),
             Some(Duration::from_secs(MAX_RETRY_AFTER_SECS))
+        );
+    }
+
+    #[test]
+    fn an_apply_body_outside_the_schema_is_permanent_other_500s_are_not() {
+        let mut status = kube::core::Status::failure(
+            "failed to create typed patch object (t/c; /v1, Kind=ConfigMap): .spec: field \
+             not declared in schema",
+            "InternalError",
+        );
+        status.code = 500;
+        let failure = classify(&kube::Error::Api(Box::new(status)));
+        assert_eq!(failure.class(), "permanent");
+        assert!(
+            failure
+                .message()
+                .contains(".spec: field not declared in schema")
+        );
+        let mut other = kube::core::Status::failure("etcd timeout", "InternalError");
+        other.code = 500;
+        assert_eq!(
+            classify(&kube::Error::Api(Box::new(other))).class(),
+            "transient"
         );
     }
 

@@ -221,6 +221,52 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
 }
 
 #[tokio::test]
+async fn an_item_with_a_field_its_kind_does_not_have_is_errored_and_the_rest_syncs() {
+    let env = Env::new().await;
+    env.create_ns("f", &[("team", "a")]).await;
+    // `spec` is no field of a ConfigMap: the API server refuses the apply
+    // (500, "field not declared in schema"), whatever mirra retries.
+    env.create_sc(
+        "typo",
+        json!({}),
+        spec_for_team(
+            "a",
+            vec![
+                cm_item("good", json!({"k": "v"})),
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"},
+                       "data": {"k": "v"}, "spec": {"replicas": 1}}),
+            ],
+        ),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    wait_for("errored naming the field", || async {
+        env.condition("typo", "Errored").await.is_some_and(|c| {
+            c.0 == "True"
+                && c.2.contains("f ConfigMap/bad")
+                && c.2.contains(".spec: field not declared in schema")
+        })
+    })
+    .await;
+    assert!(env.cm("f", "good").await.is_some());
+    assert!(env.cm("f", "bad").await.is_none());
+    let status = env.status("typo").await;
+    assert_eq!(status["synchronizedItemCount"], 1, "{status}");
+    assert_eq!(status["failedItemCount"], 1, "{status}");
+    wait_for("event", || async {
+        env.events_full("typo")
+            .await
+            .iter()
+            .any(|(_, _, _, m)| m.contains("field not declared in schema"))
+    })
+    .await;
+    // Retried on the long backoff of permanent failures (100 ms doubling
+    // to 1 s in the test settings), not the fast one of transient errors.
+    assert_eq!(ctl.metric(TRANSIENT), 0.0);
+    ctl.stop().await;
+}
+
+#[tokio::test]
 async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
     let env = Env::new().await;
     env.create_ns("locked", &[("team", "a")]).await;
