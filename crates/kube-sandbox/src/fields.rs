@@ -48,7 +48,8 @@ impl FieldValidation {
 }
 
 fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Option<Value> {
-    let typed: T = serde_json::from_value(v.clone()).ok()?;
+    // Decoded from the borrowed value: no copy of the body per write.
+    let typed = T::deserialize(v).ok()?;
     serde_json::to_value(typed).ok()
 }
 
@@ -125,12 +126,27 @@ fn prune(input: &mut Value, typed: &Value, path: &str, out: &mut Vec<String>) {
 /// The unknown fields of `body` (paths like `spec.ports[0].foo`, in body
 /// order), removed from it. Empty for kinds without a typed form.
 pub fn drop_unknown(res: &Resource, body: &mut Value) -> Vec<String> {
-    let Some(typed) = typed(res, &strip_directives(body)) else {
+    let typed = if has_directives(body) {
+        typed(res, &strip_directives(body))
+    } else {
+        typed(res, body)
+    };
+    let Some(typed) = typed else {
         return Vec::new();
     };
     let mut out = Vec::new();
     prune(body, &typed, "", &mut out);
     out
+}
+
+fn has_directives(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| k.starts_with('$') || has_directives(v)),
+        Value::Array(a) => a.iter().any(has_directives),
+        _ => false,
+    }
 }
 
 /// A strategic merge patch without its `$` directives, so that the typed
