@@ -150,7 +150,9 @@ fn has_directives(v: &Value) -> bool {
 }
 
 /// A strategic merge patch without its `$` directives, so that the typed
-/// form can decode it.
+/// form can decode it. Unlike the patch code's stripping, list items stay
+/// (a `$patch: delete` item keeps its other keys), so that the typed lists
+/// line up with the body's item by item.
 fn strip_directives(v: &Value) -> Value {
     match v {
         Value::Object(m) => Value::Object(

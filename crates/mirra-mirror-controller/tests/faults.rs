@@ -79,15 +79,7 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
     .await;
     // RBAC without Secrets, as the API server answers it.
     for verb in ["list", "watch"] {
-        env.sb
-            .inject(FaultRule {
-                verb: Some(verb.into()),
-                resource: Some("secrets".into()),
-                status: Some(403),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
+        refuse(&env, verb, "secrets").await;
     }
     let ctl = env.start(Settings::for_tests(&[OPS]));
     // Readiness does not wait for the refused kind.
@@ -165,15 +157,7 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
     )
     .await;
     // RBAC with list but without watch on Secrets.
-    env.sb
-        .inject(FaultRule {
-            verb: Some("watch".into()),
-            resource: Some("secrets".into()),
-            status: Some(403),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    refuse(&env, "watch", "secrets").await;
     let mut settings = Settings::for_tests(&[OPS]);
     // A granted watch brings no event; the pass restarts refused watches.
     settings.verify_interval = Some(std::time::Duration::from_millis(300));

@@ -8,7 +8,6 @@
 mod common;
 
 use common::*;
-use kube_sandbox::FaultRule;
 use mirra_mirror_controller::Settings;
 use serde_json::json;
 
@@ -124,15 +123,7 @@ async fn copies_of_a_kind_no_syncconfig_names_any_more_are_pruned_after_a_restar
     ctl.stop().await;
 
     // A kind mirra may not list is skipped; the others are still swept.
-    env.sb
-        .inject(FaultRule {
-            verb: Some("list".into()),
-            resource: Some("services".into()),
-            status: Some(403),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    refuse(&env, "list", "services").await;
     let ctl = env.start(settings);
     wait_for("orphan pruned", || async {
         secret_names(&env, "t").await == ["k", "theirs"]
@@ -158,15 +149,7 @@ async fn a_swept_kind_whose_watch_is_refused_stays_watched_across_verification_p
     // sweep finds it, and its kind stays watched.
     marked_secret(&env, "t", "orphan", &format!("{OPS}/gone"), Some("false")).await;
     // mirra may list Secrets but not watch them.
-    env.sb
-        .inject(FaultRule {
-            verb: Some("watch".into()),
-            resource: Some("secrets".into()),
-            status: Some(403),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    refuse(&env, "watch", "secrets").await;
     let mut settings = Settings::for_tests(&[OPS]);
     settings.verify_interval = Some(std::time::Duration::from_millis(200));
     let ctl = env.start(settings);

@@ -377,3 +377,17 @@ pub async fn marked_secret(env: &Env, ns: &str, name: &str, owner: &str, prune: 
         .await
         .unwrap();
 }
+
+/// Makes the sandbox answer `verb` on `resource` with 403, as RBAC without
+/// that permission does.
+pub async fn refuse(env: &Env, verb: &str, resource: &str) {
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some(verb.into()),
+            resource: Some(resource.into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+}
