@@ -316,16 +316,17 @@ fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
 
 /// Drops the unknown fields of a built-in kind's body (a whole object, or a
 /// patch of the object's shape) as `fieldValidation` says; returns the
-/// `Warning` headers to send.
+/// `Warning` headers to send, `None` when the body had no unknown field
+/// (and is unchanged).
 fn check_fields(
     res: &Resource,
     body: &mut Value,
     validation: FieldValidation,
     whole_object: bool,
-) -> Result<Vec<String>, ApiError> {
+) -> Result<Option<Vec<String>>, ApiError> {
     let unknown = fields::drop_unknown(res, body);
     if unknown.is_empty() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     match validation {
         FieldValidation::Strict => {
@@ -342,8 +343,8 @@ fn check_fields(
                 message
             }))
         }
-        FieldValidation::Warn => Ok(unknown.iter().map(|f| fields::warning(f)).collect()),
-        FieldValidation::Ignore => Ok(Vec::new()),
+        FieldValidation::Warn => Ok(Some(unknown.iter().map(|f| fields::warning(f)).collect())),
+        FieldValidation::Ignore => Ok(Some(Vec::new())),
     }
 }
 
@@ -389,9 +390,14 @@ fn check_patch_fields(
             let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
                 return Ok((body, Vec::new()));
             };
-            let warnings = check_fields(res, &mut v, validation, false)?;
-            let body = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
-            Ok((body, warnings))
+            match check_fields(res, &mut v, validation, false)? {
+                // Nothing dropped: the patch goes on as it came.
+                None => Ok((body, Vec::new())),
+                Some(warnings) => {
+                    let body = Bytes::from(serde_json::to_vec(&v).unwrap_or_default());
+                    Ok((body, warnings))
+                }
+            }
         }
         PatchKind::Apply => {
             let Ok(mut v) = semantics::parse_apply_body(&body) else {
@@ -506,7 +512,8 @@ async fn object(
             }
             let opts = write_options(q, headers, false)?;
             let mut v = parse_body(&body, ct)?;
-            let warnings = check_fields(&res, &mut v, field_validation(q)?, true)?;
+            let warnings =
+                check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
             let out = shared.store.lock().await.create(&res, &ns, v, &opts)?;
             Ok(with_warnings(
                 json_response(StatusCode::CREATED, out),
@@ -516,7 +523,8 @@ async fn object(
         ("PUT", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
             let mut v = parse_body(&body, ct)?;
-            let warnings = check_fields(&res, &mut v, field_validation(q)?, true)?;
+            let warnings =
+                check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
             let out = shared
                 .store
                 .lock()
