@@ -29,16 +29,7 @@ async fn forbidden_write_is_reported_and_other_namespaces_sync() {
     .await;
     // RBAC that denies mirra writes into `locked`, as the API server
     // answers it: 403 Forbidden to every patch there.
-    env.sb
-        .inject(FaultRule {
-            verb: Some("patch".into()),
-            resource: Some("configmaps".into()),
-            namespace: Some("locked".into()),
-            status: Some(403),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    refuse_in(&env, "patch", "configmaps", "locked").await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("open synced", || async {
         env.cm("open", "c").await.is_some()
@@ -260,16 +251,7 @@ async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
         spec_for_team("a", vec![cm_item("c", json!({}))]),
     )
     .await;
-    env.sb
-        .inject(FaultRule {
-            verb: Some("patch".into()),
-            resource: Some("configmaps".into()),
-            namespace: Some("locked".into()),
-            status: Some(403),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    refuse_in(&env, "patch", "configmaps", "locked").await;
     // Verification passes off (the test settings): only the retry of the
     // permanent failure can notice the granted permission, since RBAC
     // changes cause no event mirra sees.

@@ -381,10 +381,20 @@ pub async fn marked_secret(env: &Env, ns: &str, name: &str, owner: &str, prune: 
 /// Makes the sandbox answer `verb` on `resource` with 403, as RBAC without
 /// that permission does.
 pub async fn refuse(env: &Env, verb: &str, resource: &str) {
+    refuse_rule(env, verb, resource, None).await;
+}
+
+/// [`refuse`] in one namespace only.
+pub async fn refuse_in(env: &Env, verb: &str, resource: &str, namespace: &str) {
+    refuse_rule(env, verb, resource, Some(namespace)).await;
+}
+
+async fn refuse_rule(env: &Env, verb: &str, resource: &str, namespace: Option<&str>) {
     env.sb
         .inject(kube_sandbox::FaultRule {
             verb: Some(verb.into()),
             resource: Some(resource.into()),
+            namespace: namespace.map(str::to_string),
             status: Some(403),
             ..Default::default()
         })
