@@ -24,10 +24,13 @@
 
 pub mod apply;
 pub mod field;
+pub mod field_error;
 pub mod fieldpath;
 mod gofmt;
 pub mod names;
 pub mod patch;
+pub mod quantity;
+pub mod quantity_validation;
 pub mod schema;
 pub mod selector;
 
@@ -35,6 +38,7 @@ pub use apply::{
     ApplyError, FieldConflict, ManagedFieldsEntry, ManagedFieldsOptions, Operation, ResetFields,
     apply, apply_with, conflict_message, managed_fields, record_update, record_update_with,
 };
+pub use field_error::FieldError;
 pub use names::{NameRule, generate_name};
 pub use patch::{PatchError, json_patch, merge_patch, strategic_merge_patch};
 pub use schema::{KeyField, ListMatcher, ListRule, ListSchema, ListType};
