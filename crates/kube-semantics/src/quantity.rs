@@ -493,7 +493,7 @@ impl Quantity {
     /// string) as the bad value. The `inf.Dec` pointer of a decimal-held
     /// quantity is a memory address in Go; it cannot be reproduced, and is
     /// printed as `0xc000000000`.
-    pub(crate) fn go_syntax(&self) -> String {
+    pub fn go_syntax(&self) -> String {
         let (i_value, i_scale, dec) = match &self.amount {
             Amount::Int { value, scale } => (*value, *scale, "(*inf.Dec)(nil)"),
             Amount::Dec(_) => (0, 0, "(*inf.Dec)(0xc000000000)"),
@@ -1395,6 +1395,10 @@ mod tests {
         assert_eq!(p(json!(1.5)), Ok("1500m".into()));
         assert_eq!(p(json!(0.5)), Ok("500m".into()));
         assert_eq!(p(json!(1000)), Ok("1k".into()));
+        // serde_json renders this f64 as `1e+21`, which the fast path keeps.
+        assert_eq!(p(json!(1e21)), Ok("1e+21".into()));
+        assert_eq!(p(json!(1.5e-7)), Ok("150e-9".into()));
+        assert_eq!(p(json!(-0.0)), Ok("0".into()));
         assert_eq!(p(Value::Null), Ok("0".into()));
         assert_eq!(p(json!(true)), Err(QuantityError::FormatWrong));
         assert_eq!(p(json!({})), Err(QuantityError::FormatWrong));

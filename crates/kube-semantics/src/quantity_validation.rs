@@ -200,7 +200,7 @@ fn members<'a>(v: Option<&'a Value>, key: &str) -> Option<&'a Map<String, Value>
 }
 
 /// `validateResourceName`: a qualified name, and standard if unprefixed.
-fn validate_resource_name(value: &str, path: &str) -> Vec<FieldError> {
+pub fn validate_resource_name(value: &str, path: &str) -> Vec<FieldError> {
     let errs: Vec<FieldError> = is_qualified_name(value)
         .iter()
         .map(|m| FieldError::invalid(path, value, m))
@@ -218,8 +218,9 @@ fn validate_resource_name(value: &str, path: &str) -> Vec<FieldError> {
     errs
 }
 
-/// `validateContainerResourceName`.
-fn validate_container_resource_name(value: &str, path: &str) -> Vec<FieldError> {
+/// `validateContainerResourceName`: a resource name a container may use
+/// (cpu, memory, ephemeral-storage, hugepages-*, or an extended resource).
+pub fn validate_container_resource_name(value: &str, path: &str) -> Vec<FieldError> {
     let mut errs = validate_resource_name(value, path);
     if !value.contains('/') {
         if !is_standard_container_resource_name(value) {
@@ -252,12 +253,20 @@ fn validate_quota_resource_name(value: &str, path: &str) -> Vec<FieldError> {
     errs
 }
 
-/// `ValidateResourceQuantityValue`: not negative, and whole for counts.
-fn validate_quantity_value(resource: &str, q: &Quantity, path: &str) -> Vec<FieldError> {
-    let mut errs = Vec::new();
+/// `ValidateNonnegativeQuantity`: `Invalid value: "-1": must be greater than
+/// or equal to 0`.
+pub fn validate_nonnegative_quantity(q: &Quantity, path: &str) -> Vec<FieldError> {
     if q.is_negative() {
-        errs.push(FieldError::invalid(path, &q.canonical(), MSG_NEGATIVE));
+        return vec![FieldError::invalid(path, &q.canonical(), MSG_NEGATIVE)];
     }
+    Vec::new()
+}
+
+/// `ValidateResourceQuantityValue`: not negative, and whole for counts and
+/// extended resources. `q` is the quantity as decoded (and, in a
+/// `ResourceList`, rounded to milli precision).
+pub fn validate_quantity_value(resource: &str, q: &Quantity, path: &str) -> Vec<FieldError> {
+    let mut errs = validate_nonnegative_quantity(q, path);
     if is_integer_resource_name(resource) && q.milli_value() % 1000 != 0 {
         errs.push(FieldError::invalid_rendered(
             path,
