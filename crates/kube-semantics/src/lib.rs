@@ -28,6 +28,7 @@ pub mod fieldpath;
 mod gofmt;
 pub mod names;
 pub mod patch;
+pub mod printers;
 pub mod schema;
 pub mod selector;
 
