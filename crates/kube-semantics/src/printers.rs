@@ -1422,10 +1422,13 @@ fn pod(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         _ => restarts.to_string(),
     };
 
-    // podIP stands in for podIPs as the v1 conversion makes it do.
-    let ip = match arr(status, &["podIPs"]).first() {
-        Some(first) => st(first, &["ip"]),
-        None => st(status, &["podIP"]),
+    // The v1 conversion makes podIP, when set, the first of podIPs.
+    let ip = match st(status, &["podIP"]) {
+        "" => arr(status, &["podIPs"])
+            .first()
+            .map(|first| st(first, &["ip"]))
+            .unwrap_or(""),
+        ip => ip,
     };
     let gates = arr(o, &["spec", "readinessGates"]);
     let gates_text = if gates.is_empty() {
@@ -1491,13 +1494,14 @@ fn service(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         "" => "ClusterIP",
         t => t,
     };
-    // clusterIPs is filled from clusterIP when the server defaults it.
-    let cluster_ip = match arr(spec, &["clusterIPs"]).first() {
-        Some(ip) => ip.as_str().unwrap_or(""),
-        None => match st(spec, &["clusterIP"]) {
-            "" => "<none>",
-            ip => ip,
+    // clusterIP, when set, is the first of clusterIPs (the server keeps
+    // them in step); clusterIPs alone is read for objects without it.
+    let cluster_ip = match st(spec, &["clusterIP"]) {
+        "" => match arr(spec, &["clusterIPs"]).first() {
+            Some(ip) => ip.as_str().unwrap_or(""),
+            None => "<none>",
         },
+        ip => ip,
     };
     let external_ips: Vec<&str> = arr(spec, &["externalIPs"])
         .iter()
@@ -1793,6 +1797,8 @@ fn secret(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
+/// v1.33 still prints the number of `secrets`; the column was dropped
+/// later (kubernetes/kubernetes#117160, merged after 1.34).
 fn service_account(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     vec![
         name(o).into(),
@@ -2259,9 +2265,9 @@ fn horizontal_pod_autoscaler(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         st(o, &["spec", "scaleTargetRef", "kind"]),
         st(o, &["spec", "scaleTargetRef", "name"])
     );
-    let min_pods = oint(o, &["spec", "minReplicas"])
-        .map(|n| n.to_string())
-        .unwrap_or_else(|| "<unset>".to_string());
+    // Both autoscaling versions default minReplicas to 1, so upstream's
+    // `<unset>` does not show for a stored object.
+    let min_pods = oint(o, &["spec", "minReplicas"]).unwrap_or(1).to_string();
     vec![
         name(o).into(),
         reference.into(),
@@ -2704,15 +2710,21 @@ fn flow_schema(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     vec![
         name(o).into(),
         st(o, &["spec", "priorityLevelConfiguration", "name"]).into(),
-        int(o, &["spec", "matchingPrecedence"]).into(),
+        // flowcontrol/v1 defaults an unset (zero) precedence to 1000.
+        match int(o, &["spec", "matchingPrecedence"]) {
+            0 => 1000,
+            p => p,
+        }
+        .into(),
         distinguisher.into(),
         created(o, now),
         missing.into(),
     ]
 }
 
-/// Unset numbers print as their flowcontrol/v1 defaults (30 shares, 64
-/// queues, hand size 8, 50 requests a queue).
+/// Unset numbers print as their flowcontrol/v1 defaults: 30 shares when
+/// the field is absent; 64 queues, hand size 8 and 50 requests a queue
+/// when absent or zero.
 fn priority_level_configuration(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let none = || Value::from("<none>");
     let (mut shares, mut queues, mut hand, mut limit) = (none(), none(), none(), none());
@@ -2721,9 +2733,13 @@ fn priority_level_configuration(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
             .unwrap_or(30)
             .into();
         if let Some(q) = present(limited, &["limitResponse", "queuing"]) {
-            queues = oint(q, &["queues"]).unwrap_or(64).into();
-            hand = oint(q, &["handSize"]).unwrap_or(8).into();
-            limit = oint(q, &["queueLengthLimit"]).unwrap_or(50).into();
+            let or_default = |field: &str, default: i64| match int(q, &[field]) {
+                0 => default,
+                n => n,
+            };
+            queues = or_default("queues", 64).into();
+            hand = or_default("handSize", 8).into();
+            limit = or_default("queueLengthLimit", 50).into();
         }
     }
     vec![
@@ -3154,7 +3170,10 @@ mod tests {
             .cloned()
             .unwrap_or_default()
         );
-        let p = pod(1, json!({"podIP": "10.0.0.1"}));
+        let p = pod(
+            1,
+            json!({"podIP": "10.0.0.1", "podIPs": [{"ip": "10.0.0.9"}]}),
+        );
         assert_eq!(
             row("", "Pod", p)[5..],
             [
@@ -4122,10 +4141,8 @@ mod tests {
         );
         let fs = json!({"metadata": {"name": "f"}, "spec": {}});
         let cells = row("flowcontrol.apiserver.k8s.io", "FlowSchema", fs);
-        assert_eq!(
-            (cells[3].clone(), cells[5].clone()),
-            (json!("<none>"), json!("?"))
-        );
+        assert_eq!(cells[2..4], [json!(1000), json!("<none>")]);
+        assert_eq!(cells[5], "?");
         let pl = json!({"metadata": {"name": "global-default"}, "spec": {"type": "Limited",
             "limited": {"nominalConcurrencyShares": 20, "limitResponse": {"type": "Queue",
                 "queuing": {"queues": 128, "handSize": 6, "queueLengthLimit": 50}}}}});
@@ -4136,6 +4153,16 @@ mod tests {
                 pl
             )),
             json!(["global-default", "Limited", 20, 128, 6, 50, "<unknown>"])
+        );
+        let pl = json!({"metadata": {"name": "p"}, "spec": {"type": "Limited",
+            "limited": {"limitResponse": {"type": "Queue", "queuing": {"queues": 0}}}}});
+        assert_eq!(
+            row(
+                "flowcontrol.apiserver.k8s.io",
+                "PriorityLevelConfiguration",
+                pl
+            )[2..6],
+            [json!(30), json!(64), json!(8), json!(50)]
         );
         let pl = json!({"metadata": {"name": "exempt"}, "spec": {"type": "Exempt", "exempt": {}}});
         assert_eq!(
@@ -4191,7 +4218,7 @@ mod tests {
             json!({"currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 10}}}]}),
         );
         assert_eq!(cells[2], "cpu: 10%/80%, <unknown>/100 + 1 more...");
-        assert_eq!(cells[3], "<unset>");
+        assert_eq!(cells[3], "1");
         let cells = hpa(
             json!({"metrics": [{"type": "External", "external": {"target": {"value": "5"}}},
             {"type": "Other"}]}),
