@@ -15,6 +15,9 @@
 //! are): `Deployment.spec.replicas` defaults to 1, a Service without a type
 //! is `ClusterIP`, `podIP` stands in for a missing `podIPs`, and so on.
 //!
+//! APIService has the kube-aggregator's own table (Name, Service,
+//! Available, Age), reproduced here too.
+//!
 //! Kinds without a printer (Role, ClusterRole, LimitRange, ...) are printed
 //! by the server's default table convertor: `Name` and `Created At`
 //! (RFC 3339); see [`default_columns`] and [`default_cells`].
@@ -820,6 +823,16 @@ const STORAGE_VERSION_MIGRATION: &[Column] = &[
     PLAIN_NAME,
     c("Resource", "string", "Fully qualified resource to migrate"),
 ];
+const API_SERVICE: &[Column] = &[
+    NAME,
+    c(
+        "Service",
+        "string",
+        "The reference to the service that hosts this API endpoint.",
+    ),
+    c("Available", "string", "Whether this service is available."),
+    AGE,
+];
 const DEFAULT: &[Column] = &[
     NAME,
     c(
@@ -912,6 +925,7 @@ fn printer(group: &str, kind: &str) -> Option<(&'static [Column], CellsFn)> {
         ("storagemigration.k8s.io", "StorageVersionMigration") => {
             (STORAGE_VERSION_MIGRATION, storage_version_migration)
         }
+        ("apiregistration.k8s.io", "APIService") => (API_SERVICE, api_service),
         _ => return None,
     };
     Some(found)
@@ -946,6 +960,26 @@ pub fn cells(group: &str, kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Va
         Some((_, row)) => row(obj, now),
         None => default_cells(obj),
     }
+}
+
+/// The `conditions` of an object's Table row (`metav1.TableRowCondition`
+/// as JSON). Only Pod rows have any: a pod whose phase is Succeeded or
+/// Failed is marked `Completed`, which clients use to tell finished pods.
+pub fn row_conditions(group: &str, kind: &str, obj: &Value) -> Vec<Value> {
+    if !matches!(group, "" | "core") || kind != "Pod" {
+        return Vec::new();
+    }
+    let (reason, message) = match st(obj, &["status", "phase"]) {
+        "Succeeded" => ("Succeeded", "The pod has completed successfully."),
+        "Failed" => ("Failed", "The pod failed."),
+        _ => return Vec::new(),
+    };
+    vec![serde_json::json!({
+        "type": "Completed",
+        "status": "True",
+        "reason": reason,
+        "message": message,
+    })]
 }
 
 /// The cells of the default table convertor: the name, and the creation
@@ -2821,6 +2855,28 @@ fn resource_slice(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
+// ---- apiregistration (the aggregator's convertor)
+
+fn api_service(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let service = present(o, &["spec", "service"])
+        .map(|s| format!("{}/{}", st(s, &["namespace"]), st(s, &["name"])))
+        .unwrap_or_else(|| "Local".to_string());
+    let available = arr(o, &["status", "conditions"])
+        .iter()
+        .find(|c| st(c, &["type"]) == "Available")
+        .map(|c| match (st(c, &["status"]), st(c, &["reason"])) {
+            ("True", _) | (_, "") => st(c, &["status"]).to_string(),
+            (status, reason) => format!("{status} ({reason})"),
+        })
+        .unwrap_or_else(|| "Unknown".to_string());
+    vec![
+        name(o).into(),
+        service.into(),
+        available.into(),
+        created(o, now),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -3145,6 +3201,28 @@ mod tests {
         assert_eq!(row("", "Pod", p.clone())[2], "Completed");
         p["status"]["reason"] = json!("NodeLost");
         assert_eq!(row("", "Pod", p)[2], "Unknown");
+    }
+
+    #[test]
+    fn pod_row_conditions() {
+        // TestPrintPodConditions
+        let finished = |phase: &str| row_conditions("", "Pod", &pod(1, json!({"phase": phase})));
+        assert_eq!(
+            finished("Succeeded"),
+            [
+                json!({"type": "Completed", "status": "True", "reason": "Succeeded",
+                "message": "The pod has completed successfully."})
+            ]
+        );
+        assert_eq!(
+            finished("Failed"),
+            [
+                json!({"type": "Completed", "status": "True", "reason": "Failed",
+                "message": "The pod failed."})
+            ]
+        );
+        assert!(finished("Running").is_empty());
+        assert!(row_conditions("batch", "Job", &json!({"status": {"phase": "Failed"}})).is_empty());
     }
 
     #[test]
@@ -4277,6 +4355,26 @@ mod tests {
             row("resource.k8s.io", "ResourceSlice", slice)[1..4],
             [json!("n"), json!("gpu.example.com"), json!("p")]
         );
+        let api = |o: Value| row("apiregistration.k8s.io", "APIService", o);
+        let local = json!({"metadata": {"name": "v1.apps", "creationTimestamp": ago(100)},
+            "spec": {"group": "apps"}, "status": {"conditions": [{"type": "Available", "status": "True",
+                "reason": "Local"}]}});
+        assert_eq!(
+            Value::Array(api(local)),
+            json!(["v1.apps", "Local", "True", "100s"])
+        );
+        let remote = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"},
+            "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
+            "status": {"conditions": [{"type": "Available", "status": "False",
+                "reason": "MissingEndpoints"}]}});
+        assert_eq!(
+            api(remote)[1..3],
+            [
+                json!("kube-system/metrics-server"),
+                json!("False (MissingEndpoints)")
+            ]
+        );
+        assert_eq!(api(json!({}))[2], "Unknown");
         assert_eq!(columns("core", "Pod"), columns("", "Pod"));
         assert_eq!(columns("apps", "Pod"), None);
         assert_eq!(columns("", "Deployment"), None);
@@ -4359,6 +4457,7 @@ mod tests {
         ("resource.k8s.io", "ResourceClaimTemplate"),
         ("resource.k8s.io", "ResourceSlice"),
         ("storagemigration.k8s.io", "StorageVersionMigration"),
+        ("apiregistration.k8s.io", "APIService"),
     ];
 
     /// JSON built from the field names the printers read, so that random
