@@ -3263,6 +3263,138 @@ mod tests {
         );
     }
 
+    /// Headers as `kubectl get` prints them (priority-0 columns) and the
+    /// extra ones of `-o wide`, per the column definitions of AddHandlers.
+    #[test]
+    fn headers_of_the_common_kinds() {
+        let headers = |group: &str, kind: &str, wide: u8| {
+            columns(group, kind)
+                .expect("a printer")
+                .iter()
+                .filter(|c| c.priority == wide)
+                .map(|c| c.name.to_uppercase())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let cases: &[(&str, &str, &str, &str)] = &[
+            (
+                "",
+                "Service",
+                "NAME TYPE CLUSTER-IP EXTERNAL-IP PORT(S) AGE",
+                "SELECTOR",
+            ),
+            (
+                "",
+                "Node",
+                "NAME STATUS ROLES AGE VERSION",
+                "INTERNAL-IP EXTERNAL-IP OS-IMAGE KERNEL-VERSION CONTAINER-RUNTIME",
+            ),
+            (
+                "",
+                "Event",
+                "LAST SEEN TYPE REASON OBJECT MESSAGE",
+                "SUBOBJECT SOURCE FIRST SEEN COUNT NAME",
+            ),
+            (
+                "",
+                "PersistentVolume",
+                "NAME CAPACITY ACCESS MODES RECLAIM POLICY STATUS CLAIM STORAGECLASS VOLUMEATTRIBUTESCLASS REASON AGE",
+                "VOLUMEMODE",
+            ),
+            (
+                "",
+                "PersistentVolumeClaim",
+                "NAME STATUS VOLUME CAPACITY ACCESS MODES STORAGECLASS VOLUMEATTRIBUTESCLASS AGE",
+                "VOLUMEMODE",
+            ),
+            ("", "Secret", "NAME TYPE DATA AGE", ""),
+            ("", "ConfigMap", "NAME DATA AGE", ""),
+            ("", "ResourceQuota", "NAME REQUEST LIMIT AGE", ""),
+            (
+                "batch",
+                "Job",
+                "NAME STATUS COMPLETIONS DURATION AGE",
+                "CONTAINERS IMAGES SELECTOR",
+            ),
+            (
+                "batch",
+                "CronJob",
+                "NAME SCHEDULE TIMEZONE SUSPEND ACTIVE LAST SCHEDULE AGE",
+                "CONTAINERS IMAGES SELECTOR",
+            ),
+            ("apps", "StatefulSet", "NAME READY AGE", "CONTAINERS IMAGES"),
+            (
+                "apps",
+                "DaemonSet",
+                "NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE",
+                "CONTAINERS IMAGES SELECTOR",
+            ),
+            (
+                "networking.k8s.io",
+                "Ingress",
+                "NAME CLASS HOSTS ADDRESS PORTS AGE",
+                "",
+            ),
+            (
+                "discovery.k8s.io",
+                "EndpointSlice",
+                "NAME ADDRESSTYPE PORTS ENDPOINTS AGE",
+                "",
+            ),
+            (
+                "storage.k8s.io",
+                "CSIDriver",
+                "NAME ATTACHREQUIRED PODINFOONMOUNT STORAGECAPACITY TOKENREQUESTS REQUIRESREPUBLISH MODES AGE",
+                "",
+            ),
+            (
+                "storage.k8s.io",
+                "StorageClass",
+                "NAME PROVISIONER RECLAIMPOLICY VOLUMEBINDINGMODE ALLOWVOLUMEEXPANSION AGE",
+                "",
+            ),
+            (
+                "autoscaling",
+                "HorizontalPodAutoscaler",
+                "NAME REFERENCE TARGETS MINPODS MAXPODS REPLICAS AGE",
+                "",
+            ),
+            (
+                "certificates.k8s.io",
+                "CertificateSigningRequest",
+                "NAME AGE SIGNERNAME REQUESTOR REQUESTEDDURATION CONDITION",
+                "",
+            ),
+            (
+                "flowcontrol.apiserver.k8s.io",
+                "FlowSchema",
+                "NAME PRIORITYLEVEL MATCHINGPRECEDENCE DISTINGUISHERMETHOD AGE MISSINGPL",
+                "",
+            ),
+        ];
+        for (group, kind, normal, wide) in cases {
+            assert_eq!(headers(group, kind, 0), *normal, "{kind}");
+            assert_eq!(headers(group, kind, 1), *wide, "{kind} wide");
+        }
+        // Only the Name column is marked as the name, except where upstream
+        // marks another (VolumeAttachment's Attacher) or none (Scale).
+        for (group, kind) in KINDS {
+            let Some(cols) = columns(group, kind) else {
+                continue;
+            };
+            let marked: Vec<&str> = cols
+                .iter()
+                .filter(|c| c.format == "name")
+                .map(|c| c.name)
+                .collect();
+            match *kind {
+                "VolumeAttachment" => assert_eq!(marked, ["Name", "Attacher"]),
+                "Scale" | "StorageVersionMigration" => assert!(marked.is_empty()),
+                _ => assert_eq!(marked, ["Name"], "{kind}"),
+            }
+        }
+    }
+
     // ---- workloads
 
     fn workload(spec: Value, status: Value) -> Value {
