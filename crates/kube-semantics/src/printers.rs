@@ -13,7 +13,15 @@
 //! here are the stored JSON of any served version, so the few defaults and
 //! conversions that change a cell are applied on the way (noted where they
 //! are): `Deployment.spec.replicas` defaults to 1, a Service without a type
-//! is `ClusterIP`, `podIP` stands in for a missing `podIPs`, and so on.
+//! is `ClusterIP`, `podIP` when set is the pod's first IP, and so on.
+//! Quantities (capacities, quota amounts, HPA values) are printed as
+//! stored: the real server stores them in canonical form, so a store that
+//! does not canonicalize them shows them as written.
+//!
+//! The columns and cells follow the printers.go of the 1.32/1.33 era (with
+//! the Job Status column, the Ingress Class column, the volume attributes
+//! class columns and the ServiceAccount Secrets count, which was dropped
+//! only after 1.34).
 //!
 //! APIService has the kube-aggregator's own table (Name, Service,
 //! Available, Age), reproduced here too.
