@@ -29,6 +29,7 @@ pub mod fieldpath;
 mod gofmt;
 pub mod names;
 pub mod patch;
+pub mod printers;
 pub mod quantity;
 pub mod quantity_validation;
 pub mod schema;
