@@ -84,6 +84,12 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
         ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
             if let Some(spec) = struct_field(root, "spec") {
                 set_if_unset(spec, "minReplicas", json!(1));
+                // v1 itself defaults nothing else, but the object is stored
+                // as autoscaling/v2, whose defaulting adds the 80% CPU
+                // metric when it is read back, and that metric converts to
+                // this field. Inferred from the conversion and storage
+                // version, not confirmed against a running server.
+                set_if_unset(spec, "targetCPUUtilizationPercentage", json!(80));
             }
         }
         ("networking.k8s.io", "v1", "NetworkPolicy") => network_policy(root),
@@ -231,7 +237,8 @@ fn copy_labels_if_empty(root: &mut Obj, labels: &Obj) {
 }
 
 /// An embedded `ObjectMeta` (pod, job and claim templates): Go writes its
-/// zero `creationTimestamp` as `null` because the field is a struct.
+/// zero `creationTimestamp` as `null` because the field is a struct. (v1.34
+/// stops writing it, kubernetes/kubernetes#130989; v1.33 still does.)
 fn embedded_meta(m: &mut Obj) {
     if let Some(meta) = struct_field(m, "metadata")
         && !meta.contains_key("creationTimestamp")
@@ -258,8 +265,12 @@ fn pod(root: &mut Obj) {
         for key in ["containers", "initContainers"] {
             each_obj(spec, key, |c| {
                 each_obj(c, "ports", |p| {
+                    // A zero port would be copied as zero, which marshals
+                    // as nothing, so only non-zero ports are copied.
                     let port = p.get("containerPort").cloned();
-                    if let Some(port @ Value::Number(_)) = port {
+                    if let Some(port @ Value::Number(_)) = port
+                        && port.as_i64() != Some(0)
+                    {
                         set_if_zero_int_with(p, "hostPort", port);
                     }
                 })
@@ -708,6 +719,57 @@ fn stateful_set(root: &mut Obj) {
         embedded_meta(claim);
         pvc(claim);
     });
+}
+
+/// The annotation through which apps/v1 carries a DaemonSet's template
+/// generation (a field only the internal type still has).
+pub const DAEMON_SET_TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// The DaemonSet strategy's template generation, as apps/v1 shows it in the
+/// `deprecated.daemonset.template.generation` annotation: `"1"` on create
+/// (unless the client sent a positive one), and on update the old value,
+/// plus one when `spec.template` changed. Both objects should already be
+/// defaulted, since the server compares defaulted templates. A value that
+/// is not an integer is left alone (the server would refuse the body).
+pub fn daemon_set_template_generation(old: Option<&Value>, obj: &mut Value) {
+    let generation = |v: &Value| -> Option<i64> {
+        match v
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(DAEMON_SET_TEMPLATE_GENERATION))
+        {
+            None | Some(Value::Null) => Some(0),
+            Some(Value::String(s)) => s.parse().ok(),
+            Some(_) => None,
+        }
+    };
+    let template = |v: &Value| v.get("spec").and_then(|s| s.get("template")).cloned();
+    let Some(current) = generation(obj) else {
+        return;
+    };
+    let next = match old {
+        None => current.max(1),
+        Some(old) => {
+            let Some(previous) = generation(old) else {
+                return;
+            };
+            if template(old) == template(obj) {
+                previous
+            } else {
+                previous.saturating_add(1)
+            }
+        }
+    };
+    if let Some(annotations) = obj
+        .as_object_mut()
+        .and_then(|root| struct_field(root, "metadata"))
+        .and_then(|meta| struct_field(meta, "annotations"))
+    {
+        annotations.insert(
+            DAEMON_SET_TEMPLATE_GENERATION.into(),
+            json!(next.to_string()),
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1818,6 +1880,43 @@ mod tests {
         );
     }
 
+    #[test]
+    fn daemon_set_template_generation_follows_the_template() {
+        let mut ds = json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": [web()]}}}});
+        daemon_set_template_generation(None, &mut ds);
+        assert_eq!(
+            ds["metadata"]["annotations"],
+            json!({DAEMON_SET_TEMPLATE_GENERATION: "1"})
+        );
+        let old = ds.clone();
+        let mut same = ds.clone();
+        same["spec"]["minReadySeconds"] = json!(5);
+        daemon_set_template_generation(Some(&old), &mut same);
+        assert_eq!(
+            same["metadata"]["annotations"][DAEMON_SET_TEMPLATE_GENERATION],
+            "1"
+        );
+        let mut changed = ds.clone();
+        changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+        // A client cannot move the generation itself.
+        changed["metadata"]["annotations"][DAEMON_SET_TEMPLATE_GENERATION] = json!("9");
+        daemon_set_template_generation(Some(&old), &mut changed);
+        assert_eq!(
+            changed["metadata"]["annotations"][DAEMON_SET_TEMPLATE_GENERATION],
+            "2"
+        );
+        let mut given = json!({"metadata": {"annotations": {DAEMON_SET_TEMPLATE_GENERATION: "4"}}});
+        daemon_set_template_generation(None, &mut given);
+        assert_eq!(
+            given["metadata"]["annotations"][DAEMON_SET_TEMPLATE_GENERATION],
+            "4"
+        );
+        let mut bad = json!({"metadata": {"annotations": {DAEMON_SET_TEMPLATE_GENERATION: "x"}}});
+        let before = bad.clone();
+        daemon_set_template_generation(None, &mut bad);
+        assert_eq!(bad, before);
+    }
+
     // Modelled on TestSetDefaultReplicationController in pkg/apis/core/v1/defaults_test.go.
     #[test]
     fn replication_controller_and_pod_template() {
@@ -2198,7 +2297,10 @@ mod tests {
             "HorizontalPodAutoscaler",
             json!({"spec": {"maxReplicas": 3}}),
         );
-        assert_eq!(v1, json!({"spec": {"maxReplicas": 3, "minReplicas": 1}}));
+        assert_eq!(
+            v1,
+            json!({"spec": {"maxReplicas": 3, "minReplicas": 1, "targetCPUUtilizationPercentage": 80}})
+        );
     }
 
     #[test]
@@ -2741,8 +2843,143 @@ mod tests {
         })
     }
 
+    /// Well-formed objects of the defaulted kinds, which the shaped
+    /// property test damages at random places: purely random documents
+    /// rarely reach a container inside a template.
+    fn skeletons() -> Vec<(usize, Value)> {
+        let pod_spec = json!({
+            "hostNetwork": true,
+            "containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}],
+                            "env": [{"name": "e", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}],
+                            "resources": {"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}},
+                            "livenessProbe": {"httpGet": {"port": 80}, "grpc": {"port": 1}},
+                            "lifecycle": {"postStart": {"httpGet": {"port": 1}}}}],
+            "initContainers": [{"name": "i", "image": "busybox"}],
+            "volumes": [{"name": "a"}, {"name": "b", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "t"}}, {"downwardAPI": {"items": [{"fieldRef": {}}]}}]}},
+                {"name": "c", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}, {"name": "d", "scaleIO": {}}],
+            "tolerations": [{"key": "k"}], "schedulingGates": [{"name": "g"}], "serviceAccount": "s"
+        });
+        let template = json!({"metadata": {"labels": {"app": "a"}}, "spec": pod_spec});
+        let index = |kind: &str| KINDS.iter().position(|(_, _, k)| *k == kind).unwrap_or(0);
+        vec![
+            (
+                index("Pod"),
+                json!({"metadata": {"name": "p"}, "spec": pod_spec}),
+            ),
+            (
+                index("Deployment"),
+                json!({"spec": {"strategy": {"rollingUpdate": {}}, "template": template}}),
+            ),
+            (
+                index("DaemonSet"),
+                json!({"spec": {"updateStrategy": {}, "template": template}}),
+            ),
+            (
+                index("StatefulSet"),
+                json!({"spec": {"updateStrategy": {}, "template": template,
+                       "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": {}}]}}),
+            ),
+            (
+                index("ReplicationController"),
+                json!({"spec": {"template": template}}),
+            ),
+            (
+                index("Job"),
+                json!({"metadata": {"name": "j"}, "spec": {"template": template,
+                       "podFailurePolicy": {"rules": [{"onPodConditions": [{"type": "x"}]}]}}}),
+            ),
+            (
+                index("CronJob"),
+                json!({"spec": {"jobTemplate": {"spec": {"template": template}}}}),
+            ),
+            (
+                index("LimitRange"),
+                json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}, "min": {"memory": "1"}}]}}),
+            ),
+            (
+                index("HorizontalPodAutoscaler"),
+                json!({"spec": {"behavior": {"scaleUp": {"policies": []}, "scaleDown": {}}}}),
+            ),
+            (
+                index("NetworkPolicy"),
+                json!({"spec": {"ingress": [{"ports": [{}]}], "egress": [{"ports": [{}]}]}}),
+            ),
+            (
+                index("EndpointSlice"),
+                json!({"ports": [{}], "endpoints": [{}]}),
+            ),
+            (
+                index("MutatingWebhookConfiguration"),
+                json!({"webhooks": [{"rules": [{}], "clientConfig": {"service": {}}}]}),
+            ),
+            (
+                index("PriorityLevelConfiguration"),
+                json!({"spec": {"limited": {"limitResponse": {"queuing": {}}}, "exempt": {}}}),
+            ),
+            (index("Node"), json!({"status": {"capacity": {"cpu": "1"}}})),
+            (
+                index("PersistentVolume"),
+                json!({"spec": {"rbd": {}, "azureDisk": {}, "hostPath": {}}}),
+            ),
+        ]
+    }
+
+    /// Replaces the node `sel` leads to with `val`: each step either stops
+    /// (one time in four) or descends into the child `sel` picks.
+    fn damage(v: &mut Value, mut sel: u64, val: Value) {
+        let mut cur = v;
+        loop {
+            let n = match &*cur {
+                Value::Object(m) => m.len(),
+                Value::Array(a) => a.len(),
+                _ => 0,
+            };
+            if n == 0 || sel.is_multiple_of(4) {
+                *cur = val;
+                return;
+            }
+            sel /= 4;
+            let i = (sel % n as u64) as usize;
+            sel /= n as u64;
+            let next = match cur {
+                Value::Object(m) => m.values_mut().nth(i),
+                Value::Array(a) => a.get_mut(i),
+                _ => None,
+            };
+            let Some(next) = next else {
+                return;
+            };
+            cur = next;
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn damaged_objects_default_idempotently(
+            which in 0..15usize,
+            hits in proptest::collection::vec((any::<u64>(), arb_json()), 0..4),
+        ) {
+            let all = skeletons();
+            let Some((kind, skeleton)) = all.get(which % all.len()) else {
+                return Ok(());
+            };
+            let (g, v, k) = KINDS[*kind];
+            let mut obj = skeleton.clone();
+            for (sel, val) in hits {
+                damage(&mut obj, sel, val);
+            }
+            let _ = initial_status(g, k, &obj);
+            let mut once = obj;
+            apply_defaults(g, v, k, &mut once);
+            let mut twice = once.clone();
+            apply_defaults(g, v, k, &mut twice);
+            prop_assert_eq!(&once, &twice);
+            let mut admitted = once.clone();
+            let _ = admit_pod_create(&mut admitted);
+        }
 
         #[test]
         fn defaulting_never_panics_and_is_idempotent(obj in arb_json(), which in 0..KINDS.len()) {
@@ -2765,6 +3002,9 @@ mod tests {
             let once = job.clone();
             job_generated_selector(&mut job, "uid");
             prop_assert_eq!(once, job);
+            let mut ds = obj.clone();
+            daemon_set_template_generation(Some(&obj), &mut ds);
+            daemon_set_template_generation(None, &mut ds);
             let mut pod = obj;
             if admit_pod_create(&mut pod).is_ok() {
                 let once = pod.clone();
