@@ -7,7 +7,30 @@
 //! POST Job      -> job_generated_selector    (the Job strategy's selector generation)
 //! POST          -> initial_status            (the strategy's PrepareForCreate status reset)
 //! POST Pod      -> admit_pod_create          (the stateless part of the default admission chain)
+//! POST/PUT DaemonSet -> daemon_set_template_generation (its template-generation annotation)
 //! ```
+//!
+//! Kinds defaulted by [`apply_defaults`]:
+//!
+//! ```text
+//! core/v1                    Pod, PodTemplate, ReplicationController, PersistentVolumeClaim,
+//!                            PersistentVolume, Endpoints, LimitRange, Secret, Node
+//! apps/v1                    Deployment, StatefulSet, DaemonSet, ReplicaSet
+//! batch/v1                   Job, CronJob
+//! autoscaling/v1, v2         HorizontalPodAutoscaler
+//! networking.k8s.io/v1       NetworkPolicy, IngressClass
+//! discovery.k8s.io/v1        EndpointSlice
+//! rbac.authorization.k8s.io  RoleBinding, ClusterRoleBinding
+//! scheduling.k8s.io/v1       PriorityClass
+//! storage.k8s.io/v1          StorageClass, CSIDriver
+//! admissionregistration/v1   Validating/MutatingWebhookConfiguration,
+//!                            ValidatingAdmissionPolicy(Binding)
+//! flowcontrol.apiserver/v1   FlowSchema, PriorityLevelConfiguration
+//! ```
+//!
+//! Every other built-in kind of v1.33 has no defaults beyond rounding
+//! resource quantities (ResourceQuota, ConfigMap, ServiceAccount, Ingress,
+//! PodDisruptionBudget, ControllerRevision, Role, ClusterRole, ...).
 //!
 //! The API server defaults every object it decodes, so defaulting also runs
 //! when an object is read back from storage; every function here is
@@ -30,8 +53,16 @@
 //! must NOT canonicalize resource quantities (they stay as written; the
 //! server's `RoundUp` to milli-units and canonical formatting belong with
 //! the quantity code), and must NOT touch `metadata` beyond the labels that
-//! defaulting copies. Service and Namespace defaulting live in the sandbox
-//! and are deliberately not handled here.
+//! defaulting copies and the DaemonSet annotation (`generation`,
+//! `creationTimestamp` and the like are the store's). Service and Namespace
+//! defaulting live in the sandbox and are deliberately not handled here.
+//!
+//! Read from the upstream sources: the core, apps, batch, autoscaling/v2,
+//! networking, rbac, discovery, storage and flowcontrol defaulters. Taken
+//! from secondary sources or inferred, and marked where used: the
+//! admissionregistration/v1 defaults (v1's 10 s timeout, no `sideEffects`
+//! default), CSIDriver's `seLinuxMount`, the status fields without
+//! `omitempty`, and the v1 HPA's CPU target.
 
 use serde_json::{Map, Value, json};
 
@@ -113,6 +144,9 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
             set_if_unset(root, "volumeBindingMode", json!("Immediate"));
         }
         ("storage.k8s.io", "v1", "CSIDriver") => csi_driver(root),
+        // Not read from the v1.33 source (the stored defaulter was v1beta1's
+        // copy): v1 documents a 10 s timeout and requires sideEffects and
+        // admissionReviewVersions, so neither is defaulted.
         ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => {
             each_obj(root, "webhooks", |w| webhook(w, false));
         }
@@ -1123,7 +1157,8 @@ fn initial_status_with(group: &str, kind: &str, obj: &Value, now: Option<&str>) 
             if obj.get("apiVersion").and_then(Value::as_str) == Some("autoscaling/v1") {
                 json!({"currentReplicas": 0, "desiredReplicas": 0})
             } else {
-                json!({"desiredReplicas": 0})
+                // v2's currentMetrics has no `omitempty`.
+                json!({"currentMetrics": null, "desiredReplicas": 0})
             }
         }
         ("policy", "PodDisruptionBudget") => json!({
@@ -2522,7 +2557,7 @@ mod tests {
             (
                 "autoscaling",
                 "HorizontalPodAutoscaler",
-                json!({"desiredReplicas": 0}),
+                json!({"currentMetrics": null, "desiredReplicas": 0}),
             ),
             (
                 "policy",
