@@ -58,11 +58,11 @@
 //! defaulting live in the sandbox and are deliberately not handled here.
 //!
 //! Read from the upstream sources: the core, apps, batch, autoscaling/v2,
-//! networking, rbac, discovery, storage and flowcontrol defaulters. Taken
-//! from secondary sources or inferred, and marked where used: the
-//! admissionregistration/v1 defaults (v1's 10 s timeout, no `sideEffects`
-//! default), CSIDriver's `seLinuxMount`, the status fields without
-//! `omitempty`, and the v1 HPA's CPU target.
+//! networking, rbac, discovery, storage, admissionregistration (webhooks
+//! from v1, admission policies from v1beta1, which v1 mirrors) and
+//! flowcontrol defaulters. Taken from secondary sources or inferred, and
+//! marked where used: CSIDriver's `seLinuxMount`, some status fields
+//! without `omitempty`, and the v1 HPA's CPU target.
 
 use serde_json::{Map, Value, json};
 
@@ -144,9 +144,8 @@ pub fn apply_defaults(group: &str, version: &str, kind: &str, obj: &mut Value) {
             set_if_unset(root, "volumeBindingMode", json!("Immediate"));
         }
         ("storage.k8s.io", "v1", "CSIDriver") => csi_driver(root),
-        // Not read from the v1.33 source (the stored defaulter was v1beta1's
-        // copy): v1 documents a 10 s timeout and requires sideEffects and
-        // admissionReviewVersions, so neither is defaulted.
+        // v1 requires sideEffects and admissionReviewVersions, so unlike
+        // v1beta1 it defaults neither, and its timeout is 10 s, not 30.
         ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => {
             each_obj(root, "webhooks", |w| webhook(w, false));
         }
@@ -1065,7 +1064,6 @@ fn webhook(w: &mut Obj, mutating: bool) {
     set_if_unset(w, "matchPolicy", json!("Equivalent"));
     set_if_unset(w, "namespaceSelector", json!({}));
     set_if_unset(w, "objectSelector", json!({}));
-    // v1's default; v1beta1 (no longer served) had 30.
     set_if_unset(w, "timeoutSeconds", json!(10));
     if mutating {
         set_if_unset(w, "reinvocationPolicy", json!("Never"));
