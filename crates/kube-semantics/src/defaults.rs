@@ -1624,8 +1624,8 @@ mod tests {
         })
     }
 
-    // Modelled on TestSetDefaultPodSpec / TestSetDefaultContainer in
-    // pkg/apis/core/v1/defaults_test.go, and on what `kubectl run` gets back.
+    // Upstream counterpart: pkg/apis/core/v1/defaults_test.go; expectations
+    // from SetDefaults_PodSpec, SetDefaults_Container and SetDefaults_Pod.
     #[test]
     fn minimal_pod() {
         let pod = defaulted(
@@ -1795,7 +1795,7 @@ mod tests {
         }
     }
 
-    // Modelled on TestSetDefaultDeployment in pkg/apis/apps/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/apps/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn deployment() {
         let d = defaulted(
@@ -1835,7 +1835,7 @@ mod tests {
         );
     }
 
-    // Modelled on TestSetDefaultStatefulSet in pkg/apis/apps/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/apps/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn stateful_set() {
         let s = defaulted(
@@ -1885,7 +1885,7 @@ mod tests {
         );
     }
 
-    // Modelled on TestSetDefaultDaemonSetSpec in pkg/apis/apps/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/apps/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn daemon_set_and_replica_set() {
         let d = defaulted(
@@ -1950,7 +1950,7 @@ mod tests {
         assert_eq!(bad, before);
     }
 
-    // Modelled on TestSetDefaultReplicationController in pkg/apis/core/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/core/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn replication_controller_and_pod_template() {
         let rc = defaulted(
@@ -1985,7 +1985,7 @@ mod tests {
         );
     }
 
-    // Modelled on TestSetDefaultJob in pkg/apis/batch/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/batch/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn job() {
         let j = defaulted(
@@ -2068,7 +2068,7 @@ mod tests {
         assert_eq!(manual, before);
     }
 
-    // Modelled on TestSetDefaultCronJob in pkg/apis/batch/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/batch/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn cron_job() {
         let c = defaulted(
@@ -2129,7 +2129,7 @@ mod tests {
         assert_eq!(block["status"]["phase"], "Bound");
     }
 
-    // Modelled on TestSetDefaultLimitRangeItem in pkg/apis/core/v1/defaults_test.go.
+    // Upstream: TestSetDefaultLimitRangeItem in pkg/apis/core/v1/defaults_test.go.
     #[test]
     fn limit_range() {
         let lr = defaulted(
@@ -2203,7 +2203,7 @@ mod tests {
         );
     }
 
-    // Modelled on TestSetDefaultNetworkPolicy in pkg/apis/networking/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/networking/v1/defaults_test.go (expectations from the defaulter).
     #[test]
     fn network_kinds() {
         let np = defaulted(
@@ -2260,7 +2260,7 @@ mod tests {
         );
     }
 
-    // Modelled on TestRoleBindingDefaulting in pkg/apis/rbac/v1/defaults_test.go.
+    // No upstream test consulted; expectations derived from pkg/apis/rbac/v1/defaults.go.
     #[test]
     fn rbac_bindings() {
         for kind in ["RoleBinding", "ClusterRoleBinding"] {
@@ -2287,8 +2287,8 @@ mod tests {
         }
     }
 
-    // Modelled on TestHorizontalPodAutoscalerAnnotations / TestSetBehaviorDefaults
-    // in pkg/apis/autoscaling/v2/defaults_test.go.
+    // Upstream: TestGenerateScaleUpRules and its scale-down twin in
+    // pkg/apis/autoscaling/v2/defaults_test.go; expectations derived from the defaulter.
     #[test]
     fn horizontal_pod_autoscalers() {
         let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
@@ -2364,8 +2364,8 @@ mod tests {
         );
     }
 
-    // Modelled on TestDefaultAdmissionWebhook in
-    // pkg/apis/admissionregistration/v1/defaults_test.go.
+    // Upstream counterpart: pkg/apis/admissionregistration/v1/defaults_test.go (expectations
+    // derived from the v1 defaulter).
     #[test]
     fn admission_kinds() {
         let rules = json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]);
@@ -2450,7 +2450,7 @@ mod tests {
         json!({"spec": {"containers": containers}})
     }
 
-    // Modelled on TestComputePodQOS in pkg/apis/core/helper/qos/qos_test.go.
+    // Upstream counterpart: pkg/apis/core/helper/qos/qos_test.go (cases derived from GetPodQOS).
     #[test]
     fn qos_classes() {
         let res = |r: Value| json!({"name": "c", "resources": r});
