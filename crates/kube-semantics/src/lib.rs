@@ -23,6 +23,7 @@
 //! built them (`serde_json` refuses documents nested deeper than 128).
 
 pub mod apply;
+pub mod defaults;
 pub mod field;
 pub mod field_error;
 pub mod fieldpath;
