@@ -24,17 +24,22 @@
 
 pub mod apply;
 pub mod field;
+/// The field-level cause of a 422 `Invalid` (one `Status.details.causes` entry).
+#[allow(missing_docs)]
+pub mod field_error;
 pub mod fieldpath;
 mod gofmt;
 pub mod names;
 pub mod patch;
 pub mod schema;
 pub mod selector;
+pub mod validation;
 
 pub use apply::{
     ApplyError, FieldConflict, ManagedFieldsEntry, ManagedFieldsOptions, Operation, ResetFields,
     apply, apply_with, conflict_message, managed_fields, record_update, record_update_with,
 };
+pub use field_error::FieldError;
 pub use names::{NameRule, generate_name};
 pub use patch::{PatchError, json_patch, merge_patch, strategic_merge_patch};
 pub use schema::{KeyField, ListMatcher, ListRule, ListSchema, ListType};

@@ -1,0 +1,2035 @@
+//! The API server's validation of the kinds a sync controller copies most.
+//!
+//! [`validate`] answers what `kube-apiserver` v1.33 answers with a 422
+//! `Invalid`: the list of field errors (`Status.details.causes`) for a
+//! ConfigMap, Secret, ServiceAccount, Role, ClusterRole, RoleBinding,
+//! ClusterRoleBinding, NetworkPolicy, Pod, PodTemplate, ReplicationController,
+//! Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob, plus the
+//! generic `metadata` rules (annotations, finalizers, ownerReferences) every
+//! kind goes through. [`summary`] builds the Status message around them.
+//!
+//! The input is the object as the server would store it after defaulting
+//! (fields such as `restartPolicy`, `dnsPolicy`, `imagePullPolicy`,
+//! `terminationMessagePolicy` and port `protocol` are expected to be filled
+//! in; an absent one is reported `Required value`, as upstream reports an
+//! empty one). JSON values of the wrong type are treated as absent: the real
+//! server would have refused them while decoding, before validation.
+//!
+//! The field paths, reasons and messages are upstream's, byte for byte where
+//! they could be confirmed; the doc comments say where a text is a
+//! reconstruction. The order of the errors follows upstream's checks, except
+//! that Go iterates maps in random order and this module in key order.
+//!
+//! This module must NOT validate `metadata.name`, `metadata.namespace` or the
+//! object's own labels (see [`crate::names`]), resource quantities or
+//! requests-versus-limits (another module does quantities), and must NOT do
+//! admission (quota, defaulting, mutation): it only reads the object.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+use serde_json::{Map, Value};
+
+use crate::field_error::FieldError;
+use crate::gofmt::{aggregate, quote};
+use crate::names::{
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+    is_valid_path_segment_name,
+};
+
+/// Largest total size of a ConfigMap's or Secret's data (`core.MaxSecretSize`).
+pub const MAX_DATA_SIZE: usize = 1024 * 1024;
+/// Largest total size of an object's annotations, keys plus values
+/// (apimachinery's `TotalAnnotationSizeLimitB`).
+pub const MAX_ANNOTATIONS_SIZE: usize = 256 * 1024;
+
+/// The RBAC API group, the only one a `roleRef` or a User/Group subject may name.
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+/// The message of every `field is immutable` error (`ValidateImmutableField`).
+const IMMUTABLE: &str = "field is immutable";
+/// `IsNegativeErrorMsg`.
+const NEGATIVE: &str = "must be greater than or equal to 0";
+/// The detail of `ConfigMap`/`Secret` changes after `immutable: true`.
+const IMMUTABLE_WHEN_SET: &str = "field is immutable when `immutable` is set";
+/// `validation.InclusiveRangeError(1, 65535)`.
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+/// The selector/template mismatch of every workload kind.
+const SELECTOR_MISMATCH: &str = "`selector` does not match template `labels`";
+/// The message of an invalid CIDR in a legacy (non-strict) field.
+const CIDR_INVALID: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+
+// ---------------------------------------------------------------------------
+// Field errors, as apimachinery's constructors build them.
+
+/// `field.Required`: `Required value[: detail]`.
+fn required(field: &str, detail: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueRequired",
+        field: field.to_string(),
+        message: with_detail("Required value".to_string(), detail),
+    }
+}
+
+/// `field.Invalid`: `Invalid value: <value>[: detail]`. `value` is already
+/// rendered the way Go's `%q`/`%v`/`%#v` would print it.
+fn invalid(field: &str, value: &str, detail: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueInvalid",
+        field: field.to_string(),
+        message: with_detail(format!("Invalid value: {value}"), detail),
+    }
+}
+
+/// `field.Invalid` on a string value (printed with `%q`).
+fn invalid_str(field: &str, value: &str, detail: &str) -> FieldError {
+    invalid(field, &quote(value), detail)
+}
+
+/// `field.NotSupported`: `Unsupported value: <value>: supported values: ...`.
+fn not_supported(field: &str, value: &str, supported: &[&str]) -> FieldError {
+    let detail = if supported.is_empty() {
+        String::new()
+    } else {
+        let quoted: Vec<String> = supported.iter().map(|s| quote(s)).collect();
+        format!("supported values: {}", quoted.join(", "))
+    };
+    FieldError {
+        reason: "FieldValueNotSupported",
+        field: field.to_string(),
+        message: with_detail(format!("Unsupported value: {}", quote(value)), &detail),
+    }
+}
+
+/// `field.Forbidden`: `Forbidden: detail`.
+fn forbidden(field: &str, detail: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueForbidden",
+        field: field.to_string(),
+        message: with_detail("Forbidden".to_string(), detail),
+    }
+}
+
+/// `field.Duplicate`: `Duplicate value: "v"`.
+fn duplicate(field: &str, value: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueDuplicate",
+        field: field.to_string(),
+        message: format!("Duplicate value: {}", quote(value)),
+    }
+}
+
+/// `field.NotFound`: `Not found: "v"`.
+fn not_found(field: &str, value: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueNotFound",
+        field: field.to_string(),
+        message: format!("Not found: {}", quote(value)),
+    }
+}
+
+/// `field.TooLong` as the stored apimachinery source words it (`must have at
+/// most N bytes`). Newer apimachinery releases may word it `may not be more
+/// than N bytes`; which wording v1.33 ships could not be confirmed.
+fn too_long(field: &str, max: usize) -> FieldError {
+    FieldError {
+        reason: "FieldValueTooLong",
+        field: field.to_string(),
+        message: format!("Too long: must have at most {max} bytes"),
+    }
+}
+
+fn with_detail(mut s: String, detail: &str) -> String {
+    if !detail.is_empty() {
+        s.push_str(": ");
+        s.push_str(detail);
+    }
+    s
+}
+
+/// The Status message of a 422 `Invalid` (`errors.NewInvalid`):
+/// `ConfigMap "x" is invalid: data[k]: Invalid value: ...` for one error,
+/// `... is invalid: [a, b]` for several (repeated texts printed once), and
+/// `ConfigMap "x" is invalid` for none.
+///
+/// `kind` is the qualified kind as `schema.GroupKind.String()` prints it:
+/// `Kind` for the core group, `Kind.group` otherwise (`Deployment.apps`).
+pub fn summary(kind: &str, name: &str, errs: &[FieldError]) -> String {
+    if errs.is_empty() {
+        return format!("{kind} {} is invalid", quote(name));
+    }
+    let texts: Vec<String> = errs
+        .iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .collect();
+    format!("{kind} {} is invalid: {}", quote(name), aggregate(&texts))
+}
+
+// ---------------------------------------------------------------------------
+// Field paths, printed as `field.Path.String()` does.
+
+fn child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+fn index(path: &str, i: usize) -> String {
+    format!("{path}[{i}]")
+}
+
+fn key(path: &str, k: &str) -> String {
+    format!("{path}[{k}]")
+}
+
+// ---------------------------------------------------------------------------
+// Typed views of untyped JSON. A value of the wrong type reads as absent.
+
+fn get<'a>(v: &'a Value, k: &str) -> Option<&'a Value> {
+    v.as_object()
+        .and_then(|m| m.get(k))
+        .filter(|x| !x.is_null())
+}
+
+fn map_at<'a>(v: &'a Value, k: &str) -> Option<&'a Map<String, Value>> {
+    get(v, k).and_then(Value::as_object)
+}
+
+fn string<'a>(v: &'a Value, k: &str) -> &'a str {
+    get(v, k).and_then(Value::as_str).unwrap_or("")
+}
+
+fn opt_string<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    get(v, k).and_then(Value::as_str)
+}
+
+fn arr<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+    get(v, k)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+fn int(v: &Value, k: &str) -> Option<i64> {
+    get(v, k).and_then(as_int)
+}
+
+fn as_int(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
+            .map(|f| f as i64)
+    })
+}
+
+fn strings_of<'a>(v: &'a Value, k: &str) -> Vec<&'a str> {
+    arr(v, k).iter().filter_map(Value::as_str).collect()
+}
+
+/// A `map[string]string` field: non-string values are skipped.
+fn string_map<'a>(v: &'a Value, k: &str) -> Option<BTreeMap<&'a str, &'a str>> {
+    map_at(v, k).map(|m| {
+        m.iter()
+            .filter_map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)))
+            .collect()
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Go `%#v` renderings of the composite values some messages print.
+
+fn go_string_slice(items: Option<&[&str]>) -> String {
+    match items {
+        None => "[]string(nil)".to_string(),
+        Some(items) => {
+            let q: Vec<String> = items.iter().map(|s| quote(s)).collect();
+            format!("[]string{{{}}}", q.join(", "))
+        }
+    }
+}
+
+fn go_string_map(m: Option<&BTreeMap<&str, &str>>) -> String {
+    match m {
+        None => "map[string]string(nil)".to_string(),
+        Some(m) => {
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{}:{}", quote(k), quote(v)))
+                .collect();
+            format!("map[string]string{{{}}}", parts.join(", "))
+        }
+    }
+}
+
+/// `%#v` of a `metav1.LabelSelector` (the form kubectl users know from
+/// `spec.selector: Invalid value: v1.LabelSelector{...}: field is immutable`).
+/// `null` stands for a nil selector.
+fn go_label_selector(sel: Option<&Value>) -> String {
+    let Some(sel) = sel.filter(|s| s.is_object()) else {
+        return "null".to_string();
+    };
+    let labels = string_map(sel, "matchLabels");
+    let exprs = match get(sel, "matchExpressions").and_then(Value::as_array) {
+        None => "[]v1.LabelSelectorRequirement(nil)".to_string(),
+        Some(items) => {
+            let parts: Vec<String> = items
+                .iter()
+                .map(|e| {
+                    let values = get(e, "values")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>());
+                    format!(
+                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
+                        quote(string(e, "key")),
+                        quote(string(e, "operator")),
+                        go_string_slice(values.as_deref())
+                    )
+                })
+                .collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", parts.join(", "))
+        }
+    };
+    format!(
+        "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:{}}}",
+        go_string_map(labels.as_ref()),
+        exprs
+    )
+}
+
+/// How an `intstr.IntOrString` prints (it is a `fmt.Stringer`: unquoted).
+fn go_int_or_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => as_int(other).map_or_else(|| other.to_string(), |n| n.to_string()),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// apimachinery `util/validation` checks.
+
+/// `IsConfigMapKey`: problems with a ConfigMap or Secret key.
+pub fn is_config_map_key(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    let ok = !value.is_empty()
+        && value
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if !ok {
+        errs.push(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' \
+             (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is \
+             '[-._a-zA-Z0-9]+')"
+                .to_string(),
+        );
+    }
+    errs.extend(has_chdir_prefix(value));
+    errs
+}
+
+fn has_chdir_prefix(value: &str) -> Vec<String> {
+    match value {
+        "." => vec!["must not be '.'".to_string()],
+        ".." => vec!["must not be '..'".to_string()],
+        v if v.starts_with("..") => vec!["must not start with '..'".to_string()],
+        _ => Vec::new(),
+    }
+}
+
+/// `IsRelaxedEnvVarName`: the environment variable rule with the
+/// `RelaxedEnvironmentVariableValidation` feature on (beta, on by default
+/// since v1.32): any printable ASCII but `=`.
+pub fn is_relaxed_env_var_name(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.is_empty() {
+        errs.push("environment variable name must be non-empty".to_string());
+    }
+    if value.chars().any(|c| !(' '..='~').contains(&c) || c == '=') {
+        errs.push(
+            "a valid environment variable name must consist only of printable ASCII characters \
+             other than '='"
+                .to_string(),
+        );
+    }
+    errs
+}
+
+/// `IsValidPortName`: an IANA service name.
+pub fn is_valid_port_name(port: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if port.len() > 15 {
+        errs.push("must be no more than 15 characters".to_string());
+    }
+    if port.is_empty()
+        || !port
+            .bytes()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+    {
+        errs.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
+        );
+    }
+    if !port.bytes().any(|c| c.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".to_string());
+    }
+    if port.contains("--") {
+        errs.push("must not contain consecutive hyphens".to_string());
+    }
+    if port.starts_with('-') || port.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".to_string());
+    }
+    errs
+}
+
+fn is_valid_port_num(n: i64) -> bool {
+    (1..=65535).contains(&n)
+}
+
+/// `IsValidPercent`.
+fn is_valid_percent(s: &str) -> bool {
+    s.strip_suffix('%')
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()))
+}
+
+const PERCENT_ERR: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
+
+/// A parsed CIDR: its network address, prefix length and address width.
+#[derive(Clone, Copy)]
+struct Cidr {
+    net: u128,
+    prefix: u32,
+    bits: u32,
+}
+
+impl Cidr {
+    fn contains(&self, ip: u128, bits: u32) -> bool {
+        if bits != self.bits {
+            return false;
+        }
+        let shift = self.bits - self.prefix;
+        shift >= 128 || (ip >> shift) == (self.net >> shift)
+    }
+}
+
+/// Go's `netutils.ParseCIDRSloppy`: like `net.ParseCIDR`, but IPv4 octets
+/// may carry leading zeros (read as decimal), as the legacy fields allow.
+fn parse_cidr(s: &str) -> Option<Cidr> {
+    let (ip, prefix) = s.split_once('/')?;
+    if prefix.is_empty() || prefix.len() > 3 || !prefix.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let prefix: u32 = prefix.parse().ok()?;
+    let (addr, bits) = if ip.contains(':') {
+        match ip.parse::<IpAddr>().ok()? {
+            IpAddr::V6(a) => (u128::from(a), 128),
+            IpAddr::V4(a) => (u128::from(u32::from(a)), 32),
+        }
+    } else {
+        (u128::from(u32::from(parse_ipv4_sloppy(ip)?)), 32)
+    };
+    if prefix > bits {
+        return None;
+    }
+    let shift = bits - prefix;
+    let net = if shift >= 128 {
+        0
+    } else {
+        (addr >> shift) << shift
+    };
+    Some(Cidr { net, prefix, bits })
+}
+
+fn parse_ipv4_sloppy(s: &str) -> Option<Ipv4Addr> {
+    let parts: Vec<&str> = s.split('.').collect();
+    if parts.len() != 4 {
+        return None;
+    }
+    let mut octets = [0u8; 4];
+    for (o, p) in octets.iter_mut().zip(parts) {
+        if p.is_empty() || p.len() > 3 || !p.bytes().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        *o = p.parse().ok()?;
+    }
+    Some(Ipv4Addr::from(octets))
+}
+
+// ---------------------------------------------------------------------------
+// Label selectors (`metav1.LabelSelector`).
+
+/// `ValidateLabels` (apimachinery): every problem is reported on `path`
+/// itself, not on the key.
+fn validate_labels(labels: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    for (k, v) in labels {
+        for msg in is_qualified_name(k) {
+            errs.push(invalid_str(path, k, &msg));
+        }
+        if let Some(v) = v.as_str() {
+            for msg in is_valid_label_value(v) {
+                errs.push(invalid_str(path, v, &msg));
+            }
+        }
+    }
+}
+
+/// `ValidateLabelSelector` with invalid label values rejected.
+fn validate_label_selector(sel: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(labels) = map_at(sel, "matchLabels") {
+        validate_labels(labels, &child(path, "matchLabels"), errs);
+    }
+    for (i, expr) in arr(sel, "matchExpressions").iter().enumerate() {
+        let p = index(&child(path, "matchExpressions"), i);
+        let values = arr(expr, "values");
+        match string(expr, "operator") {
+            "In" | "NotIn" => {
+                if values.is_empty() {
+                    errs.push(required(
+                        &child(&p, "values"),
+                        "must be specified when `operator` is 'In' or 'NotIn'",
+                    ));
+                }
+            }
+            "Exists" | "DoesNotExist" => {
+                if !values.is_empty() {
+                    errs.push(forbidden(
+                        &child(&p, "values"),
+                        "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                    ));
+                }
+            }
+            other => errs.push(invalid_str(
+                &child(&p, "operator"),
+                other,
+                "not a valid selector operator",
+            )),
+        }
+        let k = string(expr, "key");
+        for msg in is_qualified_name(k) {
+            errs.push(invalid_str(&child(&p, "key"), k, &msg));
+        }
+        for (j, v) in values.iter().enumerate() {
+            let v = v.as_str().unwrap_or("");
+            for msg in is_valid_label_value(v) {
+                errs.push(invalid_str(&index(&child(&p, "values"), j), v, &msg));
+            }
+        }
+    }
+}
+
+/// A selector as `metav1.LabelSelectorAsSelector` converts it.
+enum Selector {
+    /// A nil selector: matches nothing.
+    Nothing,
+    /// The AND of these requirements (none: matches everything).
+    Requirements(Vec<(String, String, Vec<String>)>),
+}
+
+impl Selector {
+    /// `LabelSelectorAsSelector`; `None` where it returns an error.
+    fn from_json(sel: Option<&Value>) -> Option<Self> {
+        let Some(sel) = sel else {
+            return Some(Self::Nothing);
+        };
+        let mut reqs = Vec::new();
+        if let Some(labels) = map_at(sel, "matchLabels") {
+            for (k, v) in labels {
+                let v = v.as_str().unwrap_or("");
+                if !is_qualified_name(k).is_empty() || !is_valid_label_value(v).is_empty() {
+                    return None;
+                }
+                reqs.push((k.clone(), "In".to_string(), vec![v.to_string()]));
+            }
+        }
+        for expr in arr(sel, "matchExpressions") {
+            let k = string(expr, "key");
+            let op = string(expr, "operator");
+            let values: Vec<String> = arr(expr, "values")
+                .iter()
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .collect();
+            let ok = match op {
+                "In" | "NotIn" => !values.is_empty(),
+                "Exists" | "DoesNotExist" => values.is_empty(),
+                _ => false,
+            };
+            if !ok
+                || !is_qualified_name(k).is_empty()
+                || values.iter().any(|v| !is_valid_label_value(v).is_empty())
+            {
+                return None;
+            }
+            reqs.push((k.to_string(), op.to_string(), values));
+        }
+        Some(Self::Requirements(reqs))
+    }
+
+    fn is_empty(&self) -> bool {
+        matches!(self, Self::Requirements(r) if r.is_empty())
+    }
+
+    fn matches(&self, labels: Option<&BTreeMap<&str, &str>>) -> bool {
+        let Self::Requirements(reqs) = self else {
+            return false;
+        };
+        reqs.iter().all(|(k, op, values)| {
+            let got = labels.and_then(|l| l.get(k.as_str()).copied());
+            match op.as_str() {
+                "In" => got.is_some_and(|g| values.iter().any(|v| v == g)),
+                "NotIn" => got.is_none_or(|g| values.iter().all(|v| v != g)),
+                "Exists" => got.is_some(),
+                _ => got.is_none(),
+            }
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// ObjectMeta.
+
+/// The generic `metadata` rules (`ValidateObjectMeta` minus names and
+/// labels). `kube_finalizers` adds core's rule that a finalizer without a
+/// `/` must be one of the standard names; custom resources skip it.
+fn validate_meta(obj: &Value, kube_finalizers: bool, errs: &mut Vec<FieldError>) {
+    let Some(meta) = get(obj, "metadata") else {
+        return;
+    };
+    if let Some(annotations) = map_at(meta, "annotations") {
+        validate_annotations(annotations, "metadata.annotations", errs);
+    }
+    validate_owner_references(meta, errs);
+    let finalizers = strings_of(meta, "finalizers");
+    for f in &finalizers {
+        for msg in is_qualified_name(f) {
+            errs.push(invalid_str("metadata.finalizers", f, &msg));
+        }
+    }
+    if finalizers.contains(&"orphan") && finalizers.contains(&"foregroundDeletion") {
+        errs.push(invalid(
+            "metadata.finalizers",
+            &go_string_slice(Some(&finalizers)),
+            "finalizer orphan and foregroundDeletion cannot be both set",
+        ));
+    }
+    if kube_finalizers {
+        for (i, f) in finalizers.iter().enumerate() {
+            if !f.contains('/') && !matches!(*f, "kubernetes" | "orphan" | "foregroundDeletion") {
+                errs.push(invalid_str(
+                    &index("metadata.finalizers", i),
+                    f,
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
+    }
+}
+
+/// `ValidateAnnotations`: keys are qualified names compared in lower case,
+/// and keys plus values total at most 256 KiB. Every error is on `path`.
+fn validate_annotations(annotations: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let mut size = 0usize;
+    for (k, v) in annotations {
+        for msg in is_qualified_name(&k.to_lowercase()) {
+            errs.push(invalid_str(path, k, &msg));
+        }
+        size += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if size > MAX_ANNOTATIONS_SIZE {
+        errs.push(too_long(path, MAX_ANNOTATIONS_SIZE));
+    }
+}
+
+/// `ValidateOwnerReferences`. Upstream reports on `metadata.ownerReferences`
+/// without an index. The two-controllers error prints the whole list with
+/// Go's `%#v` (pointers included), which cannot be reproduced; its value
+/// here is a placeholder, its detail upstream's.
+fn validate_owner_references(meta: &Value, errs: &mut Vec<FieldError>) {
+    let path = "metadata.ownerReferences";
+    let mut first_controller: Option<String> = None;
+    for r in arr(meta, "ownerReferences") {
+        let api_version = string(r, "apiVersion");
+        let kind = string(r, "kind");
+        let (group, version) = split_api_version(api_version);
+        if version.is_empty() {
+            errs.push(invalid_str(
+                &child(path, "apiVersion"),
+                api_version,
+                "version must not be empty",
+            ));
+        }
+        if kind.is_empty() {
+            errs.push(invalid_str(
+                &child(path, "kind"),
+                kind,
+                "kind must not be empty",
+            ));
+        }
+        let name = string(r, "name");
+        if name.is_empty() {
+            errs.push(invalid_str(
+                &child(path, "name"),
+                name,
+                "name must not be empty",
+            ));
+        }
+        let uid = string(r, "uid");
+        if uid.is_empty() {
+            errs.push(invalid_str(
+                &child(path, "uid"),
+                uid,
+                "uid must not be empty",
+            ));
+        }
+        if group.is_empty() && version == "v1" && kind == "Event" {
+            errs.push(invalid(
+                path,
+                "v1.OwnerReference{...}",
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if get(r, "controller").and_then(Value::as_bool) == Some(true) {
+            let current = format!("{kind}/{name}");
+            match &first_controller {
+                Some(first) => errs.push(invalid(
+                    path,
+                    "[]v1.OwnerReference{...}",
+                    &format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in \
+                         references for {first} and {current}"
+                    ),
+                )),
+                None => first_controller = Some(current),
+            }
+        }
+    }
+}
+
+/// `schema.ParseGroupVersion`, forgiving: a malformed value has no version.
+fn split_api_version(s: &str) -> (&str, &str) {
+    match s.split('/').collect::<Vec<_>>().as_slice() {
+        [v] => ("", v),
+        [g, v] => (g, v),
+        _ => ("", ""),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// ConfigMap, Secret, ServiceAccount.
+
+/// Bytes a base64 string decodes to, or `None` when it is not base64.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim_end_matches('=');
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc = 0u32;
+    let mut nbits = 0;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        nbits += 6;
+        if nbits >= 8 {
+            nbits -= 8;
+            out.push(((acc >> nbits) & 0xff) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// Size of a `[]byte` field value as stored in JSON (base64); a value that
+/// is not base64 counts its text length (the server would not decode it).
+fn bytes_len(v: &Value) -> usize {
+    v.as_str()
+        .map_or(0, |s| base64_decode(s).map_or(s.len(), |b| b.len()))
+}
+
+fn validate_config_map(obj: &Value, errs: &mut Vec<FieldError>) {
+    let empty = Map::new();
+    let data = map_at(obj, "data").unwrap_or(&empty);
+    let binary = map_at(obj, "binaryData").unwrap_or(&empty);
+    let mut total = 0usize;
+    for (k, v) in data {
+        for msg in is_config_map_key(k) {
+            errs.push(invalid_str(&key("data", k), k, &msg));
+        }
+        if binary.contains_key(k) {
+            errs.push(invalid_str(
+                &key("data", k),
+                k,
+                "duplicate of key present in binaryData",
+            ));
+        }
+        total += v.as_str().map_or(0, str::len);
+    }
+    for (k, v) in binary {
+        for msg in is_config_map_key(k) {
+            errs.push(invalid_str(&key("binaryData", k), k, &msg));
+        }
+        if data.contains_key(k) {
+            errs.push(invalid_str(
+                &key("binaryData", k),
+                k,
+                "duplicate of key present in data",
+            ));
+        }
+        total += bytes_len(v);
+    }
+    if total > MAX_DATA_SIZE {
+        // Upstream reports the whole object: an empty path.
+        errs.push(too_long("", MAX_DATA_SIZE));
+    }
+}
+
+/// After `immutable: true`, the flag and the data fields may not change.
+fn validate_immutable_data(obj: &Value, old: &Value, fields: &[&str], errs: &mut Vec<FieldError>) {
+    if get(old, "immutable").and_then(Value::as_bool) != Some(true) {
+        return;
+    }
+    if get(obj, "immutable").and_then(Value::as_bool) != Some(true) {
+        errs.push(forbidden("immutable", IMMUTABLE_WHEN_SET));
+    }
+    for f in fields {
+        let new = map_at(obj, f).filter(|m| !m.is_empty());
+        let before = map_at(old, f).filter(|m| !m.is_empty());
+        if new != before {
+            errs.push(forbidden(f, IMMUTABLE_WHEN_SET));
+        }
+    }
+}
+
+/// A Secret's data as the server sees it: `stringData` merged over `data`
+/// (the v1 conversion does this before validation), values as bytes.
+fn secret_data(obj: &Value) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    if let Some(data) = map_at(obj, "data") {
+        for (k, v) in data {
+            let s = v.as_str().unwrap_or("");
+            out.insert(
+                k.clone(),
+                base64_decode(s).unwrap_or_else(|| s.as_bytes().to_vec()),
+            );
+        }
+    }
+    if let Some(data) = map_at(obj, "stringData") {
+        for (k, v) in data {
+            out.insert(k.clone(), v.as_str().unwrap_or("").as_bytes().to_vec());
+        }
+    }
+    out
+}
+
+fn validate_secret(obj: &Value, errs: &mut Vec<FieldError>) {
+    let ty = opt_string(obj, "type").unwrap_or("Opaque");
+    let data = secret_data(obj);
+    let mut total = 0usize;
+    for (k, v) in &data {
+        for msg in is_config_map_key(k) {
+            errs.push(invalid_str(&key("data", k), k, &msg));
+        }
+        total += v.len();
+    }
+    if total > MAX_DATA_SIZE {
+        errs.push(too_long("data", MAX_DATA_SIZE));
+    }
+    match ty {
+        "kubernetes.io/service-account-token" => {
+            let sa = get(obj, "metadata")
+                .map(|m| {
+                    map_at(m, "annotations")
+                        .and_then(|a| a.get("kubernetes.io/service-account.name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                })
+                .unwrap_or("");
+            if sa.is_empty() {
+                errs.push(required(
+                    "metadata.annotations[kubernetes.io/service-account.name]",
+                    "",
+                ));
+            }
+        }
+        "kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson" => {
+            let k = if ty == "kubernetes.io/dockercfg" {
+                ".dockercfg"
+            } else {
+                ".dockerconfigjson"
+            };
+            match data.get(k) {
+                None => errs.push(required(&key("data", k), "")),
+                Some(bytes) => {
+                    if let Some(msg) = go_json_map_error(bytes) {
+                        errs.push(invalid_str(
+                            &key("data", k),
+                            "<secret contents redacted>",
+                            &msg,
+                        ));
+                    }
+                }
+            }
+        }
+        "kubernetes.io/basic-auth"
+            if !data.contains_key("username") && !data.contains_key("password") =>
+        {
+            // Upstream builds these paths from the literal "data[%s]".
+            errs.push(required("data[%s][username]", ""));
+            errs.push(required("data[%s][password]", ""));
+        }
+        "kubernetes.io/ssh-auth" if data.get("ssh-privatekey").is_none_or(Vec::is_empty) => {
+            errs.push(required("data[%s][ssh-privatekey]", ""));
+        }
+        "kubernetes.io/tls" => {
+            for k in ["tls.crt", "tls.key"] {
+                if !data.contains_key(k) {
+                    errs.push(required(&key("data", k), ""));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The error Go's `json.Unmarshal(b, &map[string]interface{}{})` returns,
+/// if any. Type mismatches and truncation are worded exactly; other syntax
+/// errors are reconstructed for the common cases (`invalid character 'x'
+/// looking for beginning of value`, `... after top-level value`) and fall
+/// back to Go's generic wording otherwise.
+fn go_json_map_error(bytes: &[u8]) -> Option<String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(_) | Value::Null) => None,
+        Ok(other) => {
+            let ty = match other {
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                _ => "bool",
+            };
+            Some(format!(
+                "json: cannot unmarshal {ty} into Go value of type map[string]interface {{}}"
+            ))
+        }
+        Err(e) if e.is_eof() => Some("unexpected end of JSON input".to_string()),
+        Err(e) => {
+            let text = String::from_utf8_lossy(bytes);
+            let first = text
+                .trim_start_matches([' ', '\t', '\n', '\r'])
+                .chars()
+                .next();
+            let valid_start = first.is_some_and(|c| {
+                matches!(c, '{' | '[' | '"' | '-' | 't' | 'f' | 'n') || c.is_ascii_digit()
+            });
+            if let Some(c) = first.filter(|_| !valid_start) {
+                return Some(format!(
+                    "invalid character {} looking for beginning of value",
+                    go_quote_char(c)
+                ));
+            }
+            if e.to_string().starts_with("trailing characters") {
+                let c = text
+                    .chars()
+                    .nth(e.column().saturating_sub(1))
+                    .unwrap_or(' ');
+                return Some(format!(
+                    "invalid character {} after top-level value",
+                    go_quote_char(c)
+                ));
+            }
+            Some("invalid character in JSON input".to_string())
+        }
+    }
+}
+
+/// Go's `quoteChar` in `encoding/json` errors.
+fn go_quote_char(c: char) -> String {
+    match c {
+        '\'' => "'\\''".to_string(),
+        '"' => "'\"'".to_string(),
+        c => {
+            let q = quote(&c.to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// RBAC.
+
+fn validate_policy_rules(obj: &Value, namespaced: bool, errs: &mut Vec<FieldError>) {
+    for (i, rule) in arr(obj, "rules").iter().enumerate() {
+        let p = index("rules", i);
+        if arr(rule, "verbs").is_empty() {
+            errs.push(required(
+                &child(&p, "verbs"),
+                "verbs must contain at least one value",
+            ));
+        }
+        let urls = get(rule, "nonResourceURLs").and_then(Value::as_array);
+        if let Some(urls) = urls.filter(|u| !u.is_empty()) {
+            let strs: Vec<&str> = urls.iter().filter_map(Value::as_str).collect();
+            let shown = go_string_slice(Some(&strs));
+            if namespaced {
+                errs.push(invalid(
+                    &child(&p, "nonResourceURLs"),
+                    &shown,
+                    "namespaced rules cannot apply to non-resource URLs",
+                ));
+            }
+            if !arr(rule, "apiGroups").is_empty()
+                || !arr(rule, "resources").is_empty()
+                || !arr(rule, "resourceNames").is_empty()
+            {
+                errs.push(invalid(
+                    &child(&p, "nonResourceURLs"),
+                    &shown,
+                    "rules cannot apply to both regular resources and non-resource URLs",
+                ));
+            }
+            continue;
+        }
+        if arr(rule, "apiGroups").is_empty() {
+            errs.push(required(
+                &child(&p, "apiGroups"),
+                "resource rules must supply at least one api group",
+            ));
+        }
+        if arr(rule, "resources").is_empty() {
+            errs.push(required(
+                &child(&p, "resources"),
+                "resource rules must supply at least one resource",
+            ));
+        }
+        if !arr(rule, "resourceNames").is_empty() && arr(rule, "resources").len() > 1 {
+            errs.push(required(
+                &child(&p, "resourceNames"),
+                "resource names cannot apply to multiple resources",
+            ));
+        }
+    }
+}
+
+fn validate_cluster_role(obj: &Value, errs: &mut Vec<FieldError>) {
+    validate_policy_rules(obj, false, errs);
+    if let Some(agg) = get(obj, "aggregationRule") {
+        let path = "aggregationRule.clusterRoleSelectors";
+        let selectors = arr(agg, "clusterRoleSelectors");
+        if selectors.is_empty() {
+            errs.push(required(
+                path,
+                "at least one clusterRoleSelector required if aggregationRule is non-nil",
+            ));
+        }
+        for (i, sel) in selectors.iter().enumerate() {
+            validate_label_selector(sel, &index(path, i), errs);
+        }
+    }
+}
+
+fn validate_binding(
+    obj: &Value,
+    old: Option<&Value>,
+    namespaced: bool,
+    errs: &mut Vec<FieldError>,
+) {
+    let role_ref = get(obj, "roleRef").unwrap_or(&Value::Null);
+    let api_group = string(role_ref, "apiGroup");
+    if api_group != RBAC_GROUP {
+        errs.push(not_supported("roleRef.apiGroup", api_group, &[RBAC_GROUP]));
+    }
+    let kind = string(role_ref, "kind");
+    let kinds: &[&str] = if namespaced {
+        &["Role", "ClusterRole"]
+    } else {
+        &["ClusterRole"]
+    };
+    if !kinds.contains(&kind) {
+        errs.push(not_supported("roleRef.kind", kind, kinds));
+    }
+    let name = string(role_ref, "name");
+    if name.is_empty() {
+        errs.push(required("roleRef.name", ""));
+    } else {
+        for msg in is_valid_path_segment_name(name) {
+            errs.push(invalid_str("roleRef.name", name, &msg));
+        }
+    }
+    for (i, subject) in arr(obj, "subjects").iter().enumerate() {
+        validate_subject(subject, namespaced, &index("subjects", i), errs);
+    }
+    if let Some(old) = old {
+        let old_ref = get(old, "roleRef").unwrap_or(&Value::Null);
+        let same = ["apiGroup", "kind", "name"]
+            .iter()
+            .all(|f| string(role_ref, f) == string(old_ref, f));
+        if !same {
+            let shown = format!(
+                "rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}",
+                quote(api_group),
+                quote(kind),
+                quote(name)
+            );
+            errs.push(invalid("roleRef", &shown, "cannot change roleRef"));
+        }
+    }
+}
+
+fn validate_subject(subject: &Value, namespaced: bool, path: &str, errs: &mut Vec<FieldError>) {
+    let name = string(subject, "name");
+    if name.is_empty() {
+        errs.push(required(&child(path, "name"), ""));
+    }
+    let api_group = string(subject, "apiGroup");
+    match string(subject, "kind") {
+        "ServiceAccount" => {
+            if !name.is_empty() {
+                for msg in is_dns1123_subdomain(name) {
+                    errs.push(invalid_str(&child(path, "name"), name, &msg));
+                }
+            }
+            if !api_group.is_empty() {
+                errs.push(not_supported(&child(path, "apiGroup"), api_group, &[""]));
+            }
+            if !namespaced && string(subject, "namespace").is_empty() {
+                errs.push(required(&child(path, "namespace"), ""));
+            }
+        }
+        k @ ("User" | "Group") => {
+            if name.is_empty() {
+                let what = if k == "User" { "user" } else { "group" };
+                errs.push(invalid_str(
+                    &child(path, "name"),
+                    name,
+                    &format!("{what} name cannot be empty"),
+                ));
+            }
+            if api_group != RBAC_GROUP {
+                errs.push(not_supported(
+                    &child(path, "apiGroup"),
+                    api_group,
+                    &[RBAC_GROUP],
+                ));
+            }
+        }
+        other => errs.push(not_supported(
+            &child(path, "kind"),
+            other,
+            &["ServiceAccount", "User", "Group"],
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// NetworkPolicy.
+
+fn validate_network_policy(obj: &Value, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    if let Some(sel) = get(spec, "podSelector") {
+        validate_label_selector(sel, "spec.podSelector", errs);
+    }
+    for (dir, peers) in [("ingress", "from"), ("egress", "to")] {
+        for (i, rule) in arr(spec, dir).iter().enumerate() {
+            let rp = index(&child("spec", dir), i);
+            for (j, port) in arr(rule, "ports").iter().enumerate() {
+                validate_np_port(port, &index(&child(&rp, "ports"), j), errs);
+            }
+            for (j, peer) in arr(rule, peers).iter().enumerate() {
+                validate_np_peer(peer, &index(&child(&rp, peers), j), errs);
+            }
+        }
+    }
+    let types = arr(spec, "policyTypes");
+    if types.len() > 2 {
+        let strs: Vec<&str> = types.iter().filter_map(Value::as_str).collect();
+        errs.push(invalid(
+            "spec.policyTypes",
+            &format!("&{}", go_string_slice(Some(&strs))),
+            "may not specify more than two policyTypes",
+        ));
+        return;
+    }
+    for (i, t) in types.iter().enumerate() {
+        let t = t.as_str().unwrap_or("");
+        if t != "Ingress" && t != "Egress" {
+            errs.push(not_supported(
+                &index("spec.policyTypes", i),
+                t,
+                &["Ingress", "Egress"],
+            ));
+        }
+    }
+}
+
+fn validate_np_port(port: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(proto) = opt_string(port, "protocol")
+        && !matches!(proto, "TCP" | "UDP" | "SCTP")
+    {
+        errs.push(not_supported(
+            &child(path, "protocol"),
+            proto,
+            &["TCP", "UDP", "SCTP"],
+        ));
+    }
+    let end = int(port, "endPort");
+    match get(port, "port") {
+        Some(Value::String(name)) => {
+            if let Some(end) = end {
+                errs.push(invalid(
+                    &child(path, "endPort"),
+                    &end.to_string(),
+                    "may not be specified when `port` is non-numeric",
+                ));
+            }
+            for msg in is_valid_port_name(name) {
+                errs.push(invalid_str(&child(path, "port"), name, &msg));
+            }
+        }
+        Some(p) => {
+            let n = as_int(p).unwrap_or(0);
+            if !is_valid_port_num(n) {
+                errs.push(invalid(&child(path, "port"), &n.to_string(), PORT_RANGE));
+            }
+            if let Some(end) = end {
+                if end < n {
+                    // Upstream prints the port, not the endPort, here.
+                    errs.push(invalid(
+                        &child(path, "endPort"),
+                        &n.to_string(),
+                        "must be greater than or equal to `port`",
+                    ));
+                }
+                if !is_valid_port_num(end) {
+                    errs.push(invalid(
+                        &child(path, "endPort"),
+                        &end.to_string(),
+                        PORT_RANGE,
+                    ));
+                }
+            }
+        }
+        None => {
+            if let Some(end) = end {
+                errs.push(invalid(
+                    &child(path, "endPort"),
+                    &end.to_string(),
+                    "may not be specified when `port` is not specified",
+                ));
+            }
+        }
+    }
+}
+
+fn validate_np_peer(peer: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let mut count = 0;
+    for f in ["podSelector", "namespaceSelector"] {
+        if let Some(sel) = get(peer, f) {
+            count += 1;
+            validate_label_selector(sel, &child(path, f), errs);
+        }
+    }
+    let ip_block = get(peer, "ipBlock");
+    if let Some(block) = ip_block {
+        count += 1;
+        validate_ip_block(block, &child(path, "ipBlock"), errs);
+    }
+    if count == 0 {
+        errs.push(required(path, "must specify a peer"));
+    } else if count > 1 && ip_block.is_some() {
+        errs.push(forbidden(
+            path,
+            "may not specify both ipBlock and another peer",
+        ));
+    }
+}
+
+/// `ValidateIPBlock` with the legacy (non-strict) CIDR parsing v1.33 uses by
+/// default (`StrictIPCIDRValidation` is alpha and off).
+fn validate_ip_block(block: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let cidr = string(block, "cidr");
+    if cidr.is_empty() {
+        errs.push(required(&child(path, "cidr"), ""));
+        return;
+    }
+    let Some(outer) = parse_cidr(cidr) else {
+        errs.push(invalid_str(&child(path, "cidr"), cidr, CIDR_INVALID));
+        return;
+    };
+    for (i, except) in arr(block, "except").iter().enumerate() {
+        let p = index(&child(path, "except"), i);
+        let except = except.as_str().unwrap_or("");
+        let Some(inner) = parse_cidr(except) else {
+            errs.push(invalid_str(&p, except, CIDR_INVALID));
+            continue;
+        };
+        if !outer.contains(inner.net, inner.bits) || outer.prefix >= inner.prefix {
+            errs.push(invalid_str(&p, except, "must be a strict subset of `cidr`"));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Pods and pod templates.
+
+/// What differs between a Pod's spec and a template's.
+#[derive(Clone, Copy)]
+struct PodOpts {
+    /// A Pod (not a template): images may not have surrounding whitespace.
+    is_pod: bool,
+}
+
+/// `ValidatePodTemplateSpec` at `path` (e.g. `spec.template`).
+fn validate_pod_template(template: &Value, path: &str, opts: PodOpts, errs: &mut Vec<FieldError>) {
+    if let Some(meta) = get(template, "metadata") {
+        // Upstream names these `<path>.labels`, not `<path>.metadata.labels`.
+        if let Some(labels) = map_at(meta, "labels") {
+            validate_labels(labels, &child(path, "labels"), errs);
+        }
+        if let Some(annotations) = map_at(meta, "annotations") {
+            validate_annotations(annotations, &child(path, "annotations"), errs);
+        }
+    }
+    let spec = get(template, "spec").unwrap_or(&Value::Null);
+    validate_pod_spec(spec, &child(path, "spec"), opts, errs);
+    if !arr(spec, "ephemeralContainers").is_empty() {
+        errs.push(forbidden(
+            &child(&child(path, "spec"), "ephemeralContainers"),
+            "ephemeral containers not allowed in pod template",
+        ));
+    }
+}
+
+/// The subset of `ValidatePodSpec` this module covers: volumes, containers
+/// and init containers, restart and DNS policies, and a few scalar fields.
+/// Negative `terminationGracePeriodSeconds` is not rejected: the server
+/// accepts it (the Pod strategy turns it into 1), as far as could be
+/// confirmed.
+fn validate_pod_spec(spec: &Value, path: &str, opts: PodOpts, errs: &mut Vec<FieldError>) {
+    let volumes = validate_volumes(spec, &child(path, "volumes"), errs);
+    let containers = arr(spec, "containers");
+    let cpath = child(path, "containers");
+    if containers.is_empty() {
+        errs.push(required(&cpath, ""));
+    } else {
+        let mut names = BTreeSet::new();
+        for (i, c) in containers.iter().enumerate() {
+            let p = index(&cpath, i);
+            validate_container(c, &volumes, &p, opts, errs);
+            let name = string(c, "name");
+            if !names.insert(name) {
+                errs.push(duplicate(&child(&p, "name"), name));
+            }
+        }
+    }
+    let mut all: BTreeSet<&str> = containers.iter().map(|c| string(c, "name")).collect();
+    let ipath = child(path, "initContainers");
+    for (i, c) in arr(spec, "initContainers").iter().enumerate() {
+        let p = index(&ipath, i);
+        validate_container(c, &volumes, &p, opts, errs);
+        if let Some(policy) = opt_string(c, "restartPolicy")
+            && policy != "Always"
+        {
+            errs.push(not_supported(
+                &child(&p, "restartPolicy"),
+                policy,
+                &["Always"],
+            ));
+        }
+        let name = string(c, "name");
+        if all.contains(name) {
+            errs.push(duplicate(&child(&p, "name"), name));
+        } else if !name.is_empty() {
+            all.insert(name);
+        }
+    }
+    match string(spec, "restartPolicy") {
+        "Always" | "OnFailure" | "Never" => {}
+        "" => errs.push(required(&child(path, "restartPolicy"), "")),
+        other => errs.push(not_supported(
+            &child(path, "restartPolicy"),
+            other,
+            &["Always", "OnFailure", "Never"],
+        )),
+    }
+    match string(spec, "dnsPolicy") {
+        "ClusterFirstWithHostNet" | "ClusterFirst" | "Default" | "None" => {}
+        "" => errs.push(required(&child(path, "dnsPolicy"), "")),
+        other => errs.push(not_supported(
+            &child(path, "dnsPolicy"),
+            other,
+            &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
+        )),
+    }
+    if let Some(sel) = map_at(spec, "nodeSelector") {
+        validate_labels(sel, &child(path, "nodeSelector"), errs);
+    }
+    let sa = string(spec, "serviceAccountName");
+    if !sa.is_empty() {
+        for msg in is_dns1123_subdomain(sa) {
+            errs.push(invalid_str(&child(path, "serviceAccountName"), sa, &msg));
+        }
+    }
+    if let Some(v) = int(spec, "activeDeadlineSeconds")
+        && !(1..=i64::from(i32::MAX)).contains(&v)
+    {
+        errs.push(invalid(
+            &child(path, "activeDeadlineSeconds"),
+            &v.to_string(),
+            "must be between 1 and 2147483647, inclusive",
+        ));
+    }
+    for f in ["hostname", "subdomain"] {
+        let v = string(spec, f);
+        if !v.is_empty() {
+            for msg in is_dns1123_label(v) {
+                errs.push(invalid_str(&child(path, f), v, &msg));
+            }
+        }
+    }
+}
+
+/// The volume sources of `core.VolumeSource`, in the order upstream checks
+/// them (the second one found is the one reported).
+const VOLUME_SOURCES: &[&str] = &[
+    "emptyDir",
+    "hostPath",
+    "gitRepo",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "secret",
+    "nfs",
+    "iscsi",
+    "glusterfs",
+    "flocker",
+    "persistentVolumeClaim",
+    "rbd",
+    "flexVolume",
+    "cinder",
+    "cephfs",
+    "downwardAPI",
+    "fc",
+    "azureFile",
+    "configMap",
+    "vsphereVolume",
+    "quobyte",
+    "azureDisk",
+    "photonPersistentDisk",
+    "projected",
+    "portworxVolume",
+    "scaleIO",
+    "storageos",
+    "csi",
+    "ephemeral",
+    "image",
+];
+
+/// `ValidateVolumes`; returns the names of the volumes without errors
+/// (upstream only lets mounts refer to those).
+fn validate_volumes<'a>(
+    spec: &'a Value,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) -> BTreeSet<&'a str> {
+    let mut ok = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    for (i, vol) in arr(spec, "volumes").iter().enumerate() {
+        let p = index(path, i);
+        let mut el = Vec::new();
+        let mut count = 0;
+        for src in VOLUME_SOURCES {
+            let Some(source) = get(vol, src) else {
+                continue;
+            };
+            if count > 0 {
+                el.push(forbidden(
+                    &child(&p, src),
+                    "may not specify more than 1 volume type",
+                ));
+                continue;
+            }
+            count += 1;
+            let sp = child(&p, src);
+            let needed = match *src {
+                "secret" => Some("secretName"),
+                "configMap" => Some("name"),
+                "persistentVolumeClaim" => Some("claimName"),
+                _ => None,
+            };
+            if let Some(f) = needed
+                && string(source, f).is_empty()
+            {
+                el.push(required(&child(&sp, f), ""));
+            }
+        }
+        if count == 0 {
+            el.push(required(&p, "must specify a volume type"));
+        }
+        let name = string(vol, "name");
+        let np = child(&p, "name");
+        if name.is_empty() {
+            el.push(required(&np, ""));
+        } else {
+            for msg in is_dns1123_label(name) {
+                el.push(invalid_str(&np, name, &msg));
+            }
+        }
+        if seen.contains(name) {
+            el.push(duplicate(&np, name));
+        }
+        if el.is_empty() {
+            seen.insert(name);
+            ok.insert(name);
+        } else {
+            errs.extend(el);
+        }
+    }
+    ok
+}
+
+fn validate_container(
+    c: &Value,
+    volumes: &BTreeSet<&str>,
+    path: &str,
+    opts: PodOpts,
+    errs: &mut Vec<FieldError>,
+) {
+    let name = string(c, "name");
+    if name.is_empty() {
+        errs.push(required(&child(path, "name"), ""));
+    } else {
+        for msg in is_dns1123_label(name) {
+            errs.push(invalid_str(&child(path, "name"), name, &msg));
+        }
+    }
+    let image = string(c, "image");
+    if image.is_empty() {
+        errs.push(required(&child(path, "image"), ""));
+    } else if opts.is_pod && image.trim() != image {
+        errs.push(invalid_str(
+            &child(path, "image"),
+            image,
+            "must not have leading or trailing whitespace",
+        ));
+    }
+    match string(c, "imagePullPolicy") {
+        "Always" | "IfNotPresent" | "Never" => {}
+        "" => errs.push(required(&child(path, "imagePullPolicy"), "")),
+        other => errs.push(not_supported(
+            &child(path, "imagePullPolicy"),
+            other,
+            &["Always", "IfNotPresent", "Never"],
+        )),
+    }
+    validate_container_ports(c, &child(path, "ports"), errs);
+    validate_env(c, &child(path, "env"), errs);
+    validate_volume_mounts(c, volumes, &child(path, "volumeMounts"), errs);
+    match string(c, "terminationMessagePolicy") {
+        "File" | "FallbackToLogsOnError" => {}
+        "" => errs.push(required(
+            &child(path, "terminationMessagePolicy"),
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
+        other => errs.push(invalid_str(
+            &child(path, "terminationMessagePolicy"),
+            other,
+            "must be 'File' or 'FallbackToLogsOnError'",
+        )),
+    }
+}
+
+fn validate_container_ports(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let mut names = BTreeSet::new();
+    for (i, port) in arr(c, "ports").iter().enumerate() {
+        let p = index(path, i);
+        let name = string(port, "name");
+        if !name.is_empty() {
+            let msgs = is_valid_port_name(name);
+            if !msgs.is_empty() {
+                for msg in msgs {
+                    errs.push(invalid_str(&child(&p, "name"), name, &msg));
+                }
+            } else if !names.insert(name) {
+                errs.push(duplicate(&child(&p, "name"), name));
+            }
+        }
+        match int(port, "containerPort") {
+            None | Some(0) => errs.push(required(&child(&p, "containerPort"), "")),
+            Some(n) if !is_valid_port_num(n) => {
+                errs.push(invalid(
+                    &child(&p, "containerPort"),
+                    &n.to_string(),
+                    PORT_RANGE,
+                ));
+            }
+            Some(_) => {}
+        }
+        if let Some(h) = int(port, "hostPort").filter(|h| *h != 0)
+            && !is_valid_port_num(h)
+        {
+            errs.push(invalid(&child(&p, "hostPort"), &h.to_string(), PORT_RANGE));
+        }
+        match string(port, "protocol") {
+            "" => errs.push(required(&child(&p, "protocol"), "")),
+            "TCP" | "UDP" | "SCTP" => {}
+            other => errs.push(not_supported(
+                &child(&p, "protocol"),
+                other,
+                &["SCTP", "TCP", "UDP"],
+            )),
+        }
+    }
+}
+
+/// `ValidateEnv` with the relaxed name rule (on by default in v1.33). An
+/// empty name is reported twice, as upstream does (`Required value` and the
+/// relaxed rule's `must be non-empty`).
+fn validate_env(c: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    for (i, ev) in arr(c, "env").iter().enumerate() {
+        let np = child(&index(path, i), "name");
+        let name = string(ev, "name");
+        if name.is_empty() {
+            errs.push(required(&np, ""));
+        }
+        for msg in is_relaxed_env_var_name(name) {
+            errs.push(invalid_str(&np, name, &msg));
+        }
+    }
+}
+
+fn validate_volume_mounts(
+    c: &Value,
+    volumes: &BTreeSet<&str>,
+    path: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    let mut mount_points = BTreeSet::new();
+    for (i, m) in arr(c, "volumeMounts").iter().enumerate() {
+        let p = index(path, i);
+        let name = string(m, "name");
+        if name.is_empty() {
+            errs.push(required(&child(&p, "name"), ""));
+        }
+        if !volumes.contains(name) {
+            errs.push(not_found(&child(&p, "name"), name));
+        }
+        let mount_path = string(m, "mountPath");
+        if mount_path.is_empty() {
+            errs.push(required(&child(&p, "mountPath"), ""));
+        }
+        if !mount_points.insert(mount_path) {
+            errs.push(invalid_str(
+                &child(&p, "mountPath"),
+                mount_path,
+                "must be unique",
+            ));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Workloads.
+
+/// Which workload a template belongs to, for the kind-specific messages.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Workload {
+    Deployment,
+    ReplicaSet,
+    StatefulSet,
+    DaemonSet,
+}
+
+fn nonnegative(spec: &Value, f: &str, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(v) = int(spec, f)
+        && v < 0
+    {
+        errs.push(invalid(&child(path, f), &v.to_string(), NEGATIVE));
+    }
+}
+
+fn validate_workload(obj: &Value, old: Option<&Value>, w: Workload, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    if w != Workload::DaemonSet {
+        nonnegative(spec, "replicas", "spec", errs);
+    }
+    if w == Workload::ReplicaSet {
+        nonnegative(spec, "minReadySeconds", "spec", errs);
+    }
+    let sel = get(spec, "selector").filter(|s| s.is_object());
+    let what = match w {
+        Workload::Deployment | Workload::ReplicaSet => "deployment",
+        Workload::StatefulSet => "statefulset",
+        Workload::DaemonSet => "daemonset",
+    };
+    match sel {
+        None if w != Workload::DaemonSet => errs.push(required("spec.selector", "")),
+        None => {}
+        Some(s) => {
+            validate_label_selector(s, "spec.selector", errs);
+            let n = map_at(s, "matchLabels").map_or(0, Map::len) + arr(s, "matchExpressions").len();
+            if n == 0 {
+                errs.push(invalid(
+                    "spec.selector",
+                    &go_label_selector(Some(s)),
+                    &format!("empty selector is invalid for {what}"),
+                ));
+            }
+        }
+    }
+    let template = get(spec, "template").unwrap_or(&Value::Null);
+    let template_labels = get(template, "metadata").and_then(|m| string_map(m, "labels"));
+    let mismatch = |errs: &mut Vec<FieldError>| {
+        errs.push(invalid(
+            "spec.template.metadata.labels",
+            &go_string_map(template_labels.as_ref()),
+            SELECTOR_MISMATCH,
+        ));
+    };
+    let opts = PodOpts { is_pod: false };
+    match (w, Selector::from_json(sel)) {
+        (Workload::DaemonSet, selector) => {
+            if let Some(selector) = selector
+                && !selector.matches(template_labels.as_ref())
+            {
+                mismatch(errs);
+            }
+            validate_pod_template(template, "spec.template", opts, errs);
+        }
+        (_, None) => {
+            let detail = if w == Workload::StatefulSet {
+                ""
+            } else {
+                "invalid label selector"
+            };
+            errs.push(invalid("spec.selector", &go_label_selector(sel), detail));
+            return;
+        }
+        (_, Some(selector)) => {
+            if !selector.is_empty() && !selector.matches(template_labels.as_ref()) {
+                mismatch(errs);
+            }
+            validate_pod_template(template, "spec.template", opts, errs);
+        }
+    }
+    let tspec = get(template, "spec").unwrap_or(&Value::Null);
+    let policy = string(tspec, "restartPolicy");
+    if policy != "Always" {
+        errs.push(not_supported(
+            "spec.template.spec.restartPolicy",
+            policy,
+            &["Always"],
+        ));
+    }
+    if let Some(ads) = int(tspec, "activeDeadlineSeconds") {
+        let path = "spec.template.spec.activeDeadlineSeconds";
+        match w {
+            Workload::DaemonSet => errs.push(invalid(
+                path,
+                &ads.to_string(),
+                "activeDeadlineSeconds in DaemonSet is not Supported",
+            )),
+            Workload::StatefulSet => errs.push(forbidden(
+                path,
+                "activeDeadlineSeconds in StatefulSet is not Supported",
+            )),
+            _ => errs.push(forbidden(
+                path,
+                "activeDeadlineSeconds in ReplicaSet is not Supported",
+            )),
+        }
+    }
+    if w == Workload::Deployment {
+        validate_deployment_strategy(spec, errs);
+        nonnegative(spec, "minReadySeconds", "spec", errs);
+        nonnegative(spec, "revisionHistoryLimit", "spec", errs);
+        if let Some(pds) = int(spec, "progressDeadlineSeconds") {
+            nonnegative(spec, "progressDeadlineSeconds", "spec", errs);
+            if pds <= int(spec, "minReadySeconds").unwrap_or(0) {
+                errs.push(invalid(
+                    "spec.progressDeadlineSeconds",
+                    &pds.to_string(),
+                    "must be greater than minReadySeconds",
+                ));
+            }
+        }
+    }
+    if w == Workload::DaemonSet {
+        nonnegative(spec, "minReadySeconds", "spec", errs);
+    }
+    // apps/v1 forbids selector changes (the registry strategies add this
+    // check for every version but the retired beta ones). StatefulSet
+    // updates are restricted by a different, broader rule not covered here.
+    if let Some(old) = old.filter(|_| w != Workload::StatefulSet) {
+        let old_sel = get(old, "spec").and_then(|s| get(s, "selector"));
+        if !same_selector(sel, old_sel) {
+            errs.push(invalid("spec.selector", &go_label_selector(sel), IMMUTABLE));
+        }
+    }
+}
+
+/// Selector equality as Go's `reflect.DeepEqual` sees the decoded structs
+/// (an empty map or list equals an absent one only if both are absent, but
+/// after a JSON round trip `{}` and absent are what clients send back).
+fn same_selector(a: Option<&Value>, b: Option<&Value>) -> bool {
+    fn norm(v: Option<&Value>) -> Value {
+        let mut out = Map::new();
+        if let Some(v) = v {
+            if let Some(m) = map_at(v, "matchLabels").filter(|m| !m.is_empty()) {
+                out.insert("matchLabels".into(), Value::Object(m.clone()));
+            }
+            let e = arr(v, "matchExpressions");
+            if !e.is_empty() {
+                out.insert("matchExpressions".into(), Value::Array(e.to_vec()));
+            }
+        }
+        Value::Object(out)
+    }
+    a.is_some() == b.is_some() && norm(a) == norm(b)
+}
+
+fn validate_deployment_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
+    let strategy = get(spec, "strategy").unwrap_or(&Value::Null);
+    let ru = get(strategy, "rollingUpdate");
+    match string(strategy, "type") {
+        "Recreate" => {
+            if ru.is_some() {
+                errs.push(forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        "RollingUpdate" => match ru {
+            None => errs.push(required(
+                "spec.strategy.rollingUpdate",
+                "this should be defaulted and never be nil",
+            )),
+            Some(ru) => validate_rolling_update(ru, errs),
+        },
+        other => errs.push(not_supported(
+            "spec.strategy.type",
+            other,
+            &["Recreate", "RollingUpdate"],
+        )),
+    }
+}
+
+/// `getIntOrPercentValue`: a valid percent's number, an int's value, else 0.
+fn int_or_percent_value(v: Option<&Value>) -> i64 {
+    match v {
+        Some(Value::String(s)) if is_valid_percent(s) => s[..s.len() - 1].parse().unwrap_or(0),
+        Some(Value::String(s)) => s.parse().unwrap_or(0),
+        Some(other) => as_int(other).unwrap_or(0),
+        None => 0,
+    }
+}
+
+fn validate_rolling_update(ru: &Value, errs: &mut Vec<FieldError>) {
+    let base = "spec.strategy.rollingUpdate";
+    for f in ["maxUnavailable", "maxSurge"] {
+        let path = child(base, f);
+        match get(ru, f) {
+            Some(Value::String(s)) if !is_valid_percent(s) => {
+                errs.push(invalid(&path, s, PERCENT_ERR));
+            }
+            Some(v) => {
+                let n = as_int(v).unwrap_or(0);
+                if n < 0 {
+                    errs.push(invalid(&path, &n.to_string(), NEGATIVE));
+                }
+            }
+            None => {}
+        }
+    }
+    let unavailable = get(ru, "maxUnavailable");
+    if int_or_percent_value(unavailable) == 0 && int_or_percent_value(get(ru, "maxSurge")) == 0 {
+        errs.push(invalid(
+            &child(base, "maxUnavailable"),
+            &unavailable.map_or_else(|| "0".to_string(), go_int_or_string),
+            "may not be 0 when `maxSurge` is 0",
+        ));
+    }
+    if let Some(Value::String(s)) = unavailable
+        && is_valid_percent(s)
+        && int_or_percent_value(unavailable) > 100
+    {
+        errs.push(invalid(
+            &child(base, "maxUnavailable"),
+            s,
+            "must not be greater than 100%",
+        ));
+    }
+}
+
+/// Jobs: the template, and the restart policies a Job allows. The
+/// selector the server generates is checked against the labels only when
+/// present.
+fn validate_job_spec(spec: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    for f in [
+        "parallelism",
+        "completions",
+        "activeDeadlineSeconds",
+        "backoffLimit",
+    ] {
+        nonnegative(spec, f, path, errs);
+    }
+    let template = get(spec, "template").unwrap_or(&Value::Null);
+    let tpath = child(path, "template");
+    if let Some(sel) = get(spec, "selector").filter(|s| s.is_object()) {
+        validate_label_selector(sel, &child(path, "selector"), errs);
+        if let Some(selector) = Selector::from_json(Some(sel)) {
+            let labels = get(template, "metadata").and_then(|m| string_map(m, "labels"));
+            if !selector.matches(labels.as_ref()) {
+                errs.push(invalid(
+                    &child(&child(&tpath, "metadata"), "labels"),
+                    &go_string_map(labels.as_ref()),
+                    SELECTOR_MISMATCH,
+                ));
+            }
+        }
+    }
+    validate_pod_template(template, &tpath, PodOpts { is_pod: false }, errs);
+    let tspec = get(template, "spec").unwrap_or(&Value::Null);
+    let policy = string(tspec, "restartPolicy");
+    if policy != "OnFailure" && policy != "Never" {
+        errs.push(not_supported(
+            &child(&child(&tpath, "spec"), "restartPolicy"),
+            policy,
+            &["OnFailure", "Never"],
+        ));
+    }
+}
+
+fn validate_replication_controller(obj: &Value, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    let selector = string_map(spec, "selector").unwrap_or_default();
+    if selector.is_empty() {
+        errs.push(required("spec.selector", ""));
+    }
+    nonnegative(spec, "replicas", "spec", errs);
+    let Some(template) = get(spec, "template") else {
+        errs.push(required("spec.template", ""));
+        return;
+    };
+    let labels = get(template, "metadata").and_then(|m| string_map(m, "labels"));
+    let matches = selector
+        .iter()
+        .all(|(k, v)| labels.as_ref().and_then(|l| l.get(k)) == Some(v));
+    if !selector.is_empty() && !matches {
+        errs.push(invalid(
+            "spec.template.metadata.labels",
+            &go_string_map(labels.as_ref()),
+            SELECTOR_MISMATCH,
+        ));
+    }
+    validate_pod_template(template, "spec.template", PodOpts { is_pod: false }, errs);
+    let tspec = get(template, "spec").unwrap_or(&Value::Null);
+    let policy = string(tspec, "restartPolicy");
+    if policy != "Always" {
+        errs.push(not_supported(
+            "spec.template.spec.restartPolicy",
+            policy,
+            &["Always"],
+        ));
+    }
+    if get(tspec, "activeDeadlineSeconds").is_some() {
+        errs.push(forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            "activeDeadlineSeconds in ReplicationController is not Supported",
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Entry point.
+
+/// The field errors the API server reports when `obj` (of `group`/`kind`,
+/// e.g. `("apps", "Deployment")`, `("", "ConfigMap")`) is created, or
+/// updated from `old`. Empty: the server accepts it.
+///
+/// Kinds not listed in the module doc get only the generic `metadata`
+/// rules. Never panics, whatever the JSON.
+pub fn validate(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let known = matches!(
+        (group, kind),
+        (
+            "",
+            "ConfigMap"
+                | "Secret"
+                | "ServiceAccount"
+                | "Pod"
+                | "PodTemplate"
+                | "ReplicationController"
+        ) | (
+            "rbac.authorization.k8s.io",
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"
+        ) | ("networking.k8s.io", "NetworkPolicy")
+            | (
+                "apps",
+                "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
+            )
+            | ("batch", "Job" | "CronJob")
+    );
+    // Core's ConfigMap and Secret updates check immutability before the
+    // object itself; every other kind validates metadata first.
+    if let (Some(old), "") = (old, group) {
+        match kind {
+            "ConfigMap" => validate_immutable_data(obj, old, &["data", "binaryData"], &mut errs),
+            "Secret" => {
+                let ty = opt_string(obj, "type").unwrap_or("Opaque");
+                if ty != opt_string(old, "type").unwrap_or("Opaque") {
+                    errs.push(invalid_str("type", ty, IMMUTABLE));
+                }
+                validate_immutable_data(obj, old, &["data"], &mut errs);
+            }
+            _ => {}
+        }
+    }
+    validate_meta(obj, known, &mut errs);
+    validate_kind(group, kind, obj, old, &mut errs);
+    errs
+}
+
+fn validate_kind(
+    group: &str,
+    kind: &str,
+    obj: &Value,
+    old: Option<&Value>,
+    errs: &mut Vec<FieldError>,
+) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    match (group, kind) {
+        ("", "ConfigMap") => validate_config_map(obj, errs),
+        ("", "Secret") => validate_secret(obj, errs),
+        ("", "Pod") => validate_pod_spec(spec, "spec", PodOpts { is_pod: true }, errs),
+        ("", "PodTemplate") => {
+            let template = get(obj, "template").unwrap_or(&Value::Null);
+            validate_pod_template(template, "template", PodOpts { is_pod: false }, errs);
+        }
+        ("", "ReplicationController") => validate_replication_controller(obj, errs),
+        ("rbac.authorization.k8s.io", "Role") => validate_policy_rules(obj, true, errs),
+        ("rbac.authorization.k8s.io", "ClusterRole") => validate_cluster_role(obj, errs),
+        ("rbac.authorization.k8s.io", "RoleBinding") => validate_binding(obj, old, true, errs),
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
+            validate_binding(obj, old, false, errs);
+        }
+        ("networking.k8s.io", "NetworkPolicy") => validate_network_policy(obj, errs),
+        ("apps", "Deployment") => validate_workload(obj, old, Workload::Deployment, errs),
+        ("apps", "ReplicaSet") => validate_workload(obj, old, Workload::ReplicaSet, errs),
+        ("apps", "StatefulSet") => validate_workload(obj, old, Workload::StatefulSet, errs),
+        ("apps", "DaemonSet") => validate_workload(obj, old, Workload::DaemonSet, errs),
+        ("batch", "Job") => validate_job_spec(spec, "spec", errs),
+        ("batch", "CronJob") => {
+            let job = get(spec, "jobTemplate")
+                .and_then(|t| get(t, "spec"))
+                .unwrap_or(&Value::Null);
+            validate_job_spec(job, "spec.jobTemplate.spec", errs);
+        }
+        // ServiceAccount: upstream validates only its metadata.
+        _ => {}
+    }
+}
