@@ -100,6 +100,13 @@ fn not_supported(field: &str, value: &str, supported: &[&str]) -> FieldError {
     }
 }
 
+/// `field.NotSupported` on a value already rendered (a struct's `%#v`).
+fn not_supported_raw(field: &str, value: &str, supported: &[&str]) -> FieldError {
+    let mut e = not_supported(field, "", supported);
+    e.message = e.message.replacen("\"\"", value, 1);
+    e
+}
+
 /// `field.Forbidden`: `Forbidden: detail`.
 fn forbidden(field: &str, detail: &str) -> FieldError {
     FieldError {
@@ -1779,6 +1786,28 @@ enum Workload {
     DaemonSet,
 }
 
+impl Workload {
+    /// The word in `empty selector is invalid for <x>` (ReplicaSets share
+    /// the Deployment wording upstream).
+    fn selector_word(self) -> &'static str {
+        match self {
+            Self::Deployment | Self::ReplicaSet => "deployment",
+            Self::StatefulSet => "statefulset",
+            Self::DaemonSet => "daemonset",
+        }
+    }
+
+    /// The kind in `activeDeadlineSeconds in <X> is not Supported`
+    /// (Deployments share the ReplicaSet template check upstream).
+    fn deadline_word(self) -> &'static str {
+        match self {
+            Self::Deployment | Self::ReplicaSet => "ReplicaSet",
+            Self::StatefulSet => "StatefulSet",
+            Self::DaemonSet => "DaemonSet",
+        }
+    }
+}
+
 fn nonnegative(spec: &Value, f: &str, path: &str, errs: &mut Vec<FieldError>) {
     if let Some(v) = int(spec, f)
         && v < 0
@@ -1787,35 +1816,36 @@ fn nonnegative(spec: &Value, f: &str, path: &str, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// `%#v` of a strategy struct whose `RollingUpdate` is a pointer: nil
+/// prints as Go does, a set pointer prints its address upstream, which
+/// cannot be reproduced (`(...)` stands for it here).
+fn go_strategy(go_type: &str, pointer_type: &str, strategy: &Value) -> String {
+    let ru = if get(strategy, "rollingUpdate").is_some() {
+        format!("(*{pointer_type})(...)")
+    } else {
+        format!("(*{pointer_type})(nil)")
+    };
+    format!(
+        "{go_type}{{Type:{}, RollingUpdate:{ru}}}",
+        quote(string(strategy, "type"))
+    )
+}
+
+/// `ValidateDeploymentSpec`, `ValidateReplicaSetSpec`,
+/// `ValidateStatefulSetSpec` and `ValidateDaemonSetSpec`, plus the update
+/// rules of their registry strategies.
 fn validate_workload(obj: &Value, old: Option<&Value>, w: Workload, errs: &mut Vec<FieldError>) {
     let spec = get(obj, "spec").unwrap_or(&Value::Null);
-    if w != Workload::DaemonSet {
-        nonnegative(spec, "replicas", "spec", errs);
-    }
-    if w == Workload::ReplicaSet {
-        nonnegative(spec, "minReadySeconds", "spec", errs);
+    match w {
+        Workload::Deployment => nonnegative(spec, "replicas", "spec", errs),
+        Workload::ReplicaSet => {
+            nonnegative(spec, "replicas", "spec", errs);
+            nonnegative(spec, "minReadySeconds", "spec", errs);
+        }
+        Workload::StatefulSet => validate_statefulset_head(spec, errs),
+        Workload::DaemonSet => {}
     }
     let sel = get(spec, "selector").filter(|s| s.is_object());
-    let what = match w {
-        Workload::Deployment | Workload::ReplicaSet => "deployment",
-        Workload::StatefulSet => "statefulset",
-        Workload::DaemonSet => "daemonset",
-    };
-    match sel {
-        None if w != Workload::DaemonSet => errs.push(required("spec.selector", "")),
-        None => {}
-        Some(s) => {
-            validate_label_selector(s, "spec.selector", errs);
-            let n = map_at(s, "matchLabels").map_or(0, Map::len) + arr(s, "matchExpressions").len();
-            if n == 0 {
-                errs.push(invalid(
-                    "spec.selector",
-                    &go_label_selector(Some(s)),
-                    &format!("empty selector is invalid for {what}"),
-                ));
-            }
-        }
-    }
     let template = get(spec, "template").unwrap_or(&Value::Null);
     let template_labels = get(template, "metadata").and_then(|m| string_map(m, "labels"));
     let mismatch = |errs: &mut Vec<FieldError>| {
@@ -1825,91 +1855,236 @@ fn validate_workload(obj: &Value, old: Option<&Value>, w: Workload, errs: &mut V
             SELECTOR_MISMATCH,
         ));
     };
+    let empty_selector = |s: &Value, errs: &mut Vec<FieldError>| {
+        let n = map_at(s, "matchLabels").map_or(0, Map::len) + arr(s, "matchExpressions").len();
+        if n == 0 {
+            errs.push(invalid(
+                "spec.selector",
+                &go_label_selector(Some(s)),
+                &format!("empty selector is invalid for {}", w.selector_word()),
+            ));
+        }
+    };
     let opts = PodOpts { is_pod: false };
-    match (w, Selector::from_json(sel)) {
-        (Workload::DaemonSet, selector) => {
-            if let Some(selector) = selector
-                && !selector.matches(template_labels.as_ref())
-            {
-                mismatch(errs);
-            }
-            validate_pod_template(template, "spec.template", opts, errs);
-        }
-        (_, None) => {
-            let detail = if w == Workload::StatefulSet {
-                ""
-            } else {
-                "invalid label selector"
-            };
-            errs.push(invalid("spec.selector", &go_label_selector(sel), detail));
-            return;
-        }
-        (_, Some(selector)) => {
-            if !selector.is_empty() && !selector.matches(template_labels.as_ref()) {
-                mismatch(errs);
-            }
-            validate_pod_template(template, "spec.template", opts, errs);
-        }
-    }
     let tspec = get(template, "spec").unwrap_or(&Value::Null);
-    let policy = string(tspec, "restartPolicy");
-    if policy != "Always" {
-        errs.push(not_supported(
-            "spec.template.spec.restartPolicy",
-            policy,
-            &["Always"],
-        ));
-    }
-    if let Some(ads) = int(tspec, "activeDeadlineSeconds") {
-        let path = "spec.template.spec.activeDeadlineSeconds";
-        match w {
-            Workload::DaemonSet => errs.push(invalid(
-                path,
-                &ads.to_string(),
-                "activeDeadlineSeconds in DaemonSet is not Supported",
-            )),
-            Workload::StatefulSet => errs.push(forbidden(
-                path,
-                "activeDeadlineSeconds in StatefulSet is not Supported",
-            )),
-            _ => errs.push(forbidden(
-                path,
-                "activeDeadlineSeconds in ReplicaSet is not Supported",
-            )),
+    let mut template_checked = true;
+    if w == Workload::DaemonSet {
+        if let Some(s) = sel {
+            validate_label_selector(s, "spec.selector", errs);
         }
-    }
-    if w == Workload::Deployment {
-        validate_deployment_strategy(spec, errs);
-        nonnegative(spec, "minReadySeconds", "spec", errs);
-        nonnegative(spec, "revisionHistoryLimit", "spec", errs);
-        if let Some(pds) = int(spec, "progressDeadlineSeconds") {
-            nonnegative(spec, "progressDeadlineSeconds", "spec", errs);
-            if pds <= int(spec, "minReadySeconds").unwrap_or(0) {
-                errs.push(invalid(
-                    "spec.progressDeadlineSeconds",
-                    &pds.to_string(),
-                    "must be greater than minReadySeconds",
-                ));
+        if Selector::from_json(sel).is_some_and(|s| !s.matches(template_labels.as_ref())) {
+            mismatch(errs);
+        }
+        if let Some(s) = sel {
+            empty_selector(s, errs);
+        }
+        validate_pod_template(template, "spec.template", opts, errs);
+    } else {
+        match sel {
+            None => errs.push(required("spec.selector", "")),
+            Some(s) => {
+                validate_label_selector(s, "spec.selector", errs);
+                empty_selector(s, errs);
+            }
+        }
+        match Selector::from_json(sel) {
+            None => {
+                let detail = if w == Workload::StatefulSet {
+                    ""
+                } else {
+                    "invalid label selector"
+                };
+                errs.push(invalid("spec.selector", &go_label_selector(sel), detail));
+                template_checked = false;
+            }
+            Some(selector) => {
+                if !selector.is_empty() && !selector.matches(template_labels.as_ref()) {
+                    mismatch(errs);
+                }
+                if w == Workload::StatefulSet {
+                    // Upstream leaves a StatefulSet's pod spec unvalidated
+                    // (its volumes come partly from volumeClaimTemplates).
+                    if let Some(meta) = get(template, "metadata") {
+                        if let Some(labels) = map_at(meta, "labels") {
+                            validate_labels(labels, "spec.template.labels", errs);
+                        }
+                        if let Some(annotations) = map_at(meta, "annotations") {
+                            validate_annotations(annotations, "spec.template.annotations", errs);
+                        }
+                    }
+                } else {
+                    validate_pod_template(template, "spec.template", opts, errs);
+                }
             }
         }
     }
-    if w == Workload::DaemonSet {
-        nonnegative(spec, "minReadySeconds", "spec", errs);
+    // Deployments and ReplicaSets check these inside the template check,
+    // which a broken selector skips; the others always do.
+    if template_checked || w == Workload::StatefulSet {
+        let policy = string(tspec, "restartPolicy");
+        if policy != "Always" {
+            errs.push(not_supported(
+                "spec.template.spec.restartPolicy",
+                policy,
+                &["Always"],
+            ));
+        }
+        if get(tspec, "activeDeadlineSeconds").is_some() {
+            errs.push(forbidden(
+                "spec.template.spec.activeDeadlineSeconds",
+                &format!(
+                    "activeDeadlineSeconds in {} is not Supported",
+                    w.deadline_word()
+                ),
+            ));
+        }
     }
-    // apps/v1 forbids selector changes (the registry strategies add this
-    // check for every version but the retired beta ones). StatefulSet
-    // updates are restricted by a different, broader rule not covered here.
-    if let Some(old) = old.filter(|_| w != Workload::StatefulSet) {
-        let old_sel = get(old, "spec").and_then(|s| get(s, "selector"));
+    match w {
+        Workload::Deployment => {
+            validate_deployment_strategy(spec, errs);
+            nonnegative(spec, "minReadySeconds", "spec", errs);
+            nonnegative(spec, "revisionHistoryLimit", "spec", errs);
+            if let Some(pds) = int(spec, "progressDeadlineSeconds") {
+                nonnegative(spec, "progressDeadlineSeconds", "spec", errs);
+                if pds <= int(spec, "minReadySeconds").unwrap_or(0) {
+                    errs.push(invalid(
+                        "spec.progressDeadlineSeconds",
+                        &pds.to_string(),
+                        "must be greater than minReadySeconds",
+                    ));
+                }
+            }
+        }
+        Workload::DaemonSet => {
+            nonnegative(spec, "minReadySeconds", "spec", errs);
+            nonnegative(spec, "templateGeneration", "spec", errs);
+            validate_daemonset_strategy(spec, errs);
+            nonnegative(spec, "revisionHistoryLimit", "spec", errs);
+        }
+        _ => {}
+    }
+    let Some(old) = old else {
+        return;
+    };
+    let old_spec = get(old, "spec").unwrap_or(&Value::Null);
+    if w == Workload::StatefulSet {
+        if statefulset_fixed_fields(spec) != statefulset_fixed_fields(old_spec) {
+            errs.push(forbidden(
+                "spec",
+                "updates to statefulset spec for fields other than 'replicas', 'ordinals', \
+                 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and \
+                 'minReadySeconds' are forbidden",
+            ));
+        }
+    } else {
+        // apps/v1 forbids selector changes (the registry strategies add
+        // this for every version but the retired beta ones).
+        let old_sel = get(old_spec, "selector");
         if !same_selector(sel, old_sel) {
             errs.push(invalid("spec.selector", &go_label_selector(sel), IMMUTABLE));
         }
     }
 }
 
-/// Selector equality as Go's `reflect.DeepEqual` sees the decoded structs
-/// (an empty map or list equals an absent one only if both are absent, but
-/// after a JSON round trip `{}` and absent are what clients send back).
+/// The StatefulSet fields an update may not change: the spec without the
+/// ones `ValidateStatefulSetUpdate` lets through.
+fn statefulset_fixed_fields(spec: &Value) -> Map<String, Value> {
+    let mut out = spec.as_object().cloned().unwrap_or_default();
+    for f in [
+        "replicas",
+        "template",
+        "updateStrategy",
+        "minReadySeconds",
+        "ordinals",
+        "persistentVolumeClaimRetentionPolicy",
+    ] {
+        out.remove(f);
+    }
+    out.retain(|_, v| !v.is_null());
+    out
+}
+
+/// The StatefulSet checks that come before the selector upstream.
+fn validate_statefulset_head(spec: &Value, errs: &mut Vec<FieldError>) {
+    match string(spec, "podManagementPolicy") {
+        "" => errs.push(required("spec.podManagementPolicy", "")),
+        "OrderedReady" | "Parallel" => {}
+        other => errs.push(invalid_str(
+            "spec.podManagementPolicy",
+            other,
+            "must be 'OrderedReady' or 'Parallel'",
+        )),
+    }
+    let strategy = get(spec, "updateStrategy").unwrap_or(&Value::Null);
+    let ru = get(strategy, "rollingUpdate");
+    match string(strategy, "type") {
+        "" => errs.push(required("spec.updateStrategy", "")),
+        "OnDelete" => {
+            if let Some(ru) = ru {
+                let max = if get(ru, "maxUnavailable").is_some() {
+                    "(*intstr.IntOrString)(...)"
+                } else {
+                    "(*intstr.IntOrString)(nil)"
+                };
+                errs.push(invalid(
+                    "spec.updateStrategy.rollingUpdate",
+                    &format!(
+                        "apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:{max}}}",
+                        int(ru, "partition").unwrap_or(0)
+                    ),
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                ));
+            }
+        }
+        "RollingUpdate" => {
+            if let Some(ru) = ru {
+                let base = "spec.updateStrategy.rollingUpdate";
+                nonnegative(ru, "partition", base, errs);
+                if let Some(max) = get(ru, "maxUnavailable") {
+                    let path = child(base, "maxUnavailable");
+                    validate_int_or_percent(max, &path, errs);
+                    if int_or_percent_value(Some(max)) == 0 {
+                        errs.push(invalid(&path, &go_int_or_string(max), "cannot be 0"));
+                    }
+                    not_more_than_100_percent(max, &path, errs);
+                }
+            }
+        }
+        _ => errs.push(invalid(
+            "spec.updateStrategy",
+            &go_strategy(
+                "apps.StatefulSetUpdateStrategy",
+                "apps.RollingUpdateStatefulSetStrategy",
+                strategy,
+            ),
+            "must be 'RollingUpdate' or 'OnDelete'",
+        )),
+    }
+    if let Some(policy) = get(spec, "persistentVolumeClaimRetentionPolicy") {
+        for f in ["whenDeleted", "whenScaled"] {
+            let v = string(policy, f);
+            if v != "Retain" && v != "Delete" {
+                errs.push(not_supported(
+                    &format!("spec.persistentVolumeClaimRetentionPolicy.{f}"),
+                    v,
+                    &["Retain", "Delete"],
+                ));
+            }
+        }
+    }
+    nonnegative(spec, "replicas", "spec", errs);
+    nonnegative(spec, "minReadySeconds", "spec", errs);
+    if let Some(start) = get(spec, "ordinals").and_then(|o| int(o, "start"))
+        && start < 0
+    {
+        // Upstream names this path with a literal dot in one segment.
+        errs.push(invalid("spec.ordinals.start", &start.to_string(), NEGATIVE));
+    }
+}
+
+/// Selector equality for the immutability check. Absent and empty
+/// `matchLabels`/`matchExpressions` compare equal: after a JSON round trip
+/// clients cannot tell them apart.
 fn same_selector(a: Option<&Value>, b: Option<&Value>) -> bool {
     fn norm(v: Option<&Value>) -> Value {
         let mut out = Map::new();
@@ -1946,10 +2121,63 @@ fn validate_deployment_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
             )),
             Some(ru) => validate_rolling_update(ru, errs),
         },
-        other => errs.push(not_supported(
-            "spec.strategy.type",
-            other,
+        _ => errs.push(not_supported_raw(
+            "spec.strategy",
+            &go_strategy(
+                "apps.DeploymentStrategy",
+                "apps.RollingUpdateDeployment",
+                strategy,
+            ),
             &["Recreate", "RollingUpdate"],
+        )),
+    }
+}
+
+fn validate_daemonset_strategy(spec: &Value, errs: &mut Vec<FieldError>) {
+    let strategy = get(spec, "updateStrategy").unwrap_or(&Value::Null);
+    let base = "spec.updateStrategy.rollingUpdate";
+    match string(strategy, "type") {
+        "OnDelete" => {}
+        "RollingUpdate" => {
+            let Some(ru) = get(strategy, "rollingUpdate") else {
+                errs.push(required(base, ""));
+                return;
+            };
+            let unavailable = get(ru, "maxUnavailable");
+            let surge = get(ru, "maxSurge");
+            for (f, v) in [("maxUnavailable", unavailable), ("maxSurge", surge)] {
+                if let Some(v) = v {
+                    validate_int_or_percent(v, &child(base, f), errs);
+                }
+            }
+            for (f, v) in [("maxUnavailable", unavailable), ("maxSurge", surge)] {
+                if let Some(v) = v {
+                    not_more_than_100_percent(v, &child(base, f), errs);
+                }
+            }
+            let has_unavailable = int_or_percent_value(unavailable) != 0;
+            let has_surge = int_or_percent_value(surge) != 0;
+            if has_unavailable && has_surge {
+                errs.push(invalid(
+                    &child(base, "maxSurge"),
+                    &surge.map_or_else(|| "0".to_string(), go_int_or_string),
+                    "may not be set when maxUnavailable is non-zero",
+                ));
+            } else if !has_unavailable && !has_surge {
+                errs.push(required(
+                    &child(base, "maxUnavailable"),
+                    "cannot be 0 when maxSurge is 0",
+                ));
+            }
+        }
+        _ => errs.push(not_supported_raw(
+            "spec.updateStrategy",
+            &go_strategy(
+                "apps.DaemonSetUpdateStrategy",
+                "apps.RollingUpdateDaemonSet",
+                strategy,
+            ),
+            &["RollingUpdate", "OnDelete"],
         )),
     }
 }
@@ -1964,24 +2192,42 @@ fn int_or_percent_value(v: Option<&Value>) -> i64 {
     }
 }
 
-fn validate_rolling_update(ru: &Value, errs: &mut Vec<FieldError>) {
-    let base = "spec.strategy.rollingUpdate";
-    for f in ["maxUnavailable", "maxSurge"] {
-        let path = child(base, f);
-        match get(ru, f) {
-            Some(Value::String(s)) if !is_valid_percent(s) => {
-                errs.push(invalid(&path, s, PERCENT_ERR));
+/// `ValidatePositiveIntOrPercent`. The value prints unquoted: an
+/// `IntOrString` is a `fmt.Stringer`.
+fn validate_int_or_percent(v: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    match v {
+        Value::String(s) => {
+            if !is_valid_percent(s) {
+                errs.push(invalid(path, s, PERCENT_ERR));
             }
-            Some(v) => {
-                let n = as_int(v).unwrap_or(0);
-                if n < 0 {
-                    errs.push(invalid(&path, &n.to_string(), NEGATIVE));
-                }
+        }
+        other => {
+            let n = as_int(other).unwrap_or(0);
+            if n < 0 {
+                errs.push(invalid(path, &n.to_string(), NEGATIVE));
             }
-            None => {}
         }
     }
+}
+
+/// `IsNotMoreThan100Percent`.
+fn not_more_than_100_percent(v: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Value::String(s) = v
+        && is_valid_percent(s)
+        && int_or_percent_value(Some(v)) > 100
+    {
+        errs.push(invalid(path, s, "must not be greater than 100%"));
+    }
+}
+
+fn validate_rolling_update(ru: &Value, errs: &mut Vec<FieldError>) {
+    let base = "spec.strategy.rollingUpdate";
     let unavailable = get(ru, "maxUnavailable");
+    for f in ["maxUnavailable", "maxSurge"] {
+        if let Some(v) = get(ru, f) {
+            validate_int_or_percent(v, &child(base, f), errs);
+        }
+    }
     if int_or_percent_value(unavailable) == 0 && int_or_percent_value(get(ru, "maxSurge")) == 0 {
         errs.push(invalid(
             &child(base, "maxUnavailable"),
@@ -1989,15 +2235,8 @@ fn validate_rolling_update(ru: &Value, errs: &mut Vec<FieldError>) {
             "may not be 0 when `maxSurge` is 0",
         ));
     }
-    if let Some(Value::String(s)) = unavailable
-        && is_valid_percent(s)
-        && int_or_percent_value(unavailable) > 100
-    {
-        errs.push(invalid(
-            &child(base, "maxUnavailable"),
-            s,
-            "must not be greater than 100%",
-        ));
+    if let Some(v) = unavailable {
+        not_more_than_100_percent(v, &child(base, "maxUnavailable"), errs);
     }
 }
 
@@ -2266,11 +2505,19 @@ mod tests {
         }
         let sts = json!({
             "metadata": meta("db"),
-            "spec": {"replicas": 1, "serviceName": "db", "selector": {"matchLabels": {"app": "web"}}, "template": template("Always")}
+            "spec": {
+                "replicas": 1, "serviceName": "db", "podManagementPolicy": "OrderedReady",
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+                "selector": {"matchLabels": {"app": "web"}}, "template": template("Always")
+            }
         });
         let ds = json!({
             "metadata": meta("agent"),
-            "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "template": template("Always")}
+            "spec": {
+                "selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "template": template("Always"),
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+                "revisionHistoryLimit": 10
+            }
         });
         let job = json!({
             "metadata": meta("job"),
@@ -3525,7 +3772,11 @@ mod tests {
         check(
             "apps",
             "StatefulSet",
-            &with(&rs, "/spec/selector", json!({"matchExpressions": []})),
+            &with(
+                &workload("StatefulSet"),
+                "/spec/selector",
+                json!({"matchExpressions": []}),
+            ),
             &[(
                 "spec.selector",
                 "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement{}}: empty selector is invalid for statefulset",
@@ -3534,7 +3785,11 @@ mod tests {
         check(
             "apps",
             "DaemonSet",
-            &with(&rs, "/spec/selector", json!({"matchLabels": {"app": "x"}})),
+            &with(
+                &workload("DaemonSet"),
+                "/spec/selector",
+                json!({"matchLabels": {"app": "x"}}),
+            ),
             &[("spec.template.metadata.labels", mismatch)],
         );
         let bad_sel = json!({"matchExpressions": [{"key": "app", "operator": "In"}]});
@@ -3693,8 +3948,8 @@ mod tests {
             "Deployment",
             &with(&d, "/spec/strategy", json!({"type": "Blue"})),
             &[(
-                "spec.strategy.type",
-                "Unsupported value: \"Blue\": supported values: \"Recreate\", \"RollingUpdate\"",
+                "spec.strategy",
+                "Unsupported value: apps.DeploymentStrategy{Type:\"Blue\", RollingUpdate:(*apps.RollingUpdateDeployment)(nil)}: supported values: \"Recreate\", \"RollingUpdate\"",
             )],
         );
         check(
@@ -3704,6 +3959,184 @@ mod tests {
             &[(
                 "spec.progressDeadlineSeconds",
                 "Invalid value: 0: must be greater than minReadySeconds",
+            )],
+        );
+    }
+
+    fn workload(kind: &str) -> Value {
+        valid_objects()
+            .into_iter()
+            .find(|(_, k, _)| *k == kind)
+            .map(|(_, _, o)| o)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn statefulset_rules() {
+        let sts = workload("StatefulSet");
+        // The pod spec of a StatefulSet template is not validated upstream.
+        check(
+            "apps",
+            "StatefulSet",
+            &with(&sts, "/spec/template/spec/containers", json!([])),
+            &[],
+        );
+        check(
+            "apps",
+            "StatefulSet",
+            &with(&sts, "/spec/podManagementPolicy", json!("Random")),
+            &[(
+                "spec.podManagementPolicy",
+                "Invalid value: \"Random\": must be 'OrderedReady' or 'Parallel'",
+            )],
+        );
+        check(
+            "apps",
+            "StatefulSet",
+            &with(&sts, "/spec/updateStrategy", json!({"type": "Canary"})),
+            &[(
+                "spec.updateStrategy",
+                "Invalid value: apps.StatefulSetUpdateStrategy{Type:\"Canary\", RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}: must be 'RollingUpdate' or 'OnDelete'",
+            )],
+        );
+        check(
+            "apps",
+            "StatefulSet",
+            &with(
+                &sts,
+                "/spec/updateStrategy",
+                json!({"type": "OnDelete", "rollingUpdate": {"partition": 2}}),
+            ),
+            &[(
+                "spec.updateStrategy.rollingUpdate",
+                "Invalid value: apps.RollingUpdateStatefulSetStrategy{Partition:2, MaxUnavailable:(*intstr.IntOrString)(nil)}: only allowed for updateStrategy 'RollingUpdate'",
+            )],
+        );
+        check(
+            "apps",
+            "StatefulSet",
+            &with(
+                &sts,
+                "/spec/updateStrategy/rollingUpdate",
+                json!({"partition": -1, "maxUnavailable": 0}),
+            ),
+            &[
+                (
+                    "spec.updateStrategy.rollingUpdate.partition",
+                    "Invalid value: -1: must be greater than or equal to 0",
+                ),
+                (
+                    "spec.updateStrategy.rollingUpdate.maxUnavailable",
+                    "Invalid value: 0: cannot be 0",
+                ),
+            ],
+        );
+        check(
+            "apps",
+            "StatefulSet",
+            &with(
+                &sts,
+                "/spec/selector",
+                json!({"matchLabels": {"app": "bad value!"}}),
+            ),
+            &[
+                (
+                    "spec.selector.matchLabels",
+                    "Invalid value: \"bad value!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                ),
+                (
+                    "spec.selector",
+                    "Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"bad value!\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}",
+                ),
+            ],
+        );
+        let scaled = with(&sts, "/spec/replicas", json!(5));
+        let scaled = with(
+            &scaled,
+            "/spec/template/spec/containers/0/image",
+            json!("nginx:1.28"),
+        );
+        check_update("apps", "StatefulSet", &scaled, &sts, &[]);
+        check_update(
+            "apps",
+            "StatefulSet",
+            &with(&sts, "/spec/serviceName", json!("other")),
+            &sts,
+            &[(
+                "spec",
+                "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+            )],
+        );
+    }
+
+    #[test]
+    fn daemonset_rules() {
+        let ds = workload("DaemonSet");
+        let ru = "spec.updateStrategy.rollingUpdate";
+        check(
+            "apps",
+            "DaemonSet",
+            &with(
+                &ds,
+                "/spec/updateStrategy/rollingUpdate",
+                json!({"maxUnavailable": "10%", "maxSurge": 1}),
+            ),
+            &[(
+                &format!("{ru}.maxSurge"),
+                "Invalid value: 1: may not be set when maxUnavailable is non-zero",
+            )],
+        );
+        check(
+            "apps",
+            "DaemonSet",
+            &with(
+                &ds,
+                "/spec/updateStrategy/rollingUpdate",
+                json!({"maxUnavailable": 0, "maxSurge": "200%"}),
+            ),
+            &[(
+                &format!("{ru}.maxSurge"),
+                "Invalid value: 200%: must not be greater than 100%",
+            )],
+        );
+        check(
+            "apps",
+            "DaemonSet",
+            &with(
+                &ds,
+                "/spec/updateStrategy/rollingUpdate",
+                json!({"maxUnavailable": 0}),
+            ),
+            &[(
+                &format!("{ru}.maxUnavailable"),
+                "Required value: cannot be 0 when maxSurge is 0",
+            )],
+        );
+        check(
+            "apps",
+            "DaemonSet",
+            &with(&ds, "/spec/updateStrategy", json!({"type": "Later"})),
+            &[(
+                "spec.updateStrategy",
+                "Unsupported value: apps.DaemonSetUpdateStrategy{Type:\"Later\", RollingUpdate:(*apps.RollingUpdateDaemonSet)(nil)}: supported values: \"RollingUpdate\", \"OnDelete\"",
+            )],
+        );
+        check(
+            "apps",
+            "DaemonSet",
+            &with(&ds, "/spec/template/spec/activeDeadlineSeconds", json!(10)),
+            &[(
+                "spec.template.spec.activeDeadlineSeconds",
+                "Forbidden: activeDeadlineSeconds in DaemonSet is not Supported",
+            )],
+        );
+        check(
+            "apps",
+            "DaemonSet",
+            &with(&ds, "/spec/selector", json!({})),
+            &[(
+                "spec.selector",
+                "Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for daemonset",
             )],
         );
     }
