@@ -15,15 +15,39 @@
 //! empty one). JSON values of the wrong type are treated as absent: the real
 //! server would have refused them while decoding, before validation.
 //!
-//! The field paths, reasons and messages are upstream's, byte for byte where
-//! they could be confirmed; the doc comments say where a text is a
-//! reconstruction. The order of the errors follows upstream's checks, except
-//! that Go iterates maps in random order and this module in document order.
+//! The field paths, reasons and messages are upstream's, byte for byte
+//! (checked against `pkg/apis/core/validation`, `apps`, `rbac`,
+//! `networking` and apimachinery's `util/validation`), quirks included:
+//! `data[%s][username]` for basic-auth Secrets, `downwarAPI`/`cephFS` in
+//! volume errors, owner-reference errors without an index, Go's `%#v` of a
+//! selector or strategy as the invalid value. Where a text could not be
+//! confirmed for v1.33 the item's doc comment says so. The order of the
+//! errors follows upstream's checks, except that Go iterates maps in random
+//! order and this module in document order.
+//!
+//! Covered: ObjectMeta annotations (keys, 256 KiB), finalizers,
+//! ownerReferences; ConfigMap and Secret keys, sizes, Secret types and the
+//! `immutable` rules; RBAC rules, aggregation, roleRef and subjects, roleRef
+//! immutability; NetworkPolicy selectors, ports, peers, ipBlocks, policy
+//! types; pod specs (containers and init containers: names, images, ports,
+//! env, envFrom, volume mounts, pull and termination-message policies, host
+//! port conflicts; volumes: names and exactly one source; restart and DNS
+//! policies, node selector, service account and node names, deadlines,
+//! hostname); Deployment, ReplicaSet, StatefulSet, DaemonSet selectors,
+//! replicas, strategies and selector immutability, the StatefulSet update
+//! rule; Job and CronJob restart policies and counters; ReplicationController.
+//!
+//! Not covered (accepted here, possibly refused upstream): probes and
+//! lifecycle handlers, security contexts, affinity, tolerations, topology
+//! spread, resources (quantities are another module's), the details of each
+//! volume source beyond its required name, Job fields beyond the counters
+//! and restart policy, ServiceAccount secret references (upstream checks
+//! none), and `ValidateObjectMetaUpdate` (names, namespace, uid changes).
 //!
 //! This module must NOT validate `metadata.name`, `metadata.namespace` or the
 //! object's own labels (see [`crate::names`]), resource quantities or
-//! requests-versus-limits (another module does quantities), and must NOT do
-//! admission (quota, defaulting, mutation): it only reads the object.
+//! requests-versus-limits, and must NOT do admission (quota, defaulting,
+//! mutation): it only reads the object.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -1032,7 +1056,12 @@ fn validate_cluster_role(obj: &Value, errs: &mut Vec<FieldError>) {
             ));
         }
         for (i, sel) in selectors.iter().enumerate() {
-            validate_label_selector(sel, &index(path, i), errs);
+            let p = index(path, i);
+            validate_label_selector(sel, &p, errs);
+            if Selector::from_json(Some(sel)).is_none() {
+                // Upstream prints the nil selector the conversion returned.
+                errs.push(invalid_str(&p, "null", "invalid label selector."));
+            }
         }
     }
 }
@@ -1317,9 +1346,8 @@ fn validate_pod_template(template: &Value, path: &str, opts: PodOpts, errs: &mut
 
 /// The subset of `ValidatePodSpec` this module covers: volumes, containers
 /// and init containers, restart and DNS policies, and a few scalar fields.
-/// Negative `terminationGracePeriodSeconds` is not rejected: the server
-/// accepts it (the Pod strategy turns it into 1), as far as could be
-/// confirmed.
+/// A negative `terminationGracePeriodSeconds` is not an error: upstream's
+/// `ValidatePodSpec` has no such rule (the Pod strategy turns it into 1).
 fn validate_pod_spec(spec: &Value, path: &str, opts: PodOpts, errs: &mut Vec<FieldError>) {
     let volumes = validate_volumes(spec, &child(path, "volumes"), errs);
     let containers = arr(spec, "containers");
@@ -1402,6 +1430,9 @@ fn validate_pod_spec(spec: &Value, path: &str, opts: PodOpts, errs: &mut Vec<Fie
             &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"],
         )),
     }
+    if let Some(sel) = map_at(spec, "nodeSelector") {
+        validate_labels(sel, &child(path, "nodeSelector"), errs);
+    }
     if string(spec, "dnsPolicy") == "None" {
         let dp = child(path, "dnsConfig");
         match get(spec, "dnsConfig") {
@@ -1416,13 +1447,16 @@ fn validate_pod_spec(spec: &Value, path: &str, opts: PodOpts, errs: &mut Vec<Fie
             Some(_) => {}
         }
     }
-    if let Some(sel) = map_at(spec, "nodeSelector") {
-        validate_labels(sel, &child(path, "nodeSelector"), errs);
-    }
     let sa = string(spec, "serviceAccountName");
     if !sa.is_empty() {
         for msg in is_dns1123_subdomain(sa) {
             errs.push(invalid_str(&child(path, "serviceAccountName"), sa, &msg));
+        }
+    }
+    let node = string(spec, "nodeName");
+    if !node.is_empty() {
+        for msg in is_dns1123_subdomain(node) {
+            errs.push(invalid_str(&child(path, "nodeName"), node, &msg));
         }
     }
     if let Some(v) = int(spec, "activeDeadlineSeconds")
@@ -3091,6 +3125,26 @@ mod tests {
                 "aggregationRule.clusterRoleSelectors",
                 "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil",
             )],
+        );
+    }
+
+    #[test]
+    fn cluster_role_aggregation_selector_errors() {
+        let cr = json!({"aggregationRule": {"clusterRoleSelectors": [{"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}]}});
+        check(
+            RBAC,
+            "ClusterRole",
+            &cr,
+            &[
+                (
+                    "aggregationRule.clusterRoleSelectors[0].matchExpressions[0].values",
+                    "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                ),
+                (
+                    "aggregationRule.clusterRoleSelectors[0]",
+                    "Invalid value: \"null\": invalid label selector.",
+                ),
+            ],
         );
     }
 
