@@ -1162,6 +1162,8 @@ fn validate_subject(subject: &Value, namespaced: bool, path: &str, errs: &mut Ve
 // ---------------------------------------------------------------------------
 // NetworkPolicy.
 
+/// `ValidateNetworkPolicySpec`. A repeated policy type is accepted, as
+/// upstream accepts it: only more than two entries is an error.
 fn validate_network_policy(obj: &Value, errs: &mut Vec<FieldError>) {
     let spec = get(obj, "spec").unwrap_or(&Value::Null);
     if let Some(sel) = get(spec, "podSelector") {
@@ -1395,6 +1397,8 @@ fn validate_pod_spec(spec: &Value, path: &str, opts: PodOpts, errs: &mut Vec<Fie
         } else if !name.is_empty() {
             all.insert(name);
         }
+        // Upstream checks each init container on its own (they run one at a
+        // time), as a one-element list: the path always says `[0]`.
         validate_host_ports(std::slice::from_ref(c), &ipath, errs);
         if !sidecar {
             for f in [
