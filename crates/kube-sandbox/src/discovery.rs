@@ -40,6 +40,10 @@ fn verbs() -> Value {
     ])
 }
 
+fn subresource_verbs() -> Value {
+    json!(["get", "patch", "update"])
+}
+
 fn api_resource(res: &Resource) -> Vec<Value> {
     let mut out = vec![json!({
         "name": res.plural,
@@ -51,16 +55,114 @@ fn api_resource(res: &Resource) -> Vec<Value> {
         "categories": res.categories,
         "storageVersionHash": "",
     })];
+    if res.scale_subresource {
+        out.push(json!({
+            "name": format!("{}/scale", res.plural),
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": subresource_verbs(),
+        }));
+    }
     if res.status_subresource {
         out.push(json!({
             "name": format!("{}/status", res.plural),
             "singularName": "",
             "namespaced": res.namespaced,
             "kind": res.kind,
-            "verbs": ["get", "patch", "update"],
+            "verbs": subresource_verbs(),
         }));
     }
     out
+}
+
+/// The media type of aggregated discovery (`/api` and `/apis` answered
+/// with every group, version and resource in one document), which
+/// kubectl and client-go ask for first.
+pub const AGGREGATED_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether an `Accept` header asks for aggregated discovery (v2; the
+/// v2beta1 form is no longer served by v1.33, so it falls through to the
+/// plain documents as a client's next choice).
+pub fn wants_aggregated(accept: &str) -> bool {
+    let Some(first) = accept.split(',').next() else {
+        return false;
+    };
+    let params: Vec<&str> = first.split(';').map(str::trim).collect();
+    params.contains(&"g=apidiscovery.k8s.io")
+        && params.contains(&"v=v2")
+        && params.contains(&"as=APIGroupDiscoveryList")
+}
+
+fn aggregated_resource(res: &Resource) -> Value {
+    let mut subs = Vec::new();
+    if res.scale_subresource {
+        subs.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": subresource_verbs(),
+        }));
+    }
+    if res.status_subresource {
+        subs.push(json!({
+            "subresource": "status",
+            "responseKind": {"group": res.group, "version": res.version, "kind": res.kind},
+            "verbs": subresource_verbs(),
+        }));
+    }
+    let mut r = json!({
+        "resource": res.plural,
+        "responseKind": {"group": res.group, "version": res.version, "kind": res.kind},
+        "scope": if res.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": res.singular,
+        "verbs": verbs(),
+    });
+    if !res.short_names.is_empty() {
+        r["shortNames"] = json!(res.short_names);
+    }
+    if !res.categories.is_empty() {
+        r["categories"] = json!(res.categories);
+    }
+    if !subs.is_empty() {
+        r["subresources"] = json!(subs);
+    }
+    r
+}
+
+/// `/api` (`core` true) or `/apis` as aggregated discovery.
+pub fn aggregated(reg: &Registry, core: bool) -> Value {
+    let items: Vec<Value> = reg
+        .groups()
+        .into_iter()
+        .filter(|(g, _)| g.is_empty() == core)
+        .map(|(g, versions)| {
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| {
+                    let resources: Vec<Value> = reg
+                        .all()
+                        .filter(|r| r.group == g && &r.version == v)
+                        .map(|r| aggregated_resource(r))
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let mut meta = json!({"creationTimestamp": null});
+            if !g.is_empty() {
+                meta["name"] = json!(g);
+            }
+            json!({"metadata": meta, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": items,
+    })
 }
 
 /// `/api`.
@@ -167,13 +269,54 @@ fn operation(res: &Resource, action: &str, write: bool) -> Value {
     if action == "patch" {
         params.push(json!({"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}));
     }
+    let mut ok = json!({"description": "OK"});
+    if res.builtin
+        && let Some(name) = crate::builtin::schema_name(&res.group, &res.kind)
+    {
+        ok["content"] = json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}});
+    }
     json!({
         "operationId": format!("{action}{}", res.kind),
         "parameters": params,
-        "responses": {"200": {"description": "OK"}},
+        "responses": {"200": ok},
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": {"group": res.group, "version": res.version, "kind": res.kind},
     })
+}
+
+/// The named built-in schemas and every definition they refer to.
+fn schema_closure(roots: &[&str]) -> serde_json::Map<String, Value> {
+    let all = crate::builtin::schemas();
+    let mut out = serde_json::Map::new();
+    let mut todo: Vec<String> = roots.iter().map(|s| s.to_string()).collect();
+    while let Some(name) = todo.pop() {
+        if out.contains_key(&name) {
+            continue;
+        }
+        let Some(s) = all.get(&name) else { continue };
+        collect_refs(s, &mut todo);
+        out.insert(name, s.clone());
+    }
+    out.sort_keys();
+    out
+}
+
+fn collect_refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == "$ref"
+                    && let Some(r) = x.as_str().and_then(|r| r.rsplit('/').next())
+                {
+                    out.push(r.to_string());
+                } else {
+                    collect_refs(x, out);
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
+    }
 }
 
 /// `/openapi/v3/<api/v1 | apis/g/v>`: the operations of one group-version.
@@ -220,11 +363,16 @@ pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Valu
             );
         }
     }
+    let roots: Vec<&str> = reg
+        .all()
+        .filter(|r| r.group == group && r.version == version && r.builtin)
+        .filter_map(|r| crate::builtin::schema_name(&r.group, &r.kind))
+        .collect();
     Some(json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.33.0-mirra-sandbox"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schema_closure(&roots)},
     }))
 }
 

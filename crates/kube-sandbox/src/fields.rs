@@ -16,8 +16,6 @@
 //! it cannot decode into the typed form (a value of the wrong type is left
 //! to the store, which keeps it, as before).
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::registry::Resource;
@@ -47,43 +45,13 @@ impl FieldValidation {
     }
 }
 
-fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Option<Value> {
-    // Decoded from the borrowed value: no copy of the body per write.
-    let typed = T::deserialize(v).ok()?;
-    serde_json::to_value(typed).ok()
-}
-
 /// The object as its typed form keeps it, or `None` when the kind has no
 /// typed form here (custom resources) or the body does not decode.
 fn typed(res: &Resource, v: &Value) -> Option<Value> {
-    use k8s_openapi::api::{apps, coordination, core, discovery, events, networking, rbac};
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
-    match (res.group.as_str(), res.kind.as_str()) {
-        ("", "Namespace") => roundtrip::<core::v1::Namespace>(v),
-        ("", "ConfigMap") => roundtrip::<core::v1::ConfigMap>(v),
-        ("", "Secret") => roundtrip::<core::v1::Secret>(v),
-        ("", "Service") => roundtrip::<core::v1::Service>(v),
-        ("", "Endpoints") => roundtrip::<core::v1::Endpoints>(v),
-        ("", "Node") => roundtrip::<core::v1::Node>(v),
-        ("", "ServiceAccount") => roundtrip::<core::v1::ServiceAccount>(v),
-        ("", "Event") => roundtrip::<core::v1::Event>(v),
-        ("discovery.k8s.io", "EndpointSlice") => roundtrip::<discovery::v1::EndpointSlice>(v),
-        ("events.k8s.io", "Event") => roundtrip::<events::v1::Event>(v),
-        ("coordination.k8s.io", "Lease") => roundtrip::<coordination::v1::Lease>(v),
-        ("networking.k8s.io", "Ingress") => roundtrip::<networking::v1::Ingress>(v),
-        ("networking.k8s.io", "NetworkPolicy") => roundtrip::<networking::v1::NetworkPolicy>(v),
-        ("rbac.authorization.k8s.io", "Role") => roundtrip::<rbac::v1::Role>(v),
-        ("rbac.authorization.k8s.io", "RoleBinding") => roundtrip::<rbac::v1::RoleBinding>(v),
-        ("rbac.authorization.k8s.io", "ClusterRole") => roundtrip::<rbac::v1::ClusterRole>(v),
-        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => {
-            roundtrip::<rbac::v1::ClusterRoleBinding>(v)
-        }
-        ("apps", "Deployment") => roundtrip::<apps::v1::Deployment>(v),
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            roundtrip::<apiext::CustomResourceDefinition>(v)
-        }
-        _ => None,
+    if !res.builtin {
+        return None;
     }
+    crate::builtin::find(&res.group, &res.kind).and_then(|b| (b.typed)(v))
 }
 
 /// Removes from `input` what `typed` lacks and records each path. Null

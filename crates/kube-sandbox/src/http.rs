@@ -184,12 +184,30 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
         .and_then(|h| h.to_str().ok())
         .unwrap_or("127.0.0.1")
         .to_string();
+    let aggregated = parts
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(discovery::wants_aggregated);
     match routed {
         Route::Version => value_response(StatusCode::OK, &discovery::version()),
         Route::Health => {
             let mut r = http::Response::new(Body::from("ok"));
             r.headers_mut()
                 .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            r
+        }
+        Route::CoreVersions | Route::Groups if aggregated => {
+            let store = shared.store.lock().await;
+            let doc =
+                discovery::aggregated(store.registry(), matches!(routed, Route::CoreVersions));
+            let mut r = value_response(StatusCode::OK, &doc);
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(discovery::AGGREGATED_CONTENT_TYPE),
+            );
+            r.headers_mut()
+                .insert(header::VARY, HeaderValue::from_static("Accept"));
             r
         }
         Route::CoreVersions => value_response(StatusCode::OK, &discovery::core_versions(&host)),
@@ -428,6 +446,9 @@ async fn object(
     let status_sub = match o.subresource.as_deref() {
         None => false,
         Some("status") if res.status_subresource => true,
+        Some("scale") if res.scale_subresource => {
+            return scale(shared, method, headers, q, &o, body).await;
+        }
         Some("finalize") if res.plural == "namespaces" && res.group.is_empty() => false,
         Some(_) => return Err(ApiError::no_route()),
     };
@@ -565,8 +586,13 @@ async fn object(
         ("DELETE", Some(name)) => {
             let opts = delete_options(q, &body)?;
             let out = shared.store.lock().await.delete(&res, &ns, name, &opts)?;
+            // Kinds whose registry returns the deleted object answer it
+            // even when it is gone at once; the others answer a Status.
             Ok(match out {
-                Deleted::Gone(status) => value_response(StatusCode::OK, &status),
+                Deleted::Gone { status, .. } if !res.returns_deleted => {
+                    value_response(StatusCode::OK, &status)
+                }
+                Deleted::Gone { object, .. } => json_response(StatusCode::OK, object),
                 Deleted::Pending(obj) => json_response(StatusCode::OK, obj),
             })
         }
@@ -607,6 +633,70 @@ async fn object(
         }
         _ => Err(ApiError::method_not_allowed(method.as_str(), &res.plural)),
     }
+}
+
+/// `/scale` of a workload: an `autoscaling/v1` Scale read from and
+/// written to the object's `spec.replicas`.
+async fn scale(
+    shared: Arc<Shared>,
+    method: &Method,
+    headers: &HeaderMap,
+    q: &Query,
+    o: &ObjectRoute,
+    body: Bytes,
+) -> Result<http::Response<Body>, ApiError> {
+    let res = &o.res;
+    let Some(name) = o.name.as_deref() else {
+        return Err(ApiError::no_route());
+    };
+    let ns = o.namespace.clone().unwrap_or_default();
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let mut store = shared.store.lock().await;
+    let current = store.get_value(res, &ns, name)?;
+    let current_scale = crate::kinds::scale_of(res, &current);
+    let wanted = match method.as_str() {
+        "GET" => return Ok(value_response(StatusCode::OK, &current_scale)),
+        "PUT" => parse_body(&body, &ct)?,
+        "PATCH" => match ct.split(';').next().unwrap_or_default().trim() {
+            "application/merge-patch+json" => semantics::merge_patch(&current_scale, &body)?,
+            "application/json-patch+json" => semantics::json_patch(&current_scale, &body)?,
+            "application/strategic-merge-patch+json" => {
+                semantics::strategic_patch(&current_scale, &body)?
+            }
+            other => return Err(ApiError::unsupported_media_type(other)),
+        },
+        _ => return Err(ApiError::method_not_allowed(method.as_str(), &res.plural)),
+    };
+    let replicas = crate::kinds::scale_replicas(res, name, &wanted)?;
+    if let Some(rv) = wanted
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+        && Some(rv)
+            != current
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+    {
+        return Err(ApiError::conflict(
+            &res.group,
+            &res.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    let opts = write_options(q, headers, false)?;
+    let mut updated = current;
+    updated["spec"]["replicas"] = json!(replicas);
+    let out = store.update(res, &ns, name, updated, &opts)?;
+    let v: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
+    Ok(value_response(
+        StatusCode::OK,
+        &crate::kinds::scale_of(res, &v),
+    ))
 }
 
 fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::registry::{NameRule, Resource, Special};
-use crate::status::Cause;
+use crate::status::{ApiError, Cause};
 
 /// The first address the Service cluster-IP allocator hands out
 /// (10.96.0.0/12 is kubeadm's default service range).
@@ -177,6 +177,224 @@ pub fn validate_labels(obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// The status a create leaves on a kind whose status is a subresource:
+/// the kind's own rule where the strategy sets one, else the zero value of
+/// its status struct (built-in kinds), else none (custom resources).
+pub fn initial_status(res: &Resource, obj: &Value, now: &str) -> Option<Value> {
+    match res.special {
+        // `ServiceStatus.loadBalancer` is a struct, never omitted.
+        Special::Service => Some(json!({"loadBalancer": {}})),
+        _ if res.builtin => kube_semantics::defaults::initial_status_at(
+            &res.group, &res.kind, obj, now,
+        )
+        .or_else(|| crate::builtin::find(&res.group, &res.kind).and_then(|b| (b.zero_status)())),
+        _ => None,
+    }
+}
+
+/// What the API server does while decoding a body into its typed form,
+/// before any strategy runs: a Secret's `stringData` is folded into
+/// base64 `data` (the v1 to internal conversion), and `data` that is not
+/// base64 fails the decode with 400.
+pub fn decode(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
+    if res.special == Special::Secret {
+        decode_secret(obj)?;
+    }
+    if res.builtin {
+        canonical_quantities(res, obj)?;
+        // Defaulting runs as part of decoding, on every write.
+        kube_semantics::defaults::apply_defaults(&res.group, &res.version, &res.kind, obj);
+    }
+    Ok(())
+}
+
+/// Every `resource.Quantity` the kind stores is rewritten in its
+/// canonical form (`0.5` -> `500m`, `1024Mi` -> `1Gi`); a value that does
+/// not parse fails the decode with 400, as the server's JSON decoder does.
+/// `ResourceList` maps (a path ending in a map of quantities) are also
+/// rounded up to milli precision, as the core/v1 defaulting does.
+fn canonical_quantities(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
+    use kube_semantics::quantity::{Seg, canonicalize_at, canonicalize_resource_list_at};
+    for pattern in crate::builtin::quantity_paths(&res.group, &res.kind) {
+        let done = if matches!(pattern.last(), Some(Seg::AnyKey)) {
+            canonicalize_resource_list_at(obj, pattern)
+        } else {
+            canonicalize_at(obj, pattern)
+        };
+        if let Err(e) = done {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: {error}",
+                kind = res.kind,
+                version = res.version,
+                error = e.error
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The validation the registry strategy runs after defaulting, as
+/// `kube-semantics` implements it: 422 causes.
+pub fn validate(res: &Resource, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    if !res.builtin {
+        return Vec::new();
+    }
+    let mut errs = kube_semantics::validation::validate(&res.group, &res.kind, obj, old);
+    match (res.group.as_str(), res.kind.as_str()) {
+        ("", "LimitRange") => errs.extend(
+            kube_semantics::quantity_validation::validate_limit_range(obj),
+        ),
+        ("", "ResourceQuota") => {
+            errs.extend(kube_semantics::quantity_validation::validate_resource_quota(obj))
+        }
+        _ => {}
+    }
+    if let Some((path, spec)) = pod_spec(res, obj) {
+        for list in ["initContainers", "containers"] {
+            let Some(cs) = spec.get(list).and_then(Value::as_array) else {
+                continue;
+            };
+            for (i, c) in cs.iter().enumerate() {
+                if let Some(r) = c.get("resources") {
+                    errs.extend(
+                        kube_semantics::quantity_validation::validate_resource_requirements(
+                            &format!("{path}.{list}[{i}].resources"),
+                            r,
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    errs.into_iter()
+        .map(|e| Cause {
+            reason: e.reason.to_string(),
+            field: e.field,
+            message: e.message,
+        })
+        .collect()
+}
+
+/// The pod spec a kind embeds, with its field path.
+fn pod_spec<'a>(res: &Resource, obj: &'a Value) -> Option<(&'static str, &'a Value)> {
+    let path = match (res.group.as_str(), res.kind.as_str()) {
+        ("", "Pod") => "spec",
+        ("", "PodTemplate") => "template.spec",
+        ("", "ReplicationController")
+        | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
+        | ("batch", "Job") => "spec.template.spec",
+        ("batch", "CronJob") => "spec.jobTemplate.spec.template.spec",
+        _ => return None,
+    };
+    let pointer = format!("/{}", path.replace('.', "/"));
+    obj.pointer(&pointer).map(|spec| (path, spec))
+}
+
+/// What a create does beyond defaulting for some kinds: a Job's
+/// generated selector and labels (from its uid), a Pod's admission
+/// (default tolerations, service account, priority), a DaemonSet's
+/// template-generation annotation.
+pub fn prepare_create(res: &Resource, obj: &mut Value) -> Result<(), Vec<Cause>> {
+    match (res.group.as_str(), res.kind.as_str()) {
+        ("batch", "Job") => {
+            let uid = obj
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            kube_semantics::defaults::job_generated_selector(obj, &uid);
+        }
+        ("", "Pod") => {
+            kube_semantics::defaults::admit_pod_create(obj)
+                .map_err(|message| vec![cause("FieldValueForbidden", "spec.priority", message)])?;
+        }
+        ("apps", "DaemonSet") => {
+            kube_semantics::defaults::daemon_set_template_generation(None, obj)
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A DaemonSet's template-generation annotation follows template changes.
+pub fn prepare_update(res: &Resource, old: &Value, new: &mut Value) {
+    if res.group == "apps" && res.kind == "DaemonSet" {
+        kube_semantics::defaults::daemon_set_template_generation(Some(old), new);
+    }
+}
+
+fn decode_secret(obj: &mut Value) -> Result<(), ApiError> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let Some(m) = obj.as_object_mut() else {
+        return Ok(());
+    };
+    if let Some(data) = m.get("data").and_then(Value::as_object) {
+        for v in data.values() {
+            let Some(text) = v.as_str() else {
+                if v.is_null() {
+                    continue;
+                }
+                return Err(ApiError::bad_request(format!(
+                    "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {} into Go struct field Secret.data of type []uint8",
+                    go_type_name(v)
+                )));
+            };
+            if let Err(e) = engine.decode(text) {
+                return Err(ApiError::bad_request(format!(
+                    "Secret in version \"v1\" cannot be handled as a Secret: {}",
+                    go_base64_error(&e)
+                )));
+            }
+        }
+    }
+    // stringData wins over data for the same key, as the conversion
+    // writes it last.
+    if let Some(sd) = m.remove("stringData") {
+        let Some(sd) = sd.as_object() else {
+            if sd.is_null() {
+                return Ok(());
+            }
+            return Err(ApiError::bad_request(format!(
+                "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {} into Go struct field Secret.stringData of type map[string]string",
+                go_type_name(&sd)
+            )));
+        };
+        let data = m
+            .entry("data")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !data.is_object() {
+            *data = Value::Object(Default::default());
+        }
+        for (k, v) in sd {
+            let Some(text) = v.as_str() else {
+                return Err(ApiError::bad_request(format!(
+                    "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {} into Go struct field Secret.stringData of type string",
+                    go_type_name(v)
+                )));
+            };
+            if let Some(d) = data.as_object_mut() {
+                d.insert(k.clone(), json!(engine.encode(text)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Go's `encoding/base64` error text for the first bad byte.
+fn go_base64_error(e: &base64::DecodeError) -> String {
+    match e {
+        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
+            format!("illegal base64 data at input byte {at}")
+        }
+        base64::DecodeError::InvalidLength(len) => {
+            // Go reports the offset where the final group falls short.
+            format!("illegal base64 data at input byte {}", len - len % 4)
+        }
+        base64::DecodeError::InvalidPadding => "illegal base64 data at input byte 0".to_string(),
+    }
+}
+
 /// Defaults and validates an object about to be created. `obj` has its
 /// metadata already set.
 pub fn on_create(
@@ -280,6 +498,124 @@ pub fn on_update(res: &Resource, old: &Value, new: &mut Value) -> Result<(), Vec
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// The `autoscaling/v1` Scale of a workload, as its `/scale` subresource
+/// answers it.
+pub fn scale_of(res: &Resource, obj: &Value) -> Value {
+    let mut meta = serde_json::Map::new();
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = obj.pointer(&format!("/metadata/{f}")) {
+            meta.insert(f.into(), v.clone());
+        }
+    }
+    let replicas = obj
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let selector = obj.pointer("/spec/selector");
+    // A ReplicationController's selector is a plain map; the apps kinds
+    // hold a LabelSelector.
+    let selector = if res.group.is_empty() {
+        selector.map(|s| json!({ "matchLabels": s }))
+    } else {
+        selector.cloned()
+    };
+    let mut status = json!({
+        "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
+    });
+    if let Some(sel) = selector
+        .as_ref()
+        .map(format_selector)
+        .filter(|s| !s.is_empty())
+    {
+        status["selector"] = json!(sel);
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": replicas},
+        "status": status,
+    })
+}
+
+/// `metav1.FormatLabelSelector` without the `<none>` of an empty one:
+/// `a=b,c in (d,e),!f`.
+fn format_selector(sel: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in m {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+        }
+    }
+    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let mut values = values;
+            values.sort_unstable();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
+                Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
+                Some("Exists") => parts.push(key.to_string()),
+                Some("DoesNotExist") => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.join(",")
+}
+
+/// The replica count a Scale written to `/scale` asks for, or the 422 the
+/// server answers for a bad one.
+pub fn scale_replicas(res: &Resource, name: &str, scale: &Value) -> Result<i64, ApiError> {
+    let invalid = |message: String| {
+        ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            &res.plural,
+            name,
+            vec![cause("FieldValueInvalid", "spec.replicas", message)],
+        )
+    };
+    match scale.pointer("/spec/replicas") {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => match v.as_i64() {
+            Some(n) if n < 0 => Err(invalid(format!(
+                "Invalid value: {n}: must be greater than or equal to 0"
+            ))),
+            Some(n) if n > i64::from(i32::MAX) => Err(ApiError::bad_request(format!(
+                "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal number {n} into Go struct field ScaleSpec.spec.replicas of type int32"
+            ))),
+            Some(n) => Ok(n),
+            None => Err(ApiError::bad_request(format!(
+                "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
+                go_type_name(v)
+            ))),
+        },
+    }
+}
+
+fn go_type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Number(_) => "number",
+        Value::Null => "null",
     }
 }
 
@@ -481,9 +817,6 @@ fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cau
                 alloc.used_ports.insert(n);
             }
         }
-    }
-    if ty == "LoadBalancer" {
-        obj["status"] = json!({"loadBalancer": {}});
     }
     Ok(())
 }

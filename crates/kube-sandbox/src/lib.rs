@@ -25,6 +25,7 @@
 // boxing for.
 #![allow(clippy::result_large_err)]
 
+mod builtin;
 mod discovery;
 mod faults;
 mod fields;

@@ -36,6 +36,8 @@ pub enum Special {
     Secret,
     /// CustomResourceDefinitions: serve the resources they define.
     Crd,
+    /// Pods: admitted and left Pending (no scheduler or kubelet).
+    Pod,
     /// Nodes: status is kept on create (a kubelet registers its Node with
     /// capacity and addresses in one create), though not on later writes.
     Node,
@@ -63,6 +65,14 @@ pub struct Resource {
     /// Whether `/status` is a separate subresource (status ignored on main
     /// writes, everything but status ignored on status writes).
     pub status_subresource: bool,
+    /// Whether `/scale` is served (an `autoscaling/v1` Scale over
+    /// `spec.replicas`).
+    pub scale_subresource: bool,
+    /// Whether a DELETE answers the deleted object instead of a `Status`
+    /// (the registries built with `ReturnDeletedObject`).
+    pub returns_deleted: bool,
+    /// A built-in kind (its typed form, schema and defaults are known).
+    pub builtin: bool,
     /// Whether `metadata.generation` is tracked (bumped on spec changes).
     pub tracks_generation: bool,
     /// Name validation rule.
@@ -100,325 +110,9 @@ impl Resource {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn builtin(
-    group: &str,
-    version: &str,
-    plural: &str,
-    kind: &str,
-    namespaced: bool,
-    short: &[&str],
-    status: bool,
-    generation: bool,
-    name_rule: NameRule,
-    special: Special,
-) -> Resource {
-    Resource {
-        group: group.into(),
-        version: version.into(),
-        plural: plural.into(),
-        singular: kind.to_lowercase(),
-        kind: kind.into(),
-        list_kind: format!("{kind}List"),
-        namespaced,
-        short_names: short.iter().map(|s| s.to_string()).collect(),
-        status_subresource: status,
-        tracks_generation: generation,
-        name_rule,
-        special,
-        strategic_merge: true,
-        printer_columns: Vec::new(),
-        categories: Vec::new(),
-        selectable_fields: builtin_selectable_fields(group, plural)
-            .iter()
-            .map(|f| f.to_string())
-            .collect(),
-        custom: false,
-    }
-}
-
-/// The field selectors each built-in kind supports, from the real server's
-/// field-label tables (`GetAttrs`/`ToSelectableFields` of each strategy).
-fn builtin_selectable_fields(group: &str, plural: &str) -> Vec<&'static str> {
-    let mut fields = vec!["metadata.name", "metadata.namespace"];
-    let extra: &[&str] = match (group, plural) {
-        ("", "secrets") => &["type"],
-        ("", "namespaces") => &["status.phase"],
-        ("", "nodes") => &["spec.unschedulable"],
-        ("", "services") => &["spec.clusterIP", "spec.type"],
-        ("", "events") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        // events.k8s.io/v1 names the same fields by its own field names.
-        ("events.k8s.io", "events") => &[
-            "regarding.kind",
-            "regarding.namespace",
-            "regarding.name",
-            "regarding.uid",
-            "regarding.apiVersion",
-            "regarding.resourceVersion",
-            "regarding.fieldPath",
-            "reason",
-            "reportingController",
-            "type",
-        ],
-        _ => &[],
-    };
-    fields.extend_from_slice(extra);
-    fields
-}
-
-/// The built-in resources, in discovery order.
+/// The built-in resources, in discovery order (one table: `crate::builtin`).
 pub fn builtins() -> Vec<Resource> {
-    use NameRule::*;
-    use Special as S;
-    let mut v = vec![
-        builtin(
-            "",
-            "v1",
-            "namespaces",
-            "Namespace",
-            false,
-            &["ns"],
-            true,
-            false,
-            Label,
-            S::Namespace,
-        ),
-        builtin(
-            "",
-            "v1",
-            "configmaps",
-            "ConfigMap",
-            true,
-            &["cm"],
-            false,
-            false,
-            Subdomain,
-            S::ConfigMap,
-        ),
-        builtin(
-            "",
-            "v1",
-            "secrets",
-            "Secret",
-            true,
-            &[],
-            false,
-            false,
-            Subdomain,
-            S::Secret,
-        ),
-        builtin(
-            "",
-            "v1",
-            "services",
-            "Service",
-            true,
-            &["svc"],
-            true,
-            false,
-            Label,
-            S::Service,
-        ),
-        builtin(
-            "",
-            "v1",
-            "endpoints",
-            "Endpoints",
-            true,
-            &["ep"],
-            false,
-            false,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "",
-            "v1",
-            "nodes",
-            "Node",
-            false,
-            &["no"],
-            true,
-            false,
-            Subdomain,
-            S::Node,
-        ),
-        builtin(
-            "",
-            "v1",
-            "serviceaccounts",
-            "ServiceAccount",
-            true,
-            &["sa"],
-            false,
-            false,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "",
-            "v1",
-            "events",
-            "Event",
-            true,
-            &["ev"],
-            false,
-            false,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "discovery.k8s.io",
-            "v1",
-            "endpointslices",
-            "EndpointSlice",
-            true,
-            &[],
-            false,
-            false,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "events.k8s.io",
-            "v1",
-            "events",
-            "Event",
-            true,
-            &["ev"],
-            false,
-            false,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "coordination.k8s.io",
-            "v1",
-            "leases",
-            "Lease",
-            true,
-            &[],
-            false,
-            false,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "networking.k8s.io",
-            "v1",
-            "ingresses",
-            "Ingress",
-            true,
-            &["ing"],
-            true,
-            true,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "networking.k8s.io",
-            "v1",
-            "networkpolicies",
-            "NetworkPolicy",
-            true,
-            &["netpol"],
-            false,
-            true,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "roles",
-            "Role",
-            true,
-            &[],
-            false,
-            false,
-            PathSegment,
-            S::None,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "rolebindings",
-            "RoleBinding",
-            true,
-            &[],
-            false,
-            false,
-            PathSegment,
-            S::None,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterroles",
-            "ClusterRole",
-            false,
-            &[],
-            false,
-            false,
-            PathSegment,
-            S::None,
-        ),
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "clusterrolebindings",
-            "ClusterRoleBinding",
-            false,
-            &[],
-            false,
-            false,
-            PathSegment,
-            S::None,
-        ),
-        builtin(
-            "apps",
-            "v1",
-            "deployments",
-            "Deployment",
-            true,
-            &["deploy"],
-            true,
-            true,
-            Subdomain,
-            S::None,
-        ),
-        builtin(
-            "apiextensions.k8s.io",
-            "v1",
-            "customresourcedefinitions",
-            "CustomResourceDefinition",
-            false,
-            &["crd", "crds"],
-            true,
-            false,
-            Subdomain,
-            S::Crd,
-        ),
-    ];
-    for r in &mut v {
-        // The `all` category, as kubectl expands it for these kinds.
-        if matches!(r.plural.as_str(), "services" | "deployments") {
-            r.categories = vec!["all".into()];
-        }
-    }
-    v
+    crate::builtin::resources()
 }
 
 /// Errors in a CustomResourceDefinition that stop it from being served.
@@ -541,6 +235,11 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, CrdError> {
         namespaced,
         short_names,
         status_subresource,
+        // A CRD's scale subresource (with its own replica paths) is not
+        // served; see docs/ARCHITECTURE.md.
+        scale_subresource: false,
+        returns_deleted: false,
+        builtin: false,
         // Custom resources always track generation.
         tracks_generation: true,
         name_rule: NameRule::Subdomain,
@@ -728,7 +427,8 @@ mod tests {
                 .kind,
             "EndpointSlice"
         );
-        assert!(r.get("", "v1", "pods").is_none());
+        assert_eq!(r.get("", "v1", "pods").unwrap().kind, "Pod");
+        assert!(r.get("", "v1", "componentstatuses").is_none());
         let groups = r.groups();
         assert_eq!(groups[0].0, "");
         assert!(groups.iter().any(|(g, _)| g == "apps"));

@@ -218,7 +218,7 @@ mod tests {
     fn unknown_paths_are_not_found() {
         let reg = Registry::with_builtins();
         for p in [
-            "/api/v1/pods",
+            "/api/v1/bindings",
             "/apis/nope/v1/things",
             "/api/v1/configmaps/x",
             "/x",

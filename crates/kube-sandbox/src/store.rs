@@ -162,8 +162,14 @@ pub struct DeleteOptions {
 /// What a delete returns.
 #[derive(Debug)]
 pub enum Deleted {
-    /// Gone at once; the `Status` to return.
-    Gone(Value),
+    /// Gone at once: the `Status` most kinds answer, and the object as
+    /// it was, which the kinds built with `ReturnDeletedObject` answer.
+    Gone {
+        /// The success `Status`.
+        status: Value,
+        /// The deleted object.
+        object: Bytes,
+    },
     /// Still there (finalizers, namespace termination); the object.
     Pending(Bytes),
 }
@@ -609,6 +615,7 @@ impl Store {
         Self::check_identity(res, ns, &body)?;
         body["apiVersion"] = json!(res.api_version());
         body["kind"] = json!(res.kind);
+        kinds::decode(res, &mut body)?;
         let meta = metadata_mut(&mut body);
         let mut name = meta
             .get("name")
@@ -664,15 +671,21 @@ impl Store {
         {
             return Err(ApiError::already_exists(&res.group, &res.plural, &name));
         }
-        // Status is the subresource's, so a create drops it, as the real
+        // Status is the subresource's, so a create resets it, as the real
         // server's strategies do, except for the two kinds whose create
-        // sets it: namespaces (phase) and nodes.
-        if res.status_subresource
-            && !matches!(res.special, Special::Namespace | Special::Node)
-            && let Value::Object(m) = &mut body
-        {
-            m.remove("status");
+        // sets it: namespaces (phase) and nodes. A built-in kind's status
+        // becomes the zero value of its status struct, which keeps the
+        // fields Go always writes (a StatefulSet's `replicas: 0`).
+        if res.status_subresource && !matches!(res.special, Special::Namespace | Special::Node) {
+            let status = kinds::initial_status(res, &body, &now());
+            if let Value::Object(m) = &mut body {
+                match status {
+                    Some(status) => m.insert("status".into(), status),
+                    None => m.remove("status"),
+                };
+            }
         }
+        kinds::prepare_create(res, &mut body).map_err(|c| Self::invalid(res, &name, c))?;
         let crd = if res.special == Special::Crd {
             let crd = resource_from_crd(&body).map_err(|e| {
                 Self::invalid(
@@ -690,6 +703,10 @@ impl Store {
         } else {
             None
         };
+        let causes = kinds::validate(res, &body, None);
+        if !causes.is_empty() {
+            return Err(Self::invalid(res, &name, causes));
+        }
         if opts.dry_run {
             let mut probe = Allocators::default();
             kinds::on_create(res, &mut body, &mut probe)
@@ -934,6 +951,7 @@ impl Store {
         }
         new["apiVersion"] = json!(res.api_version());
         new["kind"] = json!(res.kind);
+        kinds::decode(res, &mut new)?;
         if opts.status {
             // Only status changes through /status.
             let status = new.get("status").cloned();
@@ -990,6 +1008,13 @@ impl Store {
             }
         }
         kinds::on_update(res, &old, &mut new).map_err(|c| Self::invalid(res, name, c))?;
+        if !opts.status {
+            kinds::prepare_update(res, &old, &mut new);
+            let causes = kinds::validate(res, &new, Some(&old));
+            if !causes.is_empty() {
+                return Err(Self::invalid(res, name, causes));
+            }
+        }
         if res.special == Special::Crd {
             let crd = resource_from_crd(&new).map_err(|e| {
                 Self::invalid(
@@ -1183,21 +1208,13 @@ impl Store {
             }
             return Ok(Deleted::Pending(out));
         }
+        let status = success_status(&res.group, &res.plural, name, &uid);
         if opts.dry_run {
-            return Ok(Deleted::Gone(success_status(
-                &res.group,
-                &res.plural,
-                name,
-                &uid,
-            )));
+            let object = self.get(res, ns, name)?;
+            return Ok(Deleted::Gone { status, object });
         }
-        self.remove(res, ns, name, old);
-        Ok(Deleted::Gone(success_status(
-            &res.group,
-            &res.plural,
-            name,
-            &uid,
-        )))
+        let object = self.remove(res, ns, name, old);
+        Ok(Deleted::Gone { status, object })
     }
 
     /// Deletes everything inside a terminating namespace.
@@ -1252,7 +1269,7 @@ impl Store {
                 },
             )? {
                 Deleted::Pending(b) => out.push(b),
-                Deleted::Gone(_) => out.push(before),
+                Deleted::Gone { .. } => out.push(before),
             }
         }
         Ok(out)

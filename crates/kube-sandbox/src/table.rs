@@ -1,9 +1,10 @@
 //! `Table` responses (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`),
 //! which kubectl asks for to print `get` output.
 //!
-//! Columns are Name and Age for every kind, plus the printer columns a CRD
-//! declares (evaluated as simple dotted JSON paths). Built-in kinds do not
-//! get their kind-specific columns here.
+//! Built-in kinds get the columns of the real server's printers
+//! (`kube_semantics::printers`, including the `-o wide` ones at priority
+//! 1); custom resources get Name, the printer columns their CRD declares
+//! (evaluated as simple dotted JSON paths) and Age.
 
 use serde_json::{Value, json};
 
@@ -37,8 +38,57 @@ fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-/// A Table of objects.
+fn column_json(c: &kube_semantics::printers::Column) -> Value {
+    json!({"name": c.name, "type": c.type_, "format": c.format, "description": c.description, "priority": c.priority})
+}
+
+fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
+    })
+}
+
+/// A Table of objects: a built-in kind's columns as the server's printers
+/// define them (its default Name / Created At table when it has none); a
+/// custom resource's Name, declared printer columns and Age.
 pub fn table(res: &Resource, items: &[Value], rv: u64, cont: Option<&str>) -> Value {
+    let (columns, rows) = if res.builtin {
+        builtin_table(res, items)
+    } else {
+        custom_table(res, items)
+    };
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = cont {
+        meta["continue"] = json!(c);
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
+}
+
+fn builtin_table(res: &Resource, items: &[Value]) -> (Vec<Value>, Vec<Value>) {
+    use kube_semantics::printers;
+    let now = chrono::Utc::now();
+    let columns =
+        printers::columns(&res.group, &res.kind).unwrap_or_else(printers::default_columns);
+    let rows = items
+        .iter()
+        .map(|obj| {
+            let mut row = json!({
+                "cells": printers::cells(&res.group, &res.kind, obj, now),
+                "object": partial_metadata(obj),
+            });
+            let conditions = printers::row_conditions(&res.group, &res.kind, obj);
+            if !conditions.is_empty() {
+                row["conditions"] = json!(conditions);
+            }
+            row
+        })
+        .collect();
+    (columns.iter().map(column_json).collect(), rows)
+}
+
+fn custom_table(res: &Resource, items: &[Value]) -> (Vec<Value>, Vec<Value>) {
     let mut columns = vec![
         json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
     ];
@@ -62,21 +112,10 @@ pub fn table(res: &Resource, items: &[Value], rv: u64, cont: Option<&str>) -> Va
             cells.push(json!(age(obj
                 .pointer("/metadata/creationTimestamp")
                 .and_then(Value::as_str))));
-            json!({
-                "cells": cells,
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj.get("metadata").cloned().unwrap_or(json!({})),
-                },
-            })
+            json!({"cells": cells, "object": partial_metadata(obj)})
         })
         .collect();
-    let mut meta = json!({"resourceVersion": rv.to_string()});
-    if let Some(c) = cont {
-        meta["continue"] = json!(c);
-    }
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
+    (columns, rows)
 }
 
 #[cfg(test)]
@@ -90,6 +129,8 @@ mod tests {
             .get("", "v1", "configmaps")
             .unwrap())
         .clone();
+        r.builtin = false;
+        r.custom = true;
         r.printer_columns = vec![(
             "Synced".into(),
             "integer".into(),
@@ -106,13 +147,65 @@ mod tests {
 
     #[test]
     fn missing_fields_are_null_not_errors() {
-        let r = (*Registry::with_builtins()
+        let mut r = (*Registry::with_builtins()
             .get("", "v1", "configmaps")
             .unwrap())
         .clone();
+        r.builtin = false;
+        r.custom = true;
         let t = table(&r, &[json!(3)], 1, Some("x"));
         assert_eq!(t["rows"][0]["cells"][0], Value::Null);
         assert_eq!(t["rows"][0]["cells"][1], "<unknown>");
         assert_eq!(t["metadata"]["continue"], "x");
+    }
+
+    #[test]
+    fn built_in_kinds_print_their_own_columns() {
+        let reg = Registry::with_builtins();
+        let cm = reg.get("", "v1", "configmaps").unwrap();
+        let obj = json!({"metadata": {"name": "a", "creationTimestamp": "2020-01-01T00:00:00Z"}, "data": {"x": "1", "y": "2"}});
+        let t = table(&cm, &[obj], 5, None);
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Name", "Data", "Age"]);
+        assert_eq!(t["rows"][0]["cells"][1], 2);
+
+        let svc = reg.get("", "v1", "services").unwrap();
+        let obj = json!({"metadata": {"name": "web"}, "spec": {"type": "NodePort", "clusterIP": "10.96.0.9", "selector": {"app": "web"}, "ports": [{"port": 80, "nodePort": 30001, "protocol": "TCP"}]}});
+        let t = table(&svc, &[obj], 5, None);
+        let wide: Vec<(&str, u64)> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["name"].as_str().unwrap(), c["priority"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(
+            wide,
+            [
+                ("Name", 0),
+                ("Type", 0),
+                ("Cluster-IP", 0),
+                ("External-IP", 0),
+                ("Port(s)", 0),
+                ("Age", 0),
+                ("Selector", 1)
+            ]
+        );
+        let cells = &t["rows"][0]["cells"];
+        assert_eq!(cells[1], "NodePort");
+        assert_eq!(cells[3], "<none>");
+        assert_eq!(cells[4], "80:30001/TCP");
+        assert_eq!(cells[6], "app=web");
+
+        // A kind without a printer gets the default table.
+        let role = reg.get("rbac.authorization.k8s.io", "v1", "roles").unwrap();
+        let obj = json!({"metadata": {"name": "r", "creationTimestamp": "2020-01-01T00:00:00Z"}});
+        let t = table(&role, &[obj], 5, None);
+        assert_eq!(t["columnDefinitions"][1]["name"], "Created At");
+        assert_eq!(t["rows"][0]["cells"][1], "2020-01-01T00:00:00Z");
     }
 }
