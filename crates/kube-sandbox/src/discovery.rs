@@ -5,7 +5,8 @@
 //! only what kubectl needs: one operation per verb with
 //! `x-kubernetes-action`, `x-kubernetes-group-version-kind` and the
 //! query parameters the server honours (kubectl's `apply` checks for
-//! `fieldValidation` there). They carry no schemas.
+//! `fieldValidation` there), and the schemas of the built-in kinds with
+//! everything they refer to (`kubectl explain` reads them).
 
 use serde_json::{Value, json};
 
@@ -428,6 +429,87 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .starts_with("/openapi/v3/apis/apps/v1?hash=")
+        );
+    }
+
+    #[test]
+    fn aggregated_discovery_is_asked_for_by_its_media_type() {
+        let kubectl = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert!(wants_aggregated(kubectl));
+        assert!(!wants_aggregated("application/json"));
+        assert!(!wants_aggregated(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
+        ));
+        assert!(!wants_aggregated(""));
+    }
+
+    #[test]
+    fn aggregated_discovery_lists_every_resource_with_its_subresources() {
+        let reg = Registry::with_builtins();
+        let core = aggregated(&reg, true);
+        assert_eq!(core["kind"], "APIGroupDiscoveryList");
+        assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
+        let items = core["items"].as_array().unwrap();
+        assert_eq!(items.len(), 1);
+        assert!(items[0]["metadata"].get("name").is_none());
+        let resources = items[0]["versions"][0]["resources"].as_array().unwrap();
+        let pods = resources.iter().find(|r| r["resource"] == "pods").unwrap();
+        assert_eq!(pods["scope"], "Namespaced");
+        assert_eq!(pods["shortNames"], json!(["po"]));
+        assert_eq!(pods["categories"], json!(["all"]));
+        let rc = resources
+            .iter()
+            .find(|r| r["resource"] == "replicationcontrollers")
+            .unwrap();
+        let subs: Vec<&str> = rc["subresources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["subresource"].as_str().unwrap())
+            .collect();
+        assert_eq!(subs, ["scale", "status"]);
+        assert_eq!(rc["subresources"][0]["responseKind"]["kind"], "Scale");
+
+        let groups = aggregated(&reg, false);
+        let names: Vec<&str> = groups["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"apps") && names.contains(&"batch"),
+            "{names:?}"
+        );
+        assert!(!names.contains(&""));
+        // Every resource of the plain discovery is in the aggregated one.
+        let plain: usize = reg.all().count();
+        let agg: usize = [&core, &groups]
+            .iter()
+            .flat_map(|d| d["items"].as_array().unwrap())
+            .flat_map(|g| g["versions"].as_array().unwrap())
+            .map(|v| v["resources"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(plain, agg);
+    }
+
+    #[test]
+    fn openapi_documents_carry_the_kinds_schemas() {
+        let reg = Registry::with_builtins();
+        let doc = openapi_v3_doc(&reg, "apps", "v1").unwrap();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        let dep = &schemas["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(
+            dep["x-kubernetes-group-version-kind"],
+            json!([{"group": "apps", "kind": "Deployment", "version": "v1"}])
+        );
+        // What the kind refers to is in the same document.
+        assert!(schemas.contains_key("io.k8s.api.core.v1.PodSpec"));
+        assert!(schemas.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"));
+        let get = &doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["get"];
+        assert_eq!(
+            get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/io.k8s.api.apps.v1.Deployment"
         );
     }
 }

@@ -156,12 +156,15 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
         _ => (format!("get {path}"), None),
     };
     shared.count(&key, namespace.as_deref());
-    match shared
-        .faults
-        .lock()
-        .await
-        .decide(&key, namespace.as_deref(), object_name.as_deref())
-    {
+    // The decision is taken under the faults lock, the injected latency
+    // slept without it: one slow request must not stall every other.
+    let outcome =
+        shared
+            .faults
+            .lock()
+            .await
+            .decide(&key, namespace.as_deref(), object_name.as_deref());
+    match outcome {
         Outcome::Pass { delay } => {
             if let Some(d) = delay {
                 tokio::time::sleep(d).await;

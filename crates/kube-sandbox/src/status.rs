@@ -168,7 +168,8 @@ impl ApiError {
     }
 
     /// 422 Invalid with field causes:
-    /// `ConfigMap "x" is invalid: metadata.name: Invalid value: ...`.
+    /// `ConfigMap "x" is invalid: metadata.name: Invalid value: ...`
+    /// (`Deployment.apps "x" ...` for a kind of a named group).
     pub fn invalid(
         group: &str,
         kind: &str,
@@ -176,19 +177,29 @@ impl ApiError {
         name: &str,
         causes: Vec<Cause>,
     ) -> Self {
-        let list: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect();
+        // The aggregate prints each distinct text once, in order.
+        let mut list: Vec<String> = Vec::new();
+        for c in &causes {
+            let text = format!("{}: {}", c.field, c.message);
+            if !list.contains(&text) {
+                list.push(text);
+            }
+        }
         let joined = if list.len() == 1 {
             list.join("")
         } else {
             format!("[{}]", list.join(", "))
         };
+        // `schema.GroupKind.String()`: `Deployment.apps`, plain `ConfigMap`.
+        let qualified_kind = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{kind} \"{name}\" is invalid: {joined}"),
+            format!("{qualified_kind} \"{name}\" is invalid: {joined}"),
         )
         .with_details(group, resource, name);
         // The real server puts the kind (not the plural) into details.kind

@@ -409,7 +409,42 @@ impl Store {
                 );
             }
         }
+        store.create_kubernetes_service();
         store
+    }
+
+    /// `default/kubernetes`, the Service every cluster has from the start
+    /// (the API server keeps it; 10.96.0.1 is the first address of the
+    /// service range, which the allocator never hands out).
+    fn create_kubernetes_service(&mut self) {
+        let Some(svc) = self.registry.get("", "v1", "services") else {
+            return;
+        };
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kubernetes",
+                "labels": {"component": "apiserver", "provider": "kubernetes"},
+            },
+            "spec": {
+                "clusterIP": "10.96.0.1",
+                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+                "sessionAffinity": "None",
+                "type": "ClusterIP",
+            },
+        });
+        // Cannot fail on a fresh store; if it did, the sandbox would start
+        // without it and tests that look for it would say so.
+        let _ = self.create(
+            &svc,
+            "default",
+            body,
+            &WriteOptions {
+                manager: "kube-apiserver".into(),
+                ..Default::default()
+            },
+        );
     }
 
     /// The kinds served now.

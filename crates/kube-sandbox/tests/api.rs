@@ -2617,3 +2617,348 @@ async fn malformed_yaml_is_bad_request_and_changes_nothing() {
     assert_eq!(code, 201, "{made}");
     assert_eq!(made["data"], json!({"k": "v"}));
 }
+
+/// An injected latency delays the one request it matches: the faults lock
+/// is released before the sleep, so every other request goes on (it used to
+/// stall the whole server for as long as the slowest request).
+#[tokio::test]
+async fn a_slow_request_does_not_hold_up_the_others() {
+    let (sb, client) = sandbox().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("c", &[]))
+        .await
+        .unwrap();
+    // Ten minutes: far longer than the deadline below.
+    add_fault(
+        &sb,
+        json!({"verb": "list", "resource": "configmaps", "latencyMs": 600_000, "count": 1}),
+    )
+    .await;
+    let before = sb.stats();
+    let slow = {
+        let api = api.clone();
+        tokio::spawn(async move { api.list(&ListParams::default()).await })
+    };
+    // The slow list has been received (and is sleeping)...
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while sb.stats().since(&before).requests.get("list configmaps") != Some(&1) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slow list never arrived"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // ...and a get, a write and another list are answered meanwhile.
+    let others = async {
+        api.get("c").await.unwrap();
+        api.create(&PostParams::default(), &cm("d", &[]))
+            .await
+            .unwrap();
+        api.list(&ListParams::default()).await.unwrap().items.len()
+    };
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(30), others)
+        .await
+        .expect("requests stalled behind the injected latency");
+    assert_eq!(listed, 2);
+    assert!(!slow.is_finished());
+    slow.abort();
+}
+
+/// Every cluster starts with `default/kubernetes` (the API server's own
+/// Service); its address is the first of the range and never handed out
+/// again.
+#[tokio::test]
+async fn the_kubernetes_service_exists_from_the_start() {
+    let (_sb, client) = sandbox().await;
+    let api: Api<Service> = Api::namespaced(client, "default");
+    let svc = api.get("kubernetes").await.unwrap();
+    let spec = svc.spec.unwrap();
+    assert_eq!(spec.cluster_ip.as_deref(), Some("10.96.0.1"));
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    let ports = spec.ports.unwrap();
+    assert_eq!(
+        (ports[0].port, ports[0].name.as_deref()),
+        (443, Some("https"))
+    );
+    assert_eq!(
+        svc.metadata
+            .labels
+            .unwrap()
+            .get("component")
+            .map(String::as_str),
+        Some("apiserver")
+    );
+    let mine: Service = serde_json::from_value(
+        json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .unwrap();
+    let made = api.create(&PostParams::default(), &mine).await.unwrap();
+    assert_ne!(made.spec.unwrap().cluster_ip.as_deref(), Some("10.96.0.1"));
+}
+
+fn deployment(name: &str) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.25",
+                    "resources": {"limits": {"cpu": "0.5", "memory": "1024Mi"}}}]}
+            }
+        }
+    })
+}
+
+/// `/scale` reads and writes `spec.replicas` as an `autoscaling/v1` Scale;
+/// a negative count is 422 and a stale resourceVersion 409, and neither
+/// changes the Deployment.
+#[tokio::test]
+async fn workloads_scale_through_their_scale_subresource() {
+    let (sb, _client) = sandbox().await;
+    let base = "/apis/apps/v1/namespaces/default/deployments";
+    let (code, made) = raw(
+        &sb,
+        reqwest::Method::POST,
+        base,
+        "application/json",
+        deployment("web").to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 201, "{made}");
+    let scale_url = format!("{base}/web/scale");
+    let (code, scale) = raw(&sb, reqwest::Method::GET, &scale_url, "", vec![]).await;
+    assert_eq!(code, 200, "{scale}");
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale["spec"]["replicas"], 1);
+    assert_eq!(
+        scale["status"],
+        json!({"replicas": 0, "selector": "app=web"})
+    );
+    assert_eq!(scale["metadata"]["uid"], made["metadata"]["uid"]);
+
+    let (code, scaled) = raw(
+        &sb,
+        reqwest::Method::PATCH,
+        &scale_url,
+        "application/merge-patch+json",
+        br#"{"spec":{"replicas":3}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!((code, &scaled["spec"]["replicas"]), (200, &json!(3)));
+    let (_, dep) = raw(
+        &sb,
+        reqwest::Method::GET,
+        &format!("{base}/web"),
+        "",
+        vec![],
+    )
+    .await;
+    assert_eq!(dep["spec"]["replicas"], 3);
+    assert_eq!(dep["metadata"]["generation"], 2);
+
+    let mut put = scaled.clone();
+    put["spec"]["replicas"] = json!(-1);
+    let (code, status) = raw(
+        &sb,
+        reqwest::Method::PUT,
+        &scale_url,
+        "application/json",
+        put.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+    );
+    let mut stale = scale.clone();
+    stale["spec"]["replicas"] = json!(5);
+    let (code, _) = raw(
+        &sb,
+        reqwest::Method::PUT,
+        &scale_url,
+        "application/json",
+        stale.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 409);
+    let (_, after) = raw(
+        &sb,
+        reqwest::Method::GET,
+        &format!("{base}/web"),
+        "",
+        vec![],
+    )
+    .await;
+    assert_eq!(after, dep);
+
+    // Kinds without the subresource do not serve it.
+    let (code, _) = raw(
+        &sb,
+        reqwest::Method::GET,
+        "/apis/apps/v1/namespaces/default/daemonsets/x/scale",
+        "",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 404);
+}
+
+/// What a real server does to a body on the way in: `stringData` folded
+/// into base64 `data` and never returned, quantities in canonical form,
+/// defaults filled in, status reset; and what it refuses with 400.
+#[tokio::test]
+async fn writes_are_decoded_defaulted_and_normalised_as_the_server_does() {
+    let (sb, _client) = sandbox().await;
+    let (code, secret) = raw(
+        &sb,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/secrets",
+        "application/json",
+        br#"{"metadata":{"name":"s"},"data":{"a":"eA=="},"stringData":{"b":"hello","a":"y"}}"#
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(code, 201, "{secret}");
+    assert_eq!(secret["data"], json!({"a": "eQ==", "b": "aGVsbG8="}));
+    assert!(secret.get("stringData").is_none());
+    assert_eq!(secret["type"], "Opaque");
+
+    let (code, dep) = raw(
+        &sb,
+        reqwest::Method::POST,
+        "/apis/apps/v1/namespaces/default/deployments",
+        "application/json",
+        deployment("web").to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 201, "{dep}");
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        c["resources"]["limits"],
+        json!({"cpu": "500m", "memory": "1Gi"})
+    );
+    assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+    assert_eq!(c["terminationMessagePath"], "/dev/termination-log");
+    assert_eq!(dep["spec"]["replicas"], 1);
+    assert_eq!(dep["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(dep["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+    assert_eq!(dep["status"], json!({}));
+    assert_eq!(dep["metadata"]["generation"], 1);
+
+    // A quantity that does not parse, base64 that is not: 400, nothing stored.
+    let before = sb.revision().await;
+    let (code, status) = raw(
+        &sb,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/limitranges",
+        "application/json",
+        br#"{"metadata":{"name":"lr"},"spec":{"limits":[{"type":"Container","max":{"cpu":"abc"}}]}}"#
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(
+        status["message"],
+        "LimitRange in version \"v1\" cannot be handled as a LimitRange: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
+    let (code, status) = raw(
+        &sb,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/secrets",
+        "application/json",
+        br#"{"metadata":{"name":"bad"},"data":{"a":"not base64!"}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(
+        status["message"],
+        "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 3"
+    );
+    // A Deployment whose selector does not match its template: 422.
+    let mut bad = deployment("bad");
+    bad["spec"]["selector"]["matchLabels"]["app"] = json!("other");
+    let (code, status) = raw(
+        &sb,
+        reqwest::Method::POST,
+        "/apis/apps/v1/namespaces/default/deployments",
+        "application/json",
+        bad.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .contains("spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"bad\"}: `selector` does not match template `labels`"),
+        "{status}"
+    );
+    assert_eq!(sb.revision().await, before);
+}
+
+/// The registries built with `ReturnDeletedObject` answer a DELETE with
+/// the object; the others with a `Status`.
+#[tokio::test]
+async fn deletes_answer_the_object_where_the_real_registry_does() {
+    let (sb, _client) = sandbox().await;
+    for (path, body, returns_object) in [
+        (
+            "/api/v1/namespaces/default/services",
+            json!({"metadata": {"name": "x"}, "spec": {"ports": [{"port": 80}]}}),
+            true,
+        ),
+        (
+            "/api/v1/namespaces/default/serviceaccounts",
+            json!({"metadata": {"name": "x"}}),
+            true,
+        ),
+        (
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "x"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}),
+            true,
+        ),
+        (
+            "/apis/storage.k8s.io/v1/storageclasses",
+            json!({"metadata": {"name": "x"}, "provisioner": "example.com/p"}),
+            true,
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "x"}}),
+            false,
+        ),
+    ] {
+        let (code, made) = raw(
+            &sb,
+            reqwest::Method::POST,
+            path,
+            "application/json",
+            body.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(code, 201, "{path}: {made}");
+        let (code, answer) = raw(
+            &sb,
+            reqwest::Method::DELETE,
+            &format!("{path}/x"),
+            "",
+            vec![],
+        )
+        .await;
+        assert_eq!(code, 200, "{path}: {answer}");
+        if returns_object {
+            assert_eq!(answer["kind"], made["kind"], "{path}: {answer}");
+            assert_eq!(answer["metadata"]["uid"], made["metadata"]["uid"]);
+        } else {
+            assert_eq!(answer["kind"], "Status", "{path}: {answer}");
+            assert_eq!(answer["status"], "Success");
+        }
+        let (code, _) = raw(&sb, reqwest::Method::GET, &format!("{path}/x"), "", vec![]).await;
+        assert_eq!(code, 404, "{path}");
+    }
+}

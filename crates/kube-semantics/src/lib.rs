@@ -10,6 +10,11 @@
 //! PATCH merge / json / strategic      -> patch
 //! PATCH apply (server-side apply)     -> apply      (managedFields, conflicts)
 //! every write                         -> apply::record_update (managedFields)
+//! decoding a built-in kind            -> quantity (canonical form, 400 texts)
+//!                                        defaults (SetDefaults_* of v1.33)
+//! a create or update                  -> validation, quantity_validation
+//!                                        (422 causes as field_error)
+//! GET as=Table (kubectl get)          -> printers (columns and cells)
 //! ```
 //!
 //! Error texts are the API server's own, byte for byte where clients can
