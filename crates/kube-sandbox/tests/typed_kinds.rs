@@ -1365,3 +1365,248 @@ fn mutated_bodies_are_refused_without_change_or_accepted_as_their_kind() {
         1 => Just(Mutation::Remove),
     ]);
 }
+
+/// One body a real v1.33 server refuses as invalid: the sample kind's
+/// minimal object with one field set (or removed), and the field the
+/// 422's cause names.
+struct Refusal {
+    group: &'static str,
+    kind: &'static str,
+    pointer: &'static str,
+    /// `None` removes the field.
+    value: Option<Value>,
+    field: &'static str,
+}
+
+fn refusal(
+    group: &'static str,
+    kind: &'static str,
+    pointer: &'static str,
+    value: Option<Value>,
+    field: &'static str,
+) -> Refusal {
+    Refusal {
+        group,
+        kind,
+        pointer,
+        value,
+        field,
+    }
+}
+
+/// Posts each refusal's body and checks the 422 Invalid answer, its cause
+/// and that nothing was stored.
+async fn check_refusals(refusals: Vec<Refusal>) {
+    let (sb, client) = sandbox().await;
+    let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    nsapi
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let all = cases();
+    let mut wrong = Vec::new();
+    for r in refusals {
+        let case = all
+            .iter()
+            .find(|c| (c.group, c.kind) == (r.group, r.kind))
+            .unwrap();
+        let mut body = case.object();
+        match &r.value {
+            Some(v) => set(&mut body, r.pointer, v.clone()),
+            None => {
+                let (parent, key) = r.pointer.rsplit_once('/').unwrap();
+                let holder = body.pointer_mut(parent).unwrap();
+                match holder {
+                    Value::Object(map) => {
+                        map.remove(key);
+                    }
+                    Value::Array(items) => {
+                        items.remove(key.parse::<usize>().unwrap());
+                    }
+                    other => panic!("{}: {other}", r.pointer),
+                }
+            }
+        }
+        let before = state_of(&http, &sb, case).await;
+        let (code, answer) = raw(
+            &http,
+            &sb,
+            reqwest::Method::POST,
+            &case.collection(),
+            Some(serde_json::to_vec(&body).unwrap()),
+        )
+        .await;
+        let status: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
+        let named = status["details"]["causes"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["field"] == r.field));
+        let what = format!("{}/{} {} = {:?}", r.group, r.kind, r.pointer, r.value);
+        if code == 201 {
+            // Put the state back for the next case.
+            let name = status["metadata"]["name"].as_str().unwrap_or_default();
+            let path = format!("{}/{}", case.collection(), segment(name));
+            raw(&http, &sb, reqwest::Method::DELETE, &path, None).await;
+        } else {
+            assert_eq!(state_of(&http, &sb, case).await, before, "{what}");
+        }
+        if code != 422 || status["reason"] != "Invalid" || !named {
+            wrong.push(format!("{what}: {code} {status}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "not refused as a real server does:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Invalid bodies of the sample kinds the sandbox refuses as a real
+/// server does.
+#[tokio::test]
+async fn invalid_sample_bodies_are_refused() {
+    check_refusals(vec![
+        refusal(
+            "apps",
+            "Deployment",
+            "/spec/replicas",
+            Some(json!(-1)),
+            "spec.replicas",
+        ),
+        refusal(
+            "",
+            "Pod",
+            "/spec/containers/0/name",
+            Some(json!("UPPER")),
+            "spec.containers[0].name",
+        ),
+        refusal(
+            "",
+            "Pod",
+            "/spec/restartPolicy",
+            Some(json!("Sometimes")),
+            "spec.restartPolicy",
+        ),
+    ])
+    .await;
+}
+
+/// Invalid bodies found by the property test that the sandbox stores: a
+/// real v1.33 server refuses each with 422 Invalid naming the field.
+#[tokio::test]
+#[ignore = "sandbox bug: validation gaps found by the mutated-body property test; each body here is stored with 201 where a real v1.33 server answers 422 Invalid (HorizontalPodAutoscaler is not validated at all; Ingress backend ports and service names; PersistentVolumeClaim accessModes and storage request; PodDisruptionBudget minAvailable and selector labels; PriorityClass value above 1000000000; Service targetPort range, selector labels and required ports; StorageClass provisioner)"]
+async fn invalid_sample_bodies_the_sandbox_stores_are_refused() {
+    let (hpa, ing) = ("autoscaling", "networking.k8s.io");
+    check_refusals(vec![
+        refusal(
+            hpa,
+            "HorizontalPodAutoscaler",
+            "/spec/maxReplicas",
+            Some(json!(0)),
+            "spec.maxReplicas",
+        ),
+        refusal(
+            hpa,
+            "HorizontalPodAutoscaler",
+            "/spec/minReplicas",
+            Some(json!(5)),
+            "spec.maxReplicas",
+        ),
+        refusal(
+            hpa,
+            "HorizontalPodAutoscaler",
+            "/spec/scaleTargetRef/name",
+            None,
+            "spec.scaleTargetRef.name",
+        ),
+        refusal(
+            ing,
+            "Ingress",
+            "/spec/defaultBackend/service/port/number",
+            Some(json!(70000)),
+            "spec.defaultBackend.service.port.number",
+        ),
+        refusal(
+            ing,
+            "Ingress",
+            "/spec/defaultBackend/service/name",
+            Some(json!("1web")),
+            "spec.defaultBackend.service.name",
+        ),
+        refusal(
+            "",
+            "PersistentVolumeClaim",
+            "/spec/accessModes",
+            None,
+            "spec.accessModes",
+        ),
+        refusal(
+            "",
+            "PersistentVolumeClaim",
+            "/spec/accessModes/0",
+            Some(json!("ReadWriteSometimes")),
+            "spec.accessModes",
+        ),
+        refusal(
+            "",
+            "PersistentVolumeClaim",
+            "/spec/resources/requests/storage",
+            None,
+            "spec.resources[storage]",
+        ),
+        refusal(
+            "policy",
+            "PodDisruptionBudget",
+            "/spec/minAvailable",
+            Some(json!(-1)),
+            "spec.minAvailable",
+        ),
+        refusal(
+            "policy",
+            "PodDisruptionBudget",
+            "/spec/selector/matchLabels/app",
+            Some(json!("a b")),
+            "spec.selector.matchLabels",
+        ),
+        refusal(
+            "scheduling.k8s.io",
+            "PriorityClass",
+            "/value",
+            Some(json!(1_000_000_001)),
+            "value",
+        ),
+        refusal(
+            "",
+            "Service",
+            "/spec/ports/0/targetPort",
+            Some(json!(70000)),
+            "spec.ports[0].targetPort",
+        ),
+        refusal(
+            "",
+            "Service",
+            "/spec/selector/app",
+            Some(json!("a b")),
+            "spec.selector",
+        ),
+        refusal("", "Service", "/spec/ports/0", None, "spec.ports"),
+        refusal(
+            "storage.k8s.io",
+            "StorageClass",
+            "/provisioner",
+            Some(json!("not a qualified name!")),
+            "provisioner",
+        ),
+        refusal(
+            "storage.k8s.io",
+            "StorageClass",
+            "/provisioner",
+            None,
+            "provisioner",
+        ),
+    ])
+    .await;
+}
