@@ -1212,6 +1212,9 @@ impl Store {
             }
         }
         let uid = meta_str(&old, "uid").unwrap_or_default().to_string();
+        if res.special == Special::Crd && old.pointer("/metadata/deletionTimestamp").is_none() {
+            return Ok(self.delete_crd(res, name, old, opts.dry_run));
+        }
         let is_namespace = res.special == Special::Namespace;
         if has_finalizers(&old) || is_namespace {
             if old.pointer("/metadata/deletionTimestamp").is_some() {
@@ -1250,6 +1253,55 @@ impl Store {
         }
         let object = self.remove(res, ns, name, old);
         Ok(Deleted::Gone { status, object })
+    }
+
+    /// A CRD's delete, as apiextensions answers it: the definition is
+    /// marked (deletionTimestamp, the `customresourcecleanup` finalizer, a
+    /// `Terminating` condition) and answered; the finalizing controller
+    /// then removes its custom resources and the definition, which here
+    /// happens at once, after the answer is built.
+    fn delete_crd(
+        &mut self,
+        res: &Arc<Resource>,
+        name: &str,
+        old: Value,
+        dry_run: bool,
+    ) -> Deleted {
+        const CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+        let mut obj = old;
+        let stamp = now();
+        let meta = metadata_mut(&mut obj);
+        meta.insert("deletionTimestamp".into(), json!(stamp));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == CLEANUP)
+        {
+            list.push(json!(CLEANUP));
+        }
+        let condition = json!({
+            "type": "Terminating",
+            "status": "True",
+            "lastTransitionTime": stamp,
+            "reason": "InstanceDeletionPending",
+            "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        });
+        if !obj.get("status").is_some_and(Value::is_object) {
+            obj["status"] = json!({});
+        }
+        let conditions = obj["status"]
+            .as_object_mut()
+            .map(|st| st.entry("conditions").or_insert_with(|| json!([])));
+        if let Some(Value::Array(list)) = conditions {
+            list.retain(|c| c.get("type").and_then(Value::as_str) != Some("Terminating"));
+            list.push(condition);
+        }
+        if dry_run {
+            return Deleted::Pending(Bytes::from(serde_json::to_vec(&obj).unwrap_or_default()));
+        }
+        let answer = self.commit(res, "", name, EventType::Modified, obj.clone());
+        self.remove(res, "", name, obj);
+        Deleted::Pending(answer)
     }
 
     /// Deletes everything inside a terminating namespace.

@@ -474,12 +474,6 @@ fn terminates(group: &str, plural: &str) -> bool {
     )
 }
 
-/// Kinds whose delete answer the sandbox gets wrong, each with an ignored
-/// test of its own that asserts the real answer; the round trip takes
-/// either answer for them so that it keeps checking everything else.
-const WRONG_DELETE_ANSWER: &[(&str, &str)] =
-    &[("apiextensions.k8s.io", "customresourcedefinitions")];
-
 /// One kind's case, generated from its k8s-openapi type.
 struct Case {
     group: &'static str,
@@ -779,12 +773,11 @@ where
         .await
         .unwrap_or_else(|e| panic!("{what}: delete: {e:?}"));
     let terminates = terminates(group, plural);
-    let known_wrong = WRONG_DELETE_ANSWER.contains(&(group, plural));
     let wants_object = returns_object(group, plural);
     if answer.is_left() {
         let deleted = answer.left().unwrap();
         assert!(
-            wants_object || known_wrong,
+            wants_object,
             "{what}: delete answered the object, not a Status: {deleted:?}"
         );
         assert_eq!(deleted.name_any(), name, "{what}");
@@ -802,7 +795,7 @@ where
     } else {
         let status = answer.right().unwrap();
         assert!(
-            !wants_object || known_wrong,
+            !wants_object,
             "{what}: delete answered a Status, not the object: {status:?}"
         );
         assert_eq!(
@@ -870,7 +863,6 @@ where
 /// and a `Terminating` condition; the finalizing controller then removes
 /// the custom resources and the finalizer, and the CRD is gone.
 #[tokio::test]
-#[ignore = "sandbox bug: DELETE /apis/apiextensions.k8s.io/v1/customresourcedefinitions/NAME answers 200 with a Status (the CRD removed at once); a real v1.33 server answers 200 with the CRD carrying deletionTimestamp, finalizer customresourcecleanup.apiextensions.k8s.io and condition Terminating=True (reason InstanceDeletionPending), and removes it after the finalizing controller has run"]
 async fn crd_delete_answers_the_terminating_definition() {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let (_sb, client) = sandbox().await;
