@@ -446,6 +446,197 @@ pub const NAMED: &[(&str, &str, &str)] = &[
         "pathType",
         "v1.PathType",
     ),
+    ("io.k8s.api.core.v1.ObjectReference", "uid", "types.UID"),
+    (
+        "io.k8s.api.core.v1.EphemeralContainer",
+        "restartPolicy",
+        "v1.ContainerRestartPolicy",
+    ),
+    (
+        "io.k8s.api.core.v1.ContainerResizePolicy",
+        "resourceName",
+        "v1.ResourceName",
+    ),
+    (
+        "io.k8s.api.core.v1.ContainerResizePolicy",
+        "restartPolicy",
+        "v1.ResourceResizeRestartPolicy",
+    ),
+    (
+        "io.k8s.api.core.v1.PodSecurityContext",
+        "supplementalGroupsPolicy",
+        "v1.SupplementalGroupsPolicy",
+    ),
+    (
+        "io.k8s.api.core.v1.TopologySpreadConstraint",
+        "nodeAffinityPolicy",
+        "v1.NodeInclusionPolicy",
+    ),
+    (
+        "io.k8s.api.core.v1.TopologySpreadConstraint",
+        "nodeTaintsPolicy",
+        "v1.NodeInclusionPolicy",
+    ),
+    (
+        "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
+        "scopeName",
+        "v1.ResourceQuotaScope",
+    ),
+    (
+        "io.k8s.api.core.v1.ScopedResourceSelectorRequirement",
+        "operator",
+        "v1.ScopeSelectorOperator",
+    ),
+    (
+        "io.k8s.api.batch.v1.PodFailurePolicyRule",
+        "action",
+        "v1.PodFailurePolicyAction",
+    ),
+    (
+        "io.k8s.api.batch.v1.PodFailurePolicyOnExitCodesRequirement",
+        "operator",
+        "v1.PodFailurePolicyOnExitCodesOperator",
+    ),
+    (
+        "io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern",
+        "type",
+        "v1.PodConditionType",
+    ),
+    (
+        "io.k8s.api.batch.v1.PodFailurePolicyOnPodConditionsPattern",
+        "status",
+        "v1.ConditionStatus",
+    ),
+    (
+        "io.k8s.api.discovery.v1.EndpointSlice",
+        "addressType",
+        "v1.AddressType",
+    ),
+    (
+        "io.k8s.api.discovery.v1.EndpointPort",
+        "protocol",
+        "v1.Protocol",
+    ),
+    (
+        "io.k8s.api.policy.v1.PodDisruptionBudgetSpec",
+        "unhealthyPodEvictionPolicy",
+        "v1.UnhealthyPodEvictionPolicyType",
+    ),
+    (
+        "io.k8s.api.scheduling.v1.PriorityClass",
+        "preemptionPolicy",
+        "v1.PreemptionPolicy",
+    ),
+    (
+        "io.k8s.api.storage.v1.StorageClass",
+        "reclaimPolicy",
+        "v1.PersistentVolumeReclaimPolicy",
+    ),
+    (
+        "io.k8s.api.storage.v1.StorageClass",
+        "volumeBindingMode",
+        "v1.VolumeBindingMode",
+    ),
+    (
+        "io.k8s.api.storage.v1.CSIDriverSpec",
+        "fsGroupPolicy",
+        "v1.FSGroupPolicy",
+    ),
+    (
+        "io.k8s.api.storage.v1.CSIDriverSpec",
+        "volumeLifecycleModes",
+        "[]v1.VolumeLifecycleMode",
+    ),
+    (
+        "io.k8s.api.autoscaling.v2.MetricSpec",
+        "type",
+        "v2.MetricSourceType",
+    ),
+    (
+        "io.k8s.api.autoscaling.v2.MetricTarget",
+        "type",
+        "v2.MetricTargetType",
+    ),
+    (
+        "io.k8s.api.autoscaling.v2.HPAScalingRules",
+        "selectPolicy",
+        "v2.ScalingPolicySelect",
+    ),
+    (
+        "io.k8s.api.autoscaling.v2.HPAScalingPolicy",
+        "type",
+        "v2.HPAScalingPolicyType",
+    ),
+    (
+        "io.k8s.api.certificates.v1.CertificateSigningRequestSpec",
+        "usages",
+        "[]v1.KeyUsage",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "failurePolicy",
+        "v1.FailurePolicyType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "sideEffects",
+        "v1.SideEffectClass",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "matchPolicy",
+        "v1.MatchPolicyType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "reinvocationPolicy",
+        "v1.ReinvocationPolicyType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        "failurePolicy",
+        "v1.FailurePolicyType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        "sideEffects",
+        "v1.SideEffectClass",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        "matchPolicy",
+        "v1.MatchPolicyType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        "operations",
+        "[]v1.OperationType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        "scope",
+        "v1.ScopeType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicySpec",
+        "failurePolicy",
+        "v1.FailurePolicyType",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec",
+        "validationActions",
+        "[]v1.ValidationAction",
+    ),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec",
+        "scope",
+        "v1.ResourceScope",
+    ),
+    (
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion",
+        "strategy",
+        "v1.ConversionStrategyType",
+    ),
 ];
 
 /// The Go decoder's error for the first value of `body` that does not fit
@@ -651,11 +842,16 @@ impl<'a> Walker<'a> {
             d if ANYTHING.contains(&d) => return Shape::Anything,
             _ => {}
         }
+        static NO_FIELDS: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
         match self.defs.get(def) {
             Some(s) => match s.get("properties").and_then(Value::as_object) {
                 Some(props) => Shape::Struct(def, props),
-                // A definition without properties is not a struct the
-                // decoder checks field by field.
+                // An object without properties that takes no raw JSON is
+                // a struct without fields (`CustomResourceSubresourceStatus`):
+                // it still wants an object.
+                None if s.get("type").and_then(Value::as_str) == Some("object") => {
+                    Shape::Struct(def, NO_FIELDS.get_or_init(Map::new))
+                }
                 None => self.shape(&Ty::Schema(s, None)),
             },
             None => Shape::Anything,
@@ -813,11 +1009,18 @@ fn json_kind(v: &Value, with_number: bool) -> String {
 }
 
 /// `Some` when `v` is a number Go's `strconv.ParseInt` reads and that fits
-/// `bits`: a fraction or exponent (`1.5`, `3.0`) does not.
+/// `bits`: a fraction or exponent (`1.5`, `3.0`) does not. Go sees the
+/// number's text and this function its parsed value, so a number written
+/// with an exponent prints as serde_json renders it (`1e3` as `1000.0`).
 fn int_fits(v: &Value, bits: u32) -> Option<()> {
     let Value::Number(n) = v else {
         return None;
     };
+    // serde_json reads the integer `-0` as the float -0.0 (so does the
+    // rarer `-0.0`, which Go refuses); the likelier text is taken.
+    if n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) {
+        return Some(());
+    }
     let i = n.as_i64()?;
     let fits = match bits {
         32 => i32::try_from(i).is_ok(),
@@ -1050,6 +1253,9 @@ mod tests {
             ),
             "json: cannot unmarshal number 18446744073709551615 into Go struct field PodSpec.spec.activeDeadlineSeconds of type int64"
         );
+        // `-0` is an integer to Go's ParseInt.
+        let minus_zero: Value = serde_json::from_str(r#"{"spec": {"replicas": -0}}"#).unwrap();
+        assert_eq!(find("apps", "Deployment", &minus_zero), None);
         // A fitting integer of either width is fine.
         assert_eq!(
             find(
@@ -1218,6 +1424,30 @@ mod tests {
             message(&res, &deployment(json!({"replicas": "three"}))).unwrap(),
             "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot \
              unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
+    }
+
+    #[test]
+    fn the_special_definitions_are_the_schemas_own_names() {
+        let defs = crate::builtin::schemas();
+        for def in [QUANTITY, INT_OR_STRING, TIME, MICRO_TIME]
+            .iter()
+            .chain(ANYTHING)
+        {
+            assert!(defs.contains_key(*def), "{def} is not in the schemas");
+        }
+        assert_eq!(
+            err(
+                "coordination.k8s.io",
+                "Lease",
+                json!({"spec": {"renewTime": []}})
+            ),
+            "json: cannot unmarshal array into Go struct field LeaseSpec.spec.renewTime of type string"
+        );
+        let crd = json!({"spec": {"versions": [{"name": "v1", "subresources": {"status": true}}]}});
+        assert_eq!(
+            err("apiextensions.k8s.io", "CustomResourceDefinition", crd),
+            "json: cannot unmarshal bool into Go struct field CustomResourceSubresources.spec.versions.subresources.status of type v1.CustomResourceSubresourceStatus"
         );
     }
 
