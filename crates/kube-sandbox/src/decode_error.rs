@@ -587,9 +587,19 @@ fn int_fits_u8(v: &Value) -> bool {
 }
 
 /// Go's `encoding/base64` error for a `[]byte` string that does not decode.
+/// Go skips `\r` and `\n` anywhere in the input and counts offsets in the
+/// input as written.
 fn base64_error(s: &str) -> Option<String> {
     use base64::Engine as _;
-    let e = base64::engine::general_purpose::STANDARD.decode(s).err()?;
+    let kept: Vec<(usize, u8)> = s
+        .bytes()
+        .enumerate()
+        .filter(|(_, b)| *b != b'\r' && *b != b'\n')
+        .collect();
+    let bytes: Vec<u8> = kept.iter().map(|(_, b)| *b).collect();
+    let e = base64::engine::general_purpose::STANDARD
+        .decode(&bytes)
+        .err()?;
     let at = match e {
         base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
             at
@@ -598,6 +608,7 @@ fn base64_error(s: &str) -> Option<String> {
         base64::DecodeError::InvalidLength(len) => len - len % 4,
         base64::DecodeError::InvalidPadding => 0,
     };
+    let at = kept.get(at).map_or(s.len(), |(i, _)| *i);
     Some(format!("illegal base64 data at input byte {at}"))
 }
 
@@ -781,6 +792,19 @@ mod tests {
         assert_eq!(
             err("", "Secret", json!({"data": {"a": "not base64!"}})),
             "illegal base64 data at input byte 3"
+        );
+        // Go skips line breaks, and counts them in the offset.
+        assert_eq!(
+            find(
+                "",
+                "ConfigMap",
+                &json!({"binaryData": {"a": "YWJj\nZGVm\r\n"}})
+            ),
+            None
+        );
+        assert_eq!(
+            err("", "ConfigMap", json!({"binaryData": {"a": "YW\nJj!A=="}})),
+            "illegal base64 data at input byte 5"
         );
     }
 
