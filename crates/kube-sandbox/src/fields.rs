@@ -12,9 +12,9 @@
 //! patch object (...): .spec.foo: field not declared in schema`.
 //!
 //! What this module must NOT do: judge custom resources (their schema is
-//! the CRD's, and the sandbox keeps their fields as sent), or reject a body
-//! it cannot decode into the typed form (a value of the wrong type is left
-//! to the store, which keeps it, as before).
+//! the CRD's, and the sandbox keeps their fields as sent). A body it cannot
+//! decode into the typed form is explained by `decode_error`, whose answer
+//! (the server's 400) is returned instead of the unknown fields.
 
 use serde_json::Value;
 
@@ -92,19 +92,25 @@ fn prune(input: &mut Value, typed: &Value, path: &str, out: &mut Vec<String>) {
 }
 
 /// The unknown fields of `body` (paths like `spec.ports[0].foo`, in body
-/// order), removed from it. Empty for kinds without a typed form.
-pub fn drop_unknown(res: &Resource, body: &mut Value) -> Vec<String> {
+/// order), removed from it. Empty for kinds without a typed form. `Err`
+/// is the decoder's 400 message for a body with a value of the wrong type
+/// (the caller decides whether the body is a whole object it applies to).
+pub fn drop_unknown(res: &Resource, body: &mut Value) -> Result<Vec<String>, String> {
     let typed = if has_directives(body) {
         typed(res, &strip_directives(body))
     } else {
         typed(res, body)
     };
     let Some(typed) = typed else {
-        return Vec::new();
+        // Only a body that does not decode is walked for the reason why.
+        return match crate::decode_error::message(res, body) {
+            Some(message) => Err(message),
+            None => Ok(Vec::new()),
+        };
     };
     let mut out = Vec::new();
     prune(body, &typed, "", &mut out);
-    out
+    Ok(out)
 }
 
 fn has_directives(v: &Value) -> bool {
@@ -194,7 +200,7 @@ mod tests {
                      "selector": {"free": "form"}},
             "extra": true,
         });
-        let found = drop_unknown(&res("services"), &mut svc);
+        let found = drop_unknown(&res("services"), &mut svc).unwrap();
         assert_eq!(
             found,
             [
@@ -217,21 +223,32 @@ mod tests {
         let mut patch = json!({"metadata": {"labels": {"gone": null}}, "spec": {
             "$setElementOrder/ports": [{"port": 80}],
             "ports": [{"port": 80, "$patch": "replace"}], "clusterIP": null}});
-        assert!(drop_unknown(&res("services"), &mut patch).is_empty());
+        assert!(
+            drop_unknown(&res("services"), &mut patch)
+                .unwrap()
+                .is_empty()
+        );
         let mut cr = json!({"apiVersion": "x/v1", "kind": "Foo", "anything": 1});
         let foo = Resource {
             group: "x".into(),
             kind: "Foo".into(),
             ..res("configmaps")
         };
-        assert!(drop_unknown(&foo, &mut cr).is_empty());
+        assert!(drop_unknown(&foo, &mut cr).unwrap().is_empty());
         assert_eq!(cr["anything"], 1);
     }
 
     #[test]
-    fn a_body_of_the_wrong_types_is_left_alone() {
+    fn a_body_of_the_wrong_types_is_refused_and_left_alone() {
         let mut cm = json!({"metadata": {"name": 5}, "data": {"k": 1}, "unknown": 1});
-        assert!(drop_unknown(&res("configmaps"), &mut cm).is_empty());
+        assert_eq!(
+            drop_unknown(&res("configmaps"), &mut cm),
+            Err(
+                "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot \
+                 unmarshal number into Go struct field ObjectMeta.metadata.name of type string"
+                    .to_string()
+            )
+        );
         assert_eq!(cm["unknown"], 1);
     }
 

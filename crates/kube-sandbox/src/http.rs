@@ -345,7 +345,13 @@ fn check_fields(
     validation: FieldValidation,
     whole_object: bool,
 ) -> Result<Option<Vec<String>>, ApiError> {
-    let unknown = fields::drop_unknown(res, body);
+    let unknown = match fields::drop_unknown(res, body) {
+        Ok(unknown) => unknown,
+        // A whole object of the wrong types is refused by the decoder; a
+        // patch is judged once applied (decode_error::patch_error).
+        Err(message) if whole_object => return Err(ApiError::bad_request(message)),
+        Err(_) => Vec::new(),
+    };
     if unknown.is_empty() {
         return Ok(None);
     }
@@ -424,7 +430,7 @@ fn check_patch_fields(
             let Ok(mut v) = semantics::parse_apply_body(&body) else {
                 return Ok((body, Vec::new()));
             };
-            let unknown = fields::drop_unknown(res, &mut v);
+            let unknown = fields::drop_unknown(res, &mut v).unwrap_or_default();
             if unknown.is_empty() {
                 Ok((body, Vec::new()))
             } else {
@@ -577,6 +583,13 @@ async fn object(
             let (body, warnings) = check_patch_fields(&res, &ns, name, kind, body, q)?;
             let mut store = shared.store.lock().await;
             let existed = store.get(&res, &ns, name).is_ok();
+            if matches!(kind, PatchKind::Merge | PatchKind::Json)
+                && res.builtin
+                && let Ok(old) = store.get_value(&res, &ns, name)
+                && let Some(e) = crate::decode_error::patch_error(&res, &old, kind, &body)
+            {
+                return Err(e);
+            }
             let out = store.patch(&res, &ns, name, kind, &body, &opts)?;
             drop(store);
             let code = if existed {
