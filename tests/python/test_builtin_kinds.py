@@ -24,6 +24,12 @@ from conftest import wait_for
 
 NS = "kinds"
 
+RETURNS_DELETED_BUG = (
+    "sandbox bug: DELETE answers a Status, which the typed client cannot read as the object; this "
+    "registry is built with ReturnDeletedObject (the server's OpenAPI, hence the client, types the "
+    "answer as the object), so a real server answers 200 with the deleted object"
+)
+
 # A PEM certificate request (EC P-256, CN=kinds-user), base64 as the API
 # carries it: the real server parses `spec.request`, so it must be genuine.
 CSR_REQUEST = (
@@ -104,7 +110,7 @@ class Case:
         replace=None,
         replaced=None,
         deleted="Status",
-        xfail=None,
+        bugs=None,
     ):
         self.group = group
         self.plural = plural
@@ -122,7 +128,9 @@ class Case:
         # method is typed for it; a kind name: the object of that kind (as a
         # dict, the client's method being untyped); "Status": a Status.
         self.deleted = deleted
-        self.xfail = xfail
+        # Known sandbox bugs, by aspect ("create", "update", "delete"):
+        # that aspect's test is an expected failure (strict).
+        self.bugs = bugs or {}
 
     @property
     def id(self):
@@ -153,7 +161,7 @@ def check_service(s):
     assert s.spec.type == "ClusterIP"
     assert s.spec.session_affinity == "None"
     assert re.fullmatch(r"\d+\.\d+\.\d+\.\d+", s.spec.cluster_ip), s.spec.cluster_ip
-    assert s.spec.cluster_i_ps == [s.spec.cluster_ip]
+    assert s.spec.cluster_ips == [s.spec.cluster_ip]
     assert s.spec.ip_families == ["IPv4"]
     assert s.spec.ip_family_policy == "SingleStack"
     assert s.spec.internal_traffic_policy == "Cluster"
@@ -338,6 +346,7 @@ CASES = [
         {"metadata": namespaced_meta("kinds-pt"), "template": template({"app": "web"})},
         created=lambda t: check_pod_spec(t.template.spec),
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "", "replicationcontrollers", "CoreV1Api", "replication_controller",
@@ -386,6 +395,7 @@ CASES = [
         patched=lambda q: q.spec.hard == {"pods": "20", "requests.cpu": "1500m", "limits.memory": "2Gi"}
         or pytest.fail(str(q.spec)),
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "", "persistentvolumes", "CoreV1Api", "persistent_volume",
@@ -405,6 +415,7 @@ CASES = [
             and pv.status.phase == "Pending"
         ) or pytest.fail(str(pv)),
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "", "persistentvolumeclaims", "CoreV1Api", "persistent_volume_claim",
@@ -418,6 +429,7 @@ CASES = [
             and c.status.phase == "Pending"
         ) or pytest.fail(str(c)),
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "apiregistration.k8s.io", "apiservices", "ApiregistrationV1Api", "api_service",
@@ -685,6 +697,7 @@ CASES = [
         },
         namespaced=False,
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "storage.k8s.io", "csidrivers", "StorageV1Api", "csi_driver",
@@ -699,6 +712,7 @@ CASES = [
             and d.spec.volume_lifecycle_modes == ["Persistent"]
         ) or pytest.fail(str(d.spec)),
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "storage.k8s.io", "csinodes", "StorageV1Api", "csi_node",
@@ -708,6 +722,7 @@ CASES = [
         },
         namespaced=False,
         deleted="typed",
+        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "storage.k8s.io", "csistoragecapacities", "StorageV1Api", "csi_storage_capacity",
@@ -817,6 +832,14 @@ CASES = [
         patch={"spec": {"names": {"shortNames": ["wdg"]}}},
         patched=lambda c: c.spec.names.short_names == ["wdg"] or pytest.fail(str(c.spec.names)),
         deleted="CustomResourceDefinition",
+        bugs={
+            "create": "sandbox bug: the CRD is stored without the v1 defaults (SetDefaults_"
+            "CustomResourceDefinitionSpec): no spec.names.singular (widget), spec.names.listKind "
+            "(WidgetList) nor spec.conversion ({strategy: None})",
+            "delete": "sandbox bug: DELETE answers a Status and removes the CRD at once; a real "
+            "server's CRD REST adds the customresourcecleanup finalizer, sets deletionTimestamp "
+            "and answers 200 with the CRD, which goes once its instances are cleaned up",
+        },
     ),
     Case(
         "scheduling.k8s.io", "priorityclasses", "SchedulingV1Api", "priority_class",
@@ -934,14 +957,15 @@ def test_every_served_resource_has_a_case(kube_sandbox):
     assert not stale, f"cases for resources not served: {stale}"
 
 
-def params():
-    return list(_params())
-
-
-def _params():
+def params(aspect):
+    """Every case, marked as a strict expected failure where the sandbox
+    has a known bug in `aspect`."""
+    out = []
     for c in CASES:
-        marks = [pytest.mark.xfail(reason=c.xfail, strict=True)] if c.xfail else []
-        yield pytest.param(c, id=c.id, marks=marks)
+        reason = c.bugs.get(aspect)
+        marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
 
 
 def call(typed, verb, case, *args, suffix="", **kwargs):
@@ -957,33 +981,42 @@ def call(typed, verb, case, *args, suffix="", **kwargs):
     return method(name, NS, *rest, **kwargs)
 
 
-@pytest.mark.parametrize("case", params())
-def test_typed_api_round_trip(api, case):
-    core = client.CoreV1Api(api)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
+def create(api, case):
+    """Creates the namespace and the case's object; returns the typed API,
+    the model class and the created object. The body is the generated
+    model, built from the manifest: what a program using this client sends."""
+    client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
     typed = getattr(client, case.api)(api)
-    name = case.name
-
-    # The body is the generated model, built from the manifest: what a
-    # program using this client sends.
     model = type_of(typed, case)
     created = call(typed, "create", case, model.from_dict(case.manifest))
     assert isinstance(created, model)
-    assert created.metadata.name == name
+    return typed, model, created
+
+
+@pytest.mark.parametrize("case", params("create"))
+def test_typed_create_and_defaults(api, case):
+    typed, model, created = create(api, case)
+    assert created.metadata.name == case.name
     assert created.metadata.uid and created.metadata.resource_version
     assert created.metadata.creation_timestamp is not None
     if case.created:
         case.created(created)
+    read = call(typed, "read", case, case.name)
+    assert isinstance(read, model)
+    assert read.to_dict() == created.to_dict()
 
+
+@pytest.mark.parametrize("case", params("update"))
+def test_typed_read_list_replace_patch(api, case):
+    typed, model, created = create(api, case)
+    name = case.name
     read = call(typed, "read", case, name)
     assert isinstance(read, model)
     assert read.metadata.resource_version == created.metadata.resource_version
-    assert read.to_dict() == created.to_dict()
 
     listed = call(typed, "list", case)
     assert listed.metadata.resource_version
-    names = [i.metadata.name for i in listed.items]
-    assert name in names
+    assert name in [i.metadata.name for i in listed.items]
     assert all(isinstance(i, model) for i in listed.items)
 
     # Replace: the object as read, with a label added.
@@ -1004,11 +1037,18 @@ def test_typed_api_round_trip(api, case):
         case.patched(patched)
     assert call(typed, "read", case, name).to_dict() == patched.to_dict()
 
+
+@pytest.mark.parametrize("case", params("delete"))
+def test_typed_delete(api, case):
+    typed, model, _ = create(api, case)
+    name = case.name
     data, status, _ = call(typed, "delete", case, name, suffix="_with_http_info")
     assert status == 200, (status, data)
     if case.deleted == "typed":
+        # The client raises if the answer does not fit the model; a Status
+        # that happens to fit still has no name.
         assert isinstance(data, model), data
-        assert data.metadata.name == name
+        assert data.kind == model.__name__.removeprefix("V1") and data.metadata.name == name, data
     else:
         assert isinstance(data, dict), data
         assert data["kind"] == case.deleted, data
@@ -1252,9 +1292,16 @@ AGE = re.compile(r"\d+(s|m|h|d)(\d+(s|m|h))?")
 def test_kubectl_client_side_apply(kubectl):
     out = applied(kubectl)
     assert out == [f"{o} created" for o in SYNCED_OBJECTS + WORKLOAD_OBJECTS], out
-    # The same manifests again: nothing to patch.
+    # The same manifests again: nothing to patch, except where the live
+    # object can never equal the manifest, as with a real server: the
+    # Secret's stringData is never stored (folded into data), and the
+    # quantities are stored canonical ("0.5" is "500m"), so kubectl's
+    # three-way patch sends them again and says "configured".
     out = applied(kubectl)
-    assert out == [f"{o} unchanged" for o in SYNCED_OBJECTS + WORKLOAD_OBJECTS], out
+    again = {"secret/creds", "limitrange/limits", "resourcequota/quota"}
+    assert out == [
+        f"{o} {'configured' if o in again else 'unchanged'}" for o in SYNCED_OBJECTS + WORKLOAD_OBJECTS
+    ], out
     # A changed image: a strategic patch merging into the container by
     # name, its ports kept.
     changed = WORKLOADS.replace("image: nginx:1.27", "image: nginx:1.28", 1)
@@ -1322,6 +1369,16 @@ def test_kubectl_get_columns(kubectl):
     assert head == ["NAME", "CREATED AT"]
     assert rows == [["limits", created]]
 
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sandbox bug: the ResourceQuota table has the columns Name, Request, Limit, Age; a real "
+    "server's resourceQuotaColumnDefinitions are Name, Age, Request, Limit (kubectl get quota prints "
+    "NAME AGE REQUEST LIMIT)",
+)
+def test_kubectl_get_quota_columns(kubectl):
+    applied(kubectl)
     # REQUEST and LIMIT: `name: used/hard` for each resource of
     # status.hard (filled by the quota controller), sorted, limits.* in
     # LIMIT; empty while status is.
@@ -1447,9 +1504,6 @@ def test_kubectl_label_annotate_scale_delete(kubectl):
     assert (scale["apiVersion"], scale["kind"]) == ("autoscaling/v1", "Scale")
     assert scale["spec"] == {"replicas": 3}
     assert scale["status"]["selector"] == "app=web"
-    head, rows = table(kubectl, "deployment", "web", "-n", KTL, "--subresource=scale")
-    assert head == ["NAME", "DESIRED", "AVAILABLE"]
-    assert rows == [["web", "3", "0"]]
 
     assert kubectl("delete", "deployment", "web", "-n", KTL).stdout.strip() == 'deployment.apps "web" deleted'
     assert kubectl("delete", "svc", "web", "-n", KTL).stdout.strip() == 'service "web" deleted'
@@ -1459,6 +1513,20 @@ def test_kubectl_label_annotate_scale_delete(kubectl):
         assert gone.returncode != 0 and "NotFound" in gone.stderr, gone.stderr
     # What was not deleted is still there.
     assert kubectl("get", "secret", "creds", "-n", KTL, "-o", "name").stdout.strip() == "secret/creds"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sandbox bug: GET of the scale subresource as a Table (kubectl get --subresource=scale) "
+    "answers the default Name/Age columns; a real server prints a Scale with its own handler: "
+    "NAME DESIRED AVAILABLE",
+)
+def test_kubectl_get_scale_subresource_table(kubectl):
+    applied(kubectl)
+    kubectl("scale", "deployment/web", "-n", KTL, "--replicas=3")
+    head, rows = table(kubectl, "deployment", "web", "-n", KTL, "--subresource=scale")
+    assert head == ["NAME", "DESIRED", "AVAILABLE"]
+    assert rows == [["web", "3", "0"]]
 
 
 BAD_QUANTITY = textwrap.dedent(
