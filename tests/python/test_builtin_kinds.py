@@ -1395,6 +1395,33 @@ def test_kubectl_get_columns(kubectl):
 
 
 
+
+def test_kubectl_get_columns_of_the_other_copied_kinds(kubectl):
+    applied(kubectl)
+    head, rows = table(kubectl, "sa", "robot", "-n", KTL)
+    assert head == ["NAME", "SECRETS", "AGE"]
+    assert rows[0][:2] == ["robot", "0"], rows
+
+    created = get_obj(kubectl, "role", "reader", "-n", KTL)["metadata"]["creationTimestamp"]
+    head, rows = table(kubectl, "role", "-n", KTL)
+    assert head == ["NAME", "CREATED AT"]
+    assert rows == [["reader", created]]
+
+    head, rows = table(kubectl, "rolebinding", "-n", KTL, "-o", "wide")
+    assert head == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    [row] = rows
+    assert row[:2] == ["reader", "Role/reader"] and row[3:] == ["", "", f"{KTL}/robot"], row
+
+    head, rows = table(kubectl, "sts", "-n", KTL, "-o", "wide")
+    assert head == ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"]
+    [row] = rows
+    assert row[:2] == ["db", "0/1"] and row[3:] == ["app", "nginx:1.27"], row
+
+    head, rows = table(kubectl, "ds", "-n", KTL)
+    assert head == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"]
+    [row] = rows
+    assert row[:7] == ["agent", "0", "0", "0", "0", "0", "<none>"], row
+
 @pytest.mark.xfail(
     strict=True,
     reason="sandbox bug: the ResourceQuota table has the columns Name, Request, Limit, Age; a real "
