@@ -18,6 +18,7 @@ import textwrap
 import urllib.request
 
 import pytest
+import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
@@ -1252,70 +1253,40 @@ SYNCED = textwrap.dedent(
 )
 
 
-def workload(kind, name, labels, extra="", restart=""):
-    return textwrap.dedent(
-        f"""
-        apiVersion: apps/v1
-        kind: {kind}
-        metadata:
-          name: {name}
-          namespace: {KTL}
-        spec:
-        {textwrap.indent(extra, '  ')}
-          selector:
-            matchLabels:
-              app: {labels}
-          template:
-            metadata:
-              labels:
-                app: {labels}
-            spec:
-              containers:
-              - name: app
-                image: nginx:1.27
-                ports:
-                - containerPort: 80
-        """
-    )
+def workload(kind, app, **spec):
+    """An apps/v1 workload named after its `app` label, one nginx container."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {"name": app, "namespace": KTL},
+        "spec": {
+            **spec,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]},
+            },
+        },
+    }
 
 
-WORKLOADS = "---".join(
+def batch(kind, name, **spec):
+    job = {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "app", "image": "busybox:1.36"}]}}}
+    if kind == "CronJob":
+        job["template"]["spec"]["restartPolicy"] = "OnFailure"
+        spec = {**spec, "jobTemplate": {"spec": job}}
+    else:
+        spec = {**spec, **job}
+    return {"apiVersion": "batch/v1", "kind": kind, "metadata": {"name": name, "namespace": KTL}, "spec": spec}
+
+
+WORKLOADS = yaml.safe_dump_all(
     [
-        workload("Deployment", "web", "web", "replicas: 2\n"),
-        workload("StatefulSet", "db", "db", "serviceName: web\n"),
-        workload("DaemonSet", "agent", "agent"),
-        textwrap.dedent(
-            f"""
-            apiVersion: batch/v1
-            kind: Job
-            metadata:
-              name: once
-              namespace: {KTL}
-            spec:
-              template:
-                spec:
-                  restartPolicy: Never
-                  containers:
-                  - name: app
-                    image: busybox:1.36
-            ---
-            apiVersion: batch/v1
-            kind: CronJob
-            metadata:
-              name: tick
-              namespace: {KTL}
-            spec:
-              schedule: "*/5 * * * *"
-              jobTemplate:
-                spec:
-                  template:
-                    spec:
-                      restartPolicy: OnFailure
-                      containers:
-                      - name: app
-                        image: busybox:1.36
-            """
-        ),
+        workload("Deployment", "web", replicas=2),
+        workload("StatefulSet", "db", serviceName="web"),
+        workload("DaemonSet", "agent"),
+        batch("Job", "once"),
+        batch("CronJob", "tick", schedule="*/5 * * * *"),
     ]
 )
 
