@@ -1154,6 +1154,87 @@ def type_of(typed, case):
     return getattr(client, ret) if isinstance(ret, str) else ret
 
 
+def discovered_kinds(server):
+    """(group, plural) -> (apiVersion, kind) at each group's preferred
+    version, from the server's discovery."""
+    out = {}
+    core = get_json(server, "/api/v1")
+    out.update({("", r["name"]): ("v1", r["kind"]) for r in core["resources"] if "/" not in r["name"]})
+    for g in get_json(server, "/apis")["groups"]:
+        gv = g["preferredVersion"]["groupVersion"]
+        listing = get_json(server, f"/apis/{gv}")
+        out.update({(g["name"], r["name"]): (gv, r["kind"]) for r in listing["resources"] if "/" not in r["name"]})
+    return out
+
+
+def wire(value):
+    """A manifest value as YAML for kubectl: datetimes as the API writes
+    them (MicroTime with six fraction digits, Time without)."""
+    if isinstance(value, datetime.datetime):
+        fmt = "%Y-%m-%dT%H:%M:%S.%fZ" if value.microsecond else "%Y-%m-%dT%H:%M:%SZ"
+        return value.astimezone(datetime.timezone.utc).strftime(fmt)
+    if isinstance(value, dict):
+        return {k: wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [wire(v) for v in value]
+    return value
+
+
+# The cases kubectl's three-way patch sends again on every apply
+# ("configured"), as with a real server, because the live object never
+# equals the manifest where the manifest speaks:
+#  - a non-canonical quantity ("0.5" is stored "500m") or a Secret's
+#    stringData (never stored);
+#  - a default inside an atomic list, which is compared whole: the ports'
+#    protocol of Endpoints, NetworkPolicy and EndpointSlice, the rules'
+#    scope of webhooks and ValidatingAdmissionPolicy;
+#  - PodDisruptionBudget's spec.selector, whose patch strategy is
+#    "replace": always in the patch.
+RESENT_ON_APPLY = {
+    "secrets", "pods", "podtemplates", "replicationcontrollers", "limitranges", "resourcequotas",
+    "persistentvolumes", "persistentvolumeclaims", "deployments", "statefulsets", "daemonsets",
+    "replicasets", "jobs", "cronjobs", "csistoragecapacities", "runtimeclasses",
+    "endpoints", "networkpolicies", "endpointslices", "mutatingwebhookconfigurations",
+    "validatingwebhookconfigurations", "validatingadmissionpolicies",
+    "poddisruptionbudgets",
+}
+
+
+@pytest.mark.parametrize("flags", [[], ["--server-side"]], ids=["client-side", "server-side"])
+def test_kubectl_apply_and_delete_every_kind(kubectl, kube_sandbox, flags):
+    kinds = discovered_kinds(kube_sandbox)
+    docs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}]
+    for case in CASES:
+        api_version, kind = kinds[(case.group, case.plural)]
+        docs.append({"apiVersion": api_version, "kind": kind, **wire(case.manifest)})
+    manifest = yaml.safe_dump_all(docs)
+
+    def resource(case):
+        _, kind = kinds[(case.group, case.plural)]
+        return f"{kind.lower()}{'.' + case.group if case.group else ''}/{case.name}"
+
+    done = "serverside-applied" if flags else "created"
+    out = kubectl("apply", *flags, "-f", "-", input=manifest).stdout.splitlines()
+    assert out == [f"namespace/{NS} {done}"] + [f"{resource(c)} {done}" for c in CASES], out
+    out = kubectl("apply", *flags, "-f", "-", input=manifest).stdout.splitlines()
+    if flags:
+        expected = [f"{resource(c)} serverside-applied" for c in CASES]
+    else:
+        expected = [
+            f"{resource(c)} {'configured' if c.plural in RESENT_ON_APPLY else 'unchanged'}" for c in CASES
+        ]
+    assert out[1:] == expected, out
+
+    # Everything but the namespace holding the rest, which goes last.
+    rest = yaml.safe_dump_all(docs[1:])
+    out = kubectl("delete", "--wait=false", "-f", "-", input=rest).stdout.splitlines()
+    said = lambda c: '{} "{}" deleted'.format(*resource(c).split("/", 1))
+    assert out == [said(c) for c in CASES], out
+    # What a finalizer holds (the namespace, the CRD) goes a little later.
+    left = lambda: kubectl("get", "-f", "-", "-o", "name", "--ignore-not-found", input=rest).stdout
+    wait_for("every deleted object to be gone", lambda: left() == "")
+
+
 # ---------------------------------------------------------------------------
 # kubectl: the kinds a sync controller copies most, and the workloads.
 
@@ -1599,6 +1680,42 @@ def test_kubectl_get_scale_subresource_table(kubectl):
     head, rows = table(kubectl, "deployment", "web", "-n", KTL, "--subresource=scale")
     assert head == ["NAME", "DESIRED", "AVAILABLE"]
     assert rows == [["web", "3", "0"]]
+
+
+PATCH_TYPES = {
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+    "application/apply-patch+yaml",
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sandbox bug: the OpenAPI v3 PATCH operations list no request content types, so kubectl "
+    "apply logs 'OpenAPI V3 path does not support strategic merge patch' and falls back (no "
+    "/openapi/v2 either: 404) to the patch metadata compiled into kubectl; a real server lists the "
+    "patch types it accepts (strategic merge for built-in kinds) and kubectl uses its schema",
+)
+def test_kubectl_apply_finds_strategic_merge_in_openapi_v3(kubectl, kube_sandbox):
+    doc = get_json(kube_sandbox, "/openapi/v3/api/v1")
+    patch = doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"]
+    assert PATCH_TYPES <= set(patch.get("requestBody", {}).get("content", {})), patch
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: smp\n  namespace: default\ndata:\n  a: b\n"
+    kubectl("apply", "-f", "-", input=cm)
+    out = kubectl("apply", "-v=5", "-f", "-", input=cm.replace("a: b", "a: c"))
+    assert "does not support strategic merge patch" not in out.stderr, out.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="sandbox bug: GET /openapi/v2 answers 404; a real v1.33 server still serves the "
+    "Swagger 2.0 document, which older clients and validators read",
+)
+def test_openapi_v2_is_served(kube_sandbox):
+    doc = get_json(kube_sandbox, "/openapi/v2")
+    assert doc["swagger"] == "2.0"
+    assert "io.k8s.api.core.v1.ConfigMap" in doc["definitions"]
 
 
 BAD_QUANTITY = textwrap.dedent(
