@@ -27,7 +27,8 @@ from conftest import wait_for
 NS = "kinds"
 
 RETURNS_DELETED_BUG = (
-    "sandbox bug: DELETE answers a Status, which the typed client cannot read as the object; this "
+    "sandbox bug: DELETE answers a Status, which the typed client fails on (or misreads as an empty "
+    "object of the kind); this "
     "registry is built with ReturnDeletedObject (the server's OpenAPI, hence the client, types the "
     "answer as the object), so a real server answers 200 with the deleted object"
 )
@@ -109,8 +110,6 @@ class Case:
         patch=None,
         patched=None,
         merge_patch=False,
-        replace=None,
-        replaced=None,
         deleted="Status",
         bugs=None,
     ):
@@ -124,8 +123,6 @@ class Case:
         self.patch = patch
         self.patched = patched
         self.merge_patch = merge_patch
-        self.replace = replace
-        self.replaced = replaced
         # "typed": the registry returns the deleted object and the client's
         # method is typed for it; a kind name: the object of that kind (as a
         # dict, the client's method being untyped); "Status": a Status.
