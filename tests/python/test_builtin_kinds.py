@@ -26,13 +26,6 @@ from conftest import wait_for
 
 NS = "kinds"
 
-RETURNS_DELETED_BUG = (
-    "sandbox bug: DELETE answers a Status, which the typed client fails on (or misreads as an empty "
-    "object of the kind); this "
-    "registry is built with ReturnDeletedObject (the server's OpenAPI, hence the client, types the "
-    "answer as the object), so a real server answers 200 with the deleted object"
-)
-
 # A PEM certificate request (EC P-256, CN=kinds-user), base64 as the API
 # carries it: the real server parses `spec.request`, so it must be genuine.
 CSR_REQUEST = (
@@ -345,7 +338,6 @@ CASES = [
         {"metadata": namespaced_meta("kinds-pt"), "template": template({"app": "web"})},
         created=lambda t: check_pod_spec(t.template.spec),
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "", "replicationcontrollers", "CoreV1Api", "replication_controller",
@@ -394,7 +386,6 @@ CASES = [
         patched=lambda q: q.spec.hard == {"pods": "20", "requests.cpu": "1500m", "limits.memory": "2Gi"}
         or pytest.fail(str(q.spec)),
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "", "persistentvolumes", "CoreV1Api", "persistent_volume",
@@ -414,7 +405,6 @@ CASES = [
             and pv.status.phase == "Pending"
         ) or pytest.fail(str(pv)),
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "", "persistentvolumeclaims", "CoreV1Api", "persistent_volume_claim",
@@ -428,7 +418,6 @@ CASES = [
             and c.status.phase == "Pending"
         ) or pytest.fail(str(c)),
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "apiregistration.k8s.io", "apiservices", "ApiregistrationV1Api", "api_service",
@@ -696,7 +685,6 @@ CASES = [
         },
         namespaced=False,
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "storage.k8s.io", "csidrivers", "StorageV1Api", "csi_driver",
@@ -711,7 +699,6 @@ CASES = [
             and d.spec.volume_lifecycle_modes == ["Persistent"]
         ) or pytest.fail(str(d.spec)),
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "storage.k8s.io", "csinodes", "StorageV1Api", "csi_node",
@@ -721,7 +708,6 @@ CASES = [
         },
         namespaced=False,
         deleted="typed",
-        bugs={"delete": RETURNS_DELETED_BUG},
     ),
     Case(
         "storage.k8s.io", "csistoragecapacities", "StorageV1Api", "csi_storage_capacity",
@@ -831,14 +817,6 @@ CASES = [
         patch={"spec": {"names": {"shortNames": ["wdg"]}}},
         patched=lambda c: c.spec.names.short_names == ["wdg"] or pytest.fail(str(c.spec.names)),
         deleted="CustomResourceDefinition",
-        bugs={
-            "create": "sandbox bug: the CRD is stored without the v1 defaults (SetDefaults_"
-            "CustomResourceDefinitionSpec): no spec.names.singular (widget), spec.names.listKind "
-            "(WidgetList) nor spec.conversion ({strategy: None})",
-            "delete": "sandbox bug: DELETE answers a Status and removes the CRD at once; a real "
-            "server's CRD REST adds the customresourcecleanup finalizer, sets deletionTimestamp "
-            "and answers 200 with the CRD, which goes once its instances are cleaned up",
-        },
     ),
     Case(
         "scheduling.k8s.io", "priorityclasses", "SchedulingV1Api", "priority_class",
@@ -1129,12 +1107,6 @@ def test_typed_api_invalid_object_is_a_422_status(api):
     assert status["details"]["group"] == "apps"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sandbox bug: the message names the kind alone (Deployment \"bad\" is invalid: ...); "
-    "a real server's errors.NewInvalid formats the GroupKind, Kind.group for a non-core group: "
-    "Deployment.apps \"bad\" is invalid: [...]",
-)
 def test_typed_api_invalid_object_message_names_the_group_kind(api):
     status = invalid_deployment(api)
     assert status["message"] == (
@@ -1521,12 +1493,6 @@ def test_kubectl_get_columns_of_the_other_copied_kinds(kubectl):
     [row] = rows
     assert row[:7] == ["agent", "0", "0", "0", "0", "0", "<none>"], row
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sandbox bug: the ResourceQuota table has the columns Name, Request, Limit, Age; a real "
-    "server's resourceQuotaColumnDefinitions are Name, Age, Request, Limit (kubectl get quota prints "
-    "NAME AGE REQUEST LIMIT)",
-)
 def test_kubectl_get_quota_columns(kubectl):
     applied(kubectl)
     # REQUEST and LIMIT: `name: used/hard` for each resource of
@@ -1665,12 +1631,6 @@ def test_kubectl_label_annotate_scale_delete(kubectl):
     assert kubectl("get", "secret", "creds", "-n", KTL, "-o", "name").stdout.strip() == "secret/creds"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sandbox bug: GET of the scale subresource as a Table (kubectl get --subresource=scale) "
-    "answers the default Name/Age columns; a real server prints a Scale with its own handler: "
-    "NAME DESIRED AVAILABLE",
-)
 def test_kubectl_get_scale_subresource_table(kubectl):
     applied(kubectl)
     kubectl("scale", "deployment/web", "-n", KTL, "--replicas=3")

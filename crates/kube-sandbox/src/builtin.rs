@@ -223,7 +223,8 @@ const API_EXTENSIONS: &[&str] = &["api-extensions"];
 /// subresources as its registries install them; generation for the
 /// strategies that set `metadata.generation`; `returns_deleted` for the
 /// registries built with `ReturnDeletedObject` (a DELETE answers the
-/// object, not a `Status`).
+/// object, not a `Status`; the official clients' DELETE answer types,
+/// generated from the server's OpenAPI, say which).
 fn traits(group: &str, plural: &str) -> Traits {
     use NameRule::{Label, PathSegment};
     match (group, plural) {
@@ -292,16 +293,23 @@ fn traits(group: &str, plural: &str) -> Traits {
         ("", "resourcequotas") => Traits {
             short: &["quota"],
             status: true,
+            returns_deleted: true,
             ..PLAIN
         },
         ("", "persistentvolumes") => Traits {
             short: &["pv"],
             status: true,
+            returns_deleted: true,
             ..PLAIN
         },
         ("", "persistentvolumeclaims") => Traits {
             short: &["pvc"],
             status: true,
+            returns_deleted: true,
+            ..PLAIN
+        },
+        ("", "podtemplates") => Traits {
+            returns_deleted: true,
             ..PLAIN
         },
         ("apiregistration.k8s.io", "apiservices") => Traits {
@@ -386,6 +394,11 @@ fn traits(group: &str, plural: &str) -> Traits {
         },
         ("storage.k8s.io", "volumeattachments") => Traits {
             status: true,
+            returns_deleted: true,
+            ..PLAIN
+        },
+        ("storage.k8s.io", "csidrivers" | "csinodes") => Traits {
+            returns_deleted: true,
             ..PLAIN
         },
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Traits {

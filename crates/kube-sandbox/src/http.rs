@@ -675,6 +675,12 @@ async fn scale(
     let current = store.get_value(res, &ns, name)?;
     let current_scale = crate::kinds::scale_of(res, &current);
     let wanted = match method.as_str() {
+        "GET" if wants_table(headers) => {
+            return Ok(value_response(
+                StatusCode::OK,
+                &crate::table::scale_table(&current_scale, store.revision()),
+            ));
+        }
         "GET" => return Ok(value_response(StatusCode::OK, &current_scale)),
         "PUT" => parse_body(&body, &ct)?,
         "PATCH" => match ct.split(';').next().unwrap_or_default().trim() {

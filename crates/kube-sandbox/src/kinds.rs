@@ -200,6 +200,9 @@ pub fn decode(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
     if res.special == Special::Secret {
         decode_secret(obj)?;
     }
+    if res.special == Special::Crd {
+        crd_defaults(obj);
+    }
     if res.builtin {
         canonical_quantities(res, obj)?;
         // Defaulting runs as part of decoding, on every write.
@@ -323,6 +326,38 @@ pub fn prepare_update(res: &Resource, old: &Value, new: &mut Value) {
     }
 }
 
+/// `SetDefaults_CustomResourceDefinitionSpec`: the singular name and the
+/// list kind from the kind, and no conversion.
+fn crd_defaults(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut)
+        && let Some(kind) = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    {
+        if names
+            .get("singular")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names.insert("singular".into(), json!(kind.to_lowercase()));
+        }
+        if names
+            .get("listKind")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+    }
+    if !spec.get("conversion").is_some_and(Value::is_object) {
+        spec.insert("conversion".into(), json!({"strategy": "None"}));
+    }
+}
+
 fn decode_secret(obj: &mut Value) -> Result<(), ApiError> {
     use base64::Engine as _;
     let engine = base64::engine::general_purpose::STANDARD;
@@ -340,7 +375,9 @@ fn decode_secret(obj: &mut Value) -> Result<(), ApiError> {
                     go_type_name(v)
                 )));
             };
-            if let Err(e) = engine.decode(text) {
+            // Go's decoder skips line breaks; offsets count the bytes kept.
+            let text: String = text.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+            if let Err(e) = engine.decode(&text) {
                 return Err(ApiError::bad_request(format!(
                     "Secret in version \"v1\" cannot be handled as a Secret: {}",
                     go_base64_error(&e)

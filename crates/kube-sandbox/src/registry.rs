@@ -94,6 +94,33 @@ pub struct Resource {
 }
 
 impl Resource {
+    /// The `autoscaling/v1` Scale a `/scale` subresource answers (not a
+    /// resource of its own; used to print its Table).
+    pub fn scale() -> Resource {
+        Resource {
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            plural: "scale".into(),
+            singular: "scale".into(),
+            kind: "Scale".into(),
+            list_kind: "ScaleList".into(),
+            namespaced: true,
+            short_names: Vec::new(),
+            status_subresource: false,
+            scale_subresource: false,
+            returns_deleted: false,
+            builtin: true,
+            tracks_generation: false,
+            name_rule: NameRule::Subdomain,
+            special: Special::None,
+            strategic_merge: true,
+            printer_columns: Vec::new(),
+            categories: Vec::new(),
+            selectable_fields: Vec::new(),
+            custom: false,
+        }
+    }
+
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

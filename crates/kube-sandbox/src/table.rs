@@ -66,6 +66,12 @@ pub fn table(res: &Resource, items: &[Value], rv: u64, cont: Option<&str>) -> Va
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
 }
 
+/// The Table of a `/scale` subresource (`kubectl get --subresource=scale`),
+/// printed as the server prints an `autoscaling/v1` Scale.
+pub fn scale_table(scale: &Value, rv: u64) -> Value {
+    table(&Resource::scale(), std::slice::from_ref(scale), rv, None)
+}
+
 fn builtin_table(res: &Resource, items: &[Value]) -> (Vec<Value>, Vec<Value>) {
     use kube_semantics::printers;
     let now = chrono::Utc::now();

@@ -586,8 +586,10 @@ const CONTROLLER_REVISION: &[Column] = &[
     c("Revision", "string", "The revision of the state."),
     AGE,
 ];
+// Upstream prints the age second for quotas, before the two summaries.
 const RESOURCE_QUOTA: &[Column] = &[
     NAME,
+    AGE,
     c(
         "Request",
         "string",
@@ -598,7 +600,6 @@ const RESOURCE_QUOTA: &[Column] = &[
         "string",
         "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
     ),
-    AGE,
 ];
 const PRIORITY_CLASS: &[Column] = &[
     NAME,
@@ -799,7 +800,6 @@ const SCALE: &[Column] = &[
     PLAIN_NAME,
     c("Desired", "integer", "The desired number of replicas."),
     c("Available", "integer", "The actual number of replicas."),
-    AGE,
 ];
 const NAME_AGE: &[Column] = &[NAME, AGE];
 const RESOURCE_CLAIM: &[Column] = &[
@@ -1982,9 +1982,9 @@ fn resource_quota(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     }
     vec![
         name(o).into(),
+        created(o, now),
         requests.join(", ").into(),
         limits.join(", ").into(),
-        created(o, now),
     ]
 }
 
@@ -2434,12 +2434,13 @@ fn hpa_targets(o: &Value) -> String {
     }
 }
 
-fn scale(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+// A Scale has no age column (kubectl get --subresource=scale prints NAME
+// DESIRED AVAILABLE).
+fn scale(o: &Value, _now: DateTime<Utc>) -> Vec<Value> {
     vec![
         name(o).into(),
         int(o, &["spec", "replicas"]).into(),
         int(o, &["status", "replicas"]).into(),
-        created(o, now),
     ]
 }
 
@@ -3317,7 +3318,7 @@ mod tests {
             ),
             ("", "Secret", "NAME TYPE DATA AGE", ""),
             ("", "ConfigMap", "NAME DATA AGE", ""),
-            ("", "ResourceQuota", "NAME REQUEST LIMIT AGE", ""),
+            ("", "ResourceQuota", "NAME AGE REQUEST LIMIT", ""),
             (
                 "batch",
                 "Job",
@@ -4074,13 +4075,13 @@ mod tests {
             Value::Array(row("", "ResourceQuota", rq)),
             json!([
                 "q",
+                "10s",
                 "cpu: 100m/1, pods: 1/10, requests.memory: 0/1Gi",
-                "limits.cpu: 0/2, limits.memory: 0/2Gi",
-                "10s"
+                "limits.cpu: 0/2, limits.memory: 0/2Gi"
             ])
         );
         assert_eq!(
-            row("", "ResourceQuota", json!({}))[1..3],
+            row("", "ResourceQuota", json!({}))[2..4],
             [json!(""), json!("")]
         );
     }
