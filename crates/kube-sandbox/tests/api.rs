@@ -2962,3 +2962,54 @@ async fn deletes_answer_the_object_where_the_real_registry_does() {
         assert_eq!(code, 404, "{path}");
     }
 }
+
+/// Size limits as the API server applies them: a ConfigMap or Secret over
+/// 1 MiB of data is 422 (`ConfigMap "big" is invalid: []: Too long: ...`) (the body itself is under the 3 MiB request limit),
+/// a body over 3 MiB is 413; neither stores anything.
+#[tokio::test]
+async fn oversized_data_and_bodies_are_refused() {
+    let (sb, _client) = sandbox().await;
+    let before = sb.revision().await;
+    let big = "a".repeat(1024 * 1024 + 1);
+    for (path, body) in [
+        (
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "big"}, "data": {"k": big}}),
+        ),
+        (
+            "/api/v1/namespaces/default/secrets",
+            json!({"metadata": {"name": "big"}, "stringData": {"k": big}}),
+        ),
+    ] {
+        let (code, status) = raw(
+            &sb,
+            reqwest::Method::POST,
+            path,
+            "application/json",
+            body.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(code, 422, "{path}: {status}");
+        assert_eq!(status["reason"], "Invalid");
+        assert!(
+            status["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("Too long: may not be more than 1048576 bytes"),
+            "{status}"
+        );
+    }
+    let huge = "a".repeat(3 * 1024 * 1024 + 1);
+    let (code, _) = raw(
+        &sb,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        json!({"metadata": {"name": "huge"}, "data": {"k": huge}})
+            .to_string()
+            .into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 413);
+    assert_eq!(sb.revision().await, before);
+}

