@@ -51,6 +51,9 @@ pub struct Builtin {
     /// Adds the kind's schema (and what it refers to) to a generator and
     /// returns the name it is stored under.
     pub schema: fn(&mut schemars::SchemaGenerator) -> String,
+    /// The definition name of the kind's schema
+    /// (`io.k8s.api.core.v1.ConfigMap`).
+    pub schema_name: fn() -> String,
     /// The status a create leaves: the zero value of the kind's status
     /// struct as the server serialises it (`None` for kinds without one).
     pub zero_status: fn() -> Option<Value>,
@@ -64,6 +67,10 @@ fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Option<Value> {
 
 fn schema_of<T: JsonSchema>(g: &mut schemars::SchemaGenerator) -> String {
     g.subschema_for::<T>();
+    T::schema_name().into_owned()
+}
+
+fn schema_name_of<T: JsonSchema>() -> String {
     T::schema_name().into_owned()
 }
 
@@ -97,6 +104,7 @@ where
         namespaced: scope == TypeId::of::<NamespaceResourceScope>(),
         typed: roundtrip::<T>,
         schema: schema_of::<T>,
+        schema_name: schema_name_of::<T>,
         zero_status: zero_status_of::<T>,
     }
 }
@@ -175,6 +183,10 @@ pub fn table() -> &'static [Builtin] {
 
 /// The table row of a kind, by group and kind.
 pub fn find(group: &str, kind: &str) -> Option<&'static Builtin> {
+    index_of(group, kind).and_then(|i| table().get(i))
+}
+
+fn index_of(group: &str, kind: &str) -> Option<usize> {
     static INDEX: OnceLock<BTreeMap<(&'static str, &'static str), usize>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
         table()
@@ -183,7 +195,7 @@ pub fn find(group: &str, kind: &str) -> Option<&'static Builtin> {
             .map(|(i, b)| ((b.group, b.kind), i))
             .collect()
     });
-    index.get(&(group, kind)).and_then(|i| table().get(*i))
+    index.get(&(group, kind)).copied()
 }
 
 /// What the registry strategy of each kind decides, beyond its type.
@@ -527,60 +539,60 @@ pub use kube_semantics::quantity::Seg as PathSeg;
 
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 
+/// Every definition the built-in kinds' schemas use, keyed by definition
+/// name, each kind's own carrying `x-kubernetes-group-version-kind`.
+fn generate(kinds: &[&Builtin]) -> serde_json::Map<String, Value> {
+    let mut g = schemars::generate::SchemaSettings::openapi3().into_generator();
+    let named: Vec<(String, &Builtin)> = kinds.iter().map(|b| ((b.schema)(&mut g), *b)).collect();
+    let mut defs = g.take_definitions(true);
+    for (name, b) in named {
+        if let Some(Value::Object(s)) = defs.get_mut(&name) {
+            s.insert(
+                "x-kubernetes-group-version-kind".into(),
+                serde_json::json!([{"group": b.group, "kind": b.kind, "version": b.version}]),
+            );
+        }
+    }
+    defs
+}
+
 /// The OpenAPI v3 schemas of every built-in kind and what they refer to,
 /// keyed by definition name (`io.k8s.api.core.v1.ConfigMap`), with each
-/// kind's schema carrying `x-kubernetes-group-version-kind`.
+/// kind's schema carrying `x-kubernetes-group-version-kind`. Built on first
+/// use (an OpenAPI request, a body that does not decode) and kept; writes
+/// that decode never need it.
 pub fn schemas() -> &'static serde_json::Map<String, Value> {
     static SCHEMAS: OnceLock<serde_json::Map<String, Value>> = OnceLock::new();
-    SCHEMAS.get_or_init(|| {
-        let mut g = schemars::generate::SchemaSettings::openapi3().into_generator();
-        let mut named = Vec::new();
-        for b in table() {
-            named.push(((b.schema)(&mut g), b));
-        }
-        let mut defs = g.take_definitions(true);
-        for (name, b) in named {
-            if let Some(Value::Object(s)) = defs.get_mut(&name) {
-                s.insert(
-                    "x-kubernetes-group-version-kind".into(),
-                    serde_json::json!([{"group": b.group, "kind": b.kind, "version": b.version}]),
-                );
-            }
-        }
-        defs
-    })
+    SCHEMAS.get_or_init(|| generate(&table().iter().collect::<Vec<_>>()))
 }
 
 /// The definition name of a built-in kind's schema.
-pub fn schema_name(group: &str, kind: &str) -> Option<&'static str> {
-    schemas().iter().find_map(|(name, s)| {
-        let gvk = s.get("x-kubernetes-group-version-kind")?.get(0)?;
-        (gvk.get("group")?.as_str()? == group && gvk.get("kind")?.as_str()? == kind)
-            .then_some(name.as_str())
-    })
+pub fn schema_name(group: &str, kind: &str) -> Option<String> {
+    find(group, kind).map(|b| (b.schema_name)())
 }
 
 /// Where a built-in kind stores `resource.Quantity` values, found by
-/// walking its schema.
+/// walking its schema. The schemas are generated for the walk and dropped:
+/// only the small table of paths stays.
 pub fn quantity_paths(group: &str, kind: &str) -> &'static [Vec<PathSeg>] {
-    type ByKind = BTreeMap<(String, String), Vec<Vec<PathSeg>>>;
-    static PATHS: OnceLock<ByKind> = OnceLock::new();
+    static PATHS: OnceLock<Vec<Vec<Vec<PathSeg>>>> = OnceLock::new();
     let all = PATHS.get_or_init(|| {
-        let defs = schemas();
-        let mut out = BTreeMap::new();
-        for b in table() {
-            let mut found = Vec::new();
-            if let Some(name) = schema_name(b.group, b.kind)
-                && let Some(s) = defs.get(name)
-            {
-                let mut stack = vec![name.to_string()];
-                walk(defs, s, &mut Vec::new(), &mut stack, &mut found);
-            }
-            out.insert((b.group.to_string(), b.kind.to_string()), found);
-        }
-        out
+        let defs = generate(&table().iter().collect::<Vec<_>>());
+        table()
+            .iter()
+            .map(|b| {
+                let mut found = Vec::new();
+                let name = (b.schema_name)();
+                if let Some(s) = defs.get(&name) {
+                    let mut stack = vec![name];
+                    walk(&defs, s, &mut Vec::new(), &mut stack, &mut found);
+                }
+                found
+            })
+            .collect()
     });
-    all.get(&(group.to_string(), kind.to_string()))
+    index_of(group, kind)
+        .and_then(|i| all.get(i))
         .map(Vec::as_slice)
         .unwrap_or(&[])
 }

@@ -256,6 +256,7 @@ pub fn patch_error(res: &Resource, old: &Value, kind: PatchKind, patch: &[u8]) -
 fn find_in(group: &str, kind: &str, body: &Value, sorted: bool) -> Option<String> {
     let name = crate::builtin::schema_name(group, kind)?;
     let defs = crate::builtin::schemas();
+    let name = name.as_str();
     let root = body.as_object()?;
     // `apiVersion` and `kind` are read first, on their own, to find the
     // type; if they are not strings that read fails with another message.

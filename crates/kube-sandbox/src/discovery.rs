@@ -286,10 +286,10 @@ fn operation(res: &Resource, action: &str, write: bool) -> Value {
 }
 
 /// The named built-in schemas and every definition they refer to.
-fn schema_closure(roots: &[&str]) -> serde_json::Map<String, Value> {
+fn schema_closure(roots: &[String]) -> serde_json::Map<String, Value> {
     let all = crate::builtin::schemas();
     let mut out = serde_json::Map::new();
-    let mut todo: Vec<String> = roots.iter().map(|s| s.to_string()).collect();
+    let mut todo: Vec<String> = roots.to_vec();
     while let Some(name) = todo.pop() {
         if out.contains_key(&name) {
             continue;
@@ -364,7 +364,7 @@ pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Valu
             );
         }
     }
-    let roots: Vec<&str> = reg
+    let roots: Vec<String> = reg
         .all()
         .filter(|r| r.group == group && r.version == version && r.builtin)
         .filter_map(|r| crate::builtin::schema_name(&r.group, &r.kind))
