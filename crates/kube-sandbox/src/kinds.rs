@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
+use kube_semantics::field_error::FieldError;
+
 use crate::registry::{NameRule, Resource, Special};
 use crate::status::{ApiError, Cause};
 
@@ -714,71 +716,168 @@ fn service_defaults(obj: &mut Value) -> Result<(), Vec<Cause>> {
         spec.entry("allocateLoadBalancerNodePorts")
             .or_insert(json!(true));
     }
-    let mut causes = Vec::new();
+    // Port defaults (`SetDefaults_Service`): TCP, and a target port equal
+    // to the port when it is unset, 0 or "".
     if let Some(Value::Array(ports)) = spec.get_mut("ports") {
-        for (i, p) in ports.iter_mut().enumerate() {
-            let Some(port) = p.get("port").and_then(Value::as_u64) else {
-                causes.push(cause(
-                    "FieldValueRequired",
-                    &format!("spec.ports[{i}].port"),
-                    "Required value".into(),
-                ));
-                continue;
-            };
-            if port == 0 || port > 65535 {
-                causes.push(cause(
-                    "FieldValueInvalid",
-                    &format!("spec.ports[{i}].port"),
-                    format!("Invalid value: {port}: must be between 1 and 65535, inclusive"),
-                ));
-            }
+        for p in ports.iter_mut() {
+            let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
             if let Value::Object(m) = p {
                 m.entry("protocol").or_insert(json!("TCP"));
-                if ty != "ExternalName" {
-                    m.entry("targetPort").or_insert(json!(port));
+                let unset = match m.get("targetPort") {
+                    None | Some(Value::Null) => true,
+                    Some(Value::String(t)) => t.is_empty(),
+                    Some(t) => t.as_i64() == Some(0),
+                };
+                if ty != "ExternalName" && unset {
+                    m.insert("targetPort".into(), json!(port));
                 }
             }
         }
-        if ports.len() > 1 {
-            for (i, p) in ports.iter().enumerate() {
-                if p.get("name")
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-                {
-                    causes.push(cause(
-                        "FieldValueRequired",
-                        &format!("spec.ports[{i}].name"),
-                        "Required value".into(),
-                    ));
-                }
-            }
-        }
-    } else if ty != "ExternalName" && spec.get("clusterIP").and_then(Value::as_str) != Some("None")
-    {
-        causes.push(cause(
-            "FieldValueRequired",
-            "spec.ports",
-            "Required value".into(),
-        ));
     }
-    if ty == "ExternalName"
-        && spec
-            .get("externalName")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-    {
-        causes.push(cause(
-            "FieldValueRequired",
-            "spec.externalName",
-            "Required value".into(),
-        ));
-    }
+    let causes: Vec<Cause> = validate_service_spec(spec, &ty)
+        .into_iter()
+        .map(|e| Cause {
+            reason: e.reason.to_string(),
+            field: e.field,
+            message: e.message,
+        })
+        .collect();
     if causes.is_empty() {
         Ok(())
     } else {
         Err(causes)
     }
 }
+
+/// `ValidateService`'s spec rules, in upstream's order: ports present,
+/// the ExternalName, each port (name, number, protocol, target port, app
+/// protocol), the selector's labels, node ports a ClusterIP may not have.
+fn validate_service_spec(spec: &serde_json::Map<String, Value>, ty: &str) -> Vec<FieldError> {
+    use kube_semantics::names::{
+        is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_label_value,
+    };
+    use kube_semantics::validation::is_valid_port_name;
+    let mut errs = Vec::new();
+    let ports: &[Value] = spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice);
+    let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
+    if ports.is_empty() && !headless && ty != "ExternalName" {
+        errs.push(FieldError::required("spec.ports", ""));
+    }
+    if ty == "ExternalName" {
+        let name = spec
+            .get("externalName")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        // A trailing dot marks the name fully qualified.
+        let cname = name.strip_suffix('.').unwrap_or(name);
+        if cname.is_empty() {
+            errs.push(FieldError::required("spec.externalName", ""));
+        }
+        for msg in is_dns1123_subdomain(cname)
+            .into_iter()
+            .filter(|_| !cname.is_empty())
+        {
+            errs.push(FieldError::invalid("spec.externalName", cname, &msg));
+        }
+    }
+    let mut names = BTreeSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let path = format!("spec.ports[{i}]");
+        let name = p.get("name").and_then(Value::as_str).unwrap_or_default();
+        if ports.len() > 1 && name.is_empty() {
+            errs.push(FieldError::required(format!("{path}.name"), ""));
+        } else if !name.is_empty() {
+            for msg in is_dns1123_label(name) {
+                errs.push(FieldError::invalid(format!("{path}.name"), name, &msg));
+            }
+            if !names.insert(name) {
+                errs.push(FieldError::duplicate(format!("{path}.name"), name));
+            }
+        }
+        let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+        if !(1..=65535).contains(&port) {
+            errs.push(FieldError::invalid_rendered(
+                format!("{path}.port"),
+                &port.to_string(),
+                PORT_RANGE,
+            ));
+        }
+        match p
+            .get("protocol")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "" => errs.push(FieldError::required(format!("{path}.protocol"), "")),
+            "TCP" | "UDP" | "SCTP" => {}
+            other => errs.push(FieldError::not_supported(
+                format!("{path}.protocol"),
+                other,
+                &["SCTP", "TCP", "UDP"],
+            )),
+        }
+        // `ValidatePortNumOrName`: a number in range or an IANA service name.
+        match p.get("targetPort") {
+            Some(Value::String(t)) => {
+                for msg in is_valid_port_name(t) {
+                    errs.push(FieldError::invalid(format!("{path}.targetPort"), t, &msg));
+                }
+            }
+            Some(t) => {
+                let n = t.as_i64().unwrap_or(0);
+                if !(1..=65535).contains(&n) {
+                    errs.push(FieldError::invalid_rendered(
+                        format!("{path}.targetPort"),
+                        &n.to_string(),
+                        PORT_RANGE,
+                    ));
+                }
+            }
+            None => {}
+        }
+        if let Some(app) = p.get("appProtocol").and_then(Value::as_str) {
+            for msg in is_qualified_name(app) {
+                errs.push(FieldError::invalid(
+                    format!("{path}.appProtocol"),
+                    app,
+                    &msg,
+                ));
+            }
+        }
+    }
+    // `ValidateLabels`: every problem is reported on the map itself.
+    if let Some(Value::Object(selector)) = spec.get("selector") {
+        for (k, v) in selector {
+            for msg in is_qualified_name(k) {
+                errs.push(FieldError::invalid("spec.selector", k, &msg));
+            }
+            if let Some(v) = v.as_str() {
+                for msg in is_valid_label_value(v) {
+                    errs.push(FieldError::invalid("spec.selector", v, &msg));
+                }
+            }
+        }
+    }
+    if ty == "ClusterIP" {
+        for (i, p) in ports.iter().enumerate() {
+            if p.get("nodePort")
+                .and_then(Value::as_i64)
+                .is_some_and(|n| n != 0)
+            {
+                errs.push(FieldError::forbidden(
+                    format!("spec.ports[{i}].nodePort"),
+                    "may not be used when `type` is 'ClusterIP'",
+                ));
+            }
+        }
+    }
+    errs
+}
+
+/// `validation.InclusiveRangeError(1, 65535)`.
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 
 fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cause>> {
     service_defaults(obj)?;
@@ -827,14 +926,20 @@ fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cau
     // A LoadBalancer gets node ports unless it opts out with
     // `allocateLoadBalancerNodePorts: false`; ports it names are still
     // reserved, as the real allocator does.
+    let mut bad = Vec::new();
+    let mut taken = Vec::new();
     let allocate = ty == "NodePort"
         || (ty == "LoadBalancer"
             && obj.pointer("/spec/allocateLoadBalancerNodePorts") != Some(&json!(false)));
     if (ty == "NodePort" || ty == "LoadBalancer")
         && let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports")
     {
-        for p in ports.iter_mut() {
-            if p.get("nodePort").and_then(Value::as_u64).is_none() {
+        for (i, p) in ports.iter_mut().enumerate() {
+            // 0 is Go's zero value: unset.
+            if p.get("nodePort")
+                .and_then(Value::as_u64)
+                .is_none_or(|n| n == 0)
+            {
                 if !allocate {
                     continue;
                 }
@@ -846,14 +951,40 @@ fn service_create(obj: &mut Value, alloc: &mut Allocators) -> Result<(), Vec<Cau
                     )]
                 })?;
                 p["nodePort"] = json!(port);
-            } else if let Some(n) = p
-                .get("nodePort")
-                .and_then(Value::as_u64)
-                .and_then(|n| u16::try_from(n).ok())
-            {
-                alloc.used_ports.insert(n);
+                taken.push(port);
+            } else if let Some(n) = p.get("nodePort").and_then(Value::as_u64) {
+                // The node-port allocator's answers for a requested port.
+                let field = format!("spec.ports[{i}].nodePort");
+                let detail = match u16::try_from(n) {
+                    Ok(n) if (NODE_PORT_MIN..=NODE_PORT_MAX).contains(&n) => {
+                        if alloc.used_ports.insert(n) {
+                            taken.push(n);
+                            continue;
+                        }
+                        "provided port is already allocated".to_string()
+                    }
+                    _ => format!(
+                        "provided port is not in the valid range. The range of valid ports is {NODE_PORT_MIN}-{NODE_PORT_MAX}"
+                    ),
+                };
+                bad.push(cause(
+                    "FieldValueInvalid",
+                    &field,
+                    format!("Invalid value: {n}: {detail}"),
+                ));
             }
         }
+    }
+    if !bad.is_empty() {
+        // Nothing of a refused Service stays allocated; ports it asked for
+        // that another Service holds are not this one's to free.
+        for p in taken {
+            alloc.used_ports.remove(&p);
+        }
+        if let Some(ip) = obj.pointer("/spec/clusterIP").and_then(Value::as_str) {
+            alloc.used_ips.remove(ip);
+        }
+        return Err(bad);
     }
     Ok(())
 }
@@ -991,6 +1122,142 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// (field, message) of each cause, for exact assertions.
+    fn pairs(causes: &[Cause]) -> Vec<(String, String)> {
+        causes
+            .iter()
+            .map(|c| (c.field.clone(), c.message.clone()))
+            .collect()
+    }
+
+    const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+
+    #[test]
+    fn service_spec_rules_name_the_field() {
+        let table: Vec<(Value, Vec<(&str, String)>)> = vec![
+            (
+                json!({"ports": [{"port": 80, "targetPort": 70000}]}),
+                vec![(
+                    "spec.ports[0].targetPort",
+                    "Invalid value: 70000: must be between 1 and 65535, inclusive".into(),
+                )],
+            ),
+            (
+                json!({"ports": [{"port": 80, "targetPort": "Web--Port"}]}),
+                vec![
+                    (
+                        "spec.ports[0].targetPort",
+                        "Invalid value: \"Web--Port\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into(),
+                    ),
+                    (
+                        "spec.ports[0].targetPort",
+                        "Invalid value: \"Web--Port\": must not contain consecutive hyphens".into(),
+                    ),
+                ],
+            ),
+            (
+                json!({"ports": [{"port": 80, "targetPort": "http"}], "selector": {"app": "bad value"}}),
+                vec![(
+                    "spec.selector",
+                    format!("Invalid value: \"bad value\": {LABEL_VALUE_ERR}"),
+                )],
+            ),
+            (json!({"ports": []}), vec![("spec.ports", "Required value".into())]),
+            (
+                json!({"ports": [{"name": "web", "port": 80}, {"name": "web", "port": 81}]}),
+                vec![("spec.ports[1].name", "Duplicate value: \"web\"".into())],
+            ),
+            (
+                json!({"ports": [{"name": "Web", "port": 80}]}),
+                vec![(
+                    "spec.ports[0].name",
+                    "Invalid value: \"Web\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into(),
+                )],
+            ),
+            (
+                json!({"ports": [{"name": "a"}]}),
+                vec![
+                    (
+                        "spec.ports[0].port",
+                        "Invalid value: 0: must be between 1 and 65535, inclusive".into(),
+                    ),
+                    (
+                        "spec.ports[0].targetPort",
+                        "Invalid value: 0: must be between 1 and 65535, inclusive".into(),
+                    ),
+                ],
+            ),
+            (
+                json!({"ports": [{"port": 80, "protocol": "HTTP"}]}),
+                vec![(
+                    "spec.ports[0].protocol",
+                    "Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"".into(),
+                )],
+            ),
+            (
+                json!({"ports": [{"port": 80, "nodePort": 30080}]}),
+                vec![(
+                    "spec.ports[0].nodePort",
+                    "Forbidden: may not be used when `type` is 'ClusterIP'".into(),
+                )],
+            ),
+            (
+                json!({"type": "ExternalName", "externalName": "db_host."}),
+                vec![("spec.externalName", format!("Invalid value: \"db_host\": {DNS1123_SUBDOMAIN_MSG}"))],
+            ),
+        ];
+        for (spec, want) in table {
+            let mut alloc = Allocators::default();
+            let mut svc = json!({"metadata": {"name": "s"}, "spec": spec.clone()});
+            let got = on_create(&res("services"), &mut svc, &mut alloc).unwrap_err();
+            let want: Vec<(String, String)> =
+                want.into_iter().map(|(f, m)| (f.to_string(), m)).collect();
+            assert_eq!(pairs(&got), want, "{spec}");
+        }
+        // A headless Service needs no ports; a named target port is fine.
+        let mut alloc = Allocators::default();
+        let mut headless = json!({"spec": {"clusterIP": "None", "selector": {"app": "db"}}});
+        on_create(&res("services"), &mut headless, &mut alloc).unwrap();
+        let mut named = json!({"spec": {"ports": [{"port": 80, "targetPort": "http"}]}});
+        on_create(&res("services"), &mut named, &mut alloc).unwrap();
+        assert_eq!(named["spec"]["ports"][0]["targetPort"], "http");
+    }
+
+    #[test]
+    fn node_ports_must_be_in_range_and_free() {
+        let mut alloc = Allocators::default();
+        let node_port =
+            |n: u64| json!({"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": n}]}});
+        let mut low = node_port(80);
+        let causes = on_create(&res("services"), &mut low, &mut alloc).unwrap_err();
+        assert_eq!(
+            pairs(&causes),
+            vec![(
+                "spec.ports[0].nodePort".to_string(),
+                "Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767".to_string()
+            )]
+        );
+        let mut first = node_port(30080);
+        on_create(&res("services"), &mut first, &mut alloc).unwrap();
+        let mut second = node_port(30080);
+        let causes = on_create(&res("services"), &mut second, &mut alloc).unwrap_err();
+        assert_eq!(
+            pairs(&causes),
+            vec![(
+                "spec.ports[0].nodePort".to_string(),
+                "Invalid value: 30080: provided port is already allocated".to_string()
+            )]
+        );
+        // The refusal freed nothing the first Service holds, and nothing leaked:
+        // once the first is gone the port can be taken again.
+        let mut third = node_port(30080);
+        assert!(on_create(&res("services"), &mut third, &mut alloc).is_err());
+        alloc.release(&first);
+        let mut fourth = node_port(30080);
+        on_create(&res("services"), &mut fourth, &mut alloc).unwrap();
+        assert_eq!(fourth["spec"]["ports"][0]["nodePort"], 30080);
     }
 
     #[test]

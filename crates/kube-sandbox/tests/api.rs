@@ -2437,14 +2437,38 @@ async fn load_balancer_services_get_node_ports() {
         json!({"loadBalancer": {}})
     );
 
+    // Asking for a node port another Service holds is refused, as the real
+    // allocator refuses it.
+    let err = api
+        .create(&PostParams::default(), &lb("taken", json!({})))
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("expected a Status, got {err:?}");
+    };
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "Service \"taken\" is invalid: spec.ports[1].nodePort: Invalid value: 31443: provided port is already allocated"
+    );
+
     // A second LoadBalancer never gets a port already taken.
     let other = api
-        .create(&PostParams::default(), &lb("lb2", json!({})))
+        .create(
+            &PostParams::default(),
+            &lb(
+                "lb2",
+                json!({"spec": {"ports": [
+                    {"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 31445}
+                ]}}),
+            ),
+        )
         .await
         .unwrap();
     let p = other.spec.unwrap().ports.unwrap()[0].node_port.unwrap();
     assert_ne!(p, allocated);
     assert_ne!(p, 31443);
+    assert_ne!(p, 31445);
 
     // An update that omits the node ports keeps them.
     let out = api

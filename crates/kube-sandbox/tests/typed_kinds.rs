@@ -1496,7 +1496,6 @@ async fn invalid_sample_bodies_are_refused() {
 /// Invalid bodies found by the property test that the sandbox stores: a
 /// real v1.33 server refuses each with 422 Invalid naming the field.
 #[tokio::test]
-#[ignore = "sandbox bug: validation gaps found by the mutated-body property test; each body here is stored with 201 where a real v1.33 server answers 422 Invalid (HorizontalPodAutoscaler is not validated at all; Ingress backend ports and service names; PersistentVolumeClaim accessModes and storage request; PodDisruptionBudget minAvailable and selector labels; PriorityClass value above 1000000000; Service targetPort range, selector labels and required ports; StorageClass provisioner)"]
 async fn invalid_sample_bodies_the_sandbox_stores_are_refused() {
     let (hpa, ing) = ("autoscaling", "networking.k8s.io");
     check_refusals(vec![

@@ -4,7 +4,9 @@
 //! `Invalid`: the list of field errors (`Status.details.causes`) for a
 //! ConfigMap, Secret, ServiceAccount, Role, ClusterRole, RoleBinding,
 //! ClusterRoleBinding, NetworkPolicy, Pod, PodTemplate, ReplicationController,
-//! Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or CronJob, plus the
+//! Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob,
+//! HorizontalPodAutoscaler, Ingress, PersistentVolumeClaim,
+//! PodDisruptionBudget, PriorityClass or StorageClass, plus the
 //! generic `metadata` rules (annotations, finalizers, ownerReferences) every
 //! kind goes through. [`summary`] builds the Status message around them.
 //!
@@ -35,17 +37,27 @@
 //! policies, node selector, service account and node names, deadlines,
 //! hostname); Deployment, ReplicaSet, StatefulSet, DaemonSet selectors,
 //! replicas, strategies and selector immutability, the StatefulSet update
-//! rule; Job and CronJob restart policies and counters; ReplicationController.
+//! rule; Job and CronJob restart policies and counters; ReplicationController;
+//! HorizontalPodAutoscaler replica bounds, scaleTargetRef, metrics and
+//! behavior; Ingress backends, hosts, paths and path types, TLS hosts and
+//! secrets, class name; PersistentVolumeClaim access modes, selector, storage
+//! request (presence and sign), class name, volume mode; PodDisruptionBudget
+//! budgets, selector, eviction policy; PriorityClass value and preemption
+//! policy (and their immutability); StorageClass provisioner, parameters keys,
+//! reclaim policy, binding mode and update rules.
 //!
 //! Not covered (accepted here, possibly refused upstream): probes and
 //! lifecycle handlers, security contexts, affinity, tolerations, topology
 //! spread, resources (quantities are another module's), the details of each
 //! volume source beyond its required name, Job fields beyond the counters
 //! and restart policy, ServiceAccount secret references (upstream checks
-//! none), and `ValidateObjectMetaUpdate` (names, namespace, uid changes).
+//! none), `ValidateObjectMetaUpdate` (names, namespace, uid changes), the
+//! HPA `scaleTargetRef.apiVersion` check, PVC update immutability and data
+//! sources, StorageClass parameter sizes and allowed topologies.
 //!
 //! This module must NOT validate `metadata.name`, `metadata.namespace` or the
-//! object's own labels (see [`crate::names`]), resource quantities or
+//! object's own labels (see [`crate::names`]), resource quantities (beyond the
+//! sign checks some specs make on an already parsed value) or
 //! requests-versus-limits, and must NOT do admission (quota, defaulting,
 //! mutation): it only reads the object.
 
@@ -2360,6 +2372,876 @@ fn validate_replication_controller(obj: &Value, errs: &mut Vec<FieldError>) {
 }
 
 // ---------------------------------------------------------------------------
+// autoscaling: HorizontalPodAutoscaler (v2 field layout; v1 objects carry
+// the same replica and scaleTargetRef fields).
+
+/// `MaxStabilizationWindowSeconds`.
+const MAX_STABILIZATION_WINDOW_SECONDS: i64 = 3600;
+/// `MaxPeriodSeconds`.
+const MAX_PERIOD_SECONDS: i64 = 1800;
+
+/// `ValidateCrossVersionObjectReference`: kind and name required and path
+/// segments.
+fn validate_cross_version_ref(r: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    for f in ["kind", "name"] {
+        let v = string(r, f);
+        if v.is_empty() {
+            errs.push(required(&child(path, f), ""));
+        } else {
+            for msg in is_valid_path_segment_name(v) {
+                errs.push(invalid_str(&child(path, f), v, &msg));
+            }
+        }
+    }
+}
+
+/// The sign of a quantity field and its canonical text (`Quantity.String()`),
+/// or `None` when absent or unparseable (the decoder refuses those).
+fn quantity_sign(v: &Value, k: &str) -> Option<(i32, String)> {
+    let q = crate::quantity::parse_json(get(v, k)?).ok()?;
+    Some((q.sign(), q.canonical()))
+}
+
+fn validate_hpa(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    // Scale-to-zero (`HPAScaleToZero`) is alpha and off in v1.33; an object
+    // already stored with `minReplicas: 0` keeps it on update.
+    let old_zero =
+        old.is_some_and(|o| get(o, "spec").and_then(|s| int(s, "minReplicas")) == Some(0));
+    let lower = if old_zero { 0 } else { 1 };
+    let min = int(spec, "minReplicas");
+    let max = int(spec, "maxReplicas").unwrap_or(0);
+    if let Some(m) = min
+        && m < lower
+    {
+        errs.push(invalid(
+            "spec.minReplicas",
+            &m.to_string(),
+            &format!("must be greater than or equal to {lower}"),
+        ));
+    }
+    if max < 1 {
+        errs.push(invalid(
+            "spec.maxReplicas",
+            &max.to_string(),
+            "must be greater than 0",
+        ));
+    }
+    if let Some(m) = min
+        && max < m
+    {
+        errs.push(invalid(
+            "spec.maxReplicas",
+            &max.to_string(),
+            "must be greater than or equal to `minReplicas`",
+        ));
+    }
+    let target = get(spec, "scaleTargetRef").unwrap_or(&Value::Null);
+    validate_cross_version_ref(target, "spec.scaleTargetRef", errs);
+    let metrics = arr(spec, "metrics");
+    let mut object_or_external = false;
+    for (i, m) in metrics.iter().enumerate() {
+        validate_metric_spec(m, &index("spec.metrics", i), errs);
+        object_or_external |= matches!(string(m, "type"), "Object" | "External");
+    }
+    if min == Some(0) && !object_or_external {
+        errs.push(forbidden(
+            "spec.metrics",
+            "must specify at least one Object or External metric to support scaling to zero replicas",
+        ));
+    }
+    if let Some(behavior) = get(spec, "behavior") {
+        for f in ["scaleUp", "scaleDown"] {
+            if let Some(rules) = get(behavior, f) {
+                validate_scaling_rules(rules, &child("spec.behavior", f), errs);
+            }
+        }
+    }
+}
+
+fn validate_scaling_rules(rules: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    if let Some(w) = int(rules, "stabilizationWindowSeconds") {
+        let p = child(path, "stabilizationWindowSeconds");
+        if w < 0 {
+            errs.push(invalid(
+                &p,
+                &w.to_string(),
+                "must be greater than or equal to zero",
+            ));
+        }
+        if w > MAX_STABILIZATION_WINDOW_SECONDS {
+            errs.push(invalid(
+                &p,
+                &w.to_string(),
+                &format!("must be less than or equal to {MAX_STABILIZATION_WINDOW_SECONDS}"),
+            ));
+        }
+    }
+    if let Some(sp) = opt_string(rules, "selectPolicy")
+        && !matches!(sp, "Disabled" | "Max" | "Min")
+    {
+        errs.push(not_supported(
+            &child(path, "selectPolicy"),
+            sp,
+            &["Disabled", "Max", "Min"],
+        ));
+    }
+    let policies = arr(rules, "policies");
+    let ppath = child(path, "policies");
+    if policies.is_empty() {
+        errs.push(required(&ppath, "must specify at least one Policy"));
+    }
+    for (i, p) in policies.iter().enumerate() {
+        let ip = index(&ppath, i);
+        let ty = string(p, "type");
+        if !matches!(ty, "Pods" | "Percent") {
+            errs.push(not_supported(&child(&ip, "type"), ty, &["Percent", "Pods"]));
+        }
+        let value = int(p, "value").unwrap_or(0);
+        if value <= 0 {
+            errs.push(invalid(
+                &child(&ip, "value"),
+                &value.to_string(),
+                "must be greater than zero",
+            ));
+        }
+        let period = int(p, "periodSeconds").unwrap_or(0);
+        if period <= 0 {
+            errs.push(invalid(
+                &child(&ip, "periodSeconds"),
+                &period.to_string(),
+                "must be greater than zero",
+            ));
+        }
+        if period > MAX_PERIOD_SECONDS {
+            errs.push(invalid(
+                &child(&ip, "periodSeconds"),
+                &period.to_string(),
+                &format!("must be less than or equal to {MAX_PERIOD_SECONDS}"),
+            ));
+        }
+    }
+}
+
+/// The metric source types, sorted as `sets.String.List()` returns them.
+const METRIC_SOURCE_TYPES: [&str; 5] = [
+    "ContainerResource",
+    "External",
+    "Object",
+    "Pods",
+    "Resource",
+];
+
+fn validate_metric_spec(m: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let ty = string(m, "type");
+    if ty.is_empty() {
+        errs.push(required(
+            &child(path, "type"),
+            "must specify a metric source type",
+        ));
+    }
+    if !METRIC_SOURCE_TYPES.contains(&ty) {
+        errs.push(not_supported(
+            &child(path, "type"),
+            ty,
+            &METRIC_SOURCE_TYPES,
+        ));
+    }
+    // Upstream checks the sources in this order and only the first present.
+    let sources = [
+        "object",
+        "external",
+        "pods",
+        "resource",
+        "containerResource",
+    ];
+    let present: Vec<&str> = sources
+        .iter()
+        .copied()
+        .filter(|s| get(m, s).is_some_and(Value::is_object))
+        .collect();
+    if let Some(first) = present.first() {
+        let src = get(m, first).unwrap_or(&Value::Null);
+        validate_metric_source(first, src, &child(path, first), errs);
+    }
+    let expected = match ty {
+        "Object" => "object",
+        "Pods" => "pods",
+        "Resource" => "resource",
+        "External" => "external",
+        "ContainerResource" => "containerResource",
+        _ => "",
+    };
+    if expected.is_empty() {
+        // The switch's default case reports the type a second time.
+        errs.push(not_supported(
+            &child(path, "type"),
+            ty,
+            &METRIC_SOURCE_TYPES,
+        ));
+    } else if !present.contains(&expected) {
+        errs.push(required(
+            &child(path, expected),
+            "must populate information for the given metric source",
+        ));
+    }
+    if present.len() != 1 {
+        // Go iterates a set here: the order is random; sorted in this module.
+        let mut extra: Vec<&str> = present.into_iter().filter(|s| *s != expected).collect();
+        extra.sort_unstable();
+        for s in extra {
+            errs.push(forbidden(
+                &child(path, s),
+                "must populate the given metric source only",
+            ));
+        }
+    }
+}
+
+fn validate_metric_source(kind: &str, src: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let target = get(src, "target").unwrap_or(&Value::Null);
+    let tpath = child(path, "target");
+    let has = |k: &str| get(target, k).is_some();
+    match kind {
+        "object" => {
+            let described = get(src, "describedObject").unwrap_or(&Value::Null);
+            validate_cross_version_ref(described, &child(path, "describedObject"), errs);
+            validate_metric_identifier(src, path, errs);
+            validate_metric_target(target, &tpath, errs);
+            if !has("value") && !has("averageValue") {
+                errs.push(required(
+                    &child(&tpath, "averageValue"),
+                    "must set either a target value or averageValue",
+                ));
+            }
+        }
+        "external" => {
+            validate_metric_identifier(src, path, errs);
+            validate_metric_target(target, &tpath, errs);
+            if !has("value") && !has("averageValue") {
+                errs.push(required(
+                    &child(&tpath, "averageValue"),
+                    "must set either a target value for metric or a per-pod target",
+                ));
+            }
+            if has("value") && has("averageValue") {
+                errs.push(forbidden(
+                    &child(&tpath, "value"),
+                    "may not set both a target value for metric and a per-pod target",
+                ));
+            }
+        }
+        "pods" => {
+            validate_metric_identifier(src, path, errs);
+            validate_metric_target(target, &tpath, errs);
+            if !has("averageValue") {
+                errs.push(required(
+                    &child(&tpath, "averageValue"),
+                    "must specify a positive target averageValue",
+                ));
+            }
+        }
+        _ => {
+            if string(src, "name").is_empty() {
+                errs.push(required(
+                    &child(path, "name"),
+                    "must specify a resource name",
+                ));
+            }
+            if kind == "containerResource" {
+                let c = string(src, "container");
+                if c.is_empty() {
+                    errs.push(required(
+                        &child(path, "container"),
+                        "must specify a container",
+                    ));
+                } else {
+                    for msg in is_dns1123_label(c) {
+                        errs.push(invalid_str(&child(path, "container"), c, &msg));
+                    }
+                }
+            }
+            validate_metric_target(target, &tpath, errs);
+            if !has("averageUtilization") && !has("averageValue") {
+                errs.push(required(
+                    &child(&tpath, "averageUtilization"),
+                    "must set either a target raw value or a target utilization",
+                ));
+            }
+            if has("averageUtilization") && has("averageValue") {
+                errs.push(forbidden(
+                    &child(&tpath, "averageValue"),
+                    "may not set both a target raw value and a target utilization",
+                ));
+            }
+        }
+    }
+}
+
+fn validate_metric_identifier(src: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let metric = get(src, "metric").unwrap_or(&Value::Null);
+    let p = child(&child(path, "metric"), "name");
+    let name = string(metric, "name");
+    if name.is_empty() {
+        errs.push(required(&p, "must specify a metric name"));
+    } else {
+        for msg in is_valid_path_segment_name(name) {
+            errs.push(invalid_str(&p, name, &msg));
+        }
+    }
+}
+
+fn validate_metric_target(t: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let ty = string(t, "type");
+    if ty.is_empty() {
+        errs.push(required(
+            &child(path, "type"),
+            "must specify a metric target type",
+        ));
+    }
+    if !matches!(ty, "Utilization" | "Value" | "AverageValue") {
+        errs.push(invalid_str(
+            &child(path, "type"),
+            ty,
+            "must be either Utilization, Value, or AverageValue",
+        ));
+    }
+    for f in ["value", "averageValue"] {
+        // A Quantity is a Stringer: its canonical form prints unquoted.
+        if let Some((sign, text)) = quantity_sign(t, f)
+            && sign != 1
+        {
+            errs.push(invalid(&child(path, f), &text, "must be positive"));
+        }
+    }
+    if let Some(u) = int(t, "averageUtilization")
+        && u < 1
+    {
+        errs.push(invalid(
+            &child(path, "averageUtilization"),
+            &u.to_string(),
+            "must be greater than 0",
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// networking: Ingress.
+
+/// `IsWildcardDNS1123Subdomain`.
+fn is_wildcard_dns1123_subdomain(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > 253 {
+        errs.push("must be no more than 253 characters".to_string());
+    }
+    let ok = value
+        .strip_prefix("*.")
+        .is_some_and(|rest| is_dns1123_subdomain(rest).is_empty());
+    if !ok {
+        errs.push(
+            "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS \
+             subdomain, which must consist of lower case alphanumeric characters, '-' or '.' \
+             and end with an alphanumeric character (e.g. '*.example.com', regex used for \
+             validation is '\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                .to_string(),
+        );
+    }
+    errs
+}
+
+/// Go's `netutils.ParseIPSloppy(s) != nil`.
+fn is_ip_sloppy(s: &str) -> bool {
+    if s.contains(':') {
+        s.parse::<std::net::Ipv6Addr>().is_ok()
+    } else {
+        parse_ipv4_sloppy(s).is_some()
+    }
+}
+
+/// The invalid path sequences and suffixes of `Exact` and `Prefix` paths.
+const INVALID_PATH_SEQUENCES: [&str; 5] = ["//", "/./", "/../", "%2f", "%2F"];
+const INVALID_PATH_SUFFIXES: [&str; 2] = ["/..", "/."];
+
+fn validate_ingress(obj: &Value, create: bool, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    let rules = get(spec, "rules").and_then(Value::as_array);
+    let default_backend = get(spec, "defaultBackend").filter(|b| b.is_object());
+    if rules.is_none_or(Vec::is_empty) && default_backend.is_none() {
+        let shown = if rules.is_some() {
+            "[]networking.IngressRule{}"
+        } else {
+            "[]networking.IngressRule(nil)"
+        };
+        errs.push(invalid(
+            "spec",
+            shown,
+            "either `defaultBackend` or `rules` must be specified",
+        ));
+    }
+    if let Some(b) = default_backend {
+        validate_ingress_backend(b, "spec.defaultBackend", errs);
+    }
+    for (i, rule) in rules.map(Vec::as_slice).unwrap_or(&[]).iter().enumerate() {
+        let rpath = index("spec.rules", i);
+        let host = string(rule, "host");
+        if !host.is_empty() {
+            let hpath = child(&rpath, "host");
+            if is_ip_sloppy(host) {
+                errs.push(invalid_str(
+                    &hpath,
+                    host,
+                    "must be a DNS name, not an IP address",
+                ));
+            }
+            let msgs = if host.contains('*') {
+                is_wildcard_dns1123_subdomain(host)
+            } else {
+                is_dns1123_subdomain(host)
+            };
+            for msg in msgs {
+                errs.push(invalid_str(&hpath, host, &msg));
+            }
+        }
+        let Some(http) = get(rule, "http").filter(|h| h.is_object()) else {
+            continue;
+        };
+        let hpath = child(&rpath, "http");
+        let paths = arr(http, "paths");
+        if paths.is_empty() {
+            errs.push(required(&child(&hpath, "paths"), ""));
+        }
+        for (j, p) in paths.iter().enumerate() {
+            validate_ingress_path(p, &index(&child(&hpath, "paths"), j), errs);
+        }
+    }
+    for (i, tls) in arr(spec, "tls").iter().enumerate() {
+        let tpath = index("spec.tls", i);
+        for (j, host) in strings_of(tls, "hosts").into_iter().enumerate() {
+            let msgs = if host.contains('*') {
+                is_wildcard_dns1123_subdomain(host)
+            } else {
+                is_dns1123_subdomain(host)
+            };
+            for msg in msgs {
+                errs.push(invalid_str(&index(&child(&tpath, "hosts"), j), host, &msg));
+            }
+        }
+        let secret = string(tls, "secretName");
+        if !secret.is_empty() {
+            for msg in is_dns1123_subdomain(secret) {
+                errs.push(invalid_str(&child(&tpath, "secretName"), secret, &msg));
+            }
+        }
+    }
+    let class = opt_string(spec, "ingressClassName");
+    if let Some(c) = class {
+        for msg in is_dns1123_subdomain(c) {
+            errs.push(invalid_str("spec.ingressClassName", c, &msg));
+        }
+    }
+    // Create only: the legacy annotation must agree with the field.
+    let annotation = get(obj, "metadata")
+        .and_then(|m| get(m, "annotations"))
+        .and_then(|a| opt_string(a, "kubernetes.io/ingress.class"));
+    if let (true, Some(a), Some(c)) = (create, annotation, class)
+        && a != c
+    {
+        errs.push(invalid_str(
+            "annotations.kubernetes.io/ingress.class",
+            a,
+            "must match `ingressClassName` when both are specified",
+        ));
+    }
+}
+
+fn validate_ingress_path(p: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let Some(ty) = opt_string(p, "pathType") else {
+        errs.push(required(
+            &child(path, "pathType"),
+            "pathType must be specified",
+        ));
+        return;
+    };
+    let value = string(p, "path");
+    let ppath = child(path, "path");
+    match ty {
+        "Exact" | "Prefix" => {
+            if !value.starts_with('/') {
+                errs.push(invalid_str(&ppath, value, "must be an absolute path"));
+            }
+            if !value.is_empty() {
+                for seq in INVALID_PATH_SEQUENCES {
+                    if value.contains(seq) {
+                        errs.push(invalid_str(
+                            &ppath,
+                            value,
+                            &format!("must not contain '{seq}'"),
+                        ));
+                    }
+                }
+                for suffix in INVALID_PATH_SUFFIXES {
+                    if value.ends_with(suffix) {
+                        errs.push(invalid_str(
+                            &ppath,
+                            value,
+                            &format!("cannot end with '{suffix}'"),
+                        ));
+                    }
+                }
+            }
+        }
+        "ImplementationSpecific" => {
+            if !value.is_empty() && !value.starts_with('/') {
+                errs.push(invalid_str(&ppath, value, "must be an absolute path"));
+            }
+        }
+        other => errs.push(not_supported(
+            &child(path, "pathType"),
+            other,
+            &["Exact", "ImplementationSpecific", "Prefix"],
+        )),
+    }
+    let backend = get(p, "backend").unwrap_or(&Value::Null);
+    validate_ingress_backend(backend, &child(path, "backend"), errs);
+}
+
+fn validate_ingress_backend(b: &Value, path: &str, errs: &mut Vec<FieldError>) {
+    let resource = get(b, "resource").filter(|r| r.is_object());
+    let service = get(b, "service").filter(|s| s.is_object());
+    match (resource, service) {
+        (Some(_), Some(_)) => errs.push(invalid_str(
+            path,
+            "",
+            "cannot set both resource and service backends",
+        )),
+        (Some(r), None) => {
+            let rpath = child(path, "resource");
+            if let Some(g) = opt_string(r, "apiGroup") {
+                for msg in is_dns1123_subdomain(g) {
+                    errs.push(invalid_str(&child(&rpath, "apiGroup"), g, &msg));
+                }
+            }
+            for f in ["kind", "name"] {
+                let v = string(r, f);
+                if v.is_empty() {
+                    errs.push(required(&child(&rpath, f), ""));
+                } else {
+                    for msg in is_valid_path_segment_name(v) {
+                        errs.push(invalid_str(&child(&rpath, f), v, &msg));
+                    }
+                }
+            }
+        }
+        (None, Some(s)) => {
+            let spath = child(path, "service");
+            let name = string(s, "name");
+            if name.is_empty() {
+                errs.push(required(&child(&spath, "name"), ""));
+            } else {
+                // `RelaxedServiceNameValidation` is off in v1.33: DNS-1035.
+                for msg in crate::names::is_dns1035_label(name) {
+                    errs.push(invalid_str(&child(&spath, "name"), name, &msg));
+                }
+            }
+            let port = get(s, "port").unwrap_or(&Value::Null);
+            let port_name = string(port, "name");
+            let number = int(port, "number").unwrap_or(0);
+            let ppath = child(&spath, "port");
+            if !port_name.is_empty() && number != 0 {
+                errs.push(invalid_str(
+                    path,
+                    "",
+                    "cannot set both port name & port number",
+                ));
+            } else if !port_name.is_empty() {
+                for msg in is_valid_port_name(port_name) {
+                    errs.push(invalid_str(&child(&ppath, "name"), port_name, &msg));
+                }
+            } else if number != 0 {
+                if !is_valid_port_num(number) {
+                    errs.push(invalid(
+                        &child(&ppath, "number"),
+                        &number.to_string(),
+                        PORT_RANGE,
+                    ));
+                }
+            } else {
+                errs.push(required(path, "port name or number is required"));
+            }
+        }
+        (None, None) => errs.push(invalid_str(
+            path,
+            "",
+            "resource or service backend is required",
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// core: PersistentVolumeClaim.
+
+/// `supportedAccessModes`, sorted.
+const ACCESS_MODES: [&str; 4] = [
+    "ReadOnlyMany",
+    "ReadWriteMany",
+    "ReadWriteOnce",
+    "ReadWriteOncePod",
+];
+
+fn validate_pvc(obj: &Value, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    let modes = strings_of(spec, "accessModes");
+    if modes.is_empty() {
+        errs.push(required(
+            "spec.accessModes",
+            "at least 1 access mode is required",
+        ));
+    }
+    if let Some(sel) = get(spec, "selector").filter(|s| s.is_object()) {
+        validate_label_selector(sel, "spec.selector", errs);
+    }
+    let (mut rwop, mut other) = (false, false);
+    for m in &modes {
+        if !ACCESS_MODES.contains(m) {
+            errs.push(not_supported("spec.accessModes", m, &ACCESS_MODES));
+        } else if *m == "ReadWriteOncePod" {
+            rwop = true;
+        } else {
+            other = true;
+        }
+    }
+    if rwop && other {
+        errs.push(forbidden(
+            "spec.accessModes",
+            "may not use ReadWriteOncePod with other access modes",
+        ));
+    }
+    // The key sits on `resources`, not `resources.requests`: upstream's path.
+    let storage_path = "spec.resources[storage]";
+    let requests = get(spec, "resources").and_then(|r| get(r, "requests"));
+    match requests.and_then(|r| get(r, "storage")) {
+        None => errs.push(required(storage_path, "")),
+        Some(_) => {
+            if let Some((sign, text)) = requests.and_then(|r| quantity_sign(r, "storage"))
+                && sign <= 0
+            {
+                errs.push(invalid_str(
+                    storage_path,
+                    &text,
+                    "must be greater than zero",
+                ));
+            }
+        }
+    }
+    if let Some(class) = opt_string(spec, "storageClassName").filter(|c| !c.is_empty()) {
+        for msg in is_dns1123_subdomain(class) {
+            errs.push(invalid_str("spec.storageClassName", class, &msg));
+        }
+    }
+    if let Some(mode) = opt_string(spec, "volumeMode")
+        && !matches!(mode, "Block" | "Filesystem")
+    {
+        errs.push(not_supported(
+            "spec.volumeMode",
+            mode,
+            &["Block", "Filesystem"],
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// policy: PodDisruptionBudget.
+
+/// `%#v` of a `policy.PodDisruptionBudgetSpec`. Its fields are pointers, so
+/// Go prints heap addresses that differ on every request; fixed stand-ins
+/// are printed where the real server prints an address.
+fn go_pdb_spec(spec: &Value) -> String {
+    let ptr = |f: &str, ty: &str, addr: &str| {
+        if get(spec, f).is_some() {
+            format!("({ty})({addr})")
+        } else {
+            format!("({ty})(nil)")
+        }
+    };
+    format!(
+        "policy.PodDisruptionBudgetSpec{{MinAvailable:{}, Selector:{}, MaxUnavailable:{}, \
+         UnhealthyPodEvictionPolicy:{}}}",
+        ptr("minAvailable", "*intstr.IntOrString", "0xc000a00000"),
+        ptr("selector", "*v1.LabelSelector", "0xc000a00020"),
+        ptr("maxUnavailable", "*intstr.IntOrString", "0xc000a00040"),
+        ptr(
+            "unhealthyPodEvictionPolicy",
+            "*policy.UnhealthyPodEvictionPolicyType",
+            "0xc000a00060"
+        ),
+    )
+}
+
+fn validate_pdb(obj: &Value, errs: &mut Vec<FieldError>) {
+    let spec = get(obj, "spec").unwrap_or(&Value::Null);
+    let min = get(spec, "minAvailable");
+    let max = get(spec, "maxUnavailable");
+    if min.is_some() && max.is_some() {
+        errs.push(invalid(
+            "spec",
+            &go_pdb_spec(spec),
+            "minAvailable and maxUnavailable cannot be both set",
+        ));
+    }
+    for (f, v) in [("minAvailable", min), ("maxUnavailable", max)] {
+        if let Some(v) = v {
+            let p = child("spec", f);
+            validate_int_or_percent(v, &p, errs);
+            not_more_than_100_percent(v, &p, errs);
+        }
+    }
+    if let Some(sel) = get(spec, "selector").filter(|s| s.is_object()) {
+        validate_label_selector(sel, "spec.selector", errs);
+    }
+    if let Some(policy) = opt_string(spec, "unhealthyPodEvictionPolicy")
+        && !matches!(policy, "AlwaysAllow" | "IfHealthyBudget")
+    {
+        errs.push(not_supported(
+            "spec.unhealthyPodEvictionPolicy",
+            policy,
+            &["AlwaysAllow", "IfHealthyBudget"],
+        ));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// scheduling: PriorityClass.
+
+/// `HighestUserDefinablePriority`.
+const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
+/// The built-in system classes: name, value (neither is a global default).
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64); 2] = [
+    ("system-node-critical", 2_000_001_000),
+    ("system-cluster-critical", 2_000_000_000),
+];
+
+fn validate_priority_class(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
+    if let Some(old) = old {
+        let (new_value, old_value) = (int(obj, "value"), int(old, "value"));
+        if new_value.unwrap_or(0) != old_value.unwrap_or(0) {
+            errs.push(forbidden("value", "may not be changed in an update."));
+        }
+        let policy = opt_string(obj, "preemptionPolicy");
+        if policy != opt_string(old, "preemptionPolicy") {
+            let shown = policy.map_or_else(|| "null".to_string(), quote);
+            errs.push(invalid("preemptionPolicy", &shown, IMMUTABLE));
+        }
+        return;
+    }
+    let name = get(obj, "metadata").map_or("", |m| string(m, "name"));
+    let value = int(obj, "value").unwrap_or(0);
+    if name.starts_with("system-") {
+        let global = get(obj, "globalDefault")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let problem = match SYSTEM_PRIORITY_CLASSES.iter().find(|(n, _)| *n == name) {
+            None => Some(format!("{name} is not a known system priority class")),
+            Some((n, v)) if *v != value => Some(format!("value of {n} PriorityClass must be {v}")),
+            Some((n, _)) if global => {
+                Some(format!("globalDefault of {n} PriorityClass must be false"))
+            }
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            errs.push(forbidden(
+                "metadata.name",
+                &format!(
+                    "priority class names with 'system-' prefix are reserved for system use \
+                     only. error: {problem}"
+                ),
+            ));
+        }
+    } else if value > HIGHEST_USER_DEFINABLE_PRIORITY {
+        errs.push(forbidden(
+            "value",
+            &format!(
+                "maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
+            ),
+        ));
+    }
+    if let Some(policy) = opt_string(obj, "preemptionPolicy") {
+        match policy {
+            "PreemptLowerPriority" | "Never" => {}
+            "" => errs.push(required("preemptionPolicy", "")),
+            other => errs.push(not_supported(
+                "preemptionPolicy",
+                other,
+                &["PreemptLowerPriority", "Never"],
+            )),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// storage: StorageClass.
+
+fn validate_storage_class(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
+    let provisioner = string(obj, "provisioner");
+    if provisioner.is_empty() {
+        errs.push(required("provisioner", ""));
+    } else {
+        for msg in is_qualified_name(&provisioner.to_lowercase()) {
+            errs.push(invalid_str("provisioner", provisioner, &msg));
+        }
+    }
+    if let Some(params) = map_at(obj, "parameters")
+        && params.contains_key("")
+    {
+        errs.push(invalid_str("parameters", "", "field can not be empty."));
+    }
+    if let Some(policy) = opt_string(obj, "reclaimPolicy")
+        && !policy.is_empty()
+        && !matches!(policy, "Delete" | "Retain")
+    {
+        errs.push(not_supported(
+            "reclaimPolicy",
+            policy,
+            &["Delete", "Retain"],
+        ));
+    }
+    match opt_string(obj, "volumeBindingMode") {
+        None => errs.push(required("volumeBindingMode", "")),
+        Some("Immediate" | "WaitForFirstConsumer") => {}
+        Some(other) => errs.push(not_supported(
+            "volumeBindingMode",
+            other,
+            &["Immediate", "WaitForFirstConsumer"],
+        )),
+    }
+    let Some(old) = old else {
+        return;
+    };
+    if get(obj, "parameters") != get(old, "parameters") {
+        errs.push(forbidden(
+            "parameters",
+            "updates to parameters are forbidden.",
+        ));
+    }
+    if provisioner != string(old, "provisioner") {
+        errs.push(forbidden(
+            "provisioner",
+            "updates to provisioner are forbidden.",
+        ));
+    }
+    if string(obj, "reclaimPolicy") != string(old, "reclaimPolicy") {
+        errs.push(forbidden(
+            "reclaimPolicy",
+            "updates to reclaimPolicy are forbidden.",
+        ));
+    }
+    let mode = opt_string(obj, "volumeBindingMode");
+    if mode != opt_string(old, "volumeBindingMode") {
+        let shown = mode.map_or_else(|| "null".to_string(), quote);
+        errs.push(invalid("volumeBindingMode", &shown, IMMUTABLE));
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Entry point.
 
 /// The field errors the API server reports when `obj` (of `group`/`kind`,
@@ -2389,6 +3271,12 @@ pub fn validate(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Ve
                 "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet"
             )
             | ("batch", "Job" | "CronJob")
+            | ("autoscaling", "HorizontalPodAutoscaler")
+            | ("networking.k8s.io", "Ingress")
+            | ("", "PersistentVolumeClaim")
+            | ("policy", "PodDisruptionBudget")
+            | ("scheduling.k8s.io", "PriorityClass")
+            | ("storage.k8s.io", "StorageClass")
     );
     // Core's ConfigMap and Secret updates check immutability before the
     // object itself; every other kind validates metadata first.
@@ -2445,6 +3333,12 @@ fn validate_kind(
                 .unwrap_or(&Value::Null);
             validate_job_spec(job, "spec.jobTemplate.spec", errs);
         }
+        ("autoscaling", "HorizontalPodAutoscaler") => validate_hpa(obj, old, errs),
+        ("networking.k8s.io", "Ingress") => validate_ingress(obj, old.is_none(), errs),
+        ("", "PersistentVolumeClaim") => validate_pvc(obj, errs),
+        ("policy", "PodDisruptionBudget") => validate_pdb(obj, errs),
+        ("scheduling.k8s.io", "PriorityClass") => validate_priority_class(obj, old, errs),
+        ("storage.k8s.io", "StorageClass") => validate_storage_class(obj, old, errs),
         // ServiceAccount: upstream validates only its metadata.
         _ => {}
     }
@@ -2682,12 +3576,686 @@ mod tests {
             ("apps", "DaemonSet", ds),
             ("batch", "Job", job),
             ("batch", "CronJob", cron),
+            ("autoscaling", "HorizontalPodAutoscaler", hpa()),
+            ("networking.k8s.io", "Ingress", ingress()),
+            ("", "PersistentVolumeClaim", pvc()),
+            ("policy", "PodDisruptionBudget", pdb()),
+            ("scheduling.k8s.io", "PriorityClass", priority_class()),
+            ("storage.k8s.io", "StorageClass", storage_class()),
             (
                 "example.com",
                 "Widget",
                 json!({"metadata": {"name": "w", "finalizers": ["widget"]}}),
             ),
         ]
+    }
+
+    fn hpa() -> Value {
+        json!({
+            "metadata": meta("web"),
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                "minReplicas": 1, "maxReplicas": 5,
+                "metrics": [
+                    {"type": "Resource", "resource": {"name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 80}}},
+                    {"type": "Pods", "pods": {"metric": {"name": "rps"},
+                        "target": {"type": "AverageValue", "averageValue": "10"}}},
+                    {"type": "External", "external": {"metric": {"name": "queue"},
+                        "target": {"type": "Value", "value": "100m"}}}
+                ],
+                "behavior": {"scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max",
+                    "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}]}}
+            }
+        })
+    }
+
+    fn ingress() -> Value {
+        json!({
+            "metadata": meta("web"),
+            "spec": {
+                "ingressClassName": "nginx",
+                "defaultBackend": {"service": {"name": "web", "port": {"name": "http"}}},
+                "rules": [{
+                    "host": "*.example.com",
+                    "http": {"paths": [
+                        {"path": "/", "pathType": "Prefix",
+                         "backend": {"service": {"name": "web", "port": {"number": 80}}}},
+                        {"pathType": "ImplementationSpecific",
+                         "backend": {"resource": {"apiGroup": "k8s.example.com", "kind": "Bucket", "name": "b"}}}
+                    ]}
+                }],
+                "tls": [{"hosts": ["www.example.com", "*.example.com"], "secretName": "tls"}]
+            }
+        })
+    }
+
+    fn pvc() -> Value {
+        json!({
+            "metadata": meta("data"),
+            "spec": {
+                "accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
+                "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "standard", "volumeMode": "Filesystem",
+                "selector": {"matchLabels": {"tier": "db"}}
+            }
+        })
+    }
+
+    fn pdb() -> Value {
+        json!({
+            "metadata": meta("web"),
+            "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "web"}},
+                     "unhealthyPodEvictionPolicy": "AlwaysAllow"}
+        })
+    }
+
+    fn priority_class() -> Value {
+        json!({"metadata": {"name": "high"}, "value": 1_000_000_000, "preemptionPolicy": "Never"})
+    }
+
+    fn storage_class() -> Value {
+        json!({
+            "metadata": {"name": "fast"},
+            "provisioner": "ebs.csi.aws.com",
+            "parameters": {"type": "gp3"},
+            "reclaimPolicy": "Retain",
+            "volumeBindingMode": "WaitForFirstConsumer"
+        })
+    }
+
+    /// A table row: JSON pointer, value to put there, expected (field, message) pairs.
+    type Case = (&'static str, Value, &'static [(&'static str, &'static str)]);
+    /// A table row whose expectations are built at run time.
+    type OwnedCase = (&'static str, Value, Vec<(String, String)>);
+
+    const HPA: &str = "autoscaling";
+
+    #[test]
+    fn hpa_replica_and_target_rules() {
+        let table: &[Case] = &[
+            (
+                "/spec/maxReplicas",
+                json!(0),
+                &[
+                    (
+                        "spec.maxReplicas",
+                        "Invalid value: 0: must be greater than 0",
+                    ),
+                    (
+                        "spec.maxReplicas",
+                        "Invalid value: 0: must be greater than or equal to `minReplicas`",
+                    ),
+                ],
+            ),
+            (
+                "/spec/minReplicas",
+                json!(0),
+                &[(
+                    "spec.minReplicas",
+                    "Invalid value: 0: must be greater than or equal to 1",
+                )],
+            ),
+            (
+                "/spec/minReplicas",
+                json!(6),
+                &[(
+                    "spec.maxReplicas",
+                    "Invalid value: 5: must be greater than or equal to `minReplicas`",
+                )],
+            ),
+            (
+                "/spec/scaleTargetRef",
+                json!({}),
+                &[
+                    ("spec.scaleTargetRef.kind", "Required value"),
+                    ("spec.scaleTargetRef.name", "Required value"),
+                ],
+            ),
+            (
+                "/spec/scaleTargetRef/name",
+                json!("a/b"),
+                &[(
+                    "spec.scaleTargetRef.name",
+                    "Invalid value: \"a/b\": may not contain '/'",
+                )],
+            ),
+        ];
+        for (pointer, value, want) in table {
+            check(
+                HPA,
+                "HorizontalPodAutoscaler",
+                &with(&hpa(), pointer, value.clone()),
+                want,
+            );
+        }
+        // An HPA stored with minReplicas 0 may keep it on update, but only
+        // with an Object or External metric to scale from zero.
+        let zero = with(&hpa(), "/spec/minReplicas", json!(0));
+        check_update(HPA, "HorizontalPodAutoscaler", &zero, &zero, &[]);
+        let zero = with(
+            &zero,
+            "/spec/metrics",
+            json!([hpa()["spec"]["metrics"][0].clone()]),
+        );
+        let got = validate(HPA, "HorizontalPodAutoscaler", &zero, Some(&zero));
+        assert_eq!(
+            pairs(&got),
+            vec![(
+                "spec.metrics".to_string(),
+                "Forbidden: must specify at least one Object or External metric to support scaling to zero replicas".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn hpa_metric_rules() {
+        let table: &[(Value, &[(&str, &str)])] = &[
+            (
+                json!({"type": "Resource", "resource": {"name": "", "target": {"type": "Utilization", "averageUtilization": 0}}}),
+                &[
+                    (
+                        "spec.metrics[0].resource.name",
+                        "Required value: must specify a resource name",
+                    ),
+                    (
+                        "spec.metrics[0].resource.target.averageUtilization",
+                        "Invalid value: 0: must be greater than 0",
+                    ),
+                ],
+            ),
+            (
+                json!({"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Bogus"}}}),
+                &[
+                    (
+                        "spec.metrics[0].resource.target.type",
+                        "Invalid value: \"Bogus\": must be either Utilization, Value, or AverageValue",
+                    ),
+                    (
+                        "spec.metrics[0].resource.target.averageUtilization",
+                        "Required value: must set either a target raw value or a target utilization",
+                    ),
+                ],
+            ),
+            (
+                json!({"type": "Pods", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 5}}}),
+                &[(
+                    "spec.metrics[0].pods",
+                    "Required value: must populate information for the given metric source",
+                )],
+            ),
+            (
+                json!({"type": "Weird"}),
+                &[
+                    (
+                        "spec.metrics[0].type",
+                        "Unsupported value: \"Weird\": supported values: \"ContainerResource\", \"External\", \"Object\", \"Pods\", \"Resource\"",
+                    ),
+                    (
+                        "spec.metrics[0].type",
+                        "Unsupported value: \"Weird\": supported values: \"ContainerResource\", \"External\", \"Object\", \"Pods\", \"Resource\"",
+                    ),
+                ],
+            ),
+            (
+                json!({"type": "Pods", "pods": {"metric": {"name": "rps"}, "target": {"type": "AverageValue", "averageValue": "0"}},
+                       "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 5}}}),
+                &[
+                    (
+                        "spec.metrics[0].pods.target.averageValue",
+                        "Invalid value: 0: must be positive",
+                    ),
+                    (
+                        "spec.metrics[0].resource",
+                        "Forbidden: must populate the given metric source only",
+                    ),
+                ],
+            ),
+            (
+                json!({"type": "External", "external": {"metric": {"name": ""}, "target": {"type": "Value"}}}),
+                &[
+                    (
+                        "spec.metrics[0].external.metric.name",
+                        "Required value: must specify a metric name",
+                    ),
+                    (
+                        "spec.metrics[0].external.target.averageValue",
+                        "Required value: must set either a target value for metric or a per-pod target",
+                    ),
+                ],
+            ),
+        ];
+        for (metric, want) in table {
+            let obj = with(&hpa(), "/spec/metrics", json!([metric]));
+            check(HPA, "HorizontalPodAutoscaler", &obj, want);
+        }
+        let obj = with(
+            &hpa(),
+            "/spec/behavior/scaleUp",
+            json!({"stabilizationWindowSeconds": 3601, "selectPolicy": "Most",
+                   "policies": [{"type": "Pods", "value": 0, "periodSeconds": 1801}]}),
+        );
+        check(
+            HPA,
+            "HorizontalPodAutoscaler",
+            &obj,
+            &[
+                (
+                    "spec.behavior.scaleUp.stabilizationWindowSeconds",
+                    "Invalid value: 3601: must be less than or equal to 3600",
+                ),
+                (
+                    "spec.behavior.scaleUp.selectPolicy",
+                    "Unsupported value: \"Most\": supported values: \"Disabled\", \"Max\", \"Min\"",
+                ),
+                (
+                    "spec.behavior.scaleUp.policies[0].value",
+                    "Invalid value: 0: must be greater than zero",
+                ),
+                (
+                    "spec.behavior.scaleUp.policies[0].periodSeconds",
+                    "Invalid value: 1801: must be less than or equal to 1800",
+                ),
+            ],
+        );
+    }
+
+    const NET: &str = "networking.k8s.io";
+    const DNS1035_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+    #[test]
+    fn ingress_backend_rules() {
+        let b = "/spec/rules/0/http/paths/0/backend";
+        let p = "spec.rules[0].http.paths[0].backend";
+        let table: &[(Value, Vec<(String, String)>)] = &[
+            (
+                json!({"service": {"name": "web", "port": {"number": 70000}}}),
+                vec![(format!("{p}.service.port.number"), "Invalid value: 70000: must be between 1 and 65535, inclusive".into())],
+            ),
+            (
+                json!({"service": {"name": "1web", "port": {"number": 80}}}),
+                vec![(format!("{p}.service.name"), format!("Invalid value: \"1web\": {DNS1035_ERR}"))],
+            ),
+            (
+                json!({"service": {"name": "web", "port": {"name": "http", "number": 80}}}),
+                vec![(p.to_string(), "Invalid value: \"\": cannot set both port name & port number".into())],
+            ),
+            (
+                json!({"service": {"name": "web", "port": {}}}),
+                vec![(p.to_string(), "Required value: port name or number is required".into())],
+            ),
+            (
+                json!({"service": {"name": "web", "port": {"name": "HTTP"}}}),
+                vec![(format!("{p}.service.port.name"), "Invalid value: \"HTTP\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into()),
+                     (format!("{p}.service.port.name"), "Invalid value: \"HTTP\": must contain at least one letter (a-z)".into())],
+            ),
+            (
+                json!({"service": {"port": {"number": 80}}}),
+                vec![(format!("{p}.service.name"), "Required value".into())],
+            ),
+            (
+                json!({}),
+                vec![(p.to_string(), "Invalid value: \"\": resource or service backend is required".into())],
+            ),
+            (
+                json!({"service": {"name": "web", "port": {"number": 80}}, "resource": {"kind": "K", "name": "n"}}),
+                vec![(p.to_string(), "Invalid value: \"\": cannot set both resource and service backends".into())],
+            ),
+        ];
+        for (backend, want) in table {
+            let obj = with(&ingress(), b, backend.clone());
+            let got = pairs(&validate(NET, "Ingress", &obj, None));
+            assert_eq!(&got, want, "{backend}");
+        }
+    }
+
+    #[test]
+    fn ingress_rule_and_path_rules() {
+        let path0 = "/spec/rules/0/http/paths/0";
+        let p = "spec.rules[0].http.paths[0]";
+        let table: &[OwnedCase] = &[
+            (
+                "/pathType",
+                Value::Null,
+                vec![(format!("{p}.pathType"), "Required value: pathType must be specified".into())],
+            ),
+            (
+                "/pathType",
+                json!("Glob"),
+                vec![(format!("{p}.pathType"), "Unsupported value: \"Glob\": supported values: \"Exact\", \"ImplementationSpecific\", \"Prefix\"".into())],
+            ),
+            (
+                "/path",
+                json!("api"),
+                vec![(format!("{p}.path"), "Invalid value: \"api\": must be an absolute path".into())],
+            ),
+            (
+                "/path",
+                json!("/a//b/.."),
+                vec![
+                    (format!("{p}.path"), "Invalid value: \"/a//b/..\": must not contain '//'".into()),
+                    (format!("{p}.path"), "Invalid value: \"/a//b/..\": cannot end with '/..'".into()),
+                ],
+            ),
+        ];
+        for (pointer, value, want) in table {
+            let obj = if value.is_null() {
+                let mut o = ingress();
+                if let Some(m) = o.pointer_mut(path0).and_then(Value::as_object_mut) {
+                    m.remove("pathType");
+                }
+                o
+            } else {
+                with(&ingress(), &format!("{path0}{pointer}"), value.clone())
+            };
+            let got = pairs(&validate(NET, "Ingress", &obj, None));
+            assert_eq!(&got, want, "{pointer}={value}");
+        }
+        check(
+            NET,
+            "Ingress",
+            &with(&ingress(), "/spec/rules/0/host", json!("10.0.0.1")),
+            &[(
+                "spec.rules[0].host",
+                "Invalid value: \"10.0.0.1\": must be a DNS name, not an IP address",
+            )],
+        );
+        check(
+            NET,
+            "Ingress",
+            &with(&ingress(), "/spec/rules/0/http/paths", json!([])),
+            &[("spec.rules[0].http.paths", "Required value")],
+        );
+        check(
+            NET,
+            "Ingress",
+            &json!({"metadata": meta("x"), "spec": {}}),
+            &[(
+                "spec",
+                "Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified",
+            )],
+        );
+        let annotated = with(
+            &ingress(),
+            "/metadata/annotations",
+            json!({"kubernetes.io/ingress.class": "traefik"}),
+        );
+        check(
+            NET,
+            "Ingress",
+            &annotated,
+            &[(
+                "annotations.kubernetes.io/ingress.class",
+                "Invalid value: \"traefik\": must match `ingressClassName` when both are specified",
+            )],
+        );
+        check_update(NET, "Ingress", &annotated, &annotated, &[]);
+    }
+
+    #[test]
+    fn pvc_rules() {
+        let table: &[Case] = &[
+            (
+                "/spec/accessModes",
+                json!([]),
+                &[(
+                    "spec.accessModes",
+                    "Required value: at least 1 access mode is required",
+                )],
+            ),
+            (
+                "/spec/accessModes",
+                json!(["ReadWriteSometimes"]),
+                &[(
+                    "spec.accessModes",
+                    "Unsupported value: \"ReadWriteSometimes\": supported values: \"ReadOnlyMany\", \"ReadWriteMany\", \"ReadWriteOnce\", \"ReadWriteOncePod\"",
+                )],
+            ),
+            (
+                "/spec/accessModes",
+                json!(["ReadWriteOncePod", "ReadWriteOnce"]),
+                &[(
+                    "spec.accessModes",
+                    "Forbidden: may not use ReadWriteOncePod with other access modes",
+                )],
+            ),
+            (
+                "/spec/resources",
+                json!({}),
+                &[("spec.resources[storage]", "Required value")],
+            ),
+            (
+                "/spec/resources/requests/storage",
+                json!("0"),
+                &[(
+                    "spec.resources[storage]",
+                    "Invalid value: \"0\": must be greater than zero",
+                )],
+            ),
+            (
+                "/spec/volumeMode",
+                json!("Raw"),
+                &[(
+                    "spec.volumeMode",
+                    "Unsupported value: \"Raw\": supported values: \"Block\", \"Filesystem\"",
+                )],
+            ),
+            (
+                "/spec/storageClassName",
+                json!("Fast_SSD"),
+                &[(
+                    "spec.storageClassName",
+                    "Invalid value: \"Fast_SSD\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+                )],
+            ),
+        ];
+        for (pointer, value, want) in table {
+            check(
+                "",
+                "PersistentVolumeClaim",
+                &with(&pvc(), pointer, value.clone()),
+                want,
+            );
+        }
+    }
+
+    #[test]
+    fn pdb_rules() {
+        let both = with(&pdb(), "/spec/maxUnavailable", json!(1));
+        check(
+            "policy",
+            "PodDisruptionBudget",
+            &both,
+            &[(
+                "spec",
+                "Invalid value: policy.PodDisruptionBudgetSpec{MinAvailable:(*intstr.IntOrString)(0xc000a00000), Selector:(*v1.LabelSelector)(0xc000a00020), MaxUnavailable:(*intstr.IntOrString)(0xc000a00040), UnhealthyPodEvictionPolicy:(*policy.UnhealthyPodEvictionPolicyType)(0xc000a00060)}: minAvailable and maxUnavailable cannot be both set",
+            )],
+        );
+        let table: &[Case] = &[
+            (
+                "/spec/minAvailable",
+                json!(-1),
+                &[(
+                    "spec.minAvailable",
+                    "Invalid value: -1: must be greater than or equal to 0",
+                )],
+            ),
+            (
+                "/spec/minAvailable",
+                json!("150%"),
+                &[(
+                    "spec.minAvailable",
+                    "Invalid value: 150%: must not be greater than 100%",
+                )],
+            ),
+            (
+                "/spec/minAvailable",
+                json!("half"),
+                &[(
+                    "spec.minAvailable",
+                    "Invalid value: half: a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                )],
+            ),
+            (
+                "/spec/selector/matchLabels/app",
+                json!("-web"),
+                &[(
+                    "spec.selector.matchLabels",
+                    "Invalid value: \"-web\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+                )],
+            ),
+            (
+                "/spec/unhealthyPodEvictionPolicy",
+                json!("Never"),
+                &[(
+                    "spec.unhealthyPodEvictionPolicy",
+                    "Unsupported value: \"Never\": supported values: \"AlwaysAllow\", \"IfHealthyBudget\"",
+                )],
+            ),
+        ];
+        for (pointer, value, want) in table {
+            check(
+                "policy",
+                "PodDisruptionBudget",
+                &with(&pdb(), pointer, value.clone()),
+                want,
+            );
+        }
+    }
+
+    #[test]
+    fn priority_class_rules() {
+        const S: &str = "scheduling.k8s.io";
+        let table: &[Case] = &[
+            (
+                "/value",
+                json!(1_000_000_001),
+                &[(
+                    "value",
+                    "Forbidden: maximum allowed value of a user defined priority is 1000000000",
+                )],
+            ),
+            (
+                "/preemptionPolicy",
+                json!("Always"),
+                &[(
+                    "preemptionPolicy",
+                    "Unsupported value: \"Always\": supported values: \"PreemptLowerPriority\", \"Never\"",
+                )],
+            ),
+            (
+                "/metadata/name",
+                json!("system-mine"),
+                &[(
+                    "metadata.name",
+                    "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class",
+                )],
+            ),
+            (
+                "/metadata/name",
+                json!("system-node-critical"),
+                &[(
+                    "metadata.name",
+                    "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: value of system-node-critical PriorityClass must be 2000001000",
+                )],
+            ),
+        ];
+        for (pointer, value, want) in table {
+            check(
+                S,
+                "PriorityClass",
+                &with(&priority_class(), pointer, value.clone()),
+                want,
+            );
+        }
+        let system =
+            json!({"metadata": {"name": "system-cluster-critical"}, "value": 2_000_000_000});
+        check(S, "PriorityClass", &system, &[]);
+        let changed = with(&priority_class(), "/value", json!(5));
+        check_update(
+            S,
+            "PriorityClass",
+            &changed,
+            &priority_class(),
+            &[("value", "Forbidden: may not be changed in an update.")],
+        );
+        let changed = with(
+            &priority_class(),
+            "/preemptionPolicy",
+            json!("PreemptLowerPriority"),
+        );
+        check_update(
+            S,
+            "PriorityClass",
+            &changed,
+            &priority_class(),
+            &[(
+                "preemptionPolicy",
+                "Invalid value: \"PreemptLowerPriority\": field is immutable",
+            )],
+        );
+    }
+
+    #[test]
+    fn storage_class_rules() {
+        const S: &str = "storage.k8s.io";
+        let table: &[Case] = &[
+            (
+                "/provisioner",
+                json!(""),
+                &[("provisioner", "Required value")],
+            ),
+            (
+                "/provisioner",
+                json!("bad provisioner"),
+                &[(
+                    "provisioner",
+                    "Invalid value: \"bad provisioner\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                )],
+            ),
+            (
+                "/reclaimPolicy",
+                json!("Recycle"),
+                &[(
+                    "reclaimPolicy",
+                    "Unsupported value: \"Recycle\": supported values: \"Delete\", \"Retain\"",
+                )],
+            ),
+            (
+                "/volumeBindingMode",
+                json!("Later"),
+                &[(
+                    "volumeBindingMode",
+                    "Unsupported value: \"Later\": supported values: \"Immediate\", \"WaitForFirstConsumer\"",
+                )],
+            ),
+        ];
+        for (pointer, value, want) in table {
+            check(
+                S,
+                "StorageClass",
+                &with(&storage_class(), pointer, value.clone()),
+                want,
+            );
+        }
+        // Upper case is checked in lower case: `Example.com/EBS` is fine.
+        check(
+            S,
+            "StorageClass",
+            &with(&storage_class(), "/provisioner", json!("Example.com/EBS")),
+            &[],
+        );
+        let changed = with(&storage_class(), "/provisioner", json!("other.example.com"));
+        check_update(
+            S,
+            "StorageClass",
+            &changed,
+            &storage_class(),
+            &[(
+                "provisioner",
+                "Forbidden: updates to provisioner are forbidden.",
+            )],
+        );
     }
 
     /// (field, message) pairs, for compact assertions.
