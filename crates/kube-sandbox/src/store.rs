@@ -591,6 +591,35 @@ impl Store {
         ApiError::invalid(&res.group, &res.kind, &res.plural, name, causes)
     }
 
+    /// A custom resource as apiextensions-apiserver stores it: pruned to
+    /// its CRD's structural schema (silently: the warnings or the `Strict`
+    /// refusal were the HTTP layer's, from the body), `null`s the schema
+    /// does not allow dropped, defaulted, then validated (422 with the
+    /// schema's causes). Nothing happens for built-in kinds or a CRD
+    /// without a schema.
+    fn apply_schema(res: &Resource, name: &str, obj: &mut Value) -> Result<(), ApiError> {
+        use kube_semantics::structural;
+        let Some(schema) = res.schema.as_deref().filter(|_| !res.builtin) else {
+            return Ok(());
+        };
+        structural::prune(schema, obj);
+        structural::drop_non_nullable_nulls(schema, obj);
+        structural::default(schema, obj);
+        let errors = structural::validate(schema, obj);
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let causes = errors
+            .into_iter()
+            .map(|e| Cause {
+                reason: e.reason.to_string(),
+                field: e.field,
+                message: e.message,
+            })
+            .collect();
+        Err(Self::invalid(res, name, causes))
+    }
+
     /// Creates an object.
     pub fn create(
         &mut self,
@@ -703,6 +732,7 @@ impl Store {
         } else {
             None
         };
+        Self::apply_schema(res, &name, &mut body)?;
         let causes = kinds::validate(res, &body, None);
         if !causes.is_empty() {
             return Err(Self::invalid(res, &name, causes));
@@ -1008,6 +1038,8 @@ impl Store {
             }
         }
         kinds::on_update(res, &old, &mut new).map_err(|c| Self::invalid(res, name, c))?;
+        // A status write is validated against the whole schema too.
+        Self::apply_schema(res, name, &mut new)?;
         if !opts.status {
             kinds::prepare_update(res, &old, &mut new);
             let causes = kinds::validate(res, &new, Some(&old));
