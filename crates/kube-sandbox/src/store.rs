@@ -595,9 +595,15 @@ impl Store {
     /// its CRD's structural schema (silently: the warnings or the `Strict`
     /// refusal were the HTTP layer's, from the body), `null`s the schema
     /// does not allow dropped, defaulted, then validated (422 with the
-    /// schema's causes). Nothing happens for built-in kinds or a CRD
-    /// without a schema.
-    fn apply_schema(res: &Resource, name: &str, obj: &mut Value) -> Result<(), ApiError> {
+    /// schema's causes; an update does not revalidate what it leaves
+    /// unchanged, as ratcheting does). Nothing happens for built-in kinds
+    /// or a CRD without a schema.
+    fn apply_schema(
+        res: &Resource,
+        name: &str,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
         use kube_semantics::structural;
         let Some(schema) = res.schema.as_deref().filter(|_| !res.builtin) else {
             return Ok(());
@@ -605,7 +611,7 @@ impl Store {
         structural::prune(schema, obj);
         structural::drop_non_nullable_nulls(schema, obj);
         structural::default(schema, obj);
-        let errors = structural::validate(schema, obj);
+        let errors = structural::validate_update(schema, obj, old);
         if errors.is_empty() {
             return Ok(());
         }
@@ -732,7 +738,7 @@ impl Store {
         } else {
             None
         };
-        Self::apply_schema(res, &name, &mut body)?;
+        Self::apply_schema(res, &name, &mut body, None)?;
         let causes = kinds::validate(res, &body, None);
         if !causes.is_empty() {
             return Err(Self::invalid(res, &name, causes));
@@ -1039,7 +1045,7 @@ impl Store {
         }
         kinds::on_update(res, &old, &mut new).map_err(|c| Self::invalid(res, name, c))?;
         // A status write is validated against the whole schema too.
-        Self::apply_schema(res, name, &mut new)?;
+        Self::apply_schema(res, name, &mut new, Some(&old))?;
         if !opts.status {
             kinds::prepare_update(res, &old, &mut new);
             let causes = kinds::validate(res, &new, Some(&old));

@@ -361,6 +361,67 @@ async fn defaults_are_applied_on_create_and_update() {
     sb.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_tightened_schema_ratchets_what_an_update_leaves_unchanged() {
+    let sb = sandbox_with_crd().await;
+    let a = send(
+        &sb,
+        Method::POST,
+        WIDGETS,
+        JSON,
+        Some(widget("r", json!({"name": "a", "color": "red"}))),
+    )
+    .await;
+    assert_eq!(a.code, 201, "{}", a.text);
+    // The CRD now allows blue only: the stored red is invalid.
+    let mut versions = crd()["spec"]["versions"].clone();
+    versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["enum"] =
+        json!(["blue"]);
+    let a = send(
+        &sb,
+        Method::PATCH,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+        MERGE,
+        Some(json!({"spec": {"versions": versions}})),
+    )
+    .await;
+    assert_eq!(a.code, 200, "{}", a.text);
+    // Another field changes: the unchanged red is not judged again.
+    let a = send(
+        &sb,
+        Method::PATCH,
+        &format!("{WIDGETS}/r"),
+        MERGE,
+        Some(json!({"spec": {"replicas": 2}})),
+    )
+    .await;
+    assert_eq!(a.code, 200, "{}", a.text);
+    // A changed colour is.
+    let a = send(
+        &sb,
+        Method::PATCH,
+        &format!("{WIDGETS}/r"),
+        MERGE,
+        Some(json!({"spec": {"color": "red", "name": "b"}})),
+    )
+    .await;
+    assert_eq!(a.code, 200, "{}", a.text);
+    let a = send(
+        &sb,
+        Method::PATCH,
+        &format!("{WIDGETS}/r"),
+        MERGE,
+        Some(json!({"spec": {"color": "green"}})),
+    )
+    .await;
+    assert_eq!(a.code, 422, "{}", a.text);
+    assert_eq!(
+        a.body["message"],
+        r#"Widget.example.com "r" is invalid: spec.color: Unsupported value: "green": supported values: "blue""#
+    );
+    sb.shutdown().await;
+}
+
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
 #[tokio::test]

@@ -391,11 +391,39 @@ pub fn default(schema: &Value, obj: &mut Value) {
 ///
 /// Not checked: `x-kubernetes-validations` (CEL) and list-type uniqueness.
 pub fn validate(schema: &Value, obj: &Value) -> Vec<FieldError> {
+    validate_update(schema, obj, None)
+}
+
+/// [`validate`] for an update, with validation ratcheting (GA in v1.33):
+/// a part of the object that is unchanged from `old` (correlated by field
+/// name, and by key in `x-kubernetes-list-type: map` lists) is not
+/// validated again, so an object stored before its schema tightened can
+/// still be updated elsewhere. Without `old` this is [`validate`].
+pub fn validate_update(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut out = Vec::new();
     if schema.is_object() {
-        validate_node(schema, obj, "", &mut out);
+        validate_node(schema, obj, old, "", &mut out);
     }
     out
+}
+
+/// The item of an old `listType: map` list with the same keys as `item`.
+fn correlated_item<'a>(s: &Value, item: &Value, old: Option<&'a Value>) -> Option<&'a Value> {
+    if s.get("x-kubernetes-list-type").and_then(Value::as_str) != Some("map") {
+        return None;
+    }
+    let keys: Vec<&str> = s
+        .get("x-kubernetes-list-map-keys")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    old?.as_array()?
+        .iter()
+        .find(|o| keys.iter().all(|k| o.get(*k) == item.get(*k)))
 }
 
 /// kube-openapi's name of a JSON value's type.
@@ -557,7 +585,11 @@ fn count(s: &Value, key: &str) -> Option<u64> {
     })
 }
 
-fn validate_node(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldError>) {
+fn validate_node(s: &Value, v: &Value, old: Option<&Value>, path: &str, out: &mut Vec<FieldError>) {
+    if old.is_some_and(|o| json_equal(o, v)) {
+        // Unchanged: ratcheted.
+        return;
+    }
     let types = schema_types(s);
     let actual = type_name(v);
     if v.is_null() {
@@ -586,8 +618,8 @@ fn validate_node(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldError>) {
         match v {
             Value::String(text) => validate_string(s, text, v, path, out),
             Value::Number(n) => validate_number(s, n, v, path, &types, out),
-            Value::Array(a) => validate_array(s, a, path, out),
-            Value::Object(m) => validate_object(s, m, path, out),
+            Value::Array(a) => validate_array(s, a, old, path, out),
+            Value::Object(m) => validate_object(s, m, old, path, out),
             _ => {}
         }
     }
@@ -613,7 +645,7 @@ fn validate_node(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldError>) {
             message: format!("Unsupported value: {}{detail}", render(v)),
         });
     }
-    validate_composition(s, v, path, out);
+    validate_composition(s, v, old, path, out);
 }
 
 /// JSON equality with numbers compared by value (`1` equals `1.0`).
@@ -755,7 +787,13 @@ fn validate_number(
     }
 }
 
-fn validate_array(s: &Value, a: &[Value], path: &str, out: &mut Vec<FieldError>) {
+fn validate_array(
+    s: &Value,
+    a: &[Value],
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     let size = a.len();
     if let Some(min) = count(s, "minItems")
         && (size as u64) < min
@@ -784,12 +822,18 @@ fn validate_array(s: &Value, a: &[Value], path: &str, out: &mut Vec<FieldError>)
     }
     if let Some(item) = items(s) {
         for (i, v) in a.iter().enumerate() {
-            validate_node(item, v, &index(path, i), out);
+            validate_node(item, v, correlated_item(s, v, old), &index(path, i), out);
         }
     }
 }
 
-fn validate_object(s: &Value, m: &Map<String, Value>, path: &str, out: &mut Vec<FieldError>) {
+fn validate_object(
+    s: &Value,
+    m: &Map<String, Value>,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     if let Some(max) = count(s, "maxProperties")
         && (m.len() as u64) > max
     {
@@ -815,18 +859,24 @@ fn validate_object(s: &Value, m: &Map<String, Value>, path: &str, out: &mut Vec<
     let extra = additional(s).filter(|s| s.is_object());
     for (k, v) in m {
         if let Some(prop) = props.and_then(|p| p.get(k)).filter(|p| p.is_object()) {
-            validate_node(prop, v, &child(path, k), out);
+            validate_node(prop, v, old.and_then(|o| o.get(k)), &child(path, k), out);
         } else if let Some(extra) = extra {
-            validate_node(extra, v, &child(path, k), out);
+            validate_node(extra, v, old.and_then(|o| o.get(k)), &child(path, k), out);
         }
     }
 }
 
 /// `allOf`, `anyOf`, `oneOf` and `not`, with kube-openapi's texts.
-fn validate_composition(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldError>) {
+fn validate_composition(
+    s: &Value,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    out: &mut Vec<FieldError>,
+) {
     if let Some(all) = s.get("allOf").and_then(Value::as_array) {
         for sub in all.iter().filter(|x| x.is_object()) {
-            validate_node(sub, v, path, out);
+            validate_node(sub, v, old, path, out);
         }
     }
     if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
@@ -835,7 +885,7 @@ fn validate_composition(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldErr
         let mut passed = false;
         for sub in &subs {
             let mut e = Vec::new();
-            validate_node(sub, v, path, &mut e);
+            validate_node(sub, v, old, path, &mut e);
             if e.is_empty() {
                 passed = true;
                 break;
@@ -857,7 +907,7 @@ fn validate_composition(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldErr
         let mut passed = 0;
         for sub in &subs {
             let mut e = Vec::new();
-            validate_node(sub, v, path, &mut e);
+            validate_node(sub, v, old, path, &mut e);
             if e.is_empty() {
                 passed += 1;
             } else {
@@ -877,7 +927,7 @@ fn validate_composition(s: &Value, v: &Value, path: &str, out: &mut Vec<FieldErr
     }
     if let Some(not) = s.get("not").filter(|x| x.is_object()) {
         let mut e = Vec::new();
-        validate_node(not, v, path, &mut e);
+        validate_node(not, v, None, path, &mut e);
         if e.is_empty() {
             out.push(invalid(
                 path,
@@ -1275,6 +1325,35 @@ mod tests {
             )
             .is_empty()
         );
+    }
+
+    #[test]
+    fn unchanged_parts_are_ratcheted_on_update() {
+        let schema = widget_schema();
+        // Stored before the schema said `color` is red or blue.
+        let old = json!({"spec": {"name": "ab", "color": "pink", "items": [{"id": "x"}]}});
+        let new = json!({"spec": {"name": "abc", "color": "pink", "items": [{"id": "x"}]}});
+        assert!(validate_update(&schema, &new, Some(&old)).is_empty());
+        assert_eq!(validate(&schema, &new).len(), 2);
+        // A changed value is validated.
+        let new = json!({"spec": {"name": "ab", "color": "green", "items": [{"id": "x"}]}});
+        assert_eq!(
+            messages(&validate_update(&schema, &new, Some(&old))),
+            ["spec.color: Unsupported value: \"green\": supported values: \"red\", \"blue\""]
+        );
+        // Items of an atomic list are not correlated: a changed list is
+        // validated item by item.
+        let new =
+            json!({"spec": {"name": "ab", "color": "pink", "items": [{"id": "x"}, {"id": 1}]}});
+        assert_eq!(validate_update(&schema, &new, Some(&old)).len(), 1);
+        // Items of a map list are correlated by key.
+        let schema = json!({"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["k"],
+            "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "integer"}}}});
+        let old = json!([{"k": "a", "v": "bad"}]);
+        let new = json!([{"k": "b", "v": 1}, {"k": "a", "v": "bad"}]);
+        assert!(validate_update(&schema, &new, Some(&old)).is_empty());
+        assert_eq!(validate(&schema, &new).len(), 1);
     }
 
     #[test]
