@@ -1066,7 +1066,8 @@ impl Store {
                 )
             })?;
             if !opts.dry_run {
-                self.registry.insert(crd);
+                let served = self.registry.insert(crd);
+                self.reread_with_schema(&served);
             }
         }
         if applied.is_none() {
@@ -1137,6 +1138,33 @@ impl Store {
             self.maybe_finish_namespace(ns);
         }
         out
+    }
+
+    /// The stored objects of a custom resource as they read back after its
+    /// CRD changed. The real server prunes and defaults whatever it reads
+    /// from storage, so a default the schema gained shows on objects
+    /// stored before it (with their resourceVersion, and no watch event);
+    /// rewriting them here once is the same to every reader.
+    fn reread_with_schema(&mut self, res: &Resource) {
+        use kube_semantics::structural;
+        let Some(schema) = res.schema.clone() else {
+            return;
+        };
+        let Some(coll) = self.objects.get_mut(res.qualified().as_str()) else {
+            return;
+        };
+        for stored in coll.values_mut() {
+            let Ok(mut obj) = serde_json::from_slice::<Value>(&stored.json) else {
+                continue;
+            };
+            let before = obj.clone();
+            structural::prune(&schema, &mut obj);
+            structural::drop_non_nullable_nulls(&schema, &mut obj);
+            structural::default(&schema, &mut obj);
+            if obj != before {
+                stored.json = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+            }
+        }
     }
 
     fn drop_resource(&mut self, crd: &Resource) {

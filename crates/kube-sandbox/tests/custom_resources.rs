@@ -422,6 +422,41 @@ async fn a_tightened_schema_ratchets_what_an_update_leaves_unchanged() {
     sb.shutdown().await;
 }
 
+#[tokio::test]
+async fn a_default_added_to_the_schema_shows_on_stored_objects() {
+    let sb = sandbox_with_crd().await;
+    let a = send(
+        &sb,
+        Method::POST,
+        WIDGETS,
+        JSON,
+        Some(widget("old", json!({"name": "a"}))),
+    )
+    .await;
+    assert_eq!(a.code, 201, "{}", a.text);
+    assert!(a.body["spec"].get("color").is_none());
+    let rv = a.body["metadata"]["resourceVersion"].clone();
+    let mut versions = crd()["spec"]["versions"].clone();
+    versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["default"] =
+        json!("blue");
+    let a = send(
+        &sb,
+        Method::PATCH,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
+        MERGE,
+        Some(json!({"spec": {"versions": versions}})),
+    )
+    .await;
+    assert_eq!(a.code, 200, "{}", a.text);
+    // Defaulted on read, the revision unchanged.
+    let got = send(&sb, Method::GET, &format!("{WIDGETS}/old"), JSON, None).await;
+    assert_eq!(got.body["spec"]["color"], "blue", "{}", got.text);
+    assert_eq!(got.body["metadata"]["resourceVersion"], rv);
+    let list = send(&sb, Method::GET, WIDGETS, JSON, None).await;
+    assert_eq!(list.body["items"][0]["spec"]["color"], "blue");
+    sb.shutdown().await;
+}
+
 const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
 
 #[tokio::test]
