@@ -530,6 +530,7 @@ pub fn resources() -> Vec<Resource> {
                 custom: false,
                 returns_deleted: t.returns_deleted,
                 builtin: true,
+                schema: None,
             }
         })
         .collect()

@@ -271,9 +271,12 @@ fn operation(res: &Resource, action: &str, write: bool) -> Value {
         params.push(json!({"name": "force", "in": "query", "schema": {"type": "boolean", "uniqueItems": true}}));
     }
     let mut ok = json!({"description": "OK"});
-    if res.builtin
-        && let Some(name) = crate::builtin::schema_name(&res.group, &res.kind)
-    {
+    let schema = if res.builtin {
+        crate::builtin::schema_name(&res.group, &res.kind)
+    } else {
+        res.schema.as_ref().map(|_| custom_schema_name(res))
+    };
+    if let Some(name) = schema {
         ok["content"] = json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}});
     }
     json!({
@@ -320,6 +323,59 @@ fn collect_refs(v: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// The name the real server gives a custom resource's schema: the group
+/// reversed, the version and the kind (`com.example.v1.Widget` for
+/// `example.com/v1` Widget).
+pub fn custom_schema_name(res: &Resource) -> String {
+    let group: Vec<&str> = res.group.split('.').rev().collect();
+    format!("{}.{}.{}", group.join("."), res.version, res.kind)
+}
+
+/// The name of `ObjectMeta`'s schema among the built-in definitions.
+fn object_meta_name() -> Option<&'static str> {
+    crate::builtin::schemas()
+        .keys()
+        .find(|k| k.ends_with(".apis.meta.v1.ObjectMeta"))
+        .map(String::as_str)
+}
+
+/// A custom resource's published schema, as the server builds it from the
+/// CRD's storage version: the `openAPIV3Schema` with `apiVersion` and
+/// `kind` described, `metadata` referring to `ObjectMeta`, and the
+/// `x-kubernetes-group-version-kind` kubectl looks kinds up by.
+fn custom_schema(res: &Resource, schema: &Value) -> Value {
+    let mut s = match schema {
+        Value::Object(m) => m.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let mut props = s
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    props.insert(
+        "apiVersion".into(),
+        json!({"description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources", "type": "string"}),
+    );
+    props.insert(
+        "kind".into(),
+        json!({"description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds", "type": "string"}),
+    );
+    if let Some(meta) = object_meta_name() {
+        props.insert(
+            "metadata".into(),
+            json!({"allOf": [{"$ref": format!("#/components/schemas/{meta}")}], "default": {}, "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}),
+        );
+    }
+    s.insert("properties".into(), Value::Object(props));
+    s.entry("type").or_insert(json!("object"));
+    s.insert(
+        "x-kubernetes-group-version-kind".into(),
+        json!([{"group": res.group, "kind": res.kind, "version": res.version}]),
+    );
+    Value::Object(s)
+}
+
 /// `/openapi/v3/<api/v1 | apis/g/v>`: the operations of one group-version.
 pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Value> {
     if !reg.serves(group, version) {
@@ -364,16 +420,36 @@ pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Valu
             );
         }
     }
-    let roots: Vec<String> = reg
+    let mut roots: Vec<String> = reg
         .all()
         .filter(|r| r.group == group && r.version == version && r.builtin)
         .filter_map(|r| crate::builtin::schema_name(&r.group, &r.kind))
         .collect();
+    let custom: Vec<(String, Value)> = reg
+        .all()
+        .filter(|r| r.group == group && r.version == version && !r.builtin)
+        .filter_map(|r| {
+            Some((
+                custom_schema_name(r),
+                custom_schema(r, r.schema.as_deref()?),
+            ))
+        })
+        .collect();
+    if !custom.is_empty()
+        && let Some(meta) = object_meta_name()
+    {
+        roots.push(meta.to_string());
+    }
+    let mut schemas = schema_closure(&roots);
+    for (name, schema) in custom {
+        schemas.insert(name, schema);
+    }
+    schemas.sort_keys();
     Some(json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.33.0-mirra-sandbox"},
         "paths": paths,
-        "components": {"schemas": schema_closure(&roots)},
+        "components": {"schemas": schemas},
     }))
 }
 
@@ -423,6 +499,41 @@ mod tests {
                 .any(|p| p["name"] == "fieldValidation")
         );
         assert!(openapi_v3_doc(&reg, "nope", "v1").is_none());
+
+        // A CRD's schema is published under the server's name for it.
+        let mut reg = reg;
+        let crd = json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "description": "What is wanted.",
+                                 "properties": {"size": {"type": "integer"}}}}}}}]}
+        });
+        reg.insert(crate::registry::resource_from_crd(&crd).unwrap());
+        let doc = openapi_v3_doc(&reg, "example.com", "v1").unwrap();
+        let widget = &doc["components"]["schemas"]["com.example.v1.Widget"];
+        assert_eq!(
+            widget["properties"]["spec"]["description"],
+            "What is wanted."
+        );
+        assert_eq!(
+            widget["x-kubernetes-group-version-kind"],
+            json!([{"group": "example.com", "kind": "Widget", "version": "v1"}])
+        );
+        let meta = widget["properties"]["metadata"]["allOf"][0]["$ref"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        assert!(doc["components"]["schemas"].get(meta).is_some());
+        assert_eq!(
+            doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"]["get"]["responses"]
+                ["200"]["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/com.example.v1.Widget"
+        );
         let root = openapi_v3_root(&reg);
         assert!(
             root["paths"]["apis/apps/v1"]["serverRelativeURL"]

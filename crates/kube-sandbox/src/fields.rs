@@ -11,10 +11,15 @@
 //! configuration and fails on any unknown field: 500 `failed to create typed
 //! patch object (...): .spec.foo: field not declared in schema`.
 //!
-//! What this module must NOT do: judge custom resources (their schema is
-//! the CRD's, and the sandbox keeps their fields as sent). A body it cannot
-//! decode into the typed form is explained by `decode_error`, whose answer
-//! (the server's 400) is returned instead of the unknown fields.
+//! Custom resources are judged by their CRD's structural schema
+//! (`kube_semantics::structural::prune`): their unknown fields are what the
+//! schema does not declare, warned about or refused the same way. A custom
+//! resource without a schema keeps everything.
+//!
+//! What this module must NOT do: validate values (the store does, with a
+//! 422). A body it cannot decode into the typed form is explained by
+//! `decode_error`, whose answer (the server's 400) is returned instead of
+//! the unknown fields.
 
 use serde_json::Value;
 
@@ -96,6 +101,9 @@ fn prune(input: &mut Value, typed: &Value, path: &str, out: &mut Vec<String>) {
 /// is the decoder's 400 message for a body with a value of the wrong type
 /// (the caller decides whether the body is a whole object it applies to).
 pub fn drop_unknown(res: &Resource, body: &mut Value) -> Result<Vec<String>, String> {
+    if let Some(schema) = custom_schema(res) {
+        return Ok(kube_semantics::structural::prune(schema, body));
+    }
     let typed = if has_directives(body) {
         typed(res, &strip_directives(body))
     } else {
@@ -111,6 +119,38 @@ pub fn drop_unknown(res: &Resource, body: &mut Value) -> Result<Vec<String>, Str
     let mut out = Vec::new();
     prune(body, &typed, "", &mut out);
     Ok(out)
+}
+
+/// The structural schema of a custom resource, if its CRD has one.
+fn custom_schema(res: &Resource) -> Option<&Value> {
+    if res.builtin {
+        return None;
+    }
+    res.schema.as_deref()
+}
+
+/// The unknown fields of a merge patch of a custom resource, the body left
+/// as it is: the store prunes the patched object, and the fields a patch
+/// deletes (its `null`s) are not fields of the result.
+pub fn unknown_in_custom_patch(res: &Resource, patch: &Value) -> Vec<String> {
+    let Some(schema) = custom_schema(res) else {
+        return Vec::new();
+    };
+    let mut copy = without_nulls(patch);
+    kube_semantics::structural::prune(schema, &mut copy)
+}
+
+fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
 }
 
 fn has_directives(v: &Value) -> bool {
@@ -236,6 +276,33 @@ mod tests {
         };
         assert!(drop_unknown(&foo, &mut cr).unwrap().is_empty());
         assert_eq!(cr["anything"], 1);
+    }
+
+    #[test]
+    fn custom_resources_are_pruned_by_their_schema() {
+        let crd = json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+        });
+        let res = crate::registry::resource_from_crd(&crd).unwrap();
+        let mut body = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"size": 1, "foo": 2}, "bar": 3});
+        assert_eq!(drop_unknown(&res, &mut body).unwrap(), ["bar", "spec.foo"]);
+        assert_eq!(body["spec"], json!({"size": 1}));
+        assert!(body.get("bar").is_none());
+        // A patch's nulls delete; they are not unknown fields.
+        let patch = json!({"spec": {"foo": null, "baz": 1}});
+        assert_eq!(unknown_in_custom_patch(&res, &patch), ["spec.baz"]);
+        // Without a schema nothing is unknown.
+        let mut bare = res.clone();
+        bare.schema = None;
+        let mut body = json!({"spec": {"foo": 2}});
+        assert!(drop_unknown(&bare, &mut body).unwrap().is_empty());
+        assert!(unknown_in_custom_patch(&bare, &body).is_empty());
     }
 
     #[test]

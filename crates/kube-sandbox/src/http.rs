@@ -48,7 +48,17 @@ impl Query {
     }
 }
 
+/// A JSON body, ended with a newline as the real server's JSON encoder
+/// ends every body it writes.
 fn json_response(code: StatusCode, body: Bytes) -> http::Response<Body> {
+    let body = if body.ends_with(b"\n") {
+        body
+    } else {
+        let mut b = BytesMut::with_capacity(body.len() + 1);
+        b.put_slice(&body);
+        b.put_u8(b'\n');
+        b.freeze()
+    };
     let mut r = http::Response::new(Body::from(body));
     *r.status_mut() = code;
     r.headers_mut().insert(
@@ -335,22 +345,28 @@ fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
     })
 }
 
-/// Drops the unknown fields of a built-in kind's body (a whole object, or a
-/// patch of the object's shape) as `fieldValidation` says; returns the
-/// `Warning` headers to send, `None` when the body had no unknown field
-/// (and is unchanged).
+/// Drops the unknown fields of a body (a whole object, or a patch of the
+/// object's shape) as `fieldValidation` says; returns the `Warning` headers
+/// to send, `None` when the body had no unknown field (and is unchanged).
+/// A patch of a custom resource is left as it is (the store prunes the
+/// patched object by the CRD's schema); only its warnings or refusal come
+/// from here.
 fn check_fields(
     res: &Resource,
     body: &mut Value,
     validation: FieldValidation,
     whole_object: bool,
 ) -> Result<Option<Vec<String>>, ApiError> {
-    let unknown = match fields::drop_unknown(res, body) {
-        Ok(unknown) => unknown,
-        // A whole object of the wrong types is refused by the decoder; a
-        // patch is judged once applied (decode_error::patch_error).
-        Err(message) if whole_object => return Err(ApiError::bad_request(message)),
-        Err(_) => Vec::new(),
+    let unknown = if res.custom && !whole_object {
+        fields::unknown_in_custom_patch(res, body)
+    } else {
+        match fields::drop_unknown(res, body) {
+            Ok(unknown) => unknown,
+            // A whole object of the wrong types is refused by the decoder; a
+            // patch is judged once applied (decode_error::patch_error).
+            Err(message) if whole_object => return Err(ApiError::bad_request(message)),
+            Err(_) => Vec::new(),
+        }
     };
     if unknown.is_empty() {
         return Ok(None);
@@ -398,7 +414,8 @@ fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOp
     })
 }
 
-/// Unknown fields in a patch of a built-in kind. A merge or strategic
+/// Unknown fields in a patch of a built-in kind or a custom resource (by
+/// its schema). A merge or strategic
 /// patch has the object's shape, so its unknown fields are dropped (or
 /// refused) like a body's; a server-side apply fails on any, whatever
 /// `fieldValidation` says. JSON patches are not looked into.

@@ -81,8 +81,10 @@ pub struct Resource {
     pub special: Special,
     /// Whether strategic merge patch is accepted (not for custom resources).
     pub strategic_merge: bool,
-    /// Additional printer columns (CRDs), as `(name, type, jsonPath)`.
-    pub printer_columns: Vec<(String, String, String)>,
+    /// Additional printer columns (CRDs) as the server serves them: the
+    /// storage version's `additionalPrinterColumns`, or a single `Age`
+    /// column when none is declared.
+    pub printer_columns: Vec<PrinterColumn>,
     /// Categories (`all`).
     pub categories: Vec<String>,
     /// Fields a `fieldSelector` may name (`metadata.name`,
@@ -91,6 +93,76 @@ pub struct Resource {
     pub selectable_fields: Vec<String>,
     /// Defined by a CustomResourceDefinition (changes error wording).
     pub custom: bool,
+    /// The storage version's `schema.openAPIV3Schema` of a CRD: custom
+    /// resources are pruned, defaulted and validated by it
+    /// (`kube_semantics::structural`). `None` for built-in kinds and for
+    /// CRDs without a schema.
+    pub schema: Option<Arc<Value>>,
+}
+
+/// One `additionalPrinterColumns` entry of a CRD version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    /// The header.
+    pub name: String,
+    /// `string`, `integer`, `number`, `boolean` or `date`.
+    pub type_: String,
+    /// The OpenAPI format, usually empty.
+    pub format: String,
+    /// The column description (the server's default names the path).
+    pub description: String,
+    /// 0 for the normal output, more for `-o wide` only.
+    pub priority: i64,
+    /// The JSONPath of the cell (`.spec.size`).
+    pub json_path: String,
+}
+
+/// `ObjectMeta.creationTimestamp`'s description, which the server gives the
+/// `Age` column it adds to a CRD without printer columns.
+pub const CREATION_TIMESTAMP_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+/// The columns of a CRD version as the server serves them
+/// (`serveDefaultColumnsIfEmpty`): the declared ones, or `Age` alone.
+fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
+    let declared: Vec<PrinterColumn> = version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|cols| {
+            cols.iter()
+                .filter_map(|c| {
+                    let json_path = c.get("jsonPath")?.as_str()?.to_string();
+                    let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+                    Some(PrinterColumn {
+                        name: c.get("name")?.as_str()?.to_string(),
+                        type_: match text("type") {
+                            "" => "string".to_string(),
+                            t => t.to_string(),
+                        },
+                        format: text("format").to_string(),
+                        description: match text("description") {
+                            "" => format!(
+                                "Custom resource definition column (in JSONPath format): {json_path}"
+                            ),
+                            d => d.to_string(),
+                        },
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if !declared.is_empty() {
+        return declared;
+    }
+    vec![PrinterColumn {
+        name: "Age".into(),
+        type_: "date".into(),
+        format: String::new(),
+        description: CREATION_TIMESTAMP_DESCRIPTION.into(),
+        priority: 0,
+        json_path: ".metadata.creationTimestamp".into(),
+    }]
 }
 
 impl Resource {
@@ -118,6 +190,7 @@ impl Resource {
             categories: Vec::new(),
             selectable_fields: Vec::new(),
             custom: false,
+            schema: None,
         }
     }
 
@@ -234,24 +307,11 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, CrdError> {
         .and_then(Value::as_str)
         .ok_or(CrdError::Missing("spec.versions[].name"))?;
     let status_subresource = version.pointer("/subresources/status").is_some();
-    let printer_columns = version
-        .get("additionalPrinterColumns")
-        .and_then(Value::as_array)
-        .map(|cols| {
-            cols.iter()
-                .filter_map(|c| {
-                    Some((
-                        c.get("name")?.as_str()?.to_string(),
-                        c.get("type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("string")
-                            .to_string(),
-                        c.get("jsonPath")?.as_str()?.to_string(),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let printer_columns = printer_columns(version);
+    let schema = version
+        .pointer("/schema/openAPIV3Schema")
+        .filter(|s| s.is_object())
+        .map(|s| Arc::new(s.clone()));
     Ok(Resource {
         group: group.to_string(),
         version: version_name.to_string(),
@@ -276,6 +336,7 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, CrdError> {
         categories,
         selectable_fields: crd_selectable_fields(version),
         custom: true,
+        schema,
     })
 }
 
@@ -417,7 +478,34 @@ mod tests {
         assert_eq!(r.list_kind, "WidgetList");
         assert_eq!(
             r.printer_columns,
-            vec![("Size".into(), "integer".into(), ".spec.size".into())]
+            vec![PrinterColumn {
+                name: "Size".into(),
+                type_: "integer".into(),
+                format: String::new(),
+                description: "Custom resource definition column (in JSONPath format): .spec.size"
+                    .into(),
+                priority: 0,
+                json_path: ".spec.size".into(),
+            }]
+        );
+        assert!(r.schema.is_none());
+        // Without declared columns the server serves Age alone.
+        let mut c = crd("Namespaced");
+        c["spec"]["versions"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("additionalPrinterColumns");
+        c["spec"]["versions"][1]["schema"] = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}});
+        let r = resource_from_crd(&c).unwrap();
+        let names: Vec<(&str, &str)> = r
+            .printer_columns
+            .iter()
+            .map(|c| (c.name.as_str(), c.type_.as_str()))
+            .collect();
+        assert_eq!(names, [("Age", "date")]);
+        assert_eq!(
+            r.schema.as_deref(),
+            Some(&json!({"type": "object", "properties": {"spec": {"type": "object"}}}))
         );
         assert!(!resource_from_crd(&crd("Cluster")).unwrap().namespaced);
     }

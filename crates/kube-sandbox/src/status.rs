@@ -255,17 +255,10 @@ impl ApiError {
         Self::new(code, reason, message)
     }
 
-    /// The `Status` object.
+    /// The `Status` object, its fields in the order the real server's
+    /// encoder writes them (`kind, apiVersion, metadata, status, message,
+    /// reason, details, code`: the Go struct's order).
     pub fn to_status(&self) -> Value {
-        let mut status = json!({
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        });
         let mut details = serde_json::Map::new();
         if let Some(n) = &self.name {
             details.insert("name".into(), json!(n));
@@ -287,10 +280,18 @@ impl ApiError {
         if let Some(r) = self.retry_after {
             details.insert("retryAfterSeconds".into(), json!(r));
         }
+        let mut status = serde_json::Map::new();
+        status.insert("kind".into(), json!("Status"));
+        status.insert("apiVersion".into(), json!("v1"));
+        status.insert("metadata".into(), json!({}));
+        status.insert("status".into(), json!("Failure"));
+        status.insert("message".into(), json!(self.message));
+        status.insert("reason".into(), json!(self.reason));
         if !details.is_empty() {
-            status["details"] = Value::Object(details);
+            status.insert("details".into(), Value::Object(details));
         }
-        status
+        status.insert("code".into(), json!(self.code));
+        Value::Object(status)
     }
 }
 
@@ -355,6 +356,31 @@ mod tests {
         );
         assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
         assert_eq!(s["details"]["kind"], "ConfigMap");
+    }
+
+    #[test]
+    fn status_fields_are_in_the_servers_order() {
+        let e = ApiError::invalid(
+            "example.com",
+            "Widget",
+            "widgets",
+            "w",
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
+                field: "spec.name".into(),
+                message: "Required value".into(),
+            }],
+        );
+        let text = serde_json::to_string(&e.to_status()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Widget.example.com \"w\" is invalid: spec.name: Required value","reason":"Invalid","details":{"name":"w","group":"example.com","kind":"Widget","causes":[{"reason":"FieldValueRequired","message":"Required value","field":"spec.name"}]},"code":422}"#
+        );
+        let text = serde_json::to_string(&ApiError::no_route().to_status()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","code":404}"#
+        );
     }
 
     #[test]

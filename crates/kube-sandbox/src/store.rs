@@ -629,6 +629,41 @@ impl Store {
         ApiError::invalid(&res.group, &res.kind, &res.plural, name, causes)
     }
 
+    /// A custom resource as apiextensions-apiserver stores it: pruned to
+    /// its CRD's structural schema (silently: the warnings or the `Strict`
+    /// refusal were the HTTP layer's, from the body), `null`s the schema
+    /// does not allow dropped, defaulted, then validated (422 with the
+    /// schema's causes; an update does not revalidate what it leaves
+    /// unchanged, as ratcheting does). Nothing happens for built-in kinds
+    /// or a CRD without a schema.
+    fn apply_schema(
+        res: &Resource,
+        name: &str,
+        obj: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        use kube_semantics::structural;
+        let Some(schema) = res.schema.as_deref().filter(|_| !res.builtin) else {
+            return Ok(());
+        };
+        structural::prune(schema, obj);
+        structural::drop_non_nullable_nulls(schema, obj);
+        structural::default(schema, obj);
+        let errors = structural::validate_update(schema, obj, old);
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let causes = errors
+            .into_iter()
+            .map(|e| Cause {
+                reason: e.reason.to_string(),
+                field: e.field,
+                message: e.message,
+            })
+            .collect();
+        Err(Self::invalid(res, name, causes))
+    }
+
     /// Creates an object.
     pub fn create(
         &mut self,
@@ -741,6 +776,7 @@ impl Store {
         } else {
             None
         };
+        Self::apply_schema(res, &name, &mut body, None)?;
         let causes = kinds::validate(res, &body, None);
         if !causes.is_empty() {
             return Err(Self::invalid(res, &name, causes));
@@ -1046,6 +1082,8 @@ impl Store {
             }
         }
         kinds::on_update(res, &old, &mut new).map_err(|c| Self::invalid(res, name, c))?;
+        // A status write is validated against the whole schema too.
+        Self::apply_schema(res, name, &mut new, Some(&old))?;
         if !opts.status {
             kinds::prepare_update(res, &old, &mut new);
             let causes = kinds::validate(res, &new, Some(&old));
@@ -1066,7 +1104,8 @@ impl Store {
                 )
             })?;
             if !opts.dry_run {
-                self.registry.insert(crd);
+                let served = self.registry.insert(crd);
+                self.reread_with_schema(&served);
             }
         }
         if applied.is_none() {
@@ -1137,6 +1176,33 @@ impl Store {
             self.maybe_finish_namespace(ns);
         }
         out
+    }
+
+    /// The stored objects of a custom resource as they read back after its
+    /// CRD changed. The real server prunes and defaults whatever it reads
+    /// from storage, so a default the schema gained shows on objects
+    /// stored before it (with their resourceVersion, and no watch event);
+    /// rewriting them here once is the same to every reader.
+    fn reread_with_schema(&mut self, res: &Resource) {
+        use kube_semantics::structural;
+        let Some(schema) = res.schema.clone() else {
+            return;
+        };
+        let Some(coll) = self.objects.get_mut(res.qualified().as_str()) else {
+            return;
+        };
+        for stored in coll.values_mut() {
+            let Ok(mut obj) = serde_json::from_slice::<Value>(&stored.json) else {
+                continue;
+            };
+            let before = obj.clone();
+            structural::prune(&schema, &mut obj);
+            structural::drop_non_nullable_nulls(&schema, &mut obj);
+            structural::default(&schema, &mut obj);
+            if obj != before {
+                stored.json = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+            }
+        }
     }
 
     fn drop_resource(&mut self, crd: &Resource) {

@@ -40,6 +40,7 @@ pub mod quantity;
 pub mod quantity_validation;
 pub mod schema;
 pub mod selector;
+pub mod structural;
 pub mod validation;
 
 pub use apply::{
