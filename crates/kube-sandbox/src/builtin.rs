@@ -538,6 +538,7 @@ pub fn resources() -> Vec<Resource> {
 
 pub use kube_semantics::quantity::Seg as PathSeg;
 
+#[cfg(test)]
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 
 /// Every definition the built-in kinds' schemas use, keyed by definition
@@ -572,23 +573,25 @@ pub fn schema_name(group: &str, kind: &str) -> Option<String> {
     find(group, kind).map(|b| (b.schema_name)())
 }
 
-/// Where a built-in kind stores `resource.Quantity` values, found by
-/// walking its schema. The schemas are generated for the walk and dropped:
-/// only the small table of paths stays.
+/// Where a built-in kind stores `resource.Quantity` values (the table in
+/// `quantity_table`, which the tests hold equal to a walk of the kinds'
+/// schemas).
 pub fn quantity_paths(group: &str, kind: &str) -> &'static [Vec<PathSeg>] {
     static PATHS: OnceLock<Vec<Vec<Vec<PathSeg>>>> = OnceLock::new();
     let all = PATHS.get_or_init(|| {
-        let defs = generate(&table().iter().collect::<Vec<_>>());
         table()
             .iter()
             .map(|b| {
-                let mut found = Vec::new();
-                let name = (b.schema_name)();
-                if let Some(s) = defs.get(&name) {
-                    let mut stack = vec![name];
-                    walk(&defs, s, &mut Vec::new(), &mut stack, &mut found);
-                }
-                found
+                crate::quantity_table::QUANTITY_PATHS
+                    .iter()
+                    .find(|(g, k, _)| *g == b.group && *k == b.kind)
+                    .map(|(_, _, patterns)| {
+                        patterns
+                            .iter()
+                            .map(|p| p.iter().map(|s| seg(s)).collect())
+                            .collect()
+                    })
+                    .unwrap_or_default()
             })
             .collect()
     });
@@ -598,6 +601,34 @@ pub fn quantity_paths(group: &str, kind: &str) -> &'static [Vec<PathSeg>] {
         .unwrap_or(&[])
 }
 
+fn seg(s: &str) -> PathSeg {
+    match s {
+        "*" => PathSeg::AnyKey,
+        "[]" => PathSeg::AnyIndex,
+        key => PathSeg::Key(key.to_string()),
+    }
+}
+
+/// The quantity paths of every kind, found by walking the schemas (what
+/// `quantity_table` must hold).
+#[cfg(test)]
+fn walked_quantity_paths() -> Vec<Vec<Vec<PathSeg>>> {
+    let defs = generate(&table().iter().collect::<Vec<_>>());
+    table()
+        .iter()
+        .map(|b| {
+            let mut found = Vec::new();
+            let name = (b.schema_name)();
+            if let Some(s) = defs.get(&name) {
+                let mut stack = vec![name];
+                walk(&defs, s, &mut Vec::new(), &mut stack, &mut found);
+            }
+            found
+        })
+        .collect()
+}
+
+#[cfg(test)]
 fn ref_name(s: &Value) -> Option<&str> {
     let r = s.get("$ref").and_then(Value::as_str).or_else(|| {
         // `allOf: [{$ref}]` is how a ref with siblings is written.
@@ -606,6 +637,7 @@ fn ref_name(s: &Value) -> Option<&str> {
     r.rsplit('/').next()
 }
 
+#[cfg(test)]
 fn walk(
     defs: &serde_json::Map<String, Value>,
     s: &Value,
@@ -683,6 +715,20 @@ mod tests {
         }
         let cm = &schemas()["io.k8s.api.core.v1.ConfigMap"];
         assert!(cm["properties"]["data"].is_object(), "{cm}");
+    }
+
+    #[test]
+    fn the_quantity_table_is_what_the_schemas_say() {
+        let walked = walked_quantity_paths();
+        for (i, b) in table().iter().enumerate() {
+            assert_eq!(
+                quantity_paths(b.group, b.kind),
+                walked[i].as_slice(),
+                "{}/{}: update quantity_table.rs",
+                b.group,
+                b.kind
+            );
+        }
     }
 
     #[test]

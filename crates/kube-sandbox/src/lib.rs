@@ -32,6 +32,7 @@ mod faults;
 mod fields;
 mod http;
 mod kinds;
+mod quantity_table;
 mod registry;
 mod route;
 mod semantics;

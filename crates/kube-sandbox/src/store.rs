@@ -409,9 +409,6 @@ impl Store {
                 );
             }
         }
-        // The kinds' schema tables (where quantities are stored; OpenAPI)
-        // are built once, at start, not by the first write that needs them.
-        let _ = crate::builtin::quantity_paths("", "ConfigMap");
         store.create_kubernetes_service();
         store
     }
