@@ -202,3 +202,64 @@ def test_two_clusters_sharing_a_service_name_never_touch_each_other(
     finally:
         for p in procs:
             stop_process(p)
+
+
+def _listening_addresses(port):
+    """Local addresses of the IPv4 sockets listening on `port`, from
+    /proc/net/tcp (state 0A is LISTEN)."""
+    out = set()
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            ip_hex, port_hex = local.split(":")
+            if state == "0A" and int(port_hex, 16) == port:
+                raw = bytes.fromhex(ip_hex)[::-1]
+                out.add(".".join(str(b) for b in raw))
+    return out
+
+
+def test_metrics_bind_where_told(kube_sandbox, consul_sandbox, kubectl):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            mirra_bin(), "sync-catalog",
+            "-consul-node-name", "cluster-m",
+            f"-http-addr={consul_sandbox.url}",
+            "-listen=127.0.0.1:0",
+            f"-metrics-port={port}",
+            "-metrics-address=127.0.0.1",
+        ],
+        env=dict(kubectl.env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        def scraped():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    return r.status == 200
+            except OSError:
+                return False
+
+        wait_for("metrics on the loopback", scraped)
+        # Bound to the loopback only, not to every interface.
+        assert _listening_addresses(port) == {"127.0.0.1"}
+    finally:
+        stop_process(proc)
+
+    # A bad address is refused at start with a clear message.
+    bad = subprocess.run(
+        [mirra_bin(), "sync-catalog", "-metrics-address=localhost"],
+        env=dict(kubectl.env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode != 0
+    assert "invalid metrics address \"localhost\"" in bad.stderr, bad.stderr

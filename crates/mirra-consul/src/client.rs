@@ -130,6 +130,14 @@ impl Client {
         if config.txn_max_ops == 0 || config.txn_max_ops > MAX_TXN_MAX_OPS {
             return Err(ConfigError::BadTxnMaxOps(config.txn_max_ops).into());
         }
+        if config.token_in_clear() {
+            // Anyone on the path can read the token; say so, once, without it.
+            tracing::warn!(
+                address = %config.address,
+                "the Consul ACL token is sent over plain http; use an https address \
+                 (or CONSUL_HTTP_SSL=true) so it is encrypted"
+            );
+        }
         let mut base = config.address.clone();
         let builder = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)

@@ -294,6 +294,24 @@ pub enum ConfigError {
 }
 
 impl ConsulConfig {
+    /// Whether the ACL token would cross the network unencrypted: a token
+    /// is set and the address is plain `http://` to a host that is not the
+    /// loopback (a node-local agent on 127.0.0.1 is the usual, safe use of
+    /// http). The client warns once when this is so.
+    pub fn token_in_clear(&self) -> bool {
+        if self.token.is_none() || self.address.scheme() != "http" {
+            return false;
+        }
+        let Some(host) = self.address.host_str() else {
+            return false;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => !ip.is_loopback(),
+            Err(_) => !host.eq_ignore_ascii_case("localhost"),
+        }
+    }
+
     /// A configuration for `address` with no token and default settings.
     pub fn new(address: &str) -> Result<Self, ConfigError> {
         Ok(Self {
@@ -503,6 +521,29 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::Write;
+
+    #[test]
+    fn a_token_over_plain_http_to_another_host_is_in_clear() {
+        let with_token = |addr: &str| {
+            let mut c = ConsulConfig::new(addr).unwrap();
+            c.token = Some(TokenConfig {
+                secret: Token::new("s"),
+                source: TokenSource::EnvVar,
+            });
+            c
+        };
+        assert!(with_token("http://10.0.0.5:8500").token_in_clear());
+        assert!(with_token("consul.example:8500").token_in_clear());
+        assert!(!with_token("https://consul.example:8501").token_in_clear());
+        assert!(!with_token("http://127.0.0.1:8500").token_in_clear());
+        assert!(!with_token("http://[::1]:8500").token_in_clear());
+        assert!(!with_token("http://localhost:8500").token_in_clear());
+        assert!(
+            !ConsulConfig::new("http://10.0.0.5:8500")
+                .unwrap()
+                .token_in_clear()
+        );
+    }
 
     fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

@@ -185,3 +185,37 @@ async fn token_never_appears_in_logs_during_retries_and_refusals() {
         assert!(text.contains(expected), "no {expected:?} in:\n{text}");
     }
 }
+
+/// A token bound for another host over plain http is warned about once, at
+/// construction, without the token (no request is sent: the address is
+/// never contacted).
+#[test]
+fn a_token_over_plain_http_is_warned_about_without_the_token() {
+    let logs = Captured::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let _clear = client_for("http://10.0.0.5:8500");
+    let text = logs.text();
+    assert_eq!(
+        text.matches("the Consul ACL token is sent over plain http")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("10.0.0.5"), "{text}");
+    assert!(!text.contains(SECRET), "{text}");
+    // https, or a node-local agent on the loopback: no warning.
+    let _tls = client_for("https://10.0.0.5:8501");
+    let _local = client_for("http://127.0.0.1:8500");
+    assert_eq!(
+        logs.text()
+            .matches("the Consul ACL token is sent over plain http")
+            .count(),
+        1
+    );
+}

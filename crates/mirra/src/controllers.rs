@@ -70,7 +70,8 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     let ready_k8s = to_k8s.then(|| readiness.register("to-k8s"));
     let stop = CancellationToken::new();
     serve::cancel_on_signal(stop.clone());
-    let metrics_addr = std::net::SocketAddr::from(([0, 0, 0, 0], args.serve.metrics_port));
+    let metrics_addr =
+        std::net::SocketAddr::new(args.serve.metrics_address, args.serve.metrics_port);
     serve::start_health(
         metrics_addr,
         args.serve.listen,

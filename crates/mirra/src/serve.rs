@@ -59,12 +59,26 @@ pub struct CatalogServeArgs {
     /// `host:port` or `:port`.
     #[arg(long, default_value = ":8080", value_parser = listen_addr)]
     pub listen: SocketAddr,
-    /// Port serving `/metrics` on all interfaces.
+    /// Port serving `/metrics`.
     #[arg(long, default_value_t = 20300)]
     pub metrics_port: u16,
+    /// Address `/metrics` binds to (with `-metrics-port`); `127.0.0.1`
+    /// keeps it off the network, e.g. behind a sidecar that scrapes it.
+    #[arg(long, default_value = "0.0.0.0", value_parser = metrics_ip)]
+    pub metrics_address: std::net::IpAddr,
     /// Kubernetes client and leader election.
     #[command(flatten)]
     pub client: ClientArgs,
+}
+
+/// Parses the metrics bind address: an IPv4 or IPv6 address, no port.
+pub fn metrics_ip(s: &str) -> Result<std::net::IpAddr, String> {
+    s.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| {
+            format!("invalid metrics address {s:?} (expected an IP address such as 127.0.0.1)")
+        })
 }
 
 /// Parses a listen address in Go's style: `:8080` means every interface.
@@ -218,6 +232,22 @@ mod tests {
         );
         for bad in ["", ":", "8080", ":99999", "localhost", "host:port"] {
             assert!(listen_addr(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn metrics_addresses_are_ips_without_a_port() {
+        assert_eq!(
+            metrics_ip("127.0.0.1").unwrap(),
+            std::net::IpAddr::from([127, 0, 0, 1])
+        );
+        assert_eq!(
+            metrics_ip("[::1]").unwrap(),
+            "::1".parse::<std::net::IpAddr>().unwrap()
+        );
+        for bad in ["", "localhost", "127.0.0.1:20300", "0.0.0.0/0", "1.2.3"] {
+            let err = metrics_ip(bad).unwrap_err();
+            assert!(err.contains("invalid metrics address"), "{bad:?}: {err}");
         }
     }
 }
