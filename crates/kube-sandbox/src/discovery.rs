@@ -27,18 +27,15 @@ pub fn version() -> Value {
     })
 }
 
-/// Every resource in the sandbox supports every standard verb.
-fn verbs() -> Value {
-    json!([
-        "create",
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "update",
-        "watch"
-    ])
+/// The verbs of a resource: every standard one, but `deletecollection`
+/// where the registry has no collection delete (namespaces).
+fn verbs(res: &Resource) -> Value {
+    let mut v = vec!["create", "delete"];
+    if res.deletes_collections() {
+        v.push("deletecollection");
+    }
+    v.extend(["get", "list", "patch", "update", "watch"]);
+    json!(v)
 }
 
 fn subresource_verbs() -> Value {
@@ -51,7 +48,7 @@ fn api_resource(res: &Resource) -> Vec<Value> {
         "singularName": res.singular,
         "namespaced": res.namespaced,
         "kind": res.kind,
-        "verbs": verbs(),
+        "verbs": verbs(res),
         "shortNames": res.short_names,
         "categories": res.categories,
         "storageVersionHash": "",
@@ -119,7 +116,7 @@ fn aggregated_resource(res: &Resource) -> Value {
         "responseKind": {"group": res.group, "version": res.version, "kind": res.kind},
         "scope": if res.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": res.singular,
-        "verbs": verbs(),
+        "verbs": verbs(res),
     });
     if !res.short_names.is_empty() {
         r["shortNames"] = json!(res.short_names);
@@ -621,6 +618,33 @@ mod tests {
         assert_eq!(
             get["responses"]["200"]["content"]["application/json"]["schema"]["$ref"],
             "#/components/schemas/io.k8s.api.apps.v1.Deployment"
+        );
+    }
+
+    #[test]
+    fn namespaces_have_no_collection_delete() {
+        let reg = Registry::with_builtins();
+        let core = resource_list(&reg, "", "v1");
+        let verbs_of = |name: &str| {
+            core["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["name"] == name)
+                .unwrap()["verbs"]
+                .clone()
+        };
+        assert_eq!(
+            verbs_of("namespaces"),
+            json!([
+                "create", "delete", "get", "list", "patch", "update", "watch"
+            ])
+        );
+        assert!(
+            verbs_of("configmaps")
+                .as_array()
+                .unwrap()
+                .contains(&json!("deletecollection"))
         );
     }
 }

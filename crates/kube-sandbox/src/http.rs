@@ -633,7 +633,7 @@ async fn object(
             // The real server serves only list and watch on the
             // all-namespaces path of a namespaced resource; a bulk delete
             // must name its namespace.
-            if res.namespaced && o.namespace.is_none() {
+            if (res.namespaced && o.namespace.is_none()) || !res.deletes_collections() {
                 return Err(ApiError::method_not_allowed(
                     "deletecollection",
                     &res.plural,

@@ -194,6 +194,12 @@ impl Resource {
         }
     }
 
+    /// Whether a DELETE on the collection is served: every registry but
+    /// the namespaces' has a collection delete.
+    pub fn deletes_collections(&self) -> bool {
+        !(self.group.is_empty() && self.plural == "namespaces")
+    }
+
     /// `v1` or `apps/v1`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

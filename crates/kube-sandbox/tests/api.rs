@@ -1068,6 +1068,18 @@ async fn delete_collection_removes_only_matching_objects() {
     assert_eq!(code, 405, "{status}");
     assert_eq!(status["reason"], "MethodNotAllowed");
     assert!(elsewhere.get_opt("a1").await.unwrap().is_some());
+
+    // Namespaces have no collection delete at all.
+    let (code, status) = raw(
+        &sb,
+        reqwest::Method::DELETE,
+        "/api/v1/namespaces",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 405, "{status}");
+    assert!(elsewhere.get_opt("a1").await.unwrap().is_some());
 }
 
 #[tokio::test]
