@@ -2810,6 +2810,30 @@ async fn workloads_scale_through_their_scale_subresource() {
         status["message"],
         "Scale.autoscaling \"web\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
     );
+    // Replicas of the wrong type or out of int32's range: the decoder's 400.
+    for (bad, go) in [
+        (json!("three"), "string"),
+        (json!(2_147_483_648_i64), "number 2147483648"),
+    ] {
+        let mut put = scaled.clone();
+        put["spec"]["replicas"] = bad;
+        let (code, status) = raw(
+            &sb,
+            reqwest::Method::PUT,
+            &scale_url,
+            "application/json",
+            put.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(code, 400, "{status}");
+        assert_eq!(status["reason"], "BadRequest");
+        assert!(
+            status["message"].as_str().unwrap().contains(&format!(
+                "cannot unmarshal {go} into Go struct field ScaleSpec.spec.replicas of type int32"
+            )),
+            "{status}"
+        );
+    }
     let mut stale = scale.clone();
     stale["spec"]["replicas"] = json!(5);
     let (code, _) = raw(
