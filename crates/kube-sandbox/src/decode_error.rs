@@ -550,7 +550,7 @@ impl<'a> Walker<'a> {
 
 /// How Go's decoder names a JSON value in its error; numbers that reached
 /// an integer type carry their text.
-fn json_kind(v: &Value, with_number: bool) -> String {
+pub(crate) fn json_kind(v: &Value, with_number: bool) -> String {
     match v {
         Value::String(_) => "string".into(),
         Value::Number(n) if with_number => format!("number {n}"),

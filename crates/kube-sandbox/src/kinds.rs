@@ -244,55 +244,14 @@ pub fn validate(res: &Resource, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
     if !res.builtin {
         return Vec::new();
     }
-    let mut errs = kube_semantics::validation::validate(&res.group, &res.kind, obj, old);
-    match (res.group.as_str(), res.kind.as_str()) {
-        ("", "LimitRange") => errs.extend(
-            kube_semantics::quantity_validation::validate_limit_range(obj),
-        ),
-        ("", "ResourceQuota") => {
-            errs.extend(kube_semantics::quantity_validation::validate_resource_quota(obj))
-        }
-        _ => {}
-    }
-    if let Some((path, spec)) = pod_spec(res, obj) {
-        for list in ["initContainers", "containers"] {
-            let Some(cs) = spec.get(list).and_then(Value::as_array) else {
-                continue;
-            };
-            for (i, c) in cs.iter().enumerate() {
-                if let Some(r) = c.get("resources") {
-                    errs.extend(
-                        kube_semantics::quantity_validation::validate_resource_requirements(
-                            &format!("{path}.{list}[{i}].resources"),
-                            r,
-                        ),
-                    );
-                }
-            }
-        }
-    }
-    errs.into_iter()
+    kube_semantics::validation::validate(&res.group, &res.kind, obj, old)
+        .into_iter()
         .map(|e| Cause {
             reason: e.reason.to_string(),
             field: e.field,
             message: e.message,
         })
         .collect()
-}
-
-/// The pod spec a kind embeds, with its field path.
-fn pod_spec<'a>(res: &Resource, obj: &'a Value) -> Option<(&'static str, &'a Value)> {
-    let path = match (res.group.as_str(), res.kind.as_str()) {
-        ("", "Pod") => "spec",
-        ("", "PodTemplate") => "template.spec",
-        ("", "ReplicationController")
-        | ("apps", "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet")
-        | ("batch", "Job") => "spec.template.spec",
-        ("batch", "CronJob") => "spec.jobTemplate.spec.template.spec",
-        _ => return None,
-    };
-    let pointer = format!("/{}", path.replace('.', "/"));
-    obj.pointer(&pointer).map(|spec| (path, spec))
 }
 
 /// What a create does beyond defaulting for some kinds: a Job's
@@ -374,7 +333,7 @@ fn decode_secret(obj: &mut Value) -> Result<(), ApiError> {
                 }
                 return Err(ApiError::bad_request(format!(
                     "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {} into Go struct field Secret.data of type []uint8",
-                    go_type_name(v)
+                    crate::decode_error::json_kind(v, false)
                 )));
             };
             // Go's decoder skips line breaks; offsets count the bytes kept.
@@ -396,7 +355,7 @@ fn decode_secret(obj: &mut Value) -> Result<(), ApiError> {
             }
             return Err(ApiError::bad_request(format!(
                 "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {} into Go struct field Secret.stringData of type map[string]string",
-                go_type_name(&sd)
+                crate::decode_error::json_kind(&sd, false)
             )));
         };
         let data = m
@@ -409,7 +368,7 @@ fn decode_secret(obj: &mut Value) -> Result<(), ApiError> {
             let Some(text) = v.as_str() else {
                 return Err(ApiError::bad_request(format!(
                     "Secret in version \"v1\" cannot be handled as a Secret: json: cannot unmarshal {} into Go struct field Secret.stringData of type string",
-                    go_type_name(v)
+                    crate::decode_error::json_kind(v, false)
                 )));
             };
             if let Some(d) = data.as_object_mut() {
@@ -570,10 +529,8 @@ pub fn scale_of(res: &Resource, obj: &Value) -> Value {
     let mut status = json!({
         "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
     });
-    if let Some(sel) = selector
-        .as_ref()
-        .map(format_selector)
-        .filter(|s| !s.is_empty())
+    if let Some(sel) =
+        kube_semantics::printers::label_selector_string(selector.as_ref()).filter(|s| !s.is_empty())
     {
         status["selector"] = json!(sel);
     }
@@ -584,37 +541,6 @@ pub fn scale_of(res: &Resource, obj: &Value) -> Value {
         "spec": {"replicas": replicas},
         "status": status,
     })
-}
-
-/// `metav1.FormatLabelSelector` without the `<none>` of an empty one:
-/// `a=b,c in (d,e),!f`.
-fn format_selector(sel: &Value) -> String {
-    let mut parts = Vec::new();
-    if let Some(m) = sel.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in m {
-            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
-        }
-    }
-    if let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let mut values = values;
-            values.sort_unstable();
-            match e.get("operator").and_then(Value::as_str) {
-                Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
-                Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
-                Some("Exists") => parts.push(key.to_string()),
-                Some("DoesNotExist") => parts.push(format!("!{key}")),
-                _ => {}
-            }
-        }
-    }
-    parts.join(",")
 }
 
 /// The replica count a Scale written to `/scale` asks for, or the 422 the
@@ -641,20 +567,9 @@ pub fn scale_replicas(res: &Resource, name: &str, scale: &Value) -> Result<i64, 
             Some(n) => Ok(n),
             None => Err(ApiError::bad_request(format!(
                 "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
-                go_type_name(v)
+                crate::decode_error::json_kind(v, false)
             ))),
         },
-    }
-}
-
-fn go_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::String(_) => "string",
-        Value::Bool(_) => "bool",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-        Value::Number(_) => "number",
-        Value::Null => "null",
     }
 }
 

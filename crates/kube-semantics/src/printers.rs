@@ -1217,6 +1217,14 @@ fn format_labels(m: Option<&Map<String, Value>>) -> String {
     }
 }
 
+/// `metav1.LabelSelectorAsSelector(..).String()` of a `LabelSelector`
+/// (`a=b,c in (d,e),!f`, requirements sorted by key), as a Scale's
+/// `status.selector` carries it; `None` where upstream fails to build the
+/// selector, an empty string for a missing or empty one.
+pub fn label_selector_string(sel: Option<&Value>) -> Option<String> {
+    selector_string(sel).ok()
+}
+
 /// `metav1.LabelSelectorAsSelector(..).String()`: `Err` where upstream
 /// fails to build the selector (bad operator, key or value, wrong number of
 /// values); an empty string for a missing or empty selector.

@@ -1630,6 +1630,12 @@ fn validate_container(
         )),
     }
     validate_container_ports(c, &child(path, "ports"), errs);
+    if let Some(resources) = get(c, "resources") {
+        errs.extend(crate::quantity_validation::validate_resource_requirements(
+            &child(path, "resources"),
+            resources,
+        ));
+    }
     validate_env(c, &child(path, "env"), errs);
     validate_env_from(c, &child(path, "envFrom"), errs);
     validate_volume_mounts(c, volumes, &child(path, "volumeMounts"), errs);
@@ -3339,6 +3345,10 @@ fn validate_kind(
         ("policy", "PodDisruptionBudget") => validate_pdb(obj, errs),
         ("scheduling.k8s.io", "PriorityClass") => validate_priority_class(obj, old, errs),
         ("storage.k8s.io", "StorageClass") => validate_storage_class(obj, old, errs),
+        ("", "LimitRange") => errs.extend(crate::quantity_validation::validate_limit_range(obj)),
+        ("", "ResourceQuota") => {
+            errs.extend(crate::quantity_validation::validate_resource_quota(obj));
+        }
         // ServiceAccount: upstream validates only its metadata.
         _ => {}
     }
