@@ -1522,7 +1522,9 @@ fn replicas(o: &Value) -> i64 {
     oint(o, &["spec", "replicas"]).unwrap_or(1)
 }
 
-fn replication_controller(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+/// NAME DESIRED CURRENT READY AGE and the wide CONTAINERS IMAGES of a
+/// ReplicationController or ReplicaSet; the caller adds its SELECTOR.
+fn replica_cells(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let mut cells = vec![
         name(o).into(),
         replicas(o).into(),
@@ -1534,6 +1536,12 @@ fn replication_controller(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         &mut cells,
         arr(o, &["spec", "template", "spec", "containers"]),
     );
+    cells
+}
+
+fn replication_controller(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    // A ReplicationController's selector is a plain label map.
+    let mut cells = replica_cells(o, now);
     cells.push(format_labels(map(o, &["spec", "selector"])).into());
     cells
 }
@@ -2009,17 +2017,7 @@ fn pod_disruption_budget(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
 }
 
 fn replica_set(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let mut cells = vec![
-        name(o).into(),
-        replicas(o).into(),
-        int(o, &["status", "replicas"]).into(),
-        int(o, &["status", "readyReplicas"]).into(),
-        created(o, now),
-    ];
-    wide_containers(
-        &mut cells,
-        arr(o, &["spec", "template", "spec", "containers"]),
-    );
+    let mut cells = replica_cells(o, now);
     cells.push(format_label_selector(get(o, &["spec", "selector"])).into());
     cells
 }
