@@ -15,6 +15,7 @@
 //! a create or update                  -> validation, quantity_validation
 //!                                        (422 causes as field_error)
 //! GET as=Table (kubectl get)          -> printers (columns and cells)
+//! autoscaling/v1 HorizontalPodAutoscaler -> hpa_conversion (to and from v2)
 //! ```
 //!
 //! Error texts are the API server's own, byte for byte where clients can
@@ -33,6 +34,7 @@ pub mod field;
 pub mod field_error;
 pub mod fieldpath;
 mod gofmt;
+pub mod hpa_conversion;
 pub mod names;
 pub mod patch;
 pub mod printers;
