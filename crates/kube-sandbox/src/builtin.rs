@@ -14,9 +14,13 @@
 //! Left out on purpose (docs/ARCHITECTURE.md lists them): the create-only
 //! review resources (TokenReview, SubjectAccessReview and friends, which
 //! need authentication), `pods/binding` and the other pod subresources
-//! that need a kubelet, the deprecated `componentstatuses`, the second
-//! served version of HorizontalPodAutoscaler (`autoscaling/v1`), and every
+//! that need a kubelet, the deprecated `componentstatuses`, and every
 //! alpha or beta API (a v1.33 server serves none of them by default).
+//!
+//! A kind served at two versions has two rows: the first is the version
+//! objects are stored at, the later one names it in `stored_as` and is a
+//! converted view of the same objects (`autoscaling/v1`
+//! HorizontalPodAutoscaler over `autoscaling/v2`, `crate::convert`).
 
 use std::any::TypeId;
 use std::collections::BTreeMap;
@@ -57,6 +61,9 @@ pub struct Builtin {
     /// The status a create leaves: the zero value of the kind's status
     /// struct as the server serialises it (`None` for kinds without one).
     pub zero_status: fn() -> Option<Value>,
+    /// For a second served version: the version the objects are stored
+    /// at (`None` for the storage version itself).
+    pub stored_as: Option<&'static str>,
 }
 
 fn roundtrip<T: DeserializeOwned + Serialize>(v: &Value) -> Option<Value> {
@@ -106,6 +113,20 @@ where
         schema: schema_of::<T>,
         schema_name: schema_name_of::<T>,
         zero_status: zero_status_of::<T>,
+        stored_as: None,
+    }
+}
+
+/// A second served version of a kind whose objects are stored at
+/// `stored_as`.
+fn view<T>(stored_as: &'static str) -> Builtin
+where
+    T: k8s_openapi::ListableResource + DeserializeOwned + Serialize + JsonSchema + 'static,
+    T::Scope: 'static,
+{
+    Builtin {
+        stored_as: Some(stored_as),
+        ..entry::<T>()
     }
 }
 
@@ -116,11 +137,11 @@ pub fn table() -> &'static [Builtin] {
     TABLE.get_or_init(|| {
         use k8s_openapi::api::{
             admissionregistration::v1 as admission, apps::v1 as apps,
-            autoscaling::v2 as autoscaling, batch::v1 as batch, certificates::v1 as certificates,
-            coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
-            events::v1 as events, flowcontrol::v1 as flowcontrol, networking::v1 as networking,
-            node::v1 as node, policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
-            storage::v1 as storage,
+            autoscaling::v1 as autoscaling_v1, autoscaling::v2 as autoscaling, batch::v1 as batch,
+            certificates::v1 as certificates, coordination::v1 as coordination, core::v1 as core,
+            discovery::v1 as discovery, events::v1 as events, flowcontrol::v1 as flowcontrol,
+            networking::v1 as networking, node::v1 as node, policy::v1 as policy, rbac::v1 as rbac,
+            scheduling::v1 as scheduling, storage::v1 as storage,
         };
         use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
         use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
@@ -148,6 +169,7 @@ pub fn table() -> &'static [Builtin] {
             entry::<apps::ControllerRevision>(),
             entry::<events::Event>(),
             entry::<autoscaling::HorizontalPodAutoscaler>(),
+            view::<autoscaling_v1::HorizontalPodAutoscaler>("v2"),
             entry::<batch::Job>(),
             entry::<batch::CronJob>(),
             entry::<certificates::CertificateSigningRequest>(),
@@ -181,9 +203,26 @@ pub fn table() -> &'static [Builtin] {
     })
 }
 
-/// The table row of a kind, by group and kind.
+/// The table row of a kind's storage version, by group and kind.
+#[cfg(test)]
 pub fn find(group: &str, kind: &str) -> Option<&'static Builtin> {
     index_of(group, kind).and_then(|i| table().get(i))
+}
+
+/// The table row of a kind at one served version.
+pub fn find_version(group: &str, version: &str, kind: &str) -> Option<&'static Builtin> {
+    static INDEX: OnceLock<BTreeMap<(&'static str, &'static str, &'static str), usize>> =
+        OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        table()
+            .iter()
+            .enumerate()
+            .map(|(i, b)| ((b.group, b.version, b.kind), i))
+            .collect()
+    });
+    index
+        .get(&(group, version, kind))
+        .and_then(|i| table().get(*i))
 }
 
 fn index_of(group: &str, kind: &str) -> Option<usize> {
@@ -192,6 +231,7 @@ fn index_of(group: &str, kind: &str) -> Option<usize> {
         table()
             .iter()
             .enumerate()
+            .filter(|(_, b)| b.stored_as.is_none())
             .map(|(i, b)| ((b.group, b.kind), i))
             .collect()
     });
@@ -531,6 +571,7 @@ pub fn resources() -> Vec<Resource> {
                 returns_deleted: t.returns_deleted,
                 builtin: true,
                 schema: None,
+                stored_as: b.stored_as.map(str::to_string),
             }
         })
         .collect()
@@ -568,9 +609,9 @@ pub fn schemas() -> &'static serde_json::Map<String, Value> {
     SCHEMAS.get_or_init(|| generate(&table().iter().collect::<Vec<_>>()))
 }
 
-/// The definition name of a built-in kind's schema.
-pub fn schema_name(group: &str, kind: &str) -> Option<String> {
-    find(group, kind).map(|b| (b.schema_name)())
+/// The definition name of a built-in kind's schema at one version.
+pub fn schema_name(group: &str, version: &str, kind: &str) -> Option<String> {
+    find_version(group, version, kind).map(|b| (b.schema_name)())
 }
 
 /// Where a built-in kind stores `resource.Quantity` values (the table in
@@ -584,6 +625,7 @@ pub fn quantity_paths(group: &str, kind: &str) -> &'static [Vec<PathSeg>] {
             .map(|b| {
                 crate::quantity_table::QUANTITY_PATHS
                     .iter()
+                    .filter(|_| b.stored_as.is_none())
                     .find(|(g, k, _)| *g == b.group && *k == b.kind)
                     .map(|(_, _, patterns)| {
                         patterns
@@ -689,7 +731,16 @@ mod tests {
     fn every_row_is_a_distinct_resource() {
         let mut seen = std::collections::BTreeSet::new();
         for b in table() {
-            assert!(seen.insert((b.group, b.plural)), "{} twice", b.plural);
+            assert!(
+                seen.insert((b.group, b.version, b.plural)),
+                "{} twice",
+                b.plural
+            );
+            if let Some(storage) = b.stored_as {
+                // A view follows the row of the version it is stored at.
+                assert!(find_version(b.group, storage, b.kind).is_some());
+                assert_ne!(storage, b.version);
+            }
             assert!(!b.plural.is_empty() && !b.kind.is_empty());
         }
         assert!(table().len() >= 50, "{}", table().len());
@@ -710,7 +761,7 @@ mod tests {
     #[test]
     fn every_kind_has_a_schema_with_its_gvk() {
         for b in table() {
-            let name = schema_name(b.group, b.kind);
+            let name = schema_name(b.group, b.version, b.kind);
             assert!(name.is_some(), "{}/{}", b.group, b.kind);
         }
         let cm = &schemas()["io.k8s.api.core.v1.ConfigMap"];
@@ -721,6 +772,14 @@ mod tests {
     fn the_quantity_table_is_what_the_schemas_say() {
         let walked = walked_quantity_paths();
         for (i, b) in table().iter().enumerate() {
+            if b.stored_as.is_some() {
+                // A view is converted before the store decodes it, so
+                // only its storage version's quantities are
+                // canonicalised; a view that held quantities of its own
+                // would need them handled in `convert`.
+                assert!(walked[i].is_empty(), "{}/{}", b.group, b.kind);
+                continue;
+            }
             assert_eq!(
                 quantity_paths(b.group, b.kind),
                 walked[i].as_slice(),

@@ -203,8 +203,10 @@ pub const NAMED: &[(&str, &str, &str)] = &[
 /// The Go decoder's error for the first value of `body` that does not fit
 /// the kind's types, in document order; `None` when every value fits (or
 /// the kind is not built in).
+#[cfg(test)]
 pub fn find(group: &str, kind: &str, body: &Value) -> Option<String> {
-    find_in(group, kind, body, false)
+    let version = crate::builtin::find(group, kind)?.version;
+    find_in(group, version, kind, body, false)
 }
 
 /// The 400 message of a create or update whose body does not decode.
@@ -212,7 +214,7 @@ pub fn message(res: &Resource, body: &Value) -> Option<String> {
     if !res.builtin {
         return None;
     }
-    let error = find(&res.group, &res.kind, body)?;
+    let error = find_in(&res.group, &res.version, &res.kind, body, false)?;
     Some(format!(
         "{kind} in version {version:?} cannot be handled as a {kind}: {error}",
         kind = res.kind,
@@ -228,7 +230,7 @@ pub fn patch_error(res: &Resource, old: &Value, kind: PatchKind, patch: &[u8]) -
     if !res.builtin {
         return None;
     }
-    let builtin = crate::builtin::find(&res.group, &res.kind)?;
+    let builtin = crate::builtin::find_version(&res.group, &res.version, &res.kind)?;
     let patched = match kind {
         PatchKind::Merge => crate::semantics::merge_patch(old, patch).ok()?,
         PatchKind::Json => crate::semantics::json_patch(old, patch).ok()?,
@@ -238,7 +240,7 @@ pub fn patch_error(res: &Resource, old: &Value, kind: PatchKind, patch: &[u8]) -
     if (builtin.typed)(&patched).is_some() {
         return None;
     }
-    let error = find_in(&res.group, &res.kind, &patched, true)?;
+    let error = find_in(&res.group, &res.version, &res.kind, &patched, true)?;
     let mut text = String::new();
     go_json(&patched, &mut text);
     let detail = format!("Invalid value: {}: {error}", go_quote(&text));
@@ -253,8 +255,8 @@ pub fn patch_error(res: &Resource, old: &Value, kind: PatchKind, patch: &[u8]) -
     Some(e)
 }
 
-fn find_in(group: &str, kind: &str, body: &Value, sorted: bool) -> Option<String> {
-    let name = crate::builtin::schema_name(group, kind)?;
+fn find_in(group: &str, version: &str, kind: &str, body: &Value, sorted: bool) -> Option<String> {
+    let name = crate::builtin::schema_name(group, version, kind)?;
     let defs = crate::builtin::schemas();
     let name = name.as_str();
     let root = body.as_object()?;
@@ -898,7 +900,7 @@ mod tests {
         );
         // The patched object is decoded with its keys sorted.
         assert_eq!(
-            find_in("apps", "Deployment", &body, true).unwrap(),
+            find_in("apps", "v1", "Deployment", &body, true).unwrap(),
             "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.minReadySeconds of type int32"
         );
         let body = json!({"spec": {"minReadySeconds": "y", "replicas": "x"}});
@@ -1119,7 +1121,7 @@ mod tests {
             let wrapped = json!({"spec": body, "metadata": body, "data": body});
             for b in crate::builtin::table() {
                 for v in [&body, &wrapped] {
-                    let found = find_in(b.group, b.kind, v, sorted);
+                    let found = find_in(b.group, b.version, b.kind, v, sorted);
                     // Whatever is refused for a type error, the typed form
                     // refuses too (quantity strings it keeps as text).
                     if let Some(e) = found.filter(|e| e.starts_with("json:")) {

@@ -269,7 +269,7 @@ fn operation(res: &Resource, action: &str, write: bool) -> Value {
     }
     let mut ok = json!({"description": "OK"});
     let schema = if res.builtin {
-        crate::builtin::schema_name(&res.group, &res.kind)
+        crate::builtin::schema_name(&res.group, &res.version, &res.kind)
     } else {
         res.schema.as_ref().map(|_| custom_schema_name(res))
     };
@@ -420,7 +420,7 @@ pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Valu
     let mut roots: Vec<String> = reg
         .all()
         .filter(|r| r.group == group && r.version == version && r.builtin)
-        .filter_map(|r| crate::builtin::schema_name(&r.group, &r.kind))
+        .filter_map(|r| crate::builtin::schema_name(&r.group, &r.version, &r.kind))
         .collect();
     let custom: Vec<(String, Value)> = reg
         .all()

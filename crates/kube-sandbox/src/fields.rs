@@ -56,7 +56,7 @@ fn typed(res: &Resource, v: &Value) -> Option<Value> {
     if !res.builtin {
         return None;
     }
-    crate::builtin::find(&res.group, &res.kind).and_then(|b| (b.typed)(v))
+    crate::builtin::find_version(&res.group, &res.version, &res.kind).and_then(|b| (b.typed)(v))
 }
 
 /// Removes from `input` what `typed` lacks and records each path. Null

@@ -495,14 +495,16 @@ async fn object(
     match (method.as_str(), o.name.as_deref()) {
         ("GET", Some(name)) => {
             let store = shared.store.lock().await;
-            let obj = store.get(&res, &ns, name)?;
             if wants_table(headers) {
+                // Printed from the stored form, whatever version is asked.
+                let obj = store.get(&store.storage_of(&res), &ns, name)?;
                 let v: Value = serde_json::from_slice(&obj).unwrap_or(Value::Null);
                 return Ok(value_response(
                     StatusCode::OK,
                     &crate::table::table(&res, &[v], store.revision(), None),
                 ));
             }
+            let obj = store.get(&res, &ns, name)?;
             Ok(json_response(StatusCode::OK, obj))
         }
         ("GET", None) if q.flag("watch") => watch(shared, headers, q, o).await,
@@ -517,8 +519,14 @@ async fn object(
                 parse_rv(rv)?;
             }
             let store = shared.store.lock().await;
-            let page = store.list(&res, &filter, limit, q.get("continue"))?;
-            if wants_table(headers) {
+            let table = wants_table(headers);
+            let read_as = if table {
+                store.storage_of(&res)
+            } else {
+                res.clone()
+            };
+            let page = store.list(&read_as, &filter, limit, q.get("continue"))?;
+            if table {
                 let items: Vec<Value> = page
                     .items
                     .iter()
@@ -846,7 +854,9 @@ async fn watch(
                         let t = crate::table::table(&res, &[v], 0, None);
                         event_line(kind, &serde_json::to_vec(&t).unwrap_or_default())
                     } else {
-                        event_line(kind, obj)
+                        // Events carry the stored form; a converted view
+                        // answers its own.
+                        event_line(kind, &crate::convert::bytes_to_view(&res, obj.clone()))
                     }
                 };
                 let mut last = start.rv;

@@ -189,7 +189,10 @@ pub fn initial_status(res: &Resource, obj: &Value, now: &str) -> Option<Value> {
         _ if res.builtin => kube_semantics::defaults::initial_status_at(
             &res.group, &res.kind, obj, now,
         )
-        .or_else(|| crate::builtin::find(&res.group, &res.kind).and_then(|b| (b.zero_status)())),
+        .or_else(|| {
+            crate::builtin::find_version(&res.group, &res.version, &res.kind)
+                .and_then(|b| (b.zero_status)())
+        }),
         _ => None,
     }
 }

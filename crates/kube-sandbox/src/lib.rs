@@ -26,6 +26,7 @@
 #![allow(clippy::result_large_err)]
 
 mod builtin;
+mod convert;
 mod decode_error;
 mod discovery;
 mod faults;

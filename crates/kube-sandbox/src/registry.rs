@@ -98,6 +98,10 @@ pub struct Resource {
     /// (`kube_semantics::structural`). `None` for built-in kinds and for
     /// CRDs without a schema.
     pub schema: Option<Arc<Value>>,
+    /// The version the objects are stored at when this resource is a
+    /// converted view of them (`autoscaling/v1` HorizontalPodAutoscalers
+    /// are stored at `v2`); `None` for the storage version.
+    pub stored_as: Option<String>,
 }
 
 /// One `additionalPrinterColumns` entry of a CRD version.
@@ -191,6 +195,7 @@ impl Resource {
             selectable_fields: Vec::new(),
             custom: false,
             schema: None,
+            stored_as: None,
         }
     }
 
@@ -343,6 +348,7 @@ pub fn resource_from_crd(crd: &Value) -> Result<Resource, CrdError> {
         selectable_fields: crd_selectable_fields(version),
         custom: true,
         schema,
+        stored_as: None,
     })
 }
 

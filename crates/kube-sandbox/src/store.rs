@@ -18,6 +18,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use crate::convert;
 use crate::kinds::{self, Allocators};
 use crate::registry::{Registry, Resource, Special, resource_from_crd};
 use crate::semantics::{self, FieldSelector, LabelSelector};
@@ -475,6 +476,33 @@ impl Store {
         (count, bytes)
     }
 
+    /// The storage resource of a converted view (`None` for a resource
+    /// stored at its own version).
+    fn storage_for(&self, res: &Resource) -> Result<Option<Arc<Resource>>, ApiError> {
+        let Some(version) = &res.stored_as else {
+            return Ok(None);
+        };
+        self.registry
+            .get(&res.group, version, &res.plural)
+            .map(Some)
+            .ok_or_else(|| {
+                ApiError::with_code(500).with_message(format!(
+                    "no storage version {version} for {}",
+                    res.qualified()
+                ))
+            })
+    }
+
+    /// The resource whose stored form answers for `res`: its storage
+    /// version for a converted view, `res` itself otherwise. Server-side
+    /// printing reads through it.
+    pub fn storage_of(&self, res: &Arc<Resource>) -> Arc<Resource> {
+        self.storage_for(res)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| res.clone())
+    }
+
     fn collection(&self, res: &Resource) -> Option<&Collection> {
         self.objects.get(res.qualified().as_str())
     }
@@ -669,6 +697,12 @@ impl Store {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Bytes, ApiError> {
+        if let Some(storage) = self.storage_for(res)? {
+            Self::check_identity(res, ns, &body)?;
+            let body = convert::to_storage(res, body)?;
+            let out = self.create_inner(&storage, ns, body, opts, None)?;
+            return Ok(convert::bytes_to_view(res, out));
+        }
         self.create_inner(res, ns, body, opts, None)
     }
 
@@ -803,7 +837,7 @@ impl Store {
     /// Reads one object.
     pub fn get(&self, res: &Resource, ns: &str, name: &str) -> Result<Bytes, ApiError> {
         self.lookup(res, ns, name)
-            .map(|s| s.json.clone())
+            .map(|s| convert::bytes_to_view(res, s.json.clone()))
             .ok_or_else(|| ApiError::not_found(&res.group, &res.plural, name))
     }
 
@@ -812,7 +846,7 @@ impl Store {
         let stored = self
             .lookup(res, ns, name)
             .ok_or_else(|| ApiError::not_found(&res.group, &res.plural, name))?;
-        Self::parse(stored)
+        Self::parse(stored).map(|v| convert::to_view(res, v))
     }
 
     /// Lists objects, optionally a page at a time.
@@ -857,7 +891,7 @@ impl Store {
                     remaining += 1;
                     continue;
                 }
-                items.push(stored.json.clone());
+                items.push(convert::bytes_to_view(res, stored.json.clone()));
                 last = Some(key.clone());
             }
         }
@@ -890,6 +924,11 @@ impl Store {
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
+        if let Some(storage) = self.storage_for(res)? {
+            let body = convert::to_storage(res, body)?;
+            let out = self.update(&storage, ns, name, body, opts)?;
+            return Ok(convert::bytes_to_view(res, out));
+        }
         let old = self.get_value(res, ns, name)?;
         check_resource_version(res, name, &body, &old)?;
         self.replace(res, ns, name, old, body, opts, None)
@@ -910,7 +949,47 @@ impl Store {
                 "application/strategic-merge-patch+json",
             ));
         }
+        // A view patches (and applies to) the object as it serves it, and
+        // stores the result converted back.
+        let storage = self.storage_for(res)?;
+        let served = storage.clone().unwrap_or_else(|| res.clone());
         let existing = self.lookup(res, ns, name).map(Self::parse).transpose()?;
+        let existing_view = match &storage {
+            Some(_) => existing.clone().map(|v| convert::to_view(res, v)),
+            None => None,
+        };
+        let out = self.patch_at(
+            res,
+            &served,
+            ns,
+            name,
+            kind,
+            patch,
+            opts,
+            existing,
+            existing_view,
+        )?;
+        Ok(convert::bytes_to_view(res, out))
+    }
+
+    /// The patch of [`Store::patch`]: `res` is the resource the request
+    /// names, `storage` the one its objects are stored under (the same
+    /// unless `res` is a view); `existing` is the stored object and
+    /// `existing_view` its converted form for a view.
+    #[allow(clippy::too_many_arguments)]
+    fn patch_at(
+        &mut self,
+        res: &Arc<Resource>,
+        storage: &Arc<Resource>,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        patch: &[u8],
+        opts: &WriteOptions,
+        existing: Option<Value>,
+        existing_view: Option<Value>,
+    ) -> Result<Bytes, ApiError> {
+        let seen = existing_view.as_ref().or(existing.as_ref());
         if kind == PatchKind::Apply {
             if opts.manager.is_empty() {
                 return Err(ApiError::bad_request(
@@ -936,28 +1015,29 @@ impl Store {
                 }
             } else if res.status_subresource
                 // An apply that creates a Node keeps its status, as a create does.
-                && !(existing.is_none() && res.special == Special::Node)
+                && !(seen.is_none() && res.special == Special::Node)
                 && let Value::Object(m) = &mut applied
             {
                 m.remove("status");
             }
-            let Some(old) = existing else {
+            let Some(seen) = seen else {
                 // Apply creates; the apply's ownership record is kept as is.
                 let mut merged =
                     semantics::apply(None, &applied, &opts.manager, opts.force, &now())
                         .map_err(|e| semantics::apply_error(res, name, e))?;
                 metadata_mut(&mut merged).insert("name".into(), json!(name));
                 let managed = merged.pointer("/metadata/managedFields").cloned();
-                return self.create_inner(res, ns, merged, opts, managed);
+                let merged = convert::to_storage(res, merged)?;
+                return self.create_inner(storage, ns, merged, opts, managed);
             };
             let mut merged =
-                semantics::apply(Some(&old), &applied, &opts.manager, opts.force, &now())
+                semantics::apply(Some(seen), &applied, &opts.manager, opts.force, &now())
                     .map_err(|e| semantics::apply_error(res, name, e))?;
             if opts.status {
                 // Keep everything but status (and ownership) from the old object.
                 let status = merged.get("status").cloned();
                 let managed = merged.pointer("/metadata/managedFields").cloned();
-                merged = old.clone();
+                merged = seen.clone();
                 match status {
                     Some(s) => merged["status"] = s,
                     None => {
@@ -970,8 +1050,12 @@ impl Store {
                     metadata_mut(&mut merged).insert("managedFields".into(), m);
                 }
             }
+            let merged = convert::to_storage(res, merged)?;
+            let Some(old) = existing else {
+                return Err(ApiError::not_found(&res.group, &res.plural, name));
+            };
             return self.replace(
-                res,
+                storage,
                 ns,
                 name,
                 old,
@@ -983,23 +1067,27 @@ impl Store {
                 Some(()),
             );
         }
-        let Some(old) = existing else {
+        let Some(seen) = seen else {
             return Err(ApiError::not_found(&res.group, &res.plural, name));
         };
         let patched = match kind {
-            PatchKind::Merge => semantics::merge_patch(&old, patch)?,
-            PatchKind::Json => semantics::json_patch(&old, patch)?,
-            PatchKind::Strategic => semantics::strategic_patch(&old, patch)?,
+            PatchKind::Merge => semantics::merge_patch(seen, patch)?,
+            PatchKind::Json => semantics::json_patch(seen, patch)?,
+            PatchKind::Strategic => semantics::strategic_patch(seen, patch)?,
             PatchKind::Apply => unreachable!("handled above"),
         };
         // A patch that sets resourceVersion is a precondition.
-        check_resource_version(res, name, &patched, &old)?;
+        check_resource_version(res, name, &patched, seen)?;
         if meta_str(&patched, "name") != Some(name) {
             return Err(ApiError::bad_request(
                 "metadata.name may not be changed by a patch",
             ));
         }
-        self.replace(res, ns, name, old, patched, opts, None)
+        let patched = convert::to_storage(res, patched)?;
+        let Some(old) = existing else {
+            return Err(ApiError::not_found(&res.group, &res.plural, name));
+        };
+        self.replace(storage, ns, name, old, patched, opts, None)
     }
 
     /// The common tail of update and patch: subresource handling, identity
@@ -1250,6 +1338,15 @@ impl Store {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        if let Some(storage) = self.storage_for(res)? {
+            return Ok(match self.delete(&storage, ns, name, opts)? {
+                Deleted::Gone { status, object } => Deleted::Gone {
+                    status,
+                    object: convert::bytes_to_view(res, object),
+                },
+                Deleted::Pending(b) => Deleted::Pending(convert::bytes_to_view(res, b)),
+            });
+        }
         let old = self.get_value(res, ns, name)?;
         if let Some(uid) = &opts.uid {
             let actual = meta_str(&old, "uid").unwrap_or_default();
@@ -1375,7 +1472,8 @@ impl Store {
         let resources: Vec<Arc<Resource>> = self
             .registry
             .all()
-            .filter(|r| r.namespaced)
+            // A converted view shares its storage version's objects.
+            .filter(|r| r.namespaced && r.stored_as.is_none())
             .cloned()
             .collect();
         for res in resources {
