@@ -863,11 +863,10 @@ async fn watch(
                 let mut max_sent = 0u64;
                 for e in &start.initial {
                     max_sent = max_sent.max(e.rv);
-                    if tx
-                        .send(Ok(render(e.kind.as_str(), &e.object)))
-                        .await
-                        .is_err()
-                    {
+                    let Some((kind, object)) = filter.deliver(e) else {
+                        continue;
+                    };
+                    if tx.send(Ok(render(kind.as_str(), &object))).await.is_err() {
                         return;
                     }
                 }
@@ -894,10 +893,13 @@ async fn watch(
                             Ok(e) => {
                                 last = last.max(e.rv);
                                 // Events already replayed from history are skipped.
-                                if e.rv <= max_sent || *e.resource != *res.qualified() || !filter.matches_event(&e) {
+                                if e.rv <= max_sent || *e.resource != *res.qualified() {
                                     continue;
                                 }
-                                if tx.send(Ok(render(e.kind.as_str(), &e.object))).await.is_err() {
+                                let Some((kind, object)) = filter.deliver(&e) else {
+                                    continue;
+                                };
+                                if tx.send(Ok(render(kind.as_str(), &object))).await.is_err() {
                                     return;
                                 }
                             }

@@ -62,6 +62,10 @@ pub struct Event {
     pub object: Bytes,
     /// The object's labels, for label-selector filtering without parsing.
     pub labels: Labels,
+    /// For a modification: the object's labels and encoding before it, so
+    /// a filtered watch sees the object enter (ADDED) or leave (DELETED)
+    /// its selection, as the server's watch cache reports it.
+    pub prev: Option<(Labels, Bytes)>,
 }
 
 /// An object's labels, parsed once for selectors and packed into one
@@ -246,11 +250,35 @@ impl Filter {
         true
     }
 
-    /// Whether an event passes the filter.
-    pub fn matches_event(&self, e: &Event) -> bool {
+    /// Whether an event's object passes the filter.
+    fn matches_event(&self, e: &Event) -> bool {
         self.matches(&e.namespace, &e.labels, || {
             serde_json::from_slice(&e.object).ok()
         })
+    }
+
+    /// What a watcher with this filter is sent for `e`, if anything. A
+    /// modification that moves the object into the selection is an ADDED,
+    /// one that moves it out a DELETED of the object as it was (at the
+    /// event's revision), as the server's watch cache sends them; a
+    /// watcher that only ever saw an object must learn that it left.
+    pub fn deliver(&self, e: &Event) -> Option<(EventType, Bytes)> {
+        let now = self.matches_event(e);
+        let before = match (&e.kind, &e.prev) {
+            (EventType::Modified, Some((labels, json))) => {
+                self.matches(&e.namespace, labels, || serde_json::from_slice(json).ok())
+            }
+            _ => now,
+        };
+        match (now, before) {
+            (true, true) => Some((e.kind, e.object.clone())),
+            (true, false) => Some((EventType::Added, e.object.clone())),
+            (false, true) => {
+                let json = e.prev.as_ref().map(|(_, j)| j.clone())?;
+                Some((EventType::Deleted, with_revision(&json, e.rv)))
+            }
+            (false, false) => None,
+        }
     }
 }
 
@@ -549,6 +577,10 @@ impl Store {
         let resource = self.intern(&res.qualified());
         let key: Key = (self.intern(ns), Arc::from(name));
         let coll = self.objects.entry(resource.clone()).or_default();
+        let prev = match kind {
+            EventType::Modified => coll.get(&key).map(|s| (s.labels.clone(), s.json.clone())),
+            _ => None,
+        };
         if kind == EventType::Deleted {
             coll.remove(&key);
         } else {
@@ -568,6 +600,7 @@ impl Store {
             kind,
             object: json.clone(),
             labels,
+            prev,
         });
         self.history.push_back(event.clone());
         while self.history.len() > self.config.history_limit {
@@ -1554,6 +1587,7 @@ impl Store {
                             kind: EventType::Added,
                             object: stored.json.clone(),
                             labels: stored.labels.clone(),
+                            prev: None,
                         }));
                     }
                 }
@@ -1573,7 +1607,9 @@ impl Store {
                 let initial = self
                     .history
                     .iter()
-                    .filter(|e| e.rv > rv && *e.resource == *resource && filter.matches_event(e))
+                    .filter(|e| {
+                        e.rv > rv && *e.resource == *resource && filter.deliver(e).is_some()
+                    })
                     .cloned()
                     .collect();
                 Ok(WatchStart {
@@ -1583,6 +1619,19 @@ impl Store {
                 })
             }
         }
+    }
+}
+
+/// An encoded object with its `resourceVersion` set to `rv`.
+fn with_revision(json: &Bytes, rv: u64) -> Bytes {
+    match serde_json::from_slice::<Value>(json) {
+        Ok(mut v) => {
+            metadata_mut(&mut v).insert("resourceVersion".into(), json!(rv.to_string()));
+            serde_json::to_vec(&v)
+                .map(Bytes::from)
+                .unwrap_or_else(|_| json.clone())
+        }
+        Err(_) => json.clone(),
     }
 }
 

@@ -3073,3 +3073,85 @@ async fn oversized_data_and_bodies_are_refused() {
     assert_eq!(code, 413);
     assert_eq!(sb.revision().await, before);
 }
+
+/// A label-selected watch hears of an object that stops matching as a
+/// DELETED (the object as it was, at the new revision) and of one that
+/// starts matching as an ADDED, as the real watch cache sends them; a
+/// resumed watch replays the same from history.
+#[tokio::test]
+async fn a_filtered_watch_sees_objects_enter_and_leave_its_selection() {
+    let (_sb, client) = sandbox().await;
+    create_ns(&client, "sel").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "sel");
+    let mut labelled = cm("x", &[("k", "v")]);
+    labelled.metadata.labels = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
+    let created = api.create(&PostParams::default(), &labelled).await.unwrap();
+    let start_rv = created.metadata.resource_version.clone().unwrap();
+    let params = WatchParams::default().labels("team=a").timeout(10);
+    let mut live = api.watch(&params, &start_rv).await.unwrap().boxed();
+
+    let unlabel = Patch::Merge(json!({"metadata": {"labels": {"team": null}}}));
+    let after = api
+        .patch("x", &PatchParams::default(), &unlabel)
+        .await
+        .unwrap();
+    // A change outside the selection is not sent at all.
+    api.patch(
+        "x",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "w"}})),
+    )
+    .await
+    .unwrap();
+    let relabel = Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}}));
+    let back = api
+        .patch("x", &PatchParams::default(), &relabel)
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let e = tokio::time::timeout(Duration::from_secs(10), live.try_next())
+            .await
+            .expect("watch event")
+            .unwrap()
+            .expect("stream open");
+        match e {
+            WatchEvent::Bookmark(_) => {}
+            other => seen.push(other),
+        }
+    }
+    let WatchEvent::Deleted(gone) = &seen[0] else {
+        panic!("not DELETED: {:?}", seen[0]);
+    };
+    // The object as it last matched, at the revision that moved it out.
+    assert_eq!(
+        gone.metadata.resource_version,
+        after.metadata.resource_version
+    );
+    assert_eq!(
+        gone.metadata.labels.as_ref().unwrap().get("team").unwrap(),
+        "a"
+    );
+    assert_eq!(gone.data.as_ref().unwrap()["k"], "v");
+    let WatchEvent::Added(again) = &seen[1] else {
+        panic!("not ADDED: {:?}", seen[1]);
+    };
+    assert_eq!(
+        again.metadata.resource_version,
+        back.metadata.resource_version
+    );
+    assert_eq!(again.data.as_ref().unwrap()["k"], "w");
+
+    // Resuming from the start replays the same two events from history.
+    let replay: Vec<_> = api
+        .watch(&params, &start_rv)
+        .await
+        .unwrap()
+        .take(2)
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(matches!(replay[0], WatchEvent::Deleted(_)), "{replay:?}");
+    assert!(matches!(replay[1], WatchEvent::Added(_)), "{replay:?}");
+}
