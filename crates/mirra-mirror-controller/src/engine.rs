@@ -251,7 +251,10 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
         if let Some(reason) = failed.get(&o.target.key())
             && matches!(
                 o.state,
-                OutcomeState::Applied | OutcomeState::Deleted | OutcomeState::Pruned
+                OutcomeState::Applied
+                    | OutcomeState::Deleted
+                    | OutcomeState::Pruned
+                    | OutcomeState::Released
             )
         {
             o.state = OutcomeState::Failed {
@@ -350,14 +353,29 @@ async fn send(
         Op::Apply {
             body,
             force_recreate,
+            check_adoption,
             ..
         } => match write::apply(client, &ar, &t.namespace, &t.name, body).await {
-            Ok(version) => {
+            Ok(applied) => {
                 shared.metrics.write("apply", &t.kind);
+                let (version, body_hash) = if *check_adoption && applied.others_had_a_hand {
+                    // The object existed before this apply: say so on it,
+                    // so it is released rather than deleted later.
+                    tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
+                        "adopted an existing object");
+                    let marked = mirra_mirror::with_adopted_mark(body);
+                    let again = write::apply(client, &ar, &t.namespace, &t.name, &marked)
+                        .await
+                        .map_err(|e| write::classify(&e))?;
+                    shared.metrics.write("apply", &t.kind);
+                    (again.version, mirra_mirror::marks::content_hash(&marked))
+                } else {
+                    (applied.version, mirra_mirror::marks::content_hash(body))
+                };
                 let write = OwnWrite {
                     version,
                     planned_from,
-                    body_hash: mirra_mirror::marks::content_hash(body),
+                    body_hash,
                 };
                 shared.with_state(|s| {
                     s.record_own_write(
@@ -396,6 +414,13 @@ async fn send(
                 .map_err(|e| write::classify(&e))?;
             shared.metrics.write("delete", &t.kind);
             record_delete(shared, t, uid);
+            Ok(true)
+        }
+        Op::Release { .. } => {
+            write::release(client, &ar, &t.namespace, &t.name)
+                .await
+                .map_err(|e| write::classify(&e))?;
+            shared.metrics.write("release", &t.kind);
             Ok(true)
         }
     }

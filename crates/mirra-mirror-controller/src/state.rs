@@ -874,12 +874,22 @@ mod tests {
         }
     }
 
+    /// The managedFields the API server records for mirra's apply of its
+    /// marks (what the caches keep of them).
+    fn written_by_mirra() -> Value {
+        json!([{"manager": mirra_mirror::FIELD_MANAGER, "operation": "Apply", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {
+                "f:labels": {format!("f:{}", mirra_mirror::MANAGED_BY_LABEL): {}},
+                "f:annotations": {format!("f:{}", mirra_mirror::OWNER_ANNOTATION): {}}}}}])
+    }
+
     /// What the server answers the apply with, as the watch echoes it.
     fn echo(body: &Value, version: &str) -> DynamicObject {
         let mut obj: DynamicObject = serde_json::from_value(body.clone()).unwrap();
         obj.metadata.namespace = Some("t".into());
         obj.metadata.uid = Some("c-uid".into());
         obj.metadata.resource_version = Some(version.into());
+        obj.metadata.managed_fields = serde_json::from_value(written_by_mirra()).unwrap();
         obj
     }
 
@@ -957,7 +967,9 @@ mod tests {
                 "metadata": {"name": name, "namespace": "t", "uid": format!("{name}-uid"),
                              "resourceVersion": "3",
                              "labels": {mirra_mirror::MANAGED_BY_LABEL: mirra_mirror::MANAGED_BY_VALUE},
-                             "annotations": {mirra_mirror::OWNER_ANNOTATION: "tenant-b/theirs"}},
+                             "annotations": {mirra_mirror::OWNER_ANNOTATION: "tenant-b/theirs"},
+                             // Another mirra deployment wrote them.
+                             "managedFields": written_by_mirra()},
                 "data": {"k": "theirs"},
             }))
             .unwrap()

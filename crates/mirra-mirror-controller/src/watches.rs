@@ -47,6 +47,18 @@ fn strip_managed_fields(meta: &mut kube::api::ObjectMeta) {
     meta.managed_fields = None;
 }
 
+/// What the planner reads of a copy's managedFields: whether mirra's own
+/// apply wrote its marks. Only that proof is kept (one small entry), for
+/// the same memory reason as above.
+fn keep_ownership_proof(meta: &mut kube::api::ObjectMeta) {
+    let proof = meta
+        .managed_fields
+        .as_ref()
+        .and_then(|m| serde_json::to_value(m).ok())
+        .and_then(|v| mirra_mirror::marks::ownership_proof(Some(&v)));
+    meta.managed_fields = proof.and_then(|p| serde_json::from_value(p).ok());
+}
+
 /// Starts the Namespace watch.
 pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let api: Api<Namespace> = Api::all(shared.client.clone());
@@ -212,7 +224,7 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> A
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
     let stream = watcher::watcher(api, config)
         .backoff(WatchBackoff::new(&shared.settings))
-        .modify(|o: &mut DynamicObject| strip_managed_fields(&mut o.metadata));
+        .modify(|o: &mut DynamicObject| keep_ownership_proof(&mut o.metadata));
     let shared = shared.clone();
     let ar = ar.clone();
     let task = tokio::spawn(async move {
@@ -262,7 +274,7 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
     }
     let stream = watcher::watcher(api, config)
         .backoff(WatchBackoff::new(&shared.settings))
-        .modify(|o| strip_managed_fields(&mut o.metadata));
+        .modify(|o| keep_ownership_proof(&mut o.metadata));
     let shared = shared.clone();
     let ar = ar.clone();
     let task = tokio::spawn(async move {

@@ -1,5 +1,6 @@
-//! The writers: server-side apply as field manager `mirra` and deletes with
-//! a uid precondition, and the classification of their failures.
+//! The writers: server-side apply as field manager `mirra` (and the empty
+//! apply that releases an adopted object), deletes with a uid
+//! precondition, and the classification of their failures.
 //!
 //! What this module must NOT do: read from the server (no GET, ever: every
 //! decision was made from the caches), or decide what to write.
@@ -84,22 +85,64 @@ pub fn classify(e: &kube::Error) -> WriteFailure {
 /// begins.
 const TYPED_PATCH_ERROR: &str = "failed to create typed patch object";
 
+/// What an apply answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The resourceVersion the write produced (empty if the server sent
+    /// none), so that the watch's echo of this very write can be
+    /// recognised.
+    pub version: String,
+    /// Whether the answer's managedFields name a manager other than
+    /// mirra's apply: for an object the caches did not hold, it existed
+    /// before (mirra adopted it).
+    pub others_had_a_hand: bool,
+}
+
 /// Server-side applies `body` (forced: the SyncConfig is the source of
-/// truth for the fields it sets; fields others set are untouched). Returns
-/// the resourceVersion the write produced (empty if the server sent none),
-/// so that the watch's echo of this very write can be recognised.
+/// truth for the fields it sets; fields others set are untouched).
 pub async fn apply(
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
     body: &Value,
-) -> Result<String, kube::Error> {
+) -> Result<Applied, kube::Error> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(name, &params, &Patch::Apply(body))
-        .await
-        .map(|o| o.metadata.resource_version.unwrap_or_default())
+    let o = api.patch(name, &params, &Patch::Apply(body)).await?;
+    let managed = o
+        .metadata
+        .managed_fields
+        .as_ref()
+        .and_then(|m| serde_json::to_value(m).ok());
+    Ok(Applied {
+        version: o.metadata.resource_version.unwrap_or_default(),
+        others_had_a_hand: mirra_mirror::marks::has_other_managers(managed.as_ref()),
+    })
+}
+
+/// Lets an adopted object go: a server-side apply of its identity alone,
+/// so mirra owns no field of it any more (fields only mirra set, its marks
+/// among them, are removed; everything others set stays). A 404 counts as
+/// success.
+pub async fn release(
+    client: &kube::Client,
+    ar: &ApiResource,
+    namespace: &str,
+    name: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let body = serde_json::json!({
+        "apiVersion": ar.api_version,
+        "kind": ar.kind,
+        "metadata": {"name": name, "namespace": namespace},
+    });
+    match api.patch(name, &params, &Patch::Apply(&body)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// Deletes an object only if it is still the one observed (`uid`). A 404

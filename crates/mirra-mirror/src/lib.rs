@@ -38,12 +38,13 @@ pub use compile::{CompiledConfig, CompiledSpec, DeleteTemplate, SyncTemplate};
 pub use desired::{DesiredCopy, desired_copy, is_subset};
 pub use error::{RenderError, ValidationError};
 pub use marks::{
-    FIELD_MANAGER, HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION,
-    PRUNE_ANNOTATION,
+    ADOPTED_ANNOTATION, FIELD_MANAGER, HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
+    OWNER_ANNOTATION, PRUNE_ANNOTATION,
 };
 pub use plan::{
     DeleteCause, ItemOutcome, ItemRef, NamespacePlan, ObservedLookup, ObservedObject, ObservedSet,
     Op, OutcomeState, namespaces_for_config_change, plan_namespace, plan_namespace_scoped,
+    with_adopted_mark,
 };
 pub use refs::{ConfigRef, ObjectKey, ObjectRef};
 pub use render::render;

@@ -15,7 +15,19 @@
 //!   itself then says whether it may be removed.
 //!
 //! An object is mirra's only if it has BOTH the label and a well-formed owner
-//! annotation. What this module must NOT do: treat anything else as mirra's.
+//! annotation AND its `managedFields` show that mirra's own server-side
+//! apply (field manager [`FIELD_MANAGER`], operation `Apply`) wrote both:
+//! marks someone else added (a copied manifest, a hand-made label) make
+//! nothing mirra's, so mirra never deletes or overwrites such an object on
+//! the strength of them ([`marks_written_by_mirra`]). The caches keep only
+//! that proof of a copy's managedFields ([`ownership_proof`]).
+//!
+//! A copy of an object that existed before mirra applied it (mirra adopted
+//! it: a syncItem named it) carries [`ADOPTED_ANNOTATION`]`: "true"`; when
+//! it is no longer wanted it is released (mirra's fields and marks
+//! removed), never deleted.
+//!
+//! What this module must NOT do: treat anything else as mirra's.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,6 +51,103 @@ pub const PRUNE_ANNOTATION: &str = "sync.appuio.ch/prune";
 pub const HASH_ANNOTATION: &str = "sync.appuio.ch/content-hash";
 /// The field manager mirra's server-side applies use.
 pub const FIELD_MANAGER: &str = "mirra";
+/// On a copy: `"true"` when the object existed before mirra first applied
+/// it. Such a copy is released, not deleted, when no longer wanted.
+pub const ADOPTED_ANNOTATION: &str = "sync.appuio.ch/adopted";
+
+/// The `fieldsV1` paths of the marks mirra's apply entry must own.
+fn mark_paths() -> [[String; 3]; 2] {
+    [
+        [
+            "f:metadata".into(),
+            "f:labels".into(),
+            format!("f:{MANAGED_BY_LABEL}"),
+        ],
+        [
+            "f:metadata".into(),
+            "f:annotations".into(),
+            format!("f:{OWNER_ANNOTATION}"),
+        ],
+    ]
+}
+
+fn is_mirra_apply(entry: &Value) -> bool {
+    entry.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
+        && entry.get("operation").and_then(Value::as_str) == Some("Apply")
+}
+
+fn owns(fields: &Value, path: &[String]) -> bool {
+    path.iter()
+        .try_fold(fields, |at, key| at.get(key))
+        .is_some()
+}
+
+/// Whether an object's `metadata.managedFields` show that mirra's own
+/// server-side apply owns both of its marks (the managed-by label and the
+/// owner annotation). Anything else (no managedFields, another manager,
+/// an `Update` entry of a client that borrowed mirra's name) is no proof.
+pub fn marks_written_by_mirra(managed_fields: Option<&Value>) -> bool {
+    let Some(entries) = managed_fields.and_then(Value::as_array) else {
+        return false;
+    };
+    entries.iter().filter(|e| is_mirra_apply(e)).any(|e| {
+        e.get("fieldsV1")
+            .is_some_and(|f| mark_paths().iter().all(|p| owns(f, p)))
+    })
+}
+
+/// Whether someone other than mirra's apply has an entry in
+/// `managedFields`: after mirra's first apply of an object it believed
+/// absent, that means the object existed before (mirra adopted it).
+pub fn has_other_managers(managed_fields: Option<&Value>) -> bool {
+    managed_fields
+        .and_then(Value::as_array)
+        .is_some_and(|entries| entries.iter().any(|e| !is_mirra_apply(e)))
+}
+
+/// `managedFields` reduced to the proof [`marks_written_by_mirra`] reads:
+/// mirra's `Apply` entry with its `fieldsV1` cut down to the marks it
+/// owns, or nothing. The caches keep this instead of the whole list (often
+/// larger than the object).
+pub fn ownership_proof(managed_fields: Option<&Value>) -> Option<Value> {
+    let entry = managed_fields
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|e| is_mirra_apply(e))?;
+    let fields = entry.get("fieldsV1")?;
+    let mut kept = serde_json::Map::new();
+    for path in mark_paths() {
+        if owns(fields, &path) {
+            let [meta, map, key] = path;
+            let section = kept
+                .entry(meta)
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if let Value::Object(section) = section {
+                let inner = section
+                    .entry(map)
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if let Value::Object(inner) = inner {
+                    inner.insert(key, Value::Object(serde_json::Map::new()));
+                }
+            }
+        }
+    }
+    if kept.is_empty() {
+        return None;
+    }
+    Some(serde_json::json!([{
+        "manager": FIELD_MANAGER,
+        "operation": "Apply",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": Value::Object(kept),
+    }]))
+}
+
+/// Whether an adopted-annotation value says the copy was adopted (only
+/// `"true"`).
+pub fn is_adopted(value: Option<&str>) -> bool {
+    value == Some("true")
+}
 
 /// The SyncConfig an object belongs to, if it carries both of mirra's marks.
 pub fn owner_of(
@@ -146,6 +255,72 @@ mod tests {
         }
     }
 
+    fn mirra_entry(fields: Value) -> Value {
+        json!({"manager": FIELD_MANAGER, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": fields})
+    }
+
+    fn marks_fields() -> Value {
+        json!({"f:metadata": {
+            "f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}, "f:team": {}},
+            "f:annotations": {format!("f:{OWNER_ANNOTATION}"): {}, format!("f:{HASH_ANNOTATION}"): {}}
+        }, "f:data": {"f:k": {}}})
+    }
+
+    #[test]
+    fn only_mirras_own_apply_of_both_marks_is_proof() {
+        let proof = json!([mirra_entry(marks_fields())]);
+        assert!(marks_written_by_mirra(Some(&proof)));
+        // Someone else wrote the marks (kubectl, a copied manifest).
+        let other = json!([{"manager": "kubectl-client-side-apply", "operation": "Update",
+            "fieldsType": "FieldsV1", "fieldsV1": marks_fields()}]);
+        assert!(!marks_written_by_mirra(Some(&other)));
+        // mirra's name on an Update (a client that borrowed it) is no proof.
+        let mut update = mirra_entry(marks_fields());
+        update["operation"] = json!("Update");
+        assert!(!marks_written_by_mirra(Some(&json!([update]))));
+        // mirra applied the object but someone else added the owner mark.
+        let partial = json!([mirra_entry(
+            json!({"f:metadata": {"f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}}}})
+        )]);
+        assert!(!marks_written_by_mirra(Some(&partial)));
+        assert!(!marks_written_by_mirra(None));
+        assert!(!marks_written_by_mirra(Some(&json!("junk"))));
+        assert!(!marks_written_by_mirra(Some(
+            &json!([1, null, {"manager": FIELD_MANAGER}])
+        )));
+    }
+
+    #[test]
+    fn the_proof_keeps_only_the_marks_and_still_proves() {
+        let all = json!([
+            {"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {"f:data": {}}},
+            mirra_entry(marks_fields())
+        ]);
+        let proof = ownership_proof(Some(&all)).unwrap();
+        assert_eq!(
+            proof[0]["fieldsV1"],
+            json!({"f:metadata": {
+                "f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}},
+                "f:annotations": {format!("f:{OWNER_ANNOTATION}"): {}}
+            }})
+        );
+        assert!(marks_written_by_mirra(Some(&proof)));
+        assert!(has_other_managers(Some(&all)));
+        assert!(!has_other_managers(Some(&proof)));
+        assert_eq!(ownership_proof(Some(&json!([]))), None);
+        assert_eq!(
+            ownership_proof(Some(&json!([mirra_entry(json!({"f:data": {}}))]))),
+            None
+        );
+    }
+
+    #[test]
+    fn adopted_values() {
+        assert!(is_adopted(Some("true")));
+        assert!(!is_adopted(Some("True ")));
+        assert!(!is_adopted(None));
+    }
+
     #[test]
     fn prune_opt_out_values() {
         assert!(prune_opted_out(Some("false")));
@@ -183,6 +358,21 @@ mod tests {
         fn hash_is_deterministic(s in "[a-z]{0,10}", n in any::<i64>()) {
             let v = json!({"s": s, "n": n});
             prop_assert_eq!(content_hash(&v), content_hash(&v.clone()));
+        }
+
+        #[test]
+        fn the_proof_proves_exactly_what_the_whole_list_proves(
+            manager in prop_oneof![Just(FIELD_MANAGER.to_string()), "[a-z]{1,6}"],
+            operation in prop_oneof![Just("Apply"), Just("Update")],
+            label in any::<bool>(),
+            owner in any::<bool>(),
+        ) {
+            let mut fields = json!({"f:metadata": {"f:labels": {}, "f:annotations": {}}, "f:data": {}});
+            if label { fields["f:metadata"]["f:labels"][format!("f:{MANAGED_BY_LABEL}")] = json!({}); }
+            if owner { fields["f:metadata"]["f:annotations"][format!("f:{OWNER_ANNOTATION}")] = json!({}); }
+            let list = json!([{"manager": manager, "operation": operation, "fieldsV1": fields}]);
+            let proof = ownership_proof(Some(&list));
+            prop_assert_eq!(marks_written_by_mirra(Some(&list)), marks_written_by_mirra(proof.as_ref()));
         }
     }
 }

@@ -25,17 +25,27 @@
 //!   the losers in `contenders`.
 //! - An existing object WITHOUT mirra's marks that a syncItem names is
 //!   adopted: the apply takes ownership of the fields the item sets and adds
-//!   the marks (espejo overwrote such objects entirely; the spec names the
-//!   object explicitly, so writing it is the user's intent, and fields set by
-//!   others survive). Once adopted it is mirra's, and pruned like any copy.
+//!   the marks and [`ADOPTED_ANNOTATION`] (espejo overwrote such objects
+//!   entirely; the spec names the object explicitly, so writing it is the
+//!   user's intent, and fields set by others survive). The caches see only
+//!   objects that carry mirra's label, so an apply of an object they do not
+//!   hold is sent with `check_adoption`: the writer looks at the answer's
+//!   managedFields and marks the object adopted when anyone else had a
+//!   hand in it. An adopted object no longer wanted is released
+//!   ([`Op::Release`]: mirra's fields and marks removed), never deleted.
+//! - Marks count only when mirra's own apply wrote them
+//!   ([`ObservedObject::marks_by_mirra`]): an object whose marks someone
+//!   else added is never pruned, released or treated as another SyncConfig's;
+//!   a syncItem naming it adopts it.
 //! - deleteItems delete the named object in every selected namespace, marked
 //!   or not (the spec names it), and only while it exists and is not already
 //!   being deleted. When a syncItem (of any SyncConfig) wants the same object
 //!   in that namespace, the syncItem wins and the deleteItem gets a
 //!   `Conflict` outcome: deleting what another rule recreates would fight
 //!   forever.
-//! - Pruning: an object carrying mirra's marks that no valid SyncConfig wants
-//!   in this namespace is deleted (with its uid as precondition) unless kept:
+//! - Pruning: a copy mirra created that no valid SyncConfig wants in this
+//!   namespace is deleted (with its uid as precondition; an adopted one is
+//!   released instead) unless kept:
 //!   its SyncConfig exists but is invalid (a typo must not delete copies),
 //!   its SyncConfig opted out of pruning, or, when the SyncConfig is gone, the
 //!   copy itself carries the opt-out. An object without both marks is never
@@ -59,7 +69,10 @@ use serde_json::Value;
 
 use crate::compile::CompiledConfig;
 use crate::desired::{desired_copy, is_subset};
-use crate::marks::{OWNER_ANNOTATION, PRUNE_ANNOTATION, owner_of, prune_opted_out};
+use crate::marks::{
+    ADOPTED_ANNOTATION, MANAGED_BY_LABEL, OWNER_ANNOTATION, PRUNE_ANNOTATION, is_adopted,
+    marks_written_by_mirra, owner_of, prune_opted_out,
+};
 use crate::names::{check_name, strict_name_rule};
 use crate::refs::{ConfigRef, ObjectKey, ObjectRef, group_of};
 use crate::selector::NamespaceView;
@@ -86,6 +99,10 @@ pub struct ObservedObject {
     pub body: Value,
     /// Whether `metadata.deletionTimestamp` is set.
     pub deleting: bool,
+    /// Whether `metadata.managedFields` show mirra's own apply wrote the
+    /// marks (`marks::marks_written_by_mirra`): only then is the object
+    /// mirra's.
+    pub marks_by_mirra: bool,
 }
 
 impl ObservedObject {
@@ -121,6 +138,7 @@ impl ObservedObject {
             deleting: meta
                 .and_then(|m| m.get("deletionTimestamp"))
                 .is_some_and(|v| !v.is_null()),
+            marks_by_mirra: marks_written_by_mirra(meta.and_then(|m| m.get("managedFields"))),
             body,
         })
     }
@@ -135,9 +153,19 @@ impl ObservedObject {
         }
     }
 
-    /// The SyncConfig that owns this object, if it carries mirra's marks.
+    /// The SyncConfig that owns this object: it carries mirra's marks and
+    /// mirra wrote them.
     pub fn owner(&self) -> Option<ConfigRef> {
+        if !self.marks_by_mirra {
+            return None;
+        }
         owner_of(&self.labels, &self.annotations)
+    }
+
+    /// Whether mirra adopted this copy (it existed before mirra applied
+    /// it): released, never deleted, when no longer wanted.
+    pub fn adopted(&self) -> bool {
+        is_adopted(self.annotations.get(ADOPTED_ANNOTATION).map(String::as_str))
     }
 
     fn object_ref(&self) -> ObjectRef {
@@ -245,6 +273,11 @@ pub enum Op {
         /// The SyncConfig's `forceRecreate`: on 422, delete the object (with
         /// its uid as precondition) and let the next plan recreate it.
         force_recreate: bool,
+        /// The caches hold no object of this name, so the apply may find
+        /// one mirra never saw: when the answer's managedFields name any
+        /// other manager, the object was adopted and the writer applies
+        /// again with [`ADOPTED_ANNOTATION`].
+        check_adoption: bool,
     },
     /// Delete with `uid` as precondition, so a newer object of the same name
     /// is never deleted by a stale decision.
@@ -258,13 +291,25 @@ pub enum Op {
         /// The SyncConfig responsible (the owner, for a prune).
         config: ConfigRef,
     },
+    /// Server-side apply of nothing but the object's identity as
+    /// [`crate::FIELD_MANAGER`]: mirra gives up every field it owned (its
+    /// marks included), fields only mirra set go, everything else stays.
+    /// How an adopted object that is no longer wanted is let go.
+    Release {
+        /// The object to release.
+        target: ObjectRef,
+        /// The SyncConfig that owned it.
+        config: ConfigRef,
+    },
 }
 
 impl Op {
     /// The object the operation acts on.
     pub fn target(&self) -> &ObjectRef {
         match self {
-            Op::Apply { target, .. } | Op::Delete { target, .. } => target,
+            Op::Apply { target, .. } | Op::Delete { target, .. } | Op::Release { target, .. } => {
+                target
+            }
         }
     }
 }
@@ -295,6 +340,8 @@ pub enum OutcomeState {
     Terminating,
     /// An orphaned copy is deleted (a Delete is planned).
     Pruned,
+    /// An orphaned copy mirra adopted is let go (a Release is planned).
+    Released,
     /// An orphaned copy is kept (pruning opted out, or its SyncConfig is
     /// invalid).
     Retained {
@@ -438,18 +485,30 @@ pub fn plan_namespace_scoped(
 
     let mut applies = Vec::new();
     for (key, want) in &wants {
-        let state = match observed.get(key) {
+        let seen = observed.get(key);
+        // An object that existed before mirra's apply stays marked as
+        // adopted; one whose marks mirra did not write is adopted now.
+        let adopting = seen.is_some_and(|o| o.adopted() || !o.marks_by_mirra);
+        let adopted_body;
+        let body = if adopting {
+            adopted_body = with_adopted_mark(&want.body);
+            &adopted_body
+        } else {
+            &want.body
+        };
+        let state = match seen {
             Some(o) if let Some(reason) = foreign_owner(o, honoured) => {
                 OutcomeState::Failed { reason }
             }
             Some(o) if o.deleting => OutcomeState::Terminating,
-            Some(o) if is_subset(&want.body, &o.body) => OutcomeState::InSync,
+            Some(o) if is_subset(body, &o.body) => OutcomeState::InSync,
             _ => {
                 applies.push(Op::Apply {
                     target: want.target.clone(),
-                    body: want.body.clone(),
+                    body: body.clone(),
                     config: want.config.key.clone(),
                     force_recreate: want.config.force_recreate,
+                    check_adoption: seen.is_none(),
                 });
                 OutcomeState::Applied
             }
@@ -520,17 +579,46 @@ pub fn plan_namespace_scoped(
         }
     }
 
+    let unclaimed = |o: &&ObservedObject| {
+        let key = o.key();
+        o.namespace == ns.name
+            && !o.deleting
+            && !wants.contains_key(&key)
+            && !deletes.contains_key(&key)
+    };
+    // Marks mirra did not write: nobody's copy. Said on the SyncConfig
+    // they name, and otherwise left alone.
+    let mut forged: Vec<(&ObservedObject, ConfigRef)> = observed
+        .objects()
+        .filter(unclaimed)
+        .filter(|o| !o.marks_by_mirra)
+        .filter_map(|o| owner_of(&o.labels, &o.annotations).map(|owner| (o, owner)))
+        .filter(|(_, owner)| honoured(owner))
+        .collect();
+    forged.sort_by_key(|(o, _)| o.key());
+    for (o, owner) in forged {
+        outcomes.push(ItemOutcome {
+            config: owner,
+            item: ItemRef::Orphan,
+            target: o.object_ref(),
+            state: OutcomeState::Retained {
+                reason: format!(
+                    "it carries mirra's marks, but mirra's field manager did not write them; \
+                     it is left alone (remove the {MANAGED_BY_LABEL} label or name it in a \
+                     syncItem to adopt it)"
+                ),
+            },
+            contenders: Vec::new(),
+        });
+    }
     let mut orphans: Vec<(&ObservedObject, ConfigRef)> = observed
         .objects()
-        .filter(|o| o.namespace == ns.name && !o.deleting)
+        .filter(unclaimed)
         .filter_map(|o| o.owner().map(|owner| (o, owner)))
         .filter(|(_, owner)| honoured(owner))
-        .filter(|(o, _)| {
-            let key = o.key();
-            !wants.contains_key(&key) && !deletes.contains_key(&key)
-        })
         .collect();
     orphans.sort_by_key(|(o, _)| o.key());
+    let mut releases = Vec::new();
     for (o, owner) in orphans {
         let keep = match configs.iter().find(|c| c.key == owner) {
             Some(c) if !c.is_valid() => Some("its SyncConfig is invalid".to_string()),
@@ -543,6 +631,13 @@ pub fn plan_namespace_scoped(
         };
         let state = match keep {
             Some(reason) => OutcomeState::Retained { reason },
+            None if o.adopted() => {
+                releases.push(Op::Release {
+                    target: o.object_ref(),
+                    config: owner.clone(),
+                });
+                OutcomeState::Released
+            }
             None if o.uid.is_empty() => OutcomeState::Failed {
                 reason: "the observed copy has no uid to delete it safely".into(),
             },
@@ -570,9 +665,22 @@ pub fn plan_namespace_scoped(
 
     applies.sort_by_key(|op| op.target().key());
     let mut ops = applies;
+    ops.extend(releases);
     ops.extend(deletes.into_values());
     outcomes.sort_by(|a, b| (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target)));
     NamespacePlan { ops, outcomes }
+}
+
+/// `body` with [`ADOPTED_ANNOTATION`] set, so that an adopted copy keeps
+/// saying so (a server-side apply drops what it no longer sends). The
+/// writer uses it too, when an apply with `check_adoption` finds an object
+/// that existed before.
+pub fn with_adopted_mark(body: &Value) -> Value {
+    let mut body = body.clone();
+    if let Some(Value::Object(annotations)) = body.pointer_mut("/metadata/annotations") {
+        annotations.insert(ADOPTED_ANNOTATION.into(), Value::String("true".into()));
+    }
+    body
 }
 
 /// Why `o` is not this mirra's to write or delete: it carries the marks of

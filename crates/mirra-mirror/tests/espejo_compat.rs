@@ -179,7 +179,7 @@ fn the_platform_config_selects_and_templates_like_espejo() {
                 assert!(force_recreate);
                 body
             }
-            Op::Delete { .. } => panic!("nothing to delete"),
+            Op::Delete { .. } | Op::Release { .. } => panic!("nothing to delete or release"),
         })
         .collect();
     let policy = bodies

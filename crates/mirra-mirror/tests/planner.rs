@@ -759,3 +759,189 @@ fn observed_objects_parse_leniently() {
     assert_eq!(set.len(), 1);
     assert!(set.in_namespace("other").is_empty());
 }
+
+/// A copy as a store holds it after `store.apply`: `body` written by
+/// mirra's apply, or, with `by_mirra` false, the same marks written by
+/// someone else (a copied manifest, a hand-made label).
+fn marked(
+    ns: &str,
+    name: &str,
+    uid: &str,
+    by_mirra: bool,
+    extra: &[(&str, &str)],
+) -> ObservedObject {
+    let mut annotations = json!({OWNER_ANNOTATION: "ops/base"});
+    for (k, v) in extra {
+        annotations[*k] = json!(v);
+    }
+    let mut body = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "uid": uid,
+            "labels": {MANAGED_BY_LABEL: "mirra"}, "annotations": annotations},
+        "data": {"x": "y"},
+    });
+    if by_mirra {
+        body["metadata"]["managedFields"] = common::mirra_owns(&body);
+    } else {
+        body["metadata"]["managedFields"] = json!([{"manager": "kubectl-client-side-apply",
+            "operation": "Update", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}},
+                "f:annotations": {format!("f:{OWNER_ANNOTATION}"): {}}}}}]);
+    }
+    ObservedObject::from_json(body).unwrap()
+}
+
+#[test]
+fn marks_someone_else_wrote_are_never_pruned_and_are_reported() {
+    let ns = TestNs::new("n");
+    let mut store = Store::default();
+    store.insert(marked("n", "forged", "u1", false, &[]));
+    store.insert(marked("n", "made", "u2", true, &[]));
+    let c = config(
+        "base",
+        1,
+        spec(&["n"], json!([configmap("other", json!({}))])),
+    );
+    let p = plan(&ns, &[c], &store);
+    // Only the copy mirra wrote is pruned.
+    assert_eq!(
+        deletes(&p),
+        [("made".to_string(), "u2".to_string(), DeleteCause::Pruned)]
+    );
+    let forged = p
+        .outcomes
+        .iter()
+        .find(|o| o.target.name == "forged")
+        .unwrap();
+    assert!(
+        matches!(&forged.state, OutcomeState::Retained { reason } if reason.contains("did not write them")),
+        "{forged:?}"
+    );
+}
+
+#[test]
+fn an_adopted_copy_no_longer_wanted_is_released_not_deleted() {
+    let ns = TestNs::new("n");
+    let mut store = Store::default();
+    store.insert(marked(
+        "n",
+        "theirs",
+        "u1",
+        true,
+        &[(mirra_mirror::ADOPTED_ANNOTATION, "true")],
+    ));
+    let c = config(
+        "base",
+        1,
+        spec(&["n"], json!([configmap("other", json!({}))])),
+    );
+    let p = plan(&ns, std::slice::from_ref(&c), &store);
+    assert!(deletes(&p).is_empty(), "{:?}", p.ops);
+    let releases: Vec<_> = p
+        .ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Release { target, config } => Some((target.name.as_str(), config.name.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(releases, [("theirs", "base")], "{:?}", p.ops);
+    assert!(
+        states(&p).contains(&("base".into(), ItemRef::Orphan, OutcomeState::Released)),
+        "{:?}",
+        p.outcomes
+    );
+    // Released, it carries no mark: once applied, nothing more to do.
+    for op in &p.ops {
+        store.apply(op);
+    }
+    assert_eq!(settle(&[ns], &[c], &mut store), 0);
+    let after = store.objects.iter().find(|o| o.name == "theirs").unwrap();
+    assert!(after.owner().is_none());
+    assert_eq!(after.body["data"]["x"], "y");
+}
+
+#[test]
+fn a_named_object_with_marks_mirra_did_not_write_is_adopted_at_once() {
+    let ns = TestNs::new("n");
+    let mut store = Store::default();
+    store.insert(marked("n", "x", "u1", false, &[]));
+    let c = config(
+        "base",
+        1,
+        spec(&["n"], json!([configmap("x", json!({"k": "v"}))])),
+    );
+    let p = plan(&ns, std::slice::from_ref(&c), &store);
+    let [
+        Op::Apply {
+            body,
+            check_adoption,
+            ..
+        },
+    ] = &p.ops[..]
+    else {
+        panic!("{:?}", p.ops);
+    };
+    // The caches hold the object: no need to look at the answer.
+    assert!(!check_adoption);
+    assert_eq!(
+        body["metadata"]["annotations"][mirra_mirror::ADOPTED_ANNOTATION],
+        "true"
+    );
+    // Once applied it is in step, adopted mark included.
+    assert_eq!(
+        settle(std::slice::from_ref(&ns), std::slice::from_ref(&c), &mut store),
+        1
+    );
+    let o = store.objects.iter().next().unwrap();
+    assert!(o.adopted() && o.owner().is_some());
+    // No longer wanted: released.
+    let none = config(
+        "base",
+        1,
+        spec(&["n"], json!([configmap("other", json!({}))])),
+    );
+    let p = plan(&ns, &[none], &store);
+    assert!(
+        p.ops
+            .iter()
+            .any(|op| matches!(op, Op::Release { target, .. } if target.name == "x")),
+        "{:?}",
+        p.ops
+    );
+    assert!(deletes(&p).is_empty());
+}
+
+#[test]
+fn an_apply_of_an_object_the_caches_do_not_hold_checks_for_adoption() {
+    let ns = TestNs::new("n");
+    let store = Store::default();
+    let c = config(
+        "base",
+        1,
+        spec(&["n"], json!([configmap("x", json!({"k": "v"}))])),
+    );
+    let p = plan(&ns, &[c], &store);
+    let [
+        Op::Apply {
+            body,
+            check_adoption,
+            ..
+        },
+    ] = &p.ops[..]
+    else {
+        panic!("{:?}", p.ops);
+    };
+    assert!(check_adoption);
+    assert!(
+        body["metadata"]["annotations"]
+            .get(mirra_mirror::ADOPTED_ANNOTATION)
+            .is_none()
+    );
+    // The writer's second apply for an adoption is what the planner gives.
+    let marked = mirra_mirror::with_adopted_mark(body);
+    assert_eq!(
+        marked["metadata"]["annotations"][mirra_mirror::ADOPTED_ANNOTATION],
+        "true"
+    );
+}

@@ -15,7 +15,7 @@ use kube::{Client, Config};
 use kube_sandbox::{Sandbox, Stats};
 use mirra_mirror_controller::Settings;
 use mirra_mirror_controller::mirra_mirror::{
-    MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
+    FIELD_MANAGER, MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
 };
 use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness, ReadyFlag};
 use mirra_mirror_controller::tokio_util::sync::CancellationToken;
@@ -357,21 +357,38 @@ pub async fn secret_names(env: &Env, ns: &str) -> Vec<String> {
 }
 
 /// A Secret carrying mirra's marks for `owner` (and the pruning opt-out
-/// when `prune` is given), written by someone else: another mirra
-/// deployment, or this one long ago.
+/// when `prune` is given), written by a mirra (its field manager's
+/// server-side apply): another mirra deployment, or this one long ago.
 pub async fn marked_secret(env: &Env, ns: &str, name: &str, owner: &str, prune: Option<&str>) {
     let mut annotations = json!({OWNER_ANNOTATION: owner});
     if let Some(p) = prune {
         annotations[PRUNE_ANNOTATION] = json!(p);
     }
     secrets(env, ns)
+        .patch(
+            name,
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {
+                "name": name,
+                "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
+                "annotations": annotations,
+            }})),
+        )
+        .await
+        .unwrap();
+}
+
+/// A Secret carrying mirra's marks for `owner` that someone else wrote
+/// (created with them, by a client that is not mirra): not mirra's.
+pub async fn forged_secret(env: &Env, ns: &str, name: &str, owner: &str) {
+    secrets(env, ns)
         .create(
             &PostParams::default(),
             &serde_json::from_value(json!({"metadata": {
                 "name": name,
                 "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE},
-                "annotations": annotations,
-            }}))
+                "annotations": {OWNER_ANNOTATION: owner},
+            }, "data": {"own": "bWluZQ=="}}))
             .unwrap(),
         )
         .await

@@ -118,8 +118,36 @@ impl Store {
                     }
                 };
                 merged["metadata"]["uid"] = Value::String(uid);
+                // As the API server records it: mirra's apply owns what it
+                // sent, its marks among them.
+                merged["metadata"]["managedFields"] = mirra_owns(body);
                 self.objects
                     .insert(ObservedObject::from_json(merged).unwrap());
+            }
+            Op::Release { target, .. } => {
+                self.applies += 1;
+                let key = target.key();
+                let found = self.objects.iter().find(|o| o.key() == key).cloned();
+                if let Some(o) = found {
+                    let mut body = o.body;
+                    let meta = &mut body["metadata"];
+                    if let Some(Value::Object(l)) = meta.get_mut("labels") {
+                        l.remove(mirra_mirror::MANAGED_BY_LABEL);
+                    }
+                    if let Some(Value::Object(a)) = meta.get_mut("annotations") {
+                        for k in [
+                            mirra_mirror::OWNER_ANNOTATION,
+                            mirra_mirror::HASH_ANNOTATION,
+                            mirra_mirror::PRUNE_ANNOTATION,
+                            mirra_mirror::ADOPTED_ANNOTATION,
+                        ] {
+                            a.remove(k);
+                        }
+                    }
+                    meta["managedFields"] = json!([]);
+                    self.objects
+                        .insert(ObservedObject::from_json(body).unwrap());
+                }
             }
             Op::Delete { target, uid, .. } => {
                 self.deletes += 1;
@@ -130,6 +158,26 @@ impl Store {
             }
         }
     }
+}
+
+/// The managedFields of an object mirra's apply of `body` wrote: one
+/// Apply entry owning the labels and annotations it sent.
+pub fn mirra_owns(body: &Value) -> Value {
+    let keys = |section: &str| -> Value {
+        let mut m = serde_json::Map::new();
+        if let Some(Value::Object(map)) = body["metadata"].get(section) {
+            for k in map.keys() {
+                m.insert(format!("f:{k}"), json!({}));
+            }
+        }
+        Value::Object(m)
+    };
+    json!([{
+        "manager": mirra_mirror::FIELD_MANAGER,
+        "operation": "Apply",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:labels": keys("labels"), "f:annotations": keys("annotations")}},
+    }])
 }
 
 /// Maps merged key by key (desired wins); anything else replaced.
