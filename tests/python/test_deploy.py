@@ -70,3 +70,25 @@ def test_catalog_base_applies(kubectl):
         assert port == health, f"{probe} targets {port}, sync-catalog serves health on {health}"
     assert container["readinessProbe"]["httpGet"]["path"] == "/health/ready"
     assert probe_port(container, "metrics") == metrics
+
+
+def test_the_rbac_kinds_overlay_grants_and_allows_them(kubectl):
+    base = kubectl("kustomize", str(ROOT / "deploy")).stdout
+    # The default install may not copy the kinds that grant access.
+    assert "rolebindings" not in base and "serviceaccounts, " not in base
+    kubectl("apply", "-k", str(ROOT / "deploy"))
+    out = kubectl("apply", "-k", str(ROOT / "deploy" / "mirror-rbac-kinds")).stdout
+    assert "clusterrole.rbac.authorization.k8s.io/mirra-mirror-rbac-kinds created" in out
+    deployment = json.loads(
+        kubectl("get", "deployment", "mirra-mirror", "-n", "mirra-system", "-o", "json").stdout
+    )
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    allowed = [a.split("=", 1)[1] for a in args if a.startswith("--allow-kind=")]
+    assert allowed == [
+        "ConfigMap", "Secret", "LimitRange", "ResourceQuota", "NetworkPolicy.networking.k8s.io",
+        "ServiceAccount", "Role.rbac.authorization.k8s.io", "RoleBinding.rbac.authorization.k8s.io",
+    ]
+    role = json.loads(kubectl("get", "clusterrole", "mirra-mirror-rbac-kinds", "-o", "json").stdout)
+    granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert granted == {("", "serviceaccounts"), ("rbac.authorization.k8s.io", "roles"),
+                       ("rbac.authorization.k8s.io", "rolebindings")}

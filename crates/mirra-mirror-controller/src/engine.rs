@@ -209,7 +209,9 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             // an unboxed write future is several kilobytes.
             Box::pin(async move {
                 let t = op.target().clone();
-                let res = send(shared, client, &op, target).await;
+                let res = send(shared, client, &op, target)
+                    .await
+                    .map_err(|f| redact(&op, f));
                 (t.key(), res)
             })
         }))
@@ -328,6 +330,19 @@ fn fnv1a(s: &str) -> u32 {
     s.bytes().fold(0x811c_9dc5_u32, |h, b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
     })
+}
+
+/// A failed write of a Secret with the Secret's values taken out of the
+/// message: it goes to logs, the status and Events.
+fn redact(op: &Op, failure: WriteFailure) -> WriteFailure {
+    match op {
+        Op::Apply { target, body, .. }
+            if target.kind == "Secret" && !target.api_version.contains('/') =>
+        {
+            failure.map_message(|m| mirra_mirror::redact_secret_values(m, body))
+        }
+        _ => failure,
+    }
 }
 
 /// Sends one op; `Ok(true)` when a write was made.

@@ -32,9 +32,27 @@ pub struct RunArgs {
     pub all_namespaces: bool,
 
     /// Target namespace mirra never writes to or deletes from, whatever a
-    /// SyncConfig selects (repeatable), e.g. `kube-system`.
+    /// SyncConfig selects (repeatable), in addition to the protected ones:
+    /// kube-system, kube-public, kube-node-lease and mirra's own namespace.
     #[arg(long = "never-write-namespace", value_name = "NS")]
     pub never_write_namespace: Vec<String>,
+
+    /// Lift the protection of one of the namespaces mirra never writes to by
+    /// default (kube-system, kube-public, kube-node-lease, mirra's own
+    /// namespace), so SyncConfigs selecting it write there (repeatable).
+    #[arg(long = "allow-write-namespace", value_name = "NS")]
+    pub allow_write_namespace: Vec<String>,
+
+    /// A kind mirra may copy and delete, as `Kind` for the core group or
+    /// `Kind.group` (`NetworkPolicy.networking.k8s.io`); repeatable, and
+    /// `*` allows every kind. Items of other kinds fail with a message
+    /// naming this flag and are neither written nor deleted. Given, the
+    /// list replaces the default: ConfigMap, Secret, LimitRange,
+    /// ResourceQuota and NetworkPolicy.networking.k8s.io. Roles,
+    /// RoleBindings and ServiceAccounts grant access, so they are opt-in
+    /// (deploy/mirror-rbac-kinds).
+    #[arg(long = "allow-kind", value_name = "KIND[.GROUP]")]
+    pub allow_kind: Vec<String>,
 
     /// Quiet time in milliseconds after the latest event for a namespace
     /// before it is reconciled; events arriving meanwhile are merged into one
@@ -157,6 +175,57 @@ pub enum SettingsError {
     },
 }
 
+/// The namespaces mirra never writes to unless `--allow-write-namespace`
+/// names them (mirra's own namespace is added at start-up).
+pub const PROTECTED_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
+/// The kinds mirra copies when `--allow-kind` is not given: those deploy/
+/// grants, without the ones that grant access themselves.
+pub const DEFAULT_ALLOWED_KINDS: [&str; 5] = [
+    "ConfigMap",
+    "Secret",
+    "LimitRange",
+    "ResourceQuota",
+    "NetworkPolicy.networking.k8s.io",
+];
+
+/// A kind as `--allow-kind` names it: group (empty for core) and kind.
+pub type KindName = (String, String);
+
+/// Parses one `--allow-kind` value (`Kind` or `Kind.group`).
+pub fn parse_kind_name(value: &str) -> Result<KindName, String> {
+    let value = value.trim();
+    let (kind, group) = value.split_once('.').unwrap_or((value, ""));
+    let dotted = value.contains('.');
+    let kind_ok = kind.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && kind.chars().all(|c| c.is_ascii_alphanumeric());
+    if !kind_ok {
+        return Err(format!(
+            "{value:?} is not Kind or Kind.group (a kind starts with an upper-case letter and \
+             holds only letters and digits, e.g. ConfigMap or NetworkPolicy.networking.k8s.io)"
+        ));
+    }
+    let group_ok = group.split('.').all(|label| {
+        !label.is_empty()
+            && label
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    });
+    if dotted && !group_ok {
+        return Err(format!("{value:?}: {group:?} is not an API group name"));
+    }
+    Ok((group.to_string(), kind.to_string()))
+}
+
+/// The kind as `--allow-kind` writes it.
+pub fn kind_name(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
 /// Everything the controller needs to know, validated. Fields are public so
 /// that tests and `mirra dev` can build settings directly.
 #[derive(Debug, Clone)]
@@ -165,6 +234,8 @@ pub struct Settings {
     pub scope: WatchScope,
     /// Target namespaces never written to.
     pub never_write: BTreeSet<String>,
+    /// Kinds mirra may write and delete; `None` allows every kind.
+    pub allowed_kinds: Option<BTreeSet<KindName>>,
     /// Quiet time before a namespace is reconciled.
     pub debounce: Duration,
     /// Bound on the delay from the first event of a burst.
@@ -202,6 +273,21 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Why mirra may not write or delete objects of this kind, if it may
+    /// not (`--allow-kind`).
+    pub fn refuses_kind(&self, group: &str, kind: &str) -> Option<String> {
+        let allowed = self.allowed_kinds.as_ref()?;
+        if allowed.contains(&(group.to_string(), kind.to_string())) {
+            return None;
+        }
+        Some(format!(
+            "kind {} is not one mirra may copy or delete; allow it with --allow-kind {} \
+             (and grant it in mirra's ClusterRole)",
+            kind_name(group, kind),
+            kind_name(group, kind)
+        ))
+    }
+
     /// Settings for the given scope with the defaults of the flags.
     pub fn new(scope: WatchScope) -> Settings {
         // The queue's timings are the runtime's defaults (their reasons are
@@ -209,7 +295,13 @@ impl Settings {
         let queue = mirra_runtime::QueueConfig::default();
         Settings {
             scope,
-            never_write: BTreeSet::new(),
+            never_write: PROTECTED_NAMESPACES.iter().map(|n| n.to_string()).collect(),
+            allowed_kinds: Some(
+                DEFAULT_ALLOWED_KINDS
+                    .iter()
+                    .filter_map(|k| parse_kind_name(k).ok())
+                    .collect(),
+            ),
             debounce: queue.debounce,
             max_delay: queue.max_delay,
             verify_interval: Some(Duration::from_secs(300)),
@@ -268,6 +360,7 @@ impl Settings {
         args: &RunArgs,
         own_namespace: impl FnOnce() -> Option<String>,
     ) -> Result<Settings, SettingsError> {
+        let own = own_namespace();
         let scope = if args.all_namespaces {
             WatchScope::All
         } else if !args.watch_namespace.is_empty() {
@@ -281,8 +374,8 @@ impl Settings {
             }
             WatchScope::Namespaces(args.watch_namespace.iter().cloned().collect())
         } else {
-            match own_namespace() {
-                Some(ns) => WatchScope::Namespaces([ns].into()),
+            match &own {
+                Some(ns) => WatchScope::Namespaces([ns.clone()].into()),
                 None => return Err(SettingsError::NoWatchNamespace),
             }
         };
@@ -335,7 +428,27 @@ impl Settings {
             }
         }
         let mut s = Settings::new(scope);
-        s.never_write = args.never_write_namespace.iter().cloned().collect();
+        s.never_write.extend(own);
+        s.never_write
+            .extend(args.never_write_namespace.iter().cloned());
+        for ns in &args.allow_write_namespace {
+            s.never_write.remove(ns.trim());
+        }
+        if !args.allow_kind.is_empty() {
+            s.allowed_kinds = if args.allow_kind.iter().any(|k| k.trim() == "*") {
+                None
+            } else {
+                let mut kinds = BTreeSet::new();
+                for value in &args.allow_kind {
+                    let k = parse_kind_name(value).map_err(|message| SettingsError::Invalid {
+                        flag: "--allow-kind",
+                        message,
+                    })?;
+                    kinds.insert(k);
+                }
+                Some(kinds)
+            };
+        }
         s.debounce = Duration::from_millis(args.debounce_ms);
         s.max_delay = Duration::from_millis(args.max_delay_ms);
         s.verify_interval =
@@ -395,6 +508,104 @@ mod tests {
         assert_eq!(err, SettingsError::NoWatchNamespace);
         assert!(err.to_string().contains("--watch-namespace"));
         assert!(err.to_string().contains("--all-namespaces"));
+    }
+
+    #[test]
+    fn system_and_own_namespaces_are_protected_unless_lifted() {
+        let s = Settings::from_args_with(&parse(&["--watch-namespace", "a"]), || {
+            Some("mirra-system".into())
+        })
+        .unwrap();
+        for ns in [
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+            "mirra-system",
+        ] {
+            assert!(s.never_write.contains(ns), "{ns}");
+        }
+        let s = Settings::from_args_with(
+            &parse(&[
+                "--allow-write-namespace",
+                "kube-public",
+                "--never-write-namespace",
+                "prod",
+            ]),
+            || Some("mirra-system".into()),
+        )
+        .unwrap();
+        assert!(!s.never_write.contains("kube-public"));
+        assert!(s.never_write.contains("prod") && s.never_write.contains("kube-system"));
+    }
+
+    #[test]
+    fn allowed_kinds_default_replace_and_wildcard() {
+        let s = Settings::from_args_with(&parse(&[]), || Some("ops".into())).unwrap();
+        assert_eq!(s.refuses_kind("", "ConfigMap"), None);
+        assert_eq!(s.refuses_kind("networking.k8s.io", "NetworkPolicy"), None);
+        let refused = s.refuses_kind("rbac.authorization.k8s.io", "Role").unwrap();
+        assert!(
+            refused.contains("--allow-kind Role.rbac.authorization.k8s.io"),
+            "{refused}"
+        );
+        assert!(s.refuses_kind("", "ServiceAccount").is_some());
+        let s = Settings::from_args_with(
+            &parse(&[
+                "--allow-kind",
+                "Role.rbac.authorization.k8s.io",
+                "--allow-kind",
+                "ConfigMap",
+            ]),
+            || Some("ops".into()),
+        )
+        .unwrap();
+        assert_eq!(s.refuses_kind("rbac.authorization.k8s.io", "Role"), None);
+        // The list replaces the default.
+        assert!(s.refuses_kind("", "Secret").is_some());
+        let s = Settings::from_args_with(&parse(&["--allow-kind", "*"]), || Some("ops".into()))
+            .unwrap();
+        assert_eq!(s.allowed_kinds, None);
+        assert_eq!(s.refuses_kind("example.com", "Widget"), None);
+    }
+
+    #[test]
+    fn malformed_kind_names_are_clear_errors() {
+        for bad in [
+            "",
+            "configmap",
+            "Config Map",
+            "Role.",
+            "Role..x",
+            "Role.Rbac",
+            ".x",
+            "Ro-le",
+        ] {
+            let err =
+                Settings::from_args_with(&parse(&["--allow-kind", bad]), || Some("ops".into()))
+                    .unwrap_err();
+            let SettingsError::Invalid { flag, message } = &err else {
+                panic!("{bad:?}: {err:?}");
+            };
+            assert_eq!(*flag, "--allow-kind");
+            assert!(
+                message.contains(&format!("{:?}", bad.trim())),
+                "{bad:?}: {message}"
+            );
+        }
+        assert_eq!(
+            parse_kind_name("NetworkPolicy.networking.k8s.io").unwrap(),
+            ("networking.k8s.io".to_string(), "NetworkPolicy".to_string())
+        );
+        assert_eq!(kind_name("", "ConfigMap"), "ConfigMap");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn kind_names_never_panic_and_round_trip(v in "\\PC{0,30}") {
+            if let Ok((group, kind)) = parse_kind_name(&v) {
+                proptest::prop_assert_eq!(parse_kind_name(&kind_name(&group, &kind)).unwrap(), (group, kind));
+            }
+        }
     }
 
     #[test]

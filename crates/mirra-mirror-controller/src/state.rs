@@ -656,8 +656,9 @@ impl State {
     }
 
     /// Plans one namespace from the caches, with the ops on kinds the
-    /// server does not serve turned into failed outcomes (the pure planner
-    /// does not know about discovery).
+    /// server does not serve, or that `--allow-kind` does not allow, turned
+    /// into failed outcomes (the pure planner knows neither discovery nor
+    /// the flags).
     pub fn plan(&self, namespace: &str, settings: &Settings) -> NamespacePlan {
         let observed = self.observed_in(namespace);
         let ns = self.namespaces.get(None, namespace);
@@ -672,6 +673,10 @@ impl State {
             &honoured,
         );
         let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            if let Some(reason) = settings.refuses_kind(group, kind) {
+                return Some(reason);
+            }
             let id = (api_version.to_string(), kind.to_string());
             match self.kinds.get(&id).map(|e| &e.resolution) {
                 Some(Resolution::Failed(reason)) => Some(reason.clone()),

@@ -41,6 +41,16 @@ impl WriteFailure {
         }
     }
 
+    /// The same failure with its message rewritten (values redacted).
+    pub fn map_message(self, f: impl FnOnce(&str) -> String) -> WriteFailure {
+        match self {
+            WriteFailure::Transient(m) => WriteFailure::Transient(f(&m)),
+            WriteFailure::Throttled(m, d) => WriteFailure::Throttled(f(&m), d),
+            WriteFailure::Permanent(m) => WriteFailure::Permanent(f(&m)),
+            WriteFailure::Invalid(m) => WriteFailure::Invalid(f(&m)),
+        }
+    }
+
     /// A short class for the error metric.
     pub fn class(&self) -> &'static str {
         match self {

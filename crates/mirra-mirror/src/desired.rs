@@ -88,6 +88,13 @@ pub fn desired_copy(
     }
 
     if item.group.is_empty() && item.kind == "Secret" {
+        if obj.get("type").and_then(Value::as_str) == Some(SERVICE_ACCOUNT_TOKEN) {
+            return Err(format!(
+                "Secrets of type {SERVICE_ACCOUNT_TOKEN} are never copied: they carry a \
+                 service account's credentials, and the API server would fill in a token \
+                 for the service account of each namespace"
+            ));
+        }
         normalise_secret(obj)?;
     }
 
@@ -104,6 +111,39 @@ pub fn desired_copy(
         },
         body,
     })
+}
+
+/// The Secret type mirra refuses to copy.
+pub const SERVICE_ACCOUNT_TOKEN: &str = "kubernetes.io/service-account-token";
+
+/// `message` with every value of the Secret `body` (its `data` values,
+/// base64 and decoded, and `stringData` values) replaced by `[redacted]`:
+/// API error texts may quote what was sent, and a Secret's values must
+/// never reach a status, an Event or a log. Values shorter than 3 bytes
+/// are left: replacing every `a` would make the message unreadable, and
+/// such values protect nothing.
+pub fn redact_secret_values(message: &str, body: &Value) -> String {
+    let mut values: Vec<String> = Vec::new();
+    for field in ["data", "stringData"] {
+        if let Some(Value::Object(m)) = body.get(field) {
+            for v in m.values().filter_map(Value::as_str) {
+                values.push(v.to_string());
+                if field == "data"
+                    && let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(v)
+                    && let Ok(text) = String::from_utf8(bytes)
+                {
+                    values.push(text);
+                }
+            }
+        }
+    }
+    // Longest first, so a value containing another is replaced whole.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    let mut out = message.to_string();
+    for v in values.iter().filter(|v| v.len() >= 3) {
+        out = out.replace(v.as_str(), "[redacted]");
+    }
+    out
 }
 
 /// The map under `key`, created when absent or null.
@@ -190,6 +230,50 @@ fn numbers_equal(a: &serde_json::Number, b: &serde_json::Number) -> bool {
     match (int(a), int(b)) {
         (Some(x), Some(y)) => x == y,
         _ => a.as_f64() == b.as_f64(),
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secret_values_are_redacted_in_both_encodings() {
+        // "s3cr3t-value" and its base64.
+        let body = json!({"data": {"k": "czNjcjN0LXZhbHVl"}, "stringData": {"p": "hunter22"}});
+        let msg = r#"Secret "x" is invalid: data[k]: Invalid value: "czNjcjN0LXZhbHVl" (s3cr3t-value), stringData: "hunter22""#;
+        let out = redact_secret_values(msg, &body);
+        assert!(
+            !out.contains("czNjcjN0LXZhbHVl")
+                && !out.contains("s3cr3t-value")
+                && !out.contains("hunter22"),
+            "{out}"
+        );
+        assert_eq!(out.matches("[redacted]").count(), 3, "{out}");
+        assert!(out.starts_with(r#"Secret "x" is invalid: data[k]"#));
+    }
+
+    #[test]
+    fn short_values_and_bodies_without_data_leave_the_message_alone() {
+        assert_eq!(
+            redact_secret_values("a b c", &json!({"data": {"k": "YQ=="}})),
+            "a b c"
+        );
+        assert_eq!(
+            redact_secret_values("text", &json!({"data": "junk"})),
+            "text"
+        );
+        assert_eq!(redact_secret_values("text", &json!(null)), "text");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn no_value_of_three_bytes_or_more_survives(v in "[a-zA-Z0-9]{3,20}", pre in "[ a-z]{0,10}") {
+            let msg = format!("{pre}{v}{pre}");
+            let out = redact_secret_values(&msg, &json!({"stringData": {"k": v.clone()}}));
+            proptest::prop_assert!(!out.contains(&v));
+        }
     }
 }
 

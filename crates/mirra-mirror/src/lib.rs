@@ -35,7 +35,7 @@ pub mod status;
 pub mod template;
 
 pub use compile::{CompiledConfig, CompiledSpec, DeleteTemplate, SyncTemplate};
-pub use desired::{DesiredCopy, desired_copy, is_subset};
+pub use desired::{DesiredCopy, desired_copy, is_subset, redact_secret_values};
 pub use error::{RenderError, ValidationError};
 pub use marks::{
     ADOPTED_ANNOTATION, FIELD_MANAGER, HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,

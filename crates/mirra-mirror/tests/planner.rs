@@ -890,7 +890,11 @@ fn a_named_object_with_marks_mirra_did_not_write_is_adopted_at_once() {
     );
     // Once applied it is in step, adopted mark included.
     assert_eq!(
-        settle(std::slice::from_ref(&ns), std::slice::from_ref(&c), &mut store),
+        settle(
+            std::slice::from_ref(&ns),
+            std::slice::from_ref(&c),
+            &mut store
+        ),
         1
     );
     let o = store.objects.iter().next().unwrap();

@@ -1,0 +1,127 @@
+//! Safe defaults: the system namespaces are never written to unless the
+//! operator lifts their protection, only the allowed kinds are copied,
+//! service-account token Secrets are refused, and the reason for each
+//! refusal is on the SyncConfig.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests may unwrap: a panic is a test failure.
+
+mod common;
+
+use common::*;
+use mirra_mirror_controller::Settings;
+use serde_json::{Value, json};
+
+fn all_namespaces(items: Vec<Value>) -> Value {
+    json!({"namespaceSelector": {"matchNames": [".*"]}, "syncItems": items})
+}
+
+#[tokio::test]
+async fn a_syncconfig_selecting_every_namespace_leaves_the_system_ones_alone() {
+    let env = Env::new().await;
+    env.create_ns("team", &[]).await;
+    env.create_sc(
+        "everywhere",
+        json!({}),
+        all_namespaces(vec![cm_item("c", json!({"k": "v"}))]),
+    )
+    .await;
+    env.sb.reset_stats();
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("team copy", || async {
+        env.cm("team", "c").await.is_some()
+    })
+    .await;
+    wait_for("default copy", || async {
+        env.cm("default", "c").await.is_some()
+    })
+    .await;
+    let stats = env.settle().await;
+    for ns in ["kube-system", "kube-public", "kube-node-lease"] {
+        assert!(env.cm(ns, "c").await.is_none(), "{ns} was written");
+        assert_eq!(
+            stats.namespaces.get(ns).map(|n| n.values().sum::<u64>()),
+            None,
+            "requests into {ns}: {:?}",
+            stats.namespaces.get(ns)
+        );
+    }
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn a_lifted_protection_lets_mirra_write_there() {
+    let env = Env::new().await;
+    env.create_sc(
+        "system",
+        json!({}),
+        json!({"namespaceSelector": {"matchNames": ["kube-public"]},
+               "syncItems": [cm_item("c", json!({"k": "v"}))]}),
+    )
+    .await;
+    let mut settings = Settings::for_tests(&[OPS]);
+    settings.never_write.remove("kube-public");
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    wait_for("kube-public copy", || async {
+        env.cm("kube-public", "c").await.is_some()
+    })
+    .await;
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn kinds_outside_the_allow_list_and_token_secrets_are_refused_with_a_reason() {
+    let env = Env::new().await;
+    env.create_ns("t", &[("team", "a")]).await;
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    let token = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "token", "annotations": {"kubernetes.io/service-account.name": "default"}},
+        "type": "kubernetes.io/service-account-token"});
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({})), role, token]),
+    )
+    .await;
+    env.sb.reset_stats();
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("two items failed", || async {
+        env.status("base").await["failedItemCount"] == 2
+    })
+    .await;
+    assert!(env.cm("t", "c").await.is_some());
+    let stats = env.settle().await;
+    assert_eq!(stats.get("patch roles.rbac.authorization.k8s.io"), 0);
+    assert_eq!(stats.get("patch secrets"), 0);
+    let (status, _, message) = env.condition("base", "Errored").await.unwrap();
+    assert_eq!(status, "True");
+    assert!(
+        message.contains("--allow-kind Role.rbac.authorization.k8s.io"),
+        "{message}"
+    );
+    assert!(
+        message.contains("kubernetes.io/service-account-token are never copied"),
+        "{message}"
+    );
+    ctl.stop().await;
+
+    // Allowed explicitly, the Role is copied.
+    let mut settings = Settings::for_tests(&[OPS]);
+    settings
+        .allowed_kinds
+        .as_mut()
+        .unwrap()
+        .insert(("rbac.authorization.k8s.io".into(), "Role".into()));
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    wait_for("one item failed", || async {
+        env.status("base").await["failedItemCount"] == 1
+    })
+    .await;
+    assert!(env.sb.stats().get("patch roles.rbac.authorization.k8s.io") >= 1);
+    ctl.stop().await;
+}
