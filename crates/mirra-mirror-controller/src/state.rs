@@ -5,7 +5,7 @@
 //! What this module must NOT do: I/O, or block. It is used under one
 //! `std::sync::Mutex`, held only for CPU work.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Namespace;
@@ -128,6 +128,18 @@ pub struct State {
     /// in between) treats the copy as written rather than applying the same
     /// content again. Every event of the object drops its entry.
     pub own_writes: BTreeMap<CopyId, OwnWrite>,
+    /// What the server answered to mirra's latest apply of each copy: the
+    /// hash of the body sent and of the resourceVersion answered, keyed by
+    /// a hash of the copy's identity (24 bytes a copy). While the cache
+    /// holds that very version and the plan would send that very body
+    /// again, the copy is in step, whatever the server rewrote (canonical
+    /// quantities, defaults filled into list elements): the server that
+    /// normalised the apply is the reference, and no read is needed. Any
+    /// other change of the object brings a new version, and the copy is
+    /// compared field by field again (at most one apply, which the server
+    /// answers without a change, re-arms it). A restart forgets them: at
+    /// most one such apply per normalised copy.
+    pub answers: HashMap<u64, (u64, u64)>,
     /// Every honoured SyncConfig, in `compiled` order: the planner's input,
     /// kept ready so that planning a namespace clones nothing.
     pub compiled_list: Vec<CompiledConfig>,
@@ -144,6 +156,22 @@ pub struct State {
 
 /// A copy's identity across kinds: `(kind, namespace, name)`.
 pub type CopyId = (KindId, String, String);
+
+/// FNV-1a, 64 bits: cheap and stable. For `answers` to hide a needed
+/// apply, two copies' identities would have to collide and the body and
+/// version hashes match as well.
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// [`fnv64`] of a copy's identity, its parts separated by a byte no name
+/// contains.
+fn copy_hash(id: &CopyId) -> u64 {
+    let ((api_version, kind), namespace, name) = id;
+    fnv64(format!("{api_version}\0{kind}\0{namespace}\0{name}").as_bytes())
+}
 
 /// One of mirra's applies the copy watch has not echoed yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -434,6 +462,9 @@ impl State {
             let id = (kind.clone(), namespace, change.key.name);
             self.settle_delete(&id);
             let written = self.own_writes.remove(&id);
+            if change.new.is_none() {
+                self.answers.remove(&copy_hash(&id));
+            }
             let version = change
                 .new
                 .as_ref()
@@ -459,10 +490,38 @@ impl State {
         if write.version.is_empty() {
             return;
         }
+        self.answers.insert(
+            copy_hash(&id),
+            (
+                fnv64(write.body_hash.as_bytes()),
+                fnv64(write.version.as_bytes()),
+            ),
+        );
         // The echo already arrived (and was queued): nothing to wait for.
         if self.cached_version(&id) != Some(write.version.as_str()) {
             self.own_writes.insert(id, write);
         }
+    }
+
+    /// Whether `op` would send the body of mirra's latest apply of a copy
+    /// whose cached version is still the one that apply was answered with
+    /// (see `answers`).
+    fn answered_in_step(&self, op: &Op) -> bool {
+        let Op::Apply { target, body, .. } = op else {
+            return false;
+        };
+        let id = (
+            (target.api_version.clone(), target.kind.clone()),
+            target.namespace.clone(),
+            target.name.clone(),
+        );
+        let Some(version) = self.cached_version(&id) else {
+            return false;
+        };
+        self.answers.get(&copy_hash(&id)).is_some_and(|(b, v)| {
+            *v == fnv64(version.as_bytes())
+                && *b == fnv64(mirra_mirror::marks::content_hash(body).as_bytes())
+        })
     }
 
     /// Whether `op` would send again what an own apply not yet echoed
@@ -687,7 +746,7 @@ impl State {
         };
         let mut repeated = BTreeSet::new();
         plan.ops.retain(|op| {
-            if self.repeats_pending_write(op) {
+            if self.repeats_pending_write(op) || self.answered_in_step(op) {
                 repeated.insert(op.target().key());
                 return false;
             }
