@@ -92,3 +92,62 @@ def test_the_rbac_kinds_overlay_grants_and_allows_them(kubectl):
     granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert granted == {("", "serviceaccounts"), ("rbac.authorization.k8s.io", "roles"),
                        ("rbac.authorization.k8s.io", "rolebindings")}
+
+
+def service_verbs(rules):
+    """The verbs the rules grant on core Services."""
+    verbs = set()
+    for rule in rules:
+        if "" in rule.get("apiGroups", []) and "services" in rule.get("resources", []):
+            verbs.update(rule.get("verbs", []))
+    return verbs
+
+
+def test_catalog_writes_services_only_in_its_write_namespace(kubectl):
+    kubectl("apply", "-k", str(ROOT / "deploy" / "catalog"))
+    deployment = json.loads(
+        kubectl("get", "deployment", "mirra-catalog", "-n", "mirra-system", "-o", "json").stdout
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    write_ns = flag_value(container["args"], "k8s-write-namespace", "default")
+    account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+    subject = {"kind": "ServiceAccount", "name": account, "namespace": "mirra-system"}
+
+    # Cluster-wide: Services are read, never written.
+    cluster_role = json.loads(kubectl("get", "clusterrole", "mirra-catalog", "-o", "json").stdout)
+    assert service_verbs(cluster_role["rules"]) == {"get", "list", "watch"}
+    binding = json.loads(
+        kubectl("get", "clusterrolebinding", "mirra-catalog", "-o", "json").stdout
+    )
+    assert subject in binding["subjects"]
+
+    # The write verbs: a Role in the namespace the Deployment writes to,
+    # bound to the Deployment's service account.
+    bindings = json.loads(
+        kubectl("get", "rolebindings", "-n", write_ns, "-o", "json").stdout
+    )["items"]
+    granted = set()
+    for b in bindings:
+        if subject not in b.get("subjects", []):
+            continue
+        assert b["roleRef"]["kind"] == "Role", b["metadata"]["name"]
+        role = json.loads(
+            kubectl("get", "role", b["roleRef"]["name"], "-n", write_ns, "-o", "json").stdout
+        )
+        granted |= service_verbs(role["rules"])
+    assert {"create", "patch", "delete"} <= granted, granted
+
+    # Nowhere else: no other namespace's Role grants mirra Service writes.
+    everywhere = json.loads(kubectl("get", "rolebindings", "-A", "-o", "json").stdout)["items"]
+    for b in everywhere:
+        ns = b["metadata"]["namespace"]
+        if ns == write_ns or subject not in b.get("subjects", []):
+            continue
+        role = json.loads(
+            kubectl("get", "role", b["roleRef"]["name"], "-n", ns, "-o", "json").stdout
+        )
+        assert not service_verbs(role["rules"]) & {"create", "patch", "update", "delete"}, (ns, role)
+
+    # Applying again changes nothing.
+    again = kubectl("apply", "-k", str(ROOT / "deploy" / "catalog")).stdout
+    assert "created" not in again and "configured" not in again, again

@@ -1,7 +1,9 @@
 //! Fault injection: added latency, error responses (any status, or Consul's
 //! `500 No cluster leader`) for the next N requests or a fraction of them,
-//! optionally limited to a method and a path prefix, and refusing
-//! connections for a while (accepted sockets are closed at once).
+//! optionally limited to a method and a path prefix, refusing connections
+//! for a while (accepted sockets are closed at once), and a leaderless
+//! cluster (no Raft leader until it is switched off: see
+//! [`FaultsHandle::set_leaderless`]).
 //!
 //! Rules live in a small list behind a mutex; each request consults it once.
 //! Randomness (for `fraction`) comes from a seeded generator so a test run
@@ -142,6 +144,7 @@ struct Inner {
     rng: StdRng,
     injected: u64,
     refused: u64,
+    leaderless: bool,
 }
 
 /// Shared fault state; cheap to clone. Obtain it from
@@ -167,6 +170,7 @@ impl FaultsHandle {
                 rng: StdRng::seed_from_u64(seed),
                 injected: 0,
                 refused: 0,
+                leaderless: false,
             })),
         }
     }
@@ -191,11 +195,36 @@ impl FaultsHandle {
         self.lock().refuse_until = Some(Instant::now() + duration);
     }
 
-    /// Removes every rule and stops refusing connections.
+    /// Removes every rule, stops refusing connections and ends a
+    /// leaderless period.
     pub fn clear(&self) {
         let mut g = self.lock();
         g.rules.clear();
         g.refuse_until = None;
+        g.leaderless = false;
+    }
+
+    /// Starts (`true`) or ends (`false`) a leaderless period: the cluster
+    /// has lost its Raft leader, as during an election or after losing
+    /// quorum. Until it ends, `/v1/status/leader` answers `""`, every write
+    /// and every read without `stale` answers `500 No cluster leader` and
+    /// applies nothing, `stale` reads are served from the local state with
+    /// `X-Consul-KnownLeader: false`, and the agent, peers and datacenter
+    /// endpoints answer as usual. Unlike a counted `no_leader` rule, it
+    /// lasts until the test says the leader is back.
+    pub fn set_leaderless(&self, leaderless: bool) {
+        self.lock().leaderless = leaderless;
+    }
+
+    /// Whether a leaderless period is in progress.
+    pub fn leaderless(&self) -> bool {
+        self.lock().leaderless
+    }
+
+    /// Counts a request refused because the cluster has no leader (among
+    /// [`FaultsHandle::injected`]).
+    pub(crate) fn note_leaderless_refusal(&self) {
+        self.lock().injected += 1;
     }
 
     /// Number of active rules.
@@ -277,10 +306,13 @@ impl FaultsHandle {
 /// {"kind": "no_leader", "fraction": 0.5, "method": "PUT", "path_prefix": "/v1/txn"}
 /// {"kind": "error", "status": 500, "after_apply": true, "count": 1}
 /// {"kind": "refuse_connections", "duration_ms": 500}
+/// {"kind": "leaderless"}
+/// {"kind": "leader_elected"}
 /// ```
 ///
 /// `count`, `fraction`, `method`, `path_prefix` and `after_apply` are
-/// optional on every kind but `refuse_connections`.
+/// optional on every kind but `refuse_connections`, `leaderless` and
+/// `leader_elected` (which start and end a leaderless period).
 pub(crate) fn parse_request(body: &[u8]) -> Result<FaultRequest, String> {
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("invalid fault: {e}"))?;
     let obj = v
@@ -306,6 +338,8 @@ pub(crate) fn parse_request(body: &[u8]) -> Result<FaultRequest, String> {
         }
     };
     let mut rule = match kind {
+        "leaderless" => return Ok(FaultRequest::Leaderless(true)),
+        "leader_elected" => return Ok(FaultRequest::Leaderless(false)),
         "refuse_connections" => {
             let ms = num("duration_ms")?.ok_or("invalid fault: missing \"duration_ms\"")?;
             return Ok(FaultRequest::Refuse(Duration::from_millis(ms)));
@@ -356,6 +390,8 @@ pub(crate) enum FaultRequest {
     Rule(FaultRule),
     /// Refuse connections for a while.
     Refuse(Duration),
+    /// Start (`true`) or end (`false`) a leaderless period.
+    Leaderless(bool),
 }
 
 #[cfg(test)]
@@ -431,6 +467,19 @@ mod tests {
         assert!(d.fail_after.is_some());
     }
 
+    #[test]
+    fn leaderless_lasts_until_ended_or_cleared() {
+        let f = FaultsHandle::new(1);
+        assert!(!f.leaderless());
+        f.set_leaderless(true);
+        assert!(f.leaderless());
+        f.set_leaderless(false);
+        assert!(!f.leaderless());
+        f.set_leaderless(true);
+        f.clear();
+        assert!(!f.leaderless());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn refusal_window_expires() {
         let f = FaultsHandle::new(1);
@@ -452,6 +501,14 @@ mod tests {
         assert_eq!(
             parse_request(br#"{"kind":"refuse_connections","duration_ms":50}"#).unwrap(),
             FaultRequest::Refuse(Duration::from_millis(50))
+        );
+        assert_eq!(
+            parse_request(br#"{"kind":"leaderless"}"#).unwrap(),
+            FaultRequest::Leaderless(true)
+        );
+        assert_eq!(
+            parse_request(br#"{"kind":"leader_elected"}"#).unwrap(),
+            FaultRequest::Leaderless(false)
         );
         for bad in [
             &b"nope"[..],

@@ -14,6 +14,22 @@
 //! | `GET /v1/agent/self`, `/v1/status/leader`, `/v1/status/peers` | |
 //! | `GET /v1/sandbox/stats`, `POST`/`DELETE /v1/sandbox/faults` | sandbox control |
 //!
+//! Limits, as Consul enforces them on `/v1/txn` (`agent/txn_endpoint.go`),
+//! all answered `413 Request Entity Too Large` in plain text and applying
+//! nothing:
+//!
+//! | limit | default | text |
+//! |---|---|---|
+//! | body size ([`Config::max_body_bytes`], Consul's `txn_max_req_len`), checked first from `Content-Length`, then while reading | 512 KiB | `Request body too large, max size: 524288 bytes` |
+//! | operations per transaction ([`Config::max_txn_ops`]), checked after decoding | 64 | `Transaction contains too many operations (65 > 64)` |
+//!
+//! A leaderless cluster is a fault of its own
+//! ([`FaultsHandle::set_leaderless`], or `{"kind": "leaderless"}` /
+//! `{"kind": "leader_elected"}` on `/v1/sandbox/faults`): until it ends,
+//! `/v1/status/leader` answers `""`, writes and reads without `stale`
+//! answer `500 No cluster leader`, `stale` reads are served with
+//! `X-Consul-KnownLeader: false`.
+//!
 //! What it is for, above all, is counting the cost mirra minimises: every
 //! write request is one Raft apply ([`Stats::raft_applies`]), while the
 //! indexes a client sees (`ModifyIndex`, `X-Consul-Index`) move only when

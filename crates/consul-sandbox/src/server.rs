@@ -6,6 +6,7 @@
 //!    └─ hyper http1 connection ── request
 //!         route (pure) ─> count "METHOD /template"
 //!         /v1/sandbox/*  ──────────────────────────────> control handlers
+//!         leaderless? ─> 500 No cluster leader (writes, non-stale reads)
 //!         faults: latency, error before ─> handler ─> error after
 //!         handler: parse query, resolve token, then
 //!            writes: decode body, validate, lock store, one Raft apply,
@@ -444,6 +445,17 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resp {
     if route.is_control() {
         return control(&shared, &route, req).await;
     }
+    let leaderless = shared.faults.leaderless();
+    if leaderless {
+        match without_leader(&route, &method, req.uri().query()) {
+            Leaderless::Refuse => {
+                shared.faults.note_leaderless_refusal();
+                return error_resp(&ApiError::NoLeader);
+            }
+            Leaderless::NoLeaderAddress => return json_resp(200, &json!(""), false),
+            Leaderless::Serve => {}
+        }
+    }
     let decision = shared.faults.decide(method.as_str(), &path);
     if !decision.delay.is_zero() {
         tokio::time::sleep(decision.delay).await;
@@ -455,6 +467,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resp {
         Ok(r) => r,
         Err(e) => error_resp(&e),
     };
+    if leaderless && resp.headers().contains_key("X-Consul-KnownLeader") {
+        // A stale read answered by a server that knows of no leader.
+        set_header(&mut resp, "X-Consul-KnownLeader", "false");
+    }
     if let Some(a) = decision.fail_after {
         resp = error_resp(&fault_error(a));
     }
@@ -465,6 +481,43 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resp {
     };
     set_header(&mut resp, "X-Consul-Default-ACL-Policy", policy);
     resp
+}
+
+/// What a request meets while the cluster has no leader.
+#[derive(Debug, PartialEq, Eq)]
+enum Leaderless {
+    /// `500 No cluster leader`, nothing applied.
+    Refuse,
+    /// `/v1/status/leader`: `""`, as Consul answers without a leader.
+    NoLeaderAddress,
+    /// Answered as usual (from the local state).
+    Serve,
+}
+
+/// Consul without a Raft leader: writes go through Raft and reads of the
+/// default and `consistent` modes are forwarded to (or verified by) the
+/// leader, so both fail; a `stale` read is answered by any server; the
+/// status, agent and datacenter endpoints need no leader. A read-only
+/// transaction is refused too, `stale` or not (the sandbox does not look
+/// into the body to tell it from a write).
+fn without_leader(route: &Route, method: &Method, query: Option<&str>) -> Leaderless {
+    match route {
+        Route::StatusLeader => Leaderless::NoLeaderAddress,
+        Route::StatusPeers | Route::Datacenters | Route::AgentSelf | Route::NotFound => {
+            Leaderless::Serve
+        }
+        Route::Register | Route::Deregister | Route::Txn => Leaderless::Refuse,
+        _ if *method == Method::GET => {
+            let stale = Query::parse(query).is_ok_and(|q| q.has("stale"));
+            if stale {
+                Leaderless::Serve
+            } else {
+                Leaderless::Refuse
+            }
+        }
+        // Wrong methods and OPTIONS are answered without any RPC.
+        _ => Leaderless::Serve,
+    }
 }
 
 /// Reads the body, enforcing the size limit first from `Content-Length`
@@ -877,6 +930,10 @@ async fn control(shared: &Shared, route: &Route, req: Request<Incoming>) -> Resp
                             &json!({ "refusing_ms": d.as_millis() as u64 }),
                             false,
                         ))
+                    }
+                    FaultRequest::Leaderless(on) => {
+                        shared.faults.set_leaderless(on);
+                        Ok(json_resp(200, &json!({ "leaderless": on }), false))
                     }
                     FaultRequest::Rule(rule) => {
                         let id = shared.faults.add(rule);

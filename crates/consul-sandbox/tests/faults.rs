@@ -232,3 +232,88 @@ async fn faults_over_http_post_and_delete() {
     api.sb.faults().clear();
     assert!(fresh.get(api.url("/v1/status/leader")).send().await.is_ok());
 }
+
+#[tokio::test]
+async fn leaderless_cluster_refuses_writes_and_consistent_reads_until_a_leader_is_back() {
+    let api = Api::start().await;
+    api.register("n", "web-1", "web", 80).await;
+    let applies = api.sb.stats().raft_applies;
+    let index = api.get("/v1/catalog/service/web").await.index();
+
+    api.sb.faults().set_leaderless(true);
+    assert!(api.sb.faults().leaderless());
+    let leader = api.get("/v1/status/leader").await;
+    assert_eq!((leader.status, leader.json()), (200, json!("")));
+    let refused = [
+        api.put(
+            "/v1/catalog/register",
+            &json!({"Node": "n", "Address": "a", "Service": {"ID": "web-2", "Service": "web"}}),
+        )
+        .await,
+        api.put(
+            "/v1/catalog/deregister",
+            &json!({"Node": "n", "ServiceID": "web-1"}),
+        )
+        .await,
+        api.put(
+            "/v1/txn",
+            &json!([{"Service": {"Verb": "delete", "Node": "n", "Service": {"ID": "web-1"}}}]),
+        )
+        .await,
+        api.get("/v1/catalog/service/web").await,
+        api.get("/v1/catalog/node-services/n?consistent").await,
+        api.get("/v1/health/node/n").await,
+    ];
+    for r in &refused {
+        assert_eq!((r.status, r.text.as_str()), (500, "No cluster leader"));
+    }
+    // Stale reads are served by the local state, saying no leader is known.
+    let stale = api.get("/v1/catalog/service/web?stale").await;
+    assert_eq!(stale.status, 200);
+    assert_eq!(stale.json().as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        stale.header("X-Consul-KnownLeader").as_deref(),
+        Some("false")
+    );
+    assert_eq!(stale.index(), index);
+    // Endpoints that need no leader.
+    assert_eq!(api.get("/v1/status/peers").await.status, 200);
+    assert_eq!(api.get("/v1/agent/self").await.status, 200);
+    assert_eq!(api.get("/v1/catalog/datacenters").await.status, 200);
+    let s = api.sb.stats();
+    assert_eq!(s.raft_applies, applies, "nothing applied without a leader");
+    assert_eq!(s.faults_injected, refused.len() as u64);
+
+    // The leader is back: the same requests are served again.
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/v1/sandbox/faults"))
+                .json(&json!({"kind": "leader_elected"})),
+        )
+        .await;
+    assert_eq!((r.status, r.json()), (200, json!({"leaderless": false})));
+    assert!(!api.sb.faults().leaderless());
+    let leader = api.get("/v1/status/leader").await;
+    assert_ne!(leader.json(), json!(""));
+    let r = api.get("/v1/catalog/service/web").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("X-Consul-KnownLeader").as_deref(), Some("true"));
+    assert_eq!(api.register("n", "web-2", "web", 80).await.status, 200);
+    assert_eq!(api.sb.stats().raft_applies, applies + 1);
+
+    // The control endpoint starts a period too, and clearing the faults ends it.
+    let r = api
+        .send(
+            api.http
+                .post(api.url("/v1/sandbox/faults"))
+                .json(&json!({"kind": "leaderless"})),
+        )
+        .await;
+    assert_eq!((r.status, r.json()), (200, json!({"leaderless": true})));
+    assert_eq!(api.get("/v1/catalog/nodes").await.status, 500);
+    assert_eq!(api.get("/v1/sandbox/stats").await.status, 200);
+    api.send(api.http.delete(api.url("/v1/sandbox/faults")))
+        .await;
+    assert_eq!(api.get("/v1/catalog/nodes").await.status, 200);
+}

@@ -93,6 +93,33 @@ async fn too_many_operations_answer_413_without_raft() {
 }
 
 #[tokio::test]
+async fn an_oversized_body_is_refused_before_the_operations_are_counted() {
+    // Consul checks Content-Length against txn_max_req_len before decoding,
+    // and counts the operations only after: a body over both limits gets
+    // the size text.
+    let api = Api::start_with(Config {
+        max_body_bytes: 4096,
+        ..Config::default()
+    })
+    .await;
+    let ops: Vec<Value> = (0..65)
+        .map(|i| set_service("n1", &format!("s{i}"), 1))
+        .collect();
+    let r = api.put("/v1/txn", &Value::Array(ops.clone())).await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (413, "Request body too large, max size: 4096 bytes")
+    );
+    // Under both limits, the same operations commit.
+    let mut small =
+        vec![json!({"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "127.0.0.1"}}})];
+    small.extend_from_slice(&ops[..19]);
+    let r = api.put("/v1/txn", &Value::Array(small)).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(api.sb.stats().raft_applies, 1);
+}
+
+#[tokio::test]
 async fn unknown_verbs_and_kv_ops_are_409_before_raft() {
     let api = Api::start().await;
     let r = api

@@ -27,6 +27,20 @@
 //! guarantees it). A failed write keeps the key (and the service IDs it
 //! touched) pending with backoff: memory is bounded by the key set.
 //!
+//! Failure handling of the writes:
+//!
+//! - **413** (a transaction over the server's operation limit or
+//!   `txn_max_req_len`): the transaction is sent again as two halves, and
+//!   halved again until each part fits; a limit the server names is used
+//!   for the transactions after. A registration refused even alone is
+//!   reported (log naming the Service and instance, metrics) and held back
+//!   until it changes; the rest of its transaction and round commit.
+//! - **Consul unavailable** (no cluster leader, 5xx, 429, connection
+//!   errors, timeouts): the round stops, its keys stay pending, and the
+//!   writer as a whole backs off (`backoff`): no round starts before the
+//!   jittered, capped, exponentially growing delay has passed, and a round
+//!   in which Consul answered resets it.
+//!
 //! This module must NOT compute registrations or plans itself (mirra-catalog
 //! does) nor retry individual HTTP requests (mirra-consul does).
 
@@ -56,6 +70,7 @@ use mirra_runtime::{Cache, Change, ObjectKey, Outcome, ReadyFlag, WorkQueue};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::WriterBackoff;
 use crate::flags::Settings;
 use crate::metrics::CatalogMetrics;
 
@@ -260,14 +275,19 @@ pub async fn run(
                 }
                 None => return Err(ControllerError::ConsulWatchEnded),
             },
-            keys = queue.next_batch_gathering(max_keys, gather), if engine.synced => {
+            // While the writer backs off, keys wait in the queue (one entry
+            // per Service however often it changes) and no pass starts.
+            keys = queue.next_batch_gathering(max_keys, gather), if engine.may_write() => {
                 engine.process_keys(keys).await;
             },
-            _ = verify.tick(), if engine.synced => {
+            _ = verify.tick(), if engine.may_write() => {
                 engine.full_pass().await;
             },
-            _ = sleep_until_opt(engine.full_pass_retry_at), if engine.synced => {
+            _ = sleep_until_opt(engine.full_pass_retry_at), if engine.may_write() => {
                 engine.full_pass().await;
+            },
+            _ = sleep_until_opt(engine.write_backoff.until()) => {
+                engine.write_backoff.expired();
             },
             _ = sleep_until_opt(engine.resume_reads_at) => {
                 engine.resume_reads_at = None;
@@ -464,6 +484,15 @@ struct Engine {
     synced: bool,
     full_pass_failures: u32,
     full_pass_retry_at: Option<Instant>,
+
+    /// The writer's backoff while Consul is unavailable.
+    write_backoff: WriterBackoff,
+    /// The operation limit a 413 named, when below `settings.txn_batch`.
+    txn_ops_limit: Option<usize>,
+    /// Service ID -> fingerprint of the wire operations of a registration
+    /// Consul refused as too large even alone: not sent again until it
+    /// changes.
+    too_large: HashMap<String, u64>,
 }
 
 impl Engine {
@@ -474,6 +503,8 @@ impl Engine {
         metrics: CatalogMetrics,
         queue: WorkQueue<ServiceKey>,
     ) -> Self {
+        let write_backoff =
+            WriterBackoff::new(settings.write_backoff_base, settings.write_backoff_cap);
         Self {
             kube,
             consul,
@@ -503,7 +534,46 @@ impl Engine {
             synced: false,
             full_pass_failures: 0,
             full_pass_retry_at: None,
+            write_backoff,
+            txn_ops_limit: None,
+            too_large: HashMap::new(),
         }
+    }
+
+    /// Whether a round may start: synced, and the writer not backing off.
+    fn may_write(&self) -> bool {
+        self.synced && self.write_backoff.until().is_none()
+    }
+
+    /// Operations per transaction: the configured batch, or less when a
+    /// 413 named a lower limit.
+    fn batch_limit(&self) -> usize {
+        let configured = self.settings.txn_batch.max(1);
+        self.txn_ops_limit.map_or(configured, |l| configured.min(l))
+    }
+
+    /// Whether `op` is a registration Consul refused as too large, unchanged
+    /// since.
+    fn held_back(&self, op: &CatalogOp) -> bool {
+        let CatalogOp::Register(r) = op else {
+            return false;
+        };
+        self.too_large.get(&r.id).is_some_and(|&fp| {
+            let ops = to_txn_ops(op, &self.settings.sync.consul_node_name);
+            fingerprint(ops.iter()) == Some(fp)
+        })
+    }
+
+    /// Forgets held-back registrations of these IDs (nothing wants them
+    /// any more).
+    fn forget_too_large(&mut self, ids: &BTreeSet<String>) {
+        if ids.is_empty() {
+            return;
+        }
+        for id in ids {
+            self.too_large.remove(id);
+        }
+        self.metrics.too_large_instances(self.too_large.len());
     }
 
     fn caches_ready(&self, ingress_enabled: bool) -> bool {
@@ -759,8 +829,14 @@ impl Engine {
             let id = op_service_id(op);
             owner.get(id).map(|k| (*k).clone())
         });
+        let unwanted: BTreeSet<String> = all_ids
+            .iter()
+            .filter(|id| self.too_large.contains_key(*id) && !desired.contains_key(*id))
+            .cloned()
+            .collect();
         drop(desired);
         drop(fresh);
+        self.forget_too_large(&unwanted);
         // Every operation of a key round has a key, so no orphan can fail.
         let started = Instant::now();
         let (failed, _) = self.write(&planned).await;
@@ -919,6 +995,9 @@ impl Engine {
             .collect();
         pending.extend(self.plan_ids(&BTreeMap::new(), &orphans, |_| None));
         self.flush(&mut pending, true, &mut outcome).await;
+        let index = &self.index;
+        self.too_large.retain(|id, _| index.owner_of(id).is_some());
+        self.metrics.too_large_instances(self.too_large.len());
         self.in_pass = false;
         self.resume_reads_soon();
         if outcome.entries > 0 {
@@ -951,16 +1030,19 @@ impl Engine {
         let n = if all {
             pending.len()
         } else {
-            let chunks = pack_entries(&self.wire_entries(pending), self.settings.txn_batch.max(1));
+            let chunks = pack_entries(&self.wire_entries(pending).0, self.batch_limit());
             if chunks.len() < 2 {
                 return;
             }
+            // Held-back registrations are in no chunk: everything up to the
+            // last entry of the full chunks goes.
             chunks
                 .iter()
                 .take(chunks.len() - 1)
                 .flatten()
                 .filter(|&&i| i != NODE_OP)
-                .count()
+                .max()
+                .map_or(0, |&i| i + 1)
         };
         let batch: Vec<Planned> = pending.drain(..n).collect();
         out.entries += batch.len();
@@ -1002,7 +1084,14 @@ impl Engine {
             return (BTreeSet::new(), false);
         }
         let node = self.settings.sync.consul_node_name.clone();
-        let chunks = pack_entries(&self.wire_entries(planned), self.settings.txn_batch.max(1));
+        let (entries, held) = self.wire_entries(planned);
+        if held > 0 {
+            self.metrics.held_back(held);
+        }
+        let chunks = pack_entries(&entries, self.batch_limit());
+        if chunks.is_empty() {
+            return (BTreeSet::new(), false);
+        }
         self.pause_reads();
         let result = self.send_chunks(chunks, planned, &node).await;
         if !self.in_pass {
@@ -1024,19 +1113,27 @@ impl Engine {
     }
 
     /// `(plan entry, wire operations)` of what [`Engine::write`] sends for
-    /// `planned`, with the node's creation first when it does not exist.
-    fn wire_entries(&self, planned: &[Planned]) -> Vec<(usize, usize)> {
+    /// `planned`, with the node's creation first when it does not exist,
+    /// and without registrations held back as too large.
+    /// Also returns how many registrations were held back.
+    fn wire_entries(&self, planned: &[Planned]) -> (Vec<(usize, usize)>, usize) {
         let mut entries: Vec<(usize, usize)> = Vec::with_capacity(planned.len() + 1);
-        if !self.node_exists {
+        let mut held = 0;
+        let mut sends = planned
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                let keep = self.too_large.is_empty() || !self.held_back(&p.op);
+                held += usize::from(!keep);
+                keep
+            })
+            .map(|(i, p)| (i, wire_len(&p.op)))
+            .peekable();
+        if !self.node_exists && sends.peek().is_some() {
             entries.push((NODE_OP, 1));
         }
-        entries.extend(
-            planned
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (i, wire_len(&p.op))),
-        );
-        entries
+        entries.extend(sends);
+        (entries, held)
     }
 
     /// The sending half of [`Engine::write`].
@@ -1050,8 +1147,9 @@ impl Engine {
         let mut orphan_failed = false;
         let node_op = node_op(&self.settings);
         let consul = self.consul.clone();
-        // Set by a failure that is not a rollback (Consul down, 5xx, 403):
-        // transactions not yet sent are not sent, and stay pending.
+        // Set by a failure that is not a rollback or a 413 (Consul down,
+        // 5xx, 403): transactions not yet sent are not sent, and stay
+        // pending.
         let abort = AtomicBool::new(false);
         // The transaction that creates our node (always the first) must
         // commit before any other is sent: Consul refuses a service on a
@@ -1081,14 +1179,11 @@ impl Engine {
                         // Err only when the sender is gone, i.e. never here.
                         let _ = node_settled.wait_for(|done| *done).await;
                     }
-                    if abort.load(Ordering::Relaxed) {
-                        node_done.send_replace(true);
-                        return (wire, None);
-                    }
-                    let ops: Vec<TxnOp> = wire.iter().map(|(o, _)| o.clone()).collect();
-                    let res = consul.txn(&ops).await;
+                    // Halves of a transaction refused as too large are sent
+                    // here, in order, before the node counts as settled.
+                    let sent = send_splitting(consul, wire, abort).await;
                     node_done.send_replace(true);
-                    (wire, Some(res))
+                    sent
                 }
             })
             .buffered(self.settings.txn_concurrency.max(1));
@@ -1102,68 +1197,163 @@ impl Engine {
             }
             None => orphan_failed = true,
         };
-        while let Some((mut chunk, res)) = sends.next().await {
-            let mut res = match res {
-                Some(r) => r,
-                None => {
-                    for (_, i) in &chunk {
-                        mark_failed(*i, &mut failed);
-                    }
-                    continue;
-                }
-            };
-            // A rolled-back transaction is re-sent without the refused
-            // entries, here and at once: the rest of it is still wanted.
-            loop {
-                match res {
-                    Ok(results) => {
-                        self.metrics.transaction();
-                        self.committed(&chunk, planned, commit_index(&results));
-                        break;
-                    }
-                    Err(mirra_consul::Error::TxnRolledBack { failed: bad }) => {
-                        self.metrics.consul_error("txn_rolled_back");
-                        let bad_idx: BTreeSet<usize> = bad.iter().filter_map(|f| f.index).collect();
-                        tracing::warn!(
-                            failed = bad.len(),
-                            "transaction rolled back; dropping the refused operations"
-                        );
-                        if bad_idx.is_empty() {
-                            for (_, i) in &chunk {
-                                mark_failed(*i, &mut failed);
-                            }
-                            break;
-                        }
-                        // A refused operation fails its whole plan entry.
-                        let bad_entries: BTreeSet<usize> = chunk
-                            .iter()
-                            .enumerate()
-                            .filter(|(j, _)| bad_idx.contains(j))
-                            .map(|(_, (_, i))| *i)
-                            .collect();
-                        for i in &bad_entries {
-                            mark_failed(*i, &mut failed);
-                        }
-                        chunk.retain(|(_, i)| !bad_entries.contains(i));
-                        if chunk.is_empty() {
-                            break;
-                        }
-                        let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
-                        res = consul.txn(&ops).await;
-                    }
-                    Err(e) => {
-                        self.metrics.consul_error(e.class());
-                        tracing::warn!(error = %e, "writing to Consul failed; the work stays queued");
-                        abort.store(true, Ordering::Relaxed);
+        // The first error that stopped the round, when Consul was
+        // unavailable (or refused us) rather than refusing the content.
+        let mut stopped_by: Option<mirra_consul::Error> = None;
+        while let Some(sent) = sends.next().await {
+            for _ in 0..sent.splits {
+                self.metrics.txn_split();
+            }
+            if let Some(limit) = sent.ops_limit {
+                self.learn_ops_limit(limit);
+            }
+            for (mut chunk, res) in sent.parts {
+                let mut res = match res {
+                    Some(r) => r,
+                    None => {
                         for (_, i) in &chunk {
                             mark_failed(*i, &mut failed);
                         }
-                        break;
+                        continue;
+                    }
+                };
+                // A rolled-back transaction is re-sent without the refused
+                // entries, here and at once: the rest of it is still wanted.
+                loop {
+                    match res {
+                        Ok(results) => {
+                            self.metrics.transaction();
+                            self.committed(&chunk, planned, commit_index(&results));
+                            break;
+                        }
+                        Err(mirra_consul::Error::TxnRolledBack { failed: bad }) => {
+                            self.metrics.consul_error("txn_rolled_back");
+                            let bad_idx: BTreeSet<usize> =
+                                bad.iter().filter_map(|f| f.index).collect();
+                            tracing::warn!(
+                                failed = bad.len(),
+                                "transaction rolled back; dropping the refused operations"
+                            );
+                            if bad_idx.is_empty() {
+                                for (_, i) in &chunk {
+                                    mark_failed(*i, &mut failed);
+                                }
+                                break;
+                            }
+                            // A refused operation fails its whole plan entry.
+                            let bad_entries: BTreeSet<usize> = chunk
+                                .iter()
+                                .enumerate()
+                                .filter(|(j, _)| bad_idx.contains(j))
+                                .map(|(_, (_, i))| *i)
+                                .collect();
+                            for i in &bad_entries {
+                                mark_failed(*i, &mut failed);
+                            }
+                            chunk.retain(|(_, i)| !bad_entries.contains(i));
+                            if chunk.is_empty() {
+                                break;
+                            }
+                            let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
+                            res = consul.txn(&ops).await;
+                        }
+                        Err(e @ mirra_consul::Error::TooLarge { .. }) => {
+                            self.metrics.consul_error(e.class());
+                            if !self.hold_back_too_large(&chunk, planned, &e) {
+                                for (_, i) in &chunk {
+                                    mark_failed(*i, &mut failed);
+                                }
+                            }
+                            break;
+                        }
+                        Err(e) => {
+                            self.metrics.consul_error(e.class());
+                            tracing::warn!(error = %e, "writing to Consul failed; the work stays queued");
+                            abort.store(true, Ordering::Relaxed);
+                            for (_, i) in &chunk {
+                                mark_failed(*i, &mut failed);
+                            }
+                            stopped_by.get_or_insert(e);
+                            break;
+                        }
                     }
                 }
             }
         }
+        match stopped_by {
+            Some(e) => {
+                let delay = self
+                    .write_backoff
+                    .failed(Instant::now(), rand::random::<f64>());
+                self.metrics.write_backoff();
+                tracing::warn!(
+                    class = e.class(),
+                    failures = self.write_backoff.failures(),
+                    delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    "Consul unavailable; the writer waits before its next round"
+                );
+            }
+            None => self.write_backoff.succeeded(),
+        }
         (failed, orphan_failed)
+    }
+
+    /// A 413 named the server's operation limit: later transactions are
+    /// packed to it.
+    fn learn_ops_limit(&mut self, limit: usize) {
+        if limit < self.batch_limit() {
+            tracing::warn!(
+                limit,
+                configured = self.settings.txn_batch,
+                "Consul accepts fewer operations per transaction than configured; using its limit"
+            );
+            self.txn_ops_limit = Some(limit);
+        }
+    }
+
+    /// A transaction refused as too large although it could not be split:
+    /// when it is one registration, that registration is reported and held
+    /// back until it changes, and `true` is returned (nothing to retry).
+    /// Anything else (the node's creation, a removal) stays pending.
+    fn hold_back_too_large(
+        &mut self,
+        chunk: &[(TxnOp, usize)],
+        planned: &[Planned],
+        e: &mirra_consul::Error,
+    ) -> bool {
+        let entry = match chunk {
+            [(_, i), rest @ ..] if rest.iter().all(|(_, j)| j == i) => *i,
+            _ => {
+                tracing::warn!(error = %e, ops = chunk.len(), "transaction too large; the work stays queued");
+                return false;
+            }
+        };
+        let Some(Planned {
+            op: CatalogOp::Register(r),
+            key,
+        }) = planned.get(entry)
+        else {
+            tracing::warn!(error = %e, "operation too large for Consul; the work stays queued");
+            return false;
+        };
+        let Some(fp) = fingerprint(chunk.iter().map(|(o, _)| o)) else {
+            return false;
+        };
+        let key = key
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), ServiceKey::to_string);
+        tracing::error!(
+            %key,
+            service = %r.name,
+            instance = %r.id,
+            ops = chunk.len(),
+            error = %e,
+            "registration too large for a Consul transaction even alone; not written until it changes"
+        );
+        self.metrics.too_large();
+        self.too_large.insert(r.id.clone(), fp);
+        self.metrics.too_large_instances(self.too_large.len());
+        true
     }
 
     /// Records committed operations in the overlay, the check memory and
@@ -1182,6 +1372,13 @@ impl Engine {
                 continue;
             }
             let Some(p) = planned.get(*i) else { continue };
+            // A registration written or removed is no longer held back.
+            if !self.too_large.is_empty()
+                && !matches!(p.op, CatalogOp::DeregisterCheck { .. })
+                && self.too_large.remove(op_service_id(&p.op)).is_some()
+            {
+                self.metrics.too_large_instances(self.too_large.len());
+            }
             match &p.op {
                 CatalogOp::Register(r) => {
                     self.metrics.operations("register", 1);
@@ -1290,6 +1487,100 @@ impl Engine {
             }
         }
     }
+}
+
+/// Wire operations of a transaction, each with its plan entry.
+type Wire = Vec<(TxnOp, usize)>;
+
+/// Consul's answer to one transaction.
+type TxnAnswer = Result<Vec<mirra_consul::TxnResult>, mirra_consul::Error>;
+
+/// What became of one packed transaction: the parts it was sent as (itself,
+/// or smaller parts after 413s), each with its answer (`None`: not sent,
+/// because a failure stopped the round), how many times a part was split,
+/// and the operation limit a 413 named.
+#[derive(Default)]
+struct Sent {
+    parts: Vec<(Wire, Option<TxnAnswer>)>,
+    splits: usize,
+    ops_limit: Option<usize>,
+}
+
+/// Sends one transaction; one refused with 413 is split in two halves (by
+/// plan entry, never inside one) and each is sent the same way, in order,
+/// until every part fits or is a single entry. A failure other than a
+/// rollback or a 413 stops the round (`abort`).
+async fn send_splitting(consul: &mirra_consul::Client, wire: Wire, abort: &AtomicBool) -> Sent {
+    let mut sent = Sent::default();
+    // Last in, first out: the first half is popped first.
+    let mut todo = vec![wire];
+    while let Some(part) = todo.pop() {
+        if abort.load(Ordering::Relaxed) {
+            sent.parts.push((part, None));
+            continue;
+        }
+        let ops: Vec<TxnOp> = part.iter().map(|(o, _)| o.clone()).collect();
+        let res = consul.txn(&ops).await;
+        let part = match &res {
+            Err(e @ mirra_consul::Error::TooLarge { .. }) => {
+                if let Some(limit) = e.txn_ops_limit() {
+                    sent.ops_limit = Some(sent.ops_limit.map_or(limit, |l| l.min(limit)));
+                }
+                match halve(part) {
+                    Ok((first, second)) => {
+                        tracing::debug!(
+                            ops = ops.len(),
+                            error = %e,
+                            "transaction too large; sending it as two halves"
+                        );
+                        sent.splits += 1;
+                        todo.push(second);
+                        todo.push(first);
+                        continue;
+                    }
+                    Err(single) => single,
+                }
+            }
+            Ok(_) | Err(mirra_consul::Error::TxnRolledBack { .. }) => part,
+            Err(_) => {
+                abort.store(true, Ordering::Relaxed);
+                part
+            }
+        };
+        sent.parts.push((part, Some(res)));
+    }
+    sent
+}
+
+/// Splits a transaction's operations in two halves of its plan entries
+/// (the operations of one entry are adjacent). `Err` gives back a part of
+/// one entry, which cannot be split.
+fn halve(mut part: Wire) -> Result<(Wire, Wire), Wire> {
+    let mut starts: Vec<usize> = Vec::new();
+    for (pos, (_, entry)) in part.iter().enumerate() {
+        if pos == 0 || part.get(pos - 1).is_some_and(|(_, prev)| prev != entry) {
+            starts.push(pos);
+        }
+    }
+    match starts.get(starts.len() / 2) {
+        Some(&cut) if starts.len() >= 2 => {
+            let second = part.split_off(cut);
+            Ok((part, second))
+        }
+        _ => Err(part),
+    }
+}
+
+/// A fingerprint of wire operations, to tell whether a registration held
+/// back as too large has changed since. `None` if they cannot be encoded
+/// (they then always count as changed).
+fn fingerprint<'a>(ops: impl Iterator<Item = &'a TxnOp>) -> Option<u64> {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut h = DefaultHasher::new();
+    for op in ops {
+        h.write(&serde_json::to_vec(op).ok()?);
+    }
+    Some(h.finish())
 }
 
 /// Orders a plan for writing: the operations of one Service together, so
@@ -1567,6 +1858,37 @@ async fn purge(
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    fn wire(entries: &[usize]) -> Wire {
+        entries
+            .iter()
+            .map(|&i| {
+                (
+                    TxnOp::Node {
+                        verb: Verb::Set,
+                        node: mirra_consul::Node::default(),
+                    },
+                    i,
+                )
+            })
+            .collect()
+    }
+
+    fn entries_of(w: &Wire) -> Vec<usize> {
+        w.iter().map(|(_, i)| *i).collect()
+    }
+
+    #[test]
+    fn halving_cuts_between_entries_and_never_inside_one() {
+        let (a, b) = halve(wire(&[NODE_OP, 0, 0, 1, 1, 2])).unwrap();
+        assert_eq!(entries_of(&a), vec![NODE_OP, 0, 0]);
+        assert_eq!(entries_of(&b), vec![1, 1, 2]);
+        let (a, b) = halve(wire(&[3, 3, 4])).unwrap();
+        assert_eq!((entries_of(&a), entries_of(&b)), (vec![3, 3], vec![4]));
+        // One entry, however many operations, cannot be split.
+        assert_eq!(entries_of(&halve(wire(&[5, 5])).unwrap_err()), vec![5, 5]);
+        assert!(halve(Vec::new()).is_err());
+    }
 
     #[test]
     fn packing_never_splits_an_entry() {

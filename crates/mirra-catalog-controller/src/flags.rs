@@ -300,6 +300,12 @@ pub struct Settings {
     /// Keys handed to one planning round (a rollout of many Services in one
     /// debounce window is planned, and written, together).
     pub max_keys_per_round: usize,
+    /// The writer's backoff after a round in which Consul was unavailable
+    /// (no leader, 5xx, connection errors): the first delay, doubled per
+    /// further such round.
+    pub write_backoff_base: Duration,
+    /// Ceiling of one delay of the writer's backoff.
+    pub write_backoff_cap: Duration,
 }
 
 /// Keys planned together at most. 4096 keys of 5 instances make about
@@ -330,6 +336,8 @@ impl Settings {
             purge: false,
             consul_wait: mirra_consul::blocking::DEFAULT_WAIT,
             max_keys_per_round: DEFAULT_MAX_KEYS_PER_ROUND,
+            write_backoff_base: crate::backoff::DEFAULT_WRITE_BACKOFF_BASE,
+            write_backoff_cap: crate::backoff::DEFAULT_WRITE_BACKOFF_CAP,
         }
     }
 

@@ -15,17 +15,21 @@
 //!   `--flag`), [`Settings`] and the Consul connection settings.
 //! - [`metrics`]: the `/metrics` families of the catalog sync.
 //! - [`engine`]: [`run`], the event loop.
+//! - `backoff`: the Consul writer's own backoff while Consul is
+//!   unavailable.
 //!
 //! This crate must NOT decide what a Service becomes in Consul (that is
 //! `mirra-catalog`), speak Consul's HTTP API itself (that is `mirra-consul`),
 //! serve health endpoints or parse the process environment for logging
 //! (the binary owns both).
 
+mod backoff;
 pub mod engine;
 pub mod flags;
 pub mod metrics;
 pub mod to_k8s;
 
+pub use backoff::{DEFAULT_WRITE_BACKOFF_BASE, DEFAULT_WRITE_BACKOFF_CAP};
 pub use engine::{ControllerError, run};
 pub use flags::{Settings, SettingsError, SyncCatalogArgs, normalize_flags};
 pub use metrics::{CatalogMetrics, register_metrics};

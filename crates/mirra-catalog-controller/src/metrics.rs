@@ -53,6 +53,11 @@ pub struct CatalogMetrics {
     watch_errors: Family<KindLabels, Counter>,
     events: Counter,
     conflicts: Counter,
+    too_large: Counter,
+    too_large_instances: Gauge,
+    held_back: Counter,
+    txn_splits: Counter,
+    write_backoffs: Counter,
 }
 
 impl Default for CatalogMetrics {
@@ -67,6 +72,11 @@ impl Default for CatalogMetrics {
             watch_errors: Family::default(),
             events: Counter::default(),
             conflicts: Counter::default(),
+            too_large: Counter::default(),
+            too_large_instances: Gauge::default(),
+            held_back: Counter::default(),
+            txn_splits: Counter::default(),
+            write_backoffs: Counter::default(),
         }
     }
 }
@@ -119,6 +129,31 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
         "id_conflicts",
         "Desired instances not written because their ID belongs to an instance mirra does not own",
         m.conflicts.clone(),
+    );
+    reg.register(
+        "registrations_too_large",
+        "Registrations Consul refused with 413 even alone in a transaction (not retried until they change)",
+        m.too_large.clone(),
+    );
+    reg.register(
+        "instances_too_large",
+        "Instances currently held back because their registration alone is too large for a transaction",
+        m.too_large_instances.clone(),
+    );
+    reg.register(
+        "registrations_held_back",
+        "Planned registrations not sent because Consul refused them as too large and they have not changed",
+        m.held_back.clone(),
+    );
+    reg.register(
+        "txn_splits",
+        "Transactions refused with 413 and sent again as two halves",
+        m.txn_splits.clone(),
+    );
+    reg.register(
+        "write_backoffs",
+        "Rounds after which the Consul writer backed off because Consul was unavailable",
+        m.write_backoffs.clone(),
     );
     m
 }
@@ -173,6 +208,57 @@ impl CatalogMetrics {
     /// ID conflicts found by a plan.
     pub(crate) fn conflicts(&self, n: u64) {
         self.conflicts.inc_by(n);
+    }
+
+    /// A registration refused as too large on its own.
+    pub(crate) fn too_large(&self) {
+        self.too_large.inc();
+    }
+
+    /// Instances held back as too large, now.
+    pub(crate) fn too_large_instances(&self, n: usize) {
+        self.too_large_instances
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// Planned registrations not sent because they are held back.
+    pub(crate) fn held_back(&self, n: usize) {
+        self.held_back.inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// A transaction split in two after a 413.
+    pub(crate) fn txn_split(&self) {
+        self.txn_splits.inc();
+    }
+
+    /// The writer started a backoff.
+    pub(crate) fn write_backoff(&self) {
+        self.write_backoffs.inc();
+    }
+
+    /// Registrations refused as too large on their own so far.
+    pub fn registrations_too_large_total(&self) -> u64 {
+        self.too_large.get()
+    }
+
+    /// Instances held back as too large now.
+    pub fn instances_too_large(&self) -> i64 {
+        self.too_large_instances.get()
+    }
+
+    /// Planned registrations not sent so far because they were held back.
+    pub fn registrations_held_back_total(&self) -> u64 {
+        self.held_back.get()
+    }
+
+    /// Transactions split in two after a 413 so far.
+    pub fn txn_splits_total(&self) -> u64 {
+        self.txn_splits.get()
+    }
+
+    /// Backoffs of the writer so far.
+    pub fn write_backoffs_total(&self) -> u64 {
+        self.write_backoffs.get()
     }
 
     /// Transactions committed so far (for tests and the benchmark).

@@ -222,6 +222,20 @@ impl Error {
         )
     }
 
+    /// For a 413 because a transaction held too many operations, the limit
+    /// the server named (`Transaction contains too many operations (N > M)`
+    /// gives `M`): a writer can size its next transactions to it instead of
+    /// finding it again by halving. `None` for any other error, including a
+    /// 413 for the body's size.
+    pub fn txn_ops_limit(&self) -> Option<usize> {
+        let Self::TooLarge { message, .. } = self else {
+            return None;
+        };
+        let rest = message.strip_prefix("Transaction contains too many operations (")?;
+        let (_, limit) = rest.strip_suffix(')')?.split_once(" > ")?;
+        limit.trim().parse::<usize>().ok().filter(|&m| m > 0)
+    }
+
     /// The operations Consul refused, for a rolled-back transaction.
     pub fn failed_ops(&self) -> &[FailedOp] {
         match self {
@@ -422,6 +436,31 @@ mod tests {
     use proptest::prelude::*;
 
     const SECRET: &str = "b1946ac9-2a3b-4c5d-8e9f-0a1b2c3d4e5f";
+
+    #[test]
+    fn the_operation_limit_is_read_from_a_413_of_too_many_operations() {
+        let too_large = |body: &str| {
+            error_from_response(&ctx(None), StatusCode::PAYLOAD_TOO_LARGE, body.as_bytes())
+        };
+        assert_eq!(
+            too_large("Transaction contains too many operations (128 > 64)").txn_ops_limit(),
+            Some(64)
+        );
+        for other in [
+            "Request body too large, max size: 524288 bytes",
+            "Transaction contains too many operations (3 > 0)",
+            "Transaction contains too many operations (3 > x)",
+            "",
+        ] {
+            assert_eq!(too_large(other).txn_ops_limit(), None, "{other}");
+        }
+        let server = error_from_response(
+            &ctx(None),
+            StatusCode::INTERNAL_SERVER_ERROR,
+            b"Transaction contains too many operations (3 > 2)",
+        );
+        assert_eq!(server.txn_ops_limit(), None);
+    }
 
     fn ctx<'a>(ops: Option<&'a [TxnOp]>) -> ErrorContext<'a> {
         ErrorContext {

@@ -76,6 +76,10 @@ pub fn settings(sync: SyncSettings) -> Settings {
         backoff_base: Duration::from_millis(50),
         backoff_cap: Duration::from_millis(500),
     };
+    // The writer's backoff while Consul is unavailable, as short as the
+    // queue's, so that tests riding out several faults move on.
+    s.write_backoff_base = Duration::from_millis(50);
+    s.write_backoff_cap = Duration::from_millis(500);
     // The verification pass runs only where a test asks for it.
     s.write_interval = Duration::from_secs(3600);
     s.consul_wait = Duration::from_secs(5);
