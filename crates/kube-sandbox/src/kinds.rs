@@ -51,6 +51,16 @@ impl Allocators {
         Some(p)
     }
 
+    /// Marks a Service's addresses and ports as taken (a restored store).
+    pub fn reserve(&mut self, svc: &Value) {
+        if let Some(ip) = svc.pointer("/spec/clusterIP").and_then(Value::as_str) {
+            self.used_ips.insert(ip.to_string());
+        }
+        for p in node_ports(svc) {
+            self.used_ports.insert(p);
+        }
+    }
+
     /// Returns a deleted Service's addresses and ports to the pools.
     pub fn release(&mut self, svc: &Value) {
         if let Some(ip) = svc.pointer("/spec/clusterIP").and_then(Value::as_str) {

@@ -59,6 +59,12 @@ pub struct Config {
     pub store: StoreConfig,
     /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Where the objects are saved when the server stops (a graceful stop:
+    /// [`Sandbox::shutdown`], or the end of [`serve`]) and loaded from when
+    /// it starts, so a restart keeps them, uids and resourceVersions
+    /// included. The watch history is not kept: a watch resumed from before
+    /// the restart gets 410 and its client lists again. `None`: memory only.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Config {
@@ -68,6 +74,7 @@ impl Default for Config {
             // Real servers send bookmarks about once a minute; a shorter
             // interval lets tests observe them without waiting.
             bookmark_interval: Duration::from_secs(5),
+            state_file: None,
         }
     }
 }
@@ -78,7 +85,7 @@ pub async fn serve(
     config: Config,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let shared = Arc::new(state::Shared::new(config));
+    let shared = Arc::new(state::Shared::new(config)?);
     serve_shared(listener, shared, shutdown).await
 }
 
@@ -88,6 +95,7 @@ async fn serve_shared(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let closer = shared.clone();
+    let saver = shared.clone();
     let app = axum::Router::new().fallback(move |req: ::http::Request<axum::body::Body>| {
         let shared = shared.clone();
         async move { http::handle(shared, req).await }
@@ -98,7 +106,8 @@ async fn serve_shared(
             // Open watches would hold graceful shutdown forever.
             closer.close_watches();
         })
-        .await
+        .await?;
+    saver.save_state().await
 }
 
 /// A running sandbox on a loopback port. Dropping it stops the server.
@@ -119,7 +128,7 @@ impl Sandbox {
     /// Starts a sandbox on a bound listener.
     pub fn start_on(listener: tokio::net::TcpListener, config: Config) -> std::io::Result<Sandbox> {
         let addr = listener.local_addr()?;
-        let shared = Arc::new(state::Shared::new(config));
+        let shared = Arc::new(state::Shared::new(config)?);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(serve_shared(listener, shared.clone(), async move {
             let _ = rx.await;
@@ -185,6 +194,24 @@ impl Sandbox {
     /// Number of stored objects and the bytes of their serialized form.
     pub async fn size(&self) -> (usize, usize) {
         self.shared.store.lock().await.size()
+    }
+
+    /// Stops the server and starts it again on the same address, as an API
+    /// server process restart: with a [`Config::state_file`] every object
+    /// comes back; the watch history, open watches, counters and fault
+    /// rules do not. Clients see their connections drop and their watches
+    /// answered 410 when they resume.
+    pub async fn restart(&mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.map_err(std::io::Error::other)??;
+        }
+        let config = self.shared.config.clone();
+        let listener = tokio::net::TcpListener::bind(self.addr).await?;
+        *self = Sandbox::start_on(listener, config)?;
+        Ok(())
     }
 
     /// Stops the server and waits for it.

@@ -95,16 +95,34 @@ pub struct Shared {
 
 impl Shared {
     /// New shared state.
-    pub fn new(config: Config) -> Self {
+    pub fn new(config: Config) -> std::io::Result<Self> {
         let (watch_closer, _) = tokio::sync::watch::channel(0);
-        Shared {
-            store: tokio::sync::Mutex::new(Store::new(config.store.clone())),
+        let store = match &config.state_file {
+            Some(path) if path.exists() => load_state(path, &config)?,
+            _ => Store::new(config.store.clone()),
+        };
+        Ok(Shared {
+            store: tokio::sync::Mutex::new(store),
             faults: tokio::sync::Mutex::new(Faults::default()),
             stats: Mutex::new(Stats::default()),
             open_watches: AtomicU64::new(0),
             watch_closer,
             config,
-        }
+        })
+    }
+
+    /// Writes the store to the state file, if there is one: to a
+    /// temporary file first, renamed over the old state, so a crash in
+    /// between leaves the previous state whole.
+    pub async fn save_state(&self) -> std::io::Result<()> {
+        let Some(path) = &self.config.state_file else {
+            return Ok(());
+        };
+        let snapshot = self.store.lock().await.snapshot();
+        let bytes = serde_json::to_vec(&snapshot).map_err(std::io::Error::other)?;
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)
     }
 
     /// Counts one request.
@@ -151,4 +169,19 @@ impl Shared {
     pub fn close_watches(&self) {
         self.watch_closer.send_modify(|g| *g += 1);
     }
+}
+
+/// The store saved in `path`; a clear error naming the file when it is not
+/// a state this sandbox wrote.
+fn load_state(path: &std::path::Path, config: &Config) -> std::io::Result<Store> {
+    let bad = |why: String| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("state file {}: {why}", path.display()),
+        )
+    };
+    let bytes = std::fs::read(path)?;
+    let snapshot: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+    Store::restore(config.store.clone(), &snapshot).map_err(bad)
 }

@@ -158,6 +158,12 @@ pub struct KubeSandboxArgs {
     /// Events kept for resuming watches; older revisions get 410 Gone.
     #[arg(long, default_value_t = 100_000)]
     pub history: usize,
+    /// Keep the objects across restarts: loaded from this file at start
+    /// (when it exists) and written to it on SIGINT or SIGTERM. Watches
+    /// resumed from before a restart get 410 Gone and list again, as after
+    /// an etcd compaction. A killed process (SIGKILL) saves nothing.
+    #[arg(long, value_name = "FILE")]
+    pub state_file: Option<PathBuf>,
 }
 
 /// `mirra sandbox consul`.

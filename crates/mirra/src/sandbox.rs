@@ -59,6 +59,7 @@ pub async fn kube(args: KubeSandboxArgs) -> anyhow::Result<()> {
     }
     let mut config = kube_sandbox::Config::default();
     config.store.history_limit = args.history;
+    config.state_file = args.state_file;
     announce(&format!("listening on {url}"))?;
     tracing::info!(%url, "kube-sandbox ready");
     kube_sandbox::serve(listener, config, shutdown_signal())
