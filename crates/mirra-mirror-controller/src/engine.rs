@@ -478,6 +478,14 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
                 return (sizes, false, Vec::new());
             }
             let now = Instant::now();
+            if !busy {
+                // A status written while namespaces were still pending is
+                // computed again once the work is done, even if no outcome
+                // changed.
+                for key in std::mem::take(&mut s.pending_status) {
+                    s.dirty_status.entry(key).or_insert(now);
+                }
+            }
             let due: Vec<ConfigRef> = s
                 .dirty_status
                 .iter()
@@ -490,7 +498,19 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
                 let Some(compiled) = s.compiled.get(&key) else {
                     continue;
                 };
-                let summary = summarize(&key, s.outcomes.values().flatten());
+                let mut summary = summarize(&key, s.outcomes.values().flatten());
+                // Namespaces it selects that are still queued or being
+                // worked on: not Ready until they are done.
+                summary.pending = s
+                    .selected_by(&[compiled])
+                    .iter()
+                    .filter(|n| shared.queue.is_queued(*n))
+                    .count() as i64;
+                if summary.pending > 0 {
+                    s.pending_status.insert(key.clone());
+                } else {
+                    s.pending_status.remove(&key);
+                }
                 let previous = s.stored_status(&key);
                 let new = desired_status(compiled, &summary, previous.as_ref(), &now_str);
                 if status_changed(previous.as_ref(), &new) {

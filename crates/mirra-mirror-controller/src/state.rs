@@ -149,6 +149,9 @@ pub struct State {
     /// terminating, so a re-plan in between (another event, a verification
     /// pass) does not delete it again.
     pub deletes_in_flight: BTreeMap<CopyId, String>,
+    /// SyncConfigs whose latest computed status counted pending
+    /// namespaces: computed again once the queue is idle.
+    pub pending_status: BTreeSet<ConfigRef>,
     /// Consecutive passes per namespace that ended with a permanent write
     /// failure (403, 422, ...): the exponent of their retry backoff.
     pub permanent_failures: BTreeMap<String, u32>,

@@ -125,3 +125,52 @@ async fn kinds_outside_the_allow_list_and_token_secrets_are_refused_with_a_reaso
     assert!(env.sb.stats().get("patch roles.rbac.authorization.k8s.io") >= 1);
     ctl.stop().await;
 }
+
+#[tokio::test]
+async fn ready_is_never_true_while_selected_namespaces_are_still_pending() {
+    let env = Env::new().await;
+    for i in 0..8 {
+        env.create_ns(&format!("slow-{i}"), &[("team", "a")]).await;
+    }
+    // Every copy write takes a while: the first status is written long
+    // before the last namespace is done.
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("patch".into()),
+            resource: Some("configmaps".into()),
+            latency_ms: Some(250),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({}))]),
+    )
+    .await;
+    let mut settings = Settings::for_tests(&[OPS]);
+    settings.workers = 1;
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    wait_for("a status saying it is pending", || async {
+        env.condition("base", "Ready")
+            .await
+            .is_some_and(|(status, reason, _)| {
+                status == "False" && reason == "SynchronizationPending"
+            })
+    })
+    .await;
+    let (_, _, message) = env.condition("base", "Ready").await.unwrap();
+    assert!(message.contains("not synchronized yet"), "{message}");
+    wait_for("ready once every namespace is done", || async {
+        env.condition("base", "Ready")
+            .await
+            .is_some_and(|(status, _, _)| status == "True")
+    })
+    .await;
+    for i in 0..8 {
+        assert!(env.cm(&format!("slow-{i}"), "c").await.is_some());
+    }
+    ctl.stop().await;
+}

@@ -15,7 +15,7 @@
 //!
 //! | type     | True when                          | reasons (True / False)                                   |
 //! |----------|------------------------------------|----------------------------------------------------------|
-//! | Ready    | valid and no item failed or lost   | SynchronizationSucceeded / SynchronizationFailed         |
+//! | Ready    | valid, no item failed or lost, and no selected namespace still waits to be synchronized | SynchronizationSucceeded / SynchronizationFailed, SynchronizationPending |
 //! | Invalid  | the spec is invalid                | InvalidSyncConfigSpec / ValidSyncConfigSpec              |
 //! | Errored  | some item failed                   | SynchronizationFailedWithError / SynchronizationSucceeded|
 //! | Conflict | another SyncConfig wants an object | ConflictLost or ConflictWon / NoConflict                 |
@@ -48,6 +48,9 @@ pub const CONDITION_CONFLICT: &str = "Conflict";
 pub const REASON_SUCCEEDED: &str = "SynchronizationSucceeded";
 /// espejo's reason for a failed synchronization.
 pub const REASON_FAILED: &str = "SynchronizationFailed";
+/// Not Ready yet: some selected namespaces have not been synchronized
+/// since the last change (no failure so far).
+pub const REASON_PENDING: &str = "SynchronizationPending";
 /// espejo's reason for failures with an error message.
 pub const REASON_FAILED_WITH_ERROR: &str = "SynchronizationFailedWithError";
 /// espejo's reason for an invalid spec.
@@ -82,6 +85,9 @@ pub struct StatusSummary {
     pub lost_to: BTreeSet<ConfigRef>,
     /// SyncConfigs that lost objects to this one.
     pub won_over: BTreeSet<ConfigRef>,
+    /// Selected namespaces whose synchronization is not finished (queued
+    /// or in progress); the caller fills it in, the outcomes cannot say.
+    pub pending: i64,
 }
 
 /// Summarises the outcomes that belong to `config` (others are skipped, so
@@ -150,12 +156,14 @@ pub fn desired_status(
 ) -> SyncConfigStatus {
     let mut conditions = Vec::new();
     let (synchronized, deleted, failed) = if config.is_valid() {
-        let ready = summary.failed == 0;
+        let ready = summary.failed == 0 && summary.pending == 0;
         conditions.push(cond(
             CONDITION_READY,
             ready,
             if ready {
                 REASON_SUCCEEDED
+            } else if summary.failed == 0 {
+                REASON_PENDING
             } else {
                 REASON_FAILED
             },
@@ -163,6 +171,11 @@ pub fn desired_status(
                 format!(
                     "{} item(s) synchronized, {} being deleted",
                     summary.synchronized, summary.deleted
+                )
+            } else if summary.failed == 0 {
+                format!(
+                    "{} namespace(s) not synchronized yet; {} item(s) synchronized so far",
+                    summary.pending, summary.synchronized
                 )
             } else {
                 format!("{} item(s) failed", summary.failed)

@@ -345,3 +345,43 @@ fn conditions_of_other_types_are_kept() {
     );
     assert_eq!(s.conditions.len(), 5);
 }
+
+#[test]
+fn pending_namespaces_keep_ready_false_until_done() {
+    let c = base();
+    let done = [outcome("base", ItemRef::Sync(0), OutcomeState::InSync)];
+    let mut summary = summarize(&c.key, &done);
+    summary.pending = 3;
+    let s = desired_status(&c, &summary, None, T0);
+    let ready = cond(&s, CONDITION_READY);
+    assert_eq!(ready.status, "False");
+    assert_eq!(ready.reason.as_deref(), Some(mirra_mirror::status::REASON_PENDING));
+    assert!(
+        ready
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("3 namespace(s) not synchronized yet"),
+        "{:?}",
+        ready.message
+    );
+    // Pending is no failure.
+    assert_eq!(cond(&s, CONDITION_ERRORED).status, "False");
+    assert_eq!(s.synchronized_item_count, 1);
+    summary.pending = 0;
+    let s2 = desired_status(&c, &summary, Some(&s), T1);
+    assert_eq!(cond(&s2, CONDITION_READY).status, "True");
+    assert!(status_changed(Some(&s), &s2));
+    // A failure wins over pending.
+    let failed = [outcome(
+        "base",
+        ItemRef::Sync(0),
+        OutcomeState::Failed {
+            reason: "boom".into(),
+        },
+    )];
+    let mut summary = summarize(&c.key, &failed);
+    summary.pending = 2;
+    let s = desired_status(&c, &summary, None, T0);
+    assert_eq!(cond(&s, CONDITION_READY).reason.as_deref(), Some(REASON_FAILED));
+}

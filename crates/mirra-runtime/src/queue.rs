@@ -446,6 +446,15 @@ impl<K: Ord + Clone + Send + 'static> WorkQueue<K> {
         Ok(())
     }
 
+    /// Whether `key` is waiting (debounced, backing off or ready) or held
+    /// by a worker: work on it is not finished.
+    pub fn is_queued(&self, key: &K) -> bool {
+        self.lock()
+            .entries
+            .get(key)
+            .is_some_and(|e| !matches!(e.slot, Slot::Idle))
+    }
+
     /// The number of consecutive failures recorded for `key`.
     pub fn failures(&self, key: &K) -> u32 {
         self.lock().entries.get(key).map_or(0, |e| e.failures)
