@@ -1,13 +1,18 @@
 //! The writers: server-side apply as field manager `mirra` and deletes with
-//! a uid precondition, and the classification of their failures.
+//! a uid precondition, and the classification of their failures. Every
+//! request goes through the controller's [`WriteFence`]: sent only while
+//! the leader-election Lease is held with the write timeout left, and
+//! cancelled when that timeout ends.
 //!
 //! What this module must NOT do: read from the server (no GET, ever: every
-//! decision was made from the caches), or decide what to write.
+//! decision was made from the caches), decide what to write, or send a
+//! request around the fence.
 
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use mirra_mirror::FIELD_MANAGER;
+use mirra_runtime::{FenceError, WriteFence};
 use serde_json::Value;
 
 /// How one failed write is handled.
@@ -27,6 +32,10 @@ pub enum WriteFailure {
     Permanent(String),
     /// 422 Invalid (an immutable field changed).
     Invalid(String),
+    /// Not sent because the Lease could lapse first, or cancelled at the
+    /// write timeout: requeued with backoff (a replica that lost the Lease
+    /// stops its controller anyway).
+    Fenced(String),
 }
 
 impl WriteFailure {
@@ -36,7 +45,8 @@ impl WriteFailure {
             WriteFailure::Transient(m)
             | WriteFailure::Throttled(m, _)
             | WriteFailure::Permanent(m)
-            | WriteFailure::Invalid(m) => m,
+            | WriteFailure::Invalid(m)
+            | WriteFailure::Fenced(m) => m,
         }
     }
 
@@ -47,12 +57,28 @@ impl WriteFailure {
             WriteFailure::Throttled(..) => "throttled",
             WriteFailure::Permanent(_) => "permanent",
             WriteFailure::Invalid(_) => "invalid",
+            WriteFailure::Fenced(_) => "fenced",
         }
     }
 }
 
+impl From<FenceError> for WriteFailure {
+    fn from(e: FenceError) -> Self {
+        WriteFailure::Fenced(e.to_string())
+    }
+}
+
+/// Classifies the result of a fenced request.
+pub fn fenced<T>(r: Result<Result<T, kube::Error>, FenceError>) -> Result<T, WriteFailure> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(classify(&e)),
+        Err(f) => Err(f.into()),
+    }
+}
+
 /// Classifies a client error.
-pub fn classify(e: &kube::Error) -> WriteFailure {
+fn classify(e: &kube::Error) -> WriteFailure {
     match e {
         kube::Error::Api(s) => {
             let msg = format!("{} ({}): {}", s.reason, s.code, s.message);
@@ -89,28 +115,33 @@ const TYPED_PATCH_ERROR: &str = "failed to create typed patch object";
 /// the resourceVersion the write produced (empty if the server sent none),
 /// so that the watch's echo of this very write can be recognised.
 pub async fn apply(
+    fence: &WriteFence,
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
     body: &Value,
-) -> Result<String, kube::Error> {
+) -> Result<String, WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    api.patch(name, &params, &Patch::Apply(body))
-        .await
-        .map(|o| o.metadata.resource_version.unwrap_or_default())
+    fenced(
+        fence
+            .send(api.patch(name, &params, &Patch::Apply(body)))
+            .await,
+    )
+    .map(|o| o.metadata.resource_version.unwrap_or_default())
 }
 
 /// Deletes an object only if it is still the one observed (`uid`). A 404
 /// counts as success: the object is gone, which is what was wanted.
 pub async fn delete(
+    fence: &WriteFence,
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
     uid: &str,
-) -> Result<(), kube::Error> {
+) -> Result<(), WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = DeleteParams {
         preconditions: Some(Preconditions {
@@ -119,10 +150,9 @@ pub async fn delete(
         }),
         ..DeleteParams::default()
     };
-    match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
+    match fence.send(api.delete(name, &params)).await {
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
+        other => fenced(other).map(|_| ()),
     }
 }
 
