@@ -437,6 +437,13 @@ mod tests {
     use clap::Parser;
     use proptest::prelude::*;
 
+    #[test]
+    fn the_default_write_timeouts_fit_the_default_lease() {
+        let lease = mirra_runtime::LeaderConfig::new("ns", "mirra-sync-catalog", "me");
+        assert!(DEFAULT_KUBE_WRITE_TIMEOUT < lease.fence_budget());
+        assert!(mirra_consul::config::DEFAULT_REQUEST_TIMEOUT < lease.fence_budget());
+    }
+
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]

@@ -392,6 +392,12 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    #[test]
+    fn the_default_write_timeout_fits_the_default_lease() {
+        let lease = mirra_runtime::LeaderConfig::new("ns", "mirra-mirror", "me");
+        assert!(DEFAULT_WRITE_TIMEOUT < lease.fence_budget());
+    }
+
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]

@@ -204,6 +204,14 @@ impl LeaderConfig {
         Ok(())
     }
 
+    /// The longest write timeout a healthy leader can always afford: right
+    /// before a renewal it has `lease_duration - renew` of its lease left.
+    /// A writer whose timeout is longer is fenced for part of every renewal
+    /// cycle (or always, past `lease_duration`).
+    pub fn fence_budget(&self) -> Duration {
+        self.lease_duration.saturating_sub(self.renew)
+    }
+
     fn lease_seconds(&self) -> i32 {
         let secs =
             self.lease_duration.as_secs() + u64::from(self.lease_duration.subsec_nanos() > 0);
@@ -713,6 +721,7 @@ mod tests {
         let ok = LeaderConfig::new("ns", "mirra", "me");
         assert!(ok.validate().is_ok());
         assert_eq!(ok.lease_seconds(), 15);
+        assert_eq!(ok.fence_budget(), 13 * SEC);
         for bad in [
             LeaderConfig {
                 namespace: String::new(),
