@@ -66,7 +66,9 @@ use mirra_catalog::{
     keys_for_ingress, keys_for_node_change,
 };
 use mirra_consul::{HealthCheck, NodeServices, QueryOptions, TxnOp, Verb, WatchOptions};
-use mirra_runtime::{Cache, Change, ObjectKey, Outcome, ReadyFlag, WorkQueue};
+use mirra_runtime::{
+    Cache, Change, FenceError, ObjectKey, Outcome, ReadyFlag, WorkQueue, WriteFence,
+};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -161,6 +163,11 @@ pub enum ControllerError {
     /// again once Consul is reachable.
     #[error("purging the node failed: {0}")]
     Purge(#[source] mirra_consul::Error),
+    /// `-purge-k8s-services-from-node` was not sent because this replica
+    /// does not hold the Lease with enough time left. Retryable: run it
+    /// again (it is idempotent).
+    #[error("purging the node was fenced: {0}")]
+    PurgeFenced(#[source] FenceError),
 }
 
 /// Runs the catalog sync until `shutdown` is cancelled.
@@ -444,6 +451,10 @@ struct Planned {
 struct Engine {
     kube: kube::Client,
     consul: mirra_consul::Client,
+    /// Every Consul transaction goes through it.
+    consul_fence: WriteFence,
+    /// Every Kubernetes write (warning Events) goes through it.
+    kube_fence: WriteFence,
     settings: Settings,
     metrics: CatalogMetrics,
     queue: WorkQueue<ServiceKey>,
@@ -506,6 +517,8 @@ impl Engine {
         let write_backoff =
             WriterBackoff::new(settings.write_backoff_base, settings.write_backoff_cap);
         Self {
+            consul_fence: WriteFence::new(settings.lease.clone(), consul.request_timeout()),
+            kube_fence: WriteFence::new(settings.lease.clone(), settings.kube_write_timeout),
             kube,
             consul,
             settings,
@@ -1147,6 +1160,7 @@ impl Engine {
         let mut orphan_failed = false;
         let node_op = node_op(&self.settings);
         let consul = self.consul.clone();
+        let fence = self.consul_fence.clone();
         // Set by a failure that is not a rollback or a 413 (Consul down,
         // 5xx, 403): transactions not yet sent are not sent, and stay
         // pending.
@@ -1170,7 +1184,7 @@ impl Engine {
         };
         let sends = futures::stream::iter(chunks)
             .map(|chunk| {
-                let (consul, abort, node_done) = (&consul, &abort, &node_done);
+                let (consul, abort, node_done, fence) = (&consul, &abort, &node_done, &fence);
                 let mut node_settled = node_settled.clone();
                 let creates_node = chunk.contains(&NODE_OP);
                 let wire = wire_of(&chunk);
@@ -1181,7 +1195,7 @@ impl Engine {
                     }
                     // Halves of a transaction refused as too large are sent
                     // here, in order, before the node counts as settled.
-                    let sent = send_splitting(consul, wire, abort).await;
+                    let sent = send_splitting(consul, fence, wire, abort).await;
                     node_done.send_replace(true);
                     sent
                 }
@@ -1255,7 +1269,19 @@ impl Engine {
                                 break;
                             }
                             let ops: Vec<TxnOp> = chunk.iter().map(|(o, _)| o.clone()).collect();
-                            res = consul.txn(&ops).await;
+                            match fence.send(consul.txn(&ops)).await {
+                                Ok(r) => res = r,
+                                Err(fenced) => {
+                                    // Nothing more of this round goes out:
+                                    // the keys stay pending.
+                                    tracing::debug!(error = %fenced, "transaction fenced");
+                                    abort.store(true, Ordering::Relaxed);
+                                    for (_, i) in &chunk {
+                                        mark_failed(*i, &mut failed);
+                                    }
+                                    break;
+                                }
+                            }
                         }
                         Err(e @ mirra_consul::Error::TooLarge { .. }) => {
                             self.metrics.consul_error(e.class());
@@ -1479,11 +1505,16 @@ impl Engine {
                 ..Event::default()
             };
             let api: Api<Event> = Api::namespaced(self.kube.clone(), &ns);
-            match api.create(&PostParams::default(), &ev).await {
-                Ok(_) => self.metrics.event(),
+            match self
+                .kube_fence
+                .send(api.create(&PostParams::default(), &ev))
+                .await
+            {
+                Ok(Ok(_)) => self.metrics.event(),
                 // Best effort: the warning is also in the log, and the
                 // Service is synced regardless.
-                Err(e) => tracing::warn!(error = %e, "could not create the warning Event"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "could not create the warning Event"),
+                Err(e) => tracing::debug!(error = %e, "warning Event fenced"),
             }
         }
     }
@@ -1510,7 +1541,12 @@ struct Sent {
 /// plan entry, never inside one) and each is sent the same way, in order,
 /// until every part fits or is a single entry. A failure other than a
 /// rollback or a 413 stops the round (`abort`).
-async fn send_splitting(consul: &mirra_consul::Client, wire: Wire, abort: &AtomicBool) -> Sent {
+async fn send_splitting(
+    consul: &mirra_consul::Client,
+    fence: &WriteFence,
+    wire: Wire,
+    abort: &AtomicBool,
+) -> Sent {
     let mut sent = Sent::default();
     // Last in, first out: the first half is popped first.
     let mut todo = vec![wire];
@@ -1520,7 +1556,17 @@ async fn send_splitting(consul: &mirra_consul::Client, wire: Wire, abort: &Atomi
             continue;
         }
         let ops: Vec<TxnOp> = part.iter().map(|(o, _)| o.clone()).collect();
-        let res = consul.txn(&ops).await;
+        let res = match fence.send(consul.txn(&ops)).await {
+            Ok(res) => res,
+            Err(fenced) => {
+                // Nothing more of this round goes out: the keys stay
+                // pending, as after a Consul error.
+                tracing::debug!(error = %fenced, "transaction fenced");
+                abort.store(true, Ordering::Relaxed);
+                sent.parts.push((part, None));
+                continue;
+            }
+        };
         let part = match &res {
             Err(e @ mirra_consul::Error::TooLarge { .. }) => {
                 if let Some(limit) = e.txn_ops_limit() {
@@ -1842,11 +1888,16 @@ async fn purge(
         })
         .collect();
     let n = ops.len();
+    let fence = WriteFence::new(settings.lease.clone(), consul.request_timeout());
     for chunk in mirra_consul::split_ops(ops, settings.txn_batch.max(1)) {
-        consul.txn(&chunk).await.map_err(|e| {
-            metrics.consul_error(e.class());
-            ControllerError::Purge(e)
-        })?;
+        fence
+            .send(consul.txn(&chunk))
+            .await
+            .map_err(ControllerError::PurgeFenced)?
+            .map_err(|e| {
+                metrics.consul_error(e.class());
+                ControllerError::Purge(e)
+            })?;
         metrics.transaction();
         metrics.operations("deregister", u64::try_from(chunk.len()).unwrap_or(0));
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use mirra_catalog::annotations::parse_go_bool;
 use mirra_catalog::{NodePortSyncType, PortLayout, SyncSettings};
 use mirra_consul::{ConsulConfig, Overrides};
-use mirra_runtime::QueueConfig;
+use mirra_runtime::{LeaseDeadline, QueueConfig};
 
 /// Largest transaction accepted: the largest any Consul release documents
 /// (older servers refuse more than 64 with 413).
@@ -306,7 +306,19 @@ pub struct Settings {
     pub write_backoff_base: Duration,
     /// Ceiling of one delay of the writer's backoff.
     pub write_backoff_cap: Duration,
+    /// The leader-election Lease every write (Consul transactions,
+    /// Kubernetes Events and ExternalName Services) is fenced on;
+    /// [`LeaseDeadline::always`] without election. A Consul transaction
+    /// needs the Consul client's request timeout left, a Kubernetes write
+    /// [`Settings::kube_write_timeout`].
+    pub lease: LeaseDeadline,
+    /// Longest time one Kubernetes write may take before it is cancelled.
+    pub kube_write_timeout: Duration,
 }
+
+/// Default of [`Settings::kube_write_timeout`]: 10 s, as the mirror
+/// controller's, below the 13 s a leader normally has left of its Lease.
+pub const DEFAULT_KUBE_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Keys planned together at most. 4096 keys of 5 instances make about
 /// 60,000 operations in the worst case, which bounds the memory of one round
@@ -338,6 +350,8 @@ impl Settings {
             max_keys_per_round: DEFAULT_MAX_KEYS_PER_ROUND,
             write_backoff_base: crate::backoff::DEFAULT_WRITE_BACKOFF_BASE,
             write_backoff_cap: crate::backoff::DEFAULT_WRITE_BACKOFF_CAP,
+            lease: LeaseDeadline::always(),
+            kube_write_timeout: DEFAULT_KUBE_WRITE_TIMEOUT,
         }
     }
 
@@ -430,6 +444,13 @@ mod tests {
     use super::*;
     use clap::Parser;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_default_write_timeouts_fit_the_default_lease() {
+        let lease = mirra_runtime::LeaderConfig::new("ns", "mirra-sync-catalog", "me");
+        assert!(DEFAULT_KUBE_WRITE_TIMEOUT < lease.fence_budget());
+        assert!(mirra_consul::config::DEFAULT_REQUEST_TIMEOUT < lease.fence_budget());
+    }
 
     #[derive(Parser)]
     struct Cli {

@@ -12,6 +12,9 @@
 //! bringing a labelled Service back to shape) and deletes with the cached
 //! uid as precondition, sent only when the plan is not empty: an idle
 //! catalog costs no Kubernetes writes, and a restart in step costs none.
+//! Each write goes through the [`WriteFence`] it is given (the Lease must
+//! be held with the write timeout left), and a fenced write fails the pass,
+//! which is retried with backoff.
 //!
 //! What this module must NOT do: touch a Service without the `consul=true`
 //! label (the planner never plans one), or delete anything before both the
@@ -28,7 +31,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use mirra_catalog::SyncSettings;
 use mirra_catalog::to_k8s::{K8sOp, desired_k8s_services, plan_k8s};
 use mirra_consul::{ServiceTags, WatchOptions};
-use mirra_runtime::{Cache, ReadyFlag};
+use mirra_runtime::{Cache, FenceError, ReadyFlag, WriteFence};
 use tokio_util::sync::CancellationToken;
 
 /// Quiet time after the latest change before planning: a burst of Consul
@@ -45,12 +48,23 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// The field manager of mirra's applies.
 const FIELD_MANAGER: &str = "mirra";
 
+/// Why one pass of writes stopped.
+#[derive(Debug, thiserror::Error)]
+enum PassError {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Fenced(#[from] FenceError),
+}
+
 /// Keeps the write namespace's ExternalName Services in step with Consul
-/// until `shutdown`. Sets `ready` once both sides have been read once.
+/// until `shutdown`, every write through `fence`. Sets `ready` once both
+/// sides have been read once.
 pub async fn run_to_k8s(
     kube: kube::Client,
     consul: mirra_consul::Client,
     sync: SyncSettings,
+    fence: WriteFence,
     ready: ReadyFlag,
     shutdown: CancellationToken,
 ) {
@@ -107,7 +121,7 @@ pub async fn run_to_k8s(
                 };
                 ready.set_ready();
                 dirty = false;
-                match sync_once(&api, &cache, consul_now, &sync).await {
+                match sync_once(&fence, &api, &cache, consul_now, &sync).await {
                     Ok(()) => failures = 0,
                     Err(e) => {
                         failures = failures.saturating_add(1);
@@ -127,11 +141,12 @@ pub async fn run_to_k8s(
 /// Plans once from the caches and sends the plan. Stops at the first
 /// failed write; the caller retries the whole (re-computed) plan.
 async fn sync_once(
+    fence: &WriteFence,
     api: &Api<Service>,
     cache: &Cache<Service>,
     consul_services: &ServiceTags,
     sync: &SyncSettings,
-) -> Result<(), kube::Error> {
+) -> Result<(), PassError> {
     let desired = desired_k8s_services(consul_services, sync);
     for w in &desired.warnings {
         tracing::warn!(consul_service = %w.consul_service, "{}", w.message);
@@ -148,12 +163,13 @@ async fn sync_once(
         match op {
             K8sOp::Create(svc) | K8sOp::Update(svc) => {
                 let name = svc.metadata.name.clone().unwrap_or_default();
-                api.patch(
-                    &name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&svc),
-                )
-                .await?;
+                fence
+                    .send(api.patch(
+                        &name,
+                        &PatchParams::apply(FIELD_MANAGER).force(),
+                        &Patch::Apply(&svc),
+                    ))
+                    .await??;
                 tracing::info!(service = %name, "ExternalName Service written");
             }
             K8sOp::Delete { name, .. } => {
@@ -165,11 +181,11 @@ async fn sync_once(
                     }),
                     ..DeleteParams::default()
                 };
-                match api.delete(&name, &params).await {
+                match fence.send(api.delete(&name, &params)).await? {
                     Ok(_) => tracing::info!(service = %name, "ExternalName Service deleted"),
                     // Already gone: what we wanted.
                     Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(e.into()),
                 }
             }
         }

@@ -79,6 +79,10 @@ fn start_with(
         kube.clone(),
         consul,
         sync,
+        mirra_runtime::WriteFence::new(
+            mirra_runtime::LeaseDeadline::always(),
+            Duration::from_secs(10),
+        ),
         ready.clone(),
         stop.clone(),
     ));

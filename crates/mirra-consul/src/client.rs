@@ -194,6 +194,12 @@ impl Client {
         self.inner.txn_max_ops
     }
 
+    /// How long one request may take (a blocking read: its wait plus
+    /// this); a writer's budget for one call.
+    pub fn request_timeout(&self) -> Duration {
+        self.inner.request_timeout
+    }
+
     /// The retry policy (also used by watches between failed attempts).
     pub fn retry_policy(&self) -> &RetryPolicy {
         &self.inner.retry

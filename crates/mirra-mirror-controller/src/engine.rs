@@ -24,7 +24,7 @@ use mirra_mirror::{
     ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus, desired_status, status_changed,
     summarize,
 };
-use mirra_runtime::{Metrics, Outcome, QueueConfig, ReadyFlag, WorkQueue};
+use mirra_runtime::{Metrics, Outcome, QueueConfig, ReadyFlag, WorkQueue, WriteFence};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +65,8 @@ pub struct Shared {
     pub shutdown: CancellationToken,
     /// Aggregated Events: (SyncConfig, reason) -> count sent so far.
     events: Mutex<BTreeMap<(ConfigRef, String), i32>>,
+    /// Every Kubernetes write of this controller goes through it.
+    pub fence: WriteFence,
 }
 
 impl Shared {
@@ -116,7 +118,9 @@ pub async fn run(
         backoff_base: settings.backoff_base,
         backoff_cap: settings.backoff_cap,
     })?;
+    let fence = WriteFence::new(settings.lease.clone(), settings.write_timeout);
     let shared = Arc::new(Shared {
+        fence,
         client,
         settings,
         metrics,
@@ -228,10 +232,15 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             Ok(w) => wrote |= w,
             Err(f) => {
                 shared.metrics.error(f.class());
-                tracing::warn!(namespace = %key.namespace, name = %key.name, kind = %key.kind,
-                    error = f.message(), "write failed");
+                if matches!(f, WriteFailure::Fenced(_)) {
+                    tracing::debug!(namespace = %key.namespace, name = %key.name, kind = %key.kind,
+                        error = f.message(), "write fenced");
+                } else {
+                    tracing::warn!(namespace = %key.namespace, name = %key.name, kind = %key.kind,
+                        error = f.message(), "write failed");
+                }
                 match f {
-                    WriteFailure::Transient(_) => result = Outcome::Retry,
+                    WriteFailure::Transient(_) | WriteFailure::Fenced(_) => result = Outcome::Retry,
                     WriteFailure::Throttled(_, after) => {
                         // The longest wait any answer asked for.
                         let after = after.unwrap_or(write::THROTTLE_DELAY);
@@ -370,7 +379,7 @@ async fn send(
             force_recreate,
             check_adoption,
             ..
-        } => match write::apply(client, &ar, &t.namespace, &t.name, body).await {
+        } => match write::apply(&shared.fence, client, &ar, &t.namespace, &t.name, body).await {
             Ok(applied) => {
                 shared.metrics.write("apply", &t.kind);
                 let (version, body_hash) = if *check_adoption && applied.others_had_a_hand {
@@ -379,9 +388,9 @@ async fn send(
                     tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
                         "adopted an existing object");
                     let marked = mirra_mirror::with_adopted_mark(body);
-                    let again = write::apply(client, &ar, &t.namespace, &t.name, &marked)
-                        .await
-                        .map_err(|e| write::classify(&e))?;
+                    let again =
+                        write::apply(&shared.fence, client, &ar, &t.namespace, &t.name, &marked)
+                            .await?;
                     shared.metrics.write("apply", &t.kind);
                     (again.version, mirra_mirror::marks::content_hash(&marked))
                 } else {
@@ -404,7 +413,7 @@ async fn send(
                 });
                 Ok(true)
             }
-            Err(e) => match write::classify(&e) {
+            Err(e) => match e {
                 WriteFailure::Invalid(msg) if *force_recreate => {
                     let Some(uid) = observed_uid else {
                         return Err(WriteFailure::Permanent(msg));
@@ -413,9 +422,7 @@ async fn send(
                         "apply refused as invalid, recreating (forceRecreate)");
                     // Delete now; the watch shows when it is gone and the
                     // next plan creates it afresh.
-                    write::delete(client, &ar, &t.namespace, &t.name, &uid)
-                        .await
-                        .map_err(|e| write::classify(&e))?;
+                    write::delete(&shared.fence, client, &ar, &t.namespace, &t.name, &uid).await?;
                     shared.metrics.write("delete", &t.kind);
                     record_delete(shared, t, &uid);
                     Ok(true)
@@ -424,17 +431,13 @@ async fn send(
             },
         },
         Op::Delete { uid, .. } => {
-            write::delete(client, &ar, &t.namespace, &t.name, uid)
-                .await
-                .map_err(|e| write::classify(&e))?;
+            write::delete(&shared.fence, client, &ar, &t.namespace, &t.name, uid).await?;
             shared.metrics.write("delete", &t.kind);
             record_delete(shared, t, uid);
             Ok(true)
         }
         Op::Release { .. } => {
-            write::release(client, &ar, &t.namespace, &t.name)
-                .await
-                .map_err(|e| write::classify(&e))?;
+            write::release(&shared.fence, client, &ar, &t.namespace, &t.name).await?;
             shared.metrics.write("release", &t.kind);
             Ok(true)
         }
@@ -544,10 +547,22 @@ async fn write_status(
         &watches::syncconfig_resource(),
     );
     let patch = json!({ "status": new });
-    match api
-        .patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-    {
+    let sent = shared
+        .fence
+        .send(api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
+        .await;
+    let answer = match sent {
+        Ok(answer) => answer,
+        Err(fenced) => {
+            tracing::debug!(syncconfig = %key, error = %fenced, "status write fenced");
+            shared.metrics.error(fenced.class());
+            shared.with_state(|s| {
+                s.dirty_status.insert(key.clone(), Instant::now());
+            });
+            return;
+        }
+    };
+    match answer {
         Ok(_) => {
             shared
                 .metrics
@@ -639,52 +654,56 @@ pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message:
         });
         serde_json::from_value::<KubeEvent>(event)
     };
-    let result = if sent == 1 {
-        match create() {
-            Ok(ev) => match api.create(&PostParams::default(), &ev).await {
+    let ev = match create() {
+        Ok(ev) => ev,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot build an Event");
+            return;
+        }
+    };
+    // One fenced send for the create-or-bump pair: both requests end
+    // within the write timeout, so both within the Lease.
+    let exchange = async {
+        if sent == 1 {
+            match api.create(&PostParams::default(), &ev).await {
                 // Left by an earlier mirra process: bump it instead.
                 Err(kube::Error::Api(s)) if s.code == 409 => api
                     .patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
                     .await
                     .map(|_| ()),
                 other => other.map(|_| ()),
-            },
-            Err(e) => {
-                tracing::error!(error = %e, "cannot build an Event");
-                return;
             }
-        }
-    } else {
-        match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
-            .await
-        {
-            // The Event expired (the API server's event TTL, one hour by
-            // default) or was deleted: start a new one, counting from 1,
-            // rather than losing every later Event of this reason.
-            Err(kube::Error::Api(s)) if s.code == 404 => {
-                shared
-                    .events
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(id.clone(), 1);
-                match create() {
-                    Ok(ev) => api.create(&PostParams::default(), &ev).await.map(|_| ()),
-                    Err(e) => {
-                        tracing::error!(error = %e, "cannot build an Event");
-                        return;
-                    }
+        } else {
+            match api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&bump))
+                .await
+            {
+                // The Event expired (the API server's event TTL, one hour
+                // by default) or was deleted: start a new one, counting
+                // from 1, rather than losing every later Event of this
+                // reason.
+                Err(kube::Error::Api(s)) if s.code == 404 => {
+                    shared
+                        .events
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id.clone(), 1);
+                    api.create(&PostParams::default(), &ev).await.map(|_| ())
                 }
+                other => other.map(|_| ()),
             }
-            other => other.map(|_| ()),
         }
     };
-    match result {
-        Ok(()) => shared.metrics.write("event", "Event"),
-        Err(e) => {
+    match shared.fence.send(exchange).await {
+        Ok(Ok(())) => shared.metrics.write("event", "Event"),
+        Ok(Err(e)) => {
             // Events are best effort: the status carries the same facts.
             shared.metrics.error("event");
             tracing::warn!(syncconfig = %key, %reason, error = %e, "cannot record Event");
+        }
+        Err(fenced) => {
+            shared.metrics.error(fenced.class());
+            tracing::debug!(syncconfig = %key, %reason, error = %fenced, "Event fenced");
         }
     }
 }

@@ -10,6 +10,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use mirra_runtime::LeaseDeadline;
+
 /// Where the in-cluster service account's namespace is mounted.
 pub const SERVICE_ACCOUNT_NAMESPACE_FILE: &str =
     "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -270,7 +272,21 @@ pub struct Settings {
     /// Look for mirra's copies of kinds no SyncConfig names, once at
     /// start-up (see `--no-startup-sweep`).
     pub startup_sweep: bool,
+    /// The leader-election Lease every write is fenced on
+    /// ([`mirra_runtime::WriteFence`]); [`LeaseDeadline::always`] without
+    /// election.
+    pub lease: LeaseDeadline,
+    /// Longest time one Kubernetes write (apply, delete, status, Event) may
+    /// take before it is cancelled and retried; also how much of the Lease
+    /// must be left for a write to be sent at all.
+    pub write_timeout: Duration,
 }
+
+/// Default of [`Settings::write_timeout`]. 10 s: an apply answers in
+/// milliseconds unless the API server is in trouble, and with the default
+/// Lease (15 s, renewed every 2 s) a leader normally has 13 s or more left,
+/// so a healthy leader is never fenced.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Settings {
     /// Why mirra may not write or delete objects of this kind, if it may
@@ -322,6 +338,8 @@ impl Settings {
             watch_retry_base: Duration::from_millis(800),
             watch_retry_cap: Duration::from_secs(30),
             startup_sweep: true,
+            lease: LeaseDeadline::always(),
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
         }
     }
 
@@ -486,6 +504,12 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn the_default_write_timeout_fits_the_default_lease() {
+        let lease = mirra_runtime::LeaderConfig::new("ns", "mirra-mirror", "me");
+        assert!(DEFAULT_WRITE_TIMEOUT < lease.fence_budget());
+    }
 
     #[derive(Parser)]
     struct Cli {

@@ -1,14 +1,19 @@
 //! The writers: server-side apply as field manager `mirra` (and the empty
 //! apply that releases an adopted object), deletes with a uid
-//! precondition, and the classification of their failures.
+//! precondition, and the classification of their failures. Every request
+//! goes through the controller's [`WriteFence`]: sent only while the
+//! leader-election Lease is held with the write timeout left, and
+//! cancelled when that timeout ends.
 //!
 //! What this module must NOT do: read from the server (no GET, ever: every
-//! decision was made from the caches), or decide what to write.
+//! decision was made from the caches), decide what to write, or send a
+//! request around the fence.
 
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use mirra_mirror::FIELD_MANAGER;
+use mirra_runtime::{FenceError, WriteFence};
 use serde_json::Value;
 
 /// How one failed write is handled.
@@ -28,6 +33,10 @@ pub enum WriteFailure {
     Permanent(String),
     /// 422 Invalid (an immutable field changed).
     Invalid(String),
+    /// Not sent because the Lease could lapse first, or cancelled at the
+    /// write timeout: requeued with backoff (a replica that lost the Lease
+    /// stops its controller anyway).
+    Fenced(String),
 }
 
 impl WriteFailure {
@@ -37,7 +46,8 @@ impl WriteFailure {
             WriteFailure::Transient(m)
             | WriteFailure::Throttled(m, _)
             | WriteFailure::Permanent(m)
-            | WriteFailure::Invalid(m) => m,
+            | WriteFailure::Invalid(m)
+            | WriteFailure::Fenced(m) => m,
         }
     }
 
@@ -48,6 +58,7 @@ impl WriteFailure {
             WriteFailure::Throttled(m, d) => WriteFailure::Throttled(f(&m), d),
             WriteFailure::Permanent(m) => WriteFailure::Permanent(f(&m)),
             WriteFailure::Invalid(m) => WriteFailure::Invalid(f(&m)),
+            WriteFailure::Fenced(m) => WriteFailure::Fenced(f(&m)),
         }
     }
 
@@ -58,12 +69,28 @@ impl WriteFailure {
             WriteFailure::Throttled(..) => "throttled",
             WriteFailure::Permanent(_) => "permanent",
             WriteFailure::Invalid(_) => "invalid",
+            WriteFailure::Fenced(_) => "fenced",
         }
     }
 }
 
+impl From<FenceError> for WriteFailure {
+    fn from(e: FenceError) -> Self {
+        WriteFailure::Fenced(e.to_string())
+    }
+}
+
+/// Classifies the result of a fenced request.
+pub fn fenced<T>(r: Result<Result<T, kube::Error>, FenceError>) -> Result<T, WriteFailure> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(classify(&e)),
+        Err(f) => Err(f.into()),
+    }
+}
+
 /// Classifies a client error.
-pub fn classify(e: &kube::Error) -> WriteFailure {
+fn classify(e: &kube::Error) -> WriteFailure {
     match e {
         kube::Error::Api(s) => {
             let msg = format!("{} ({}): {}", s.reason, s.code, s.message);
@@ -111,15 +138,20 @@ pub struct Applied {
 /// Server-side applies `body` (forced: the SyncConfig is the source of
 /// truth for the fields it sets; fields others set are untouched).
 pub async fn apply(
+    fence: &WriteFence,
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
     body: &Value,
-) -> Result<Applied, kube::Error> {
+) -> Result<Applied, WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let o = api.patch(name, &params, &Patch::Apply(body)).await?;
+    let o = fenced(
+        fence
+            .send(api.patch(name, &params, &Patch::Apply(body)))
+            .await,
+    )?;
     let managed = o
         .metadata
         .managed_fields
@@ -136,11 +168,12 @@ pub async fn apply(
 /// among them, are removed; everything others set stays). A 404 counts as
 /// success.
 pub async fn release(
+    fence: &WriteFence,
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
-) -> Result<(), kube::Error> {
+) -> Result<(), WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let body = serde_json::json!({
@@ -148,22 +181,25 @@ pub async fn release(
         "kind": ar.kind,
         "metadata": {"name": name, "namespace": namespace},
     });
-    match api.patch(name, &params, &Patch::Apply(&body)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
+    match fence
+        .send(api.patch(name, &params, &Patch::Apply(&body)))
+        .await
+    {
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
+        other => fenced(other).map(|_| ()),
     }
 }
 
 /// Deletes an object only if it is still the one observed (`uid`). A 404
 /// counts as success: the object is gone, which is what was wanted.
 pub async fn delete(
+    fence: &WriteFence,
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
     uid: &str,
-) -> Result<(), kube::Error> {
+) -> Result<(), WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = DeleteParams {
         preconditions: Some(Preconditions {
@@ -172,10 +208,9 @@ pub async fn delete(
         }),
         ..DeleteParams::default()
     };
-    match api.delete(name, &params).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(e),
+    match fence.send(api.delete(name, &params)).await {
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Ok(()),
+        other => fenced(other).map(|_| ()),
     }
 }
 

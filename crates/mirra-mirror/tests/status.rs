@@ -355,7 +355,10 @@ fn pending_namespaces_keep_ready_false_until_done() {
     let s = desired_status(&c, &summary, None, T0);
     let ready = cond(&s, CONDITION_READY);
     assert_eq!(ready.status, "False");
-    assert_eq!(ready.reason.as_deref(), Some(mirra_mirror::status::REASON_PENDING));
+    assert_eq!(
+        ready.reason.as_deref(),
+        Some(mirra_mirror::status::REASON_PENDING)
+    );
     assert!(
         ready
             .message
@@ -383,5 +386,8 @@ fn pending_namespaces_keep_ready_false_until_done() {
     let mut summary = summarize(&c.key, &failed);
     summary.pending = 2;
     let s = desired_status(&c, &summary, None, T0);
-    assert_eq!(cond(&s, CONDITION_READY).reason.as_deref(), Some(REASON_FAILED));
+    assert_eq!(
+        cond(&s, CONDITION_READY).reason.as_deref(),
+        Some(REASON_FAILED)
+    );
 }

@@ -4,12 +4,16 @@
 //! |---------------------------|----------------------------------------------------|
 //! | `/healthz`                | 200 while the process serves HTTP (liveness)        |
 //! | `/readyz`, `/health/ready`| 200 once every registered cache has its initial     |
-//! |                           | list; 503 with the names still waiting otherwise    |
+//! |                           | list and every condition holds; 503 with the names  |
+//! |                           | still waiting or failing otherwise                  |
 //! | `/metrics`                | the prometheus-client registry as OpenMetrics text  |
 //!
 //! Readiness means "full knowledge": a controller that has not seen the
 //! initial list of everything it depends on must not prune, and its pod
-//! must not receive traffic that assumes it is in step.
+//! must not receive traffic that assumes it is in step. Conditions
+//! ([`ReadyCondition`]) are the other kind: they can fail again after
+//! holding (the leader elector's "the Lease is reachable"), and they count
+//! for a standby replica too.
 //!
 //! It must NOT: start watches, decide what "ready" means for a cache (the
 //! owner of each cache sets its flag), or bind its own socket (the caller
@@ -46,6 +50,41 @@ pub struct Readiness {
     /// standby, whatever its (stopped) controllers' flags say, so that a
     /// rolling update of several replicas can proceed.
     standby: Arc<AtomicBool>,
+    /// Conditions that may come and go; see [`ReadyCondition`].
+    conditions: Arc<Mutex<Vec<ReadyCondition>>>,
+}
+
+/// A readiness condition that can fail again after holding, set by its
+/// owner. Unlike a [`ReadyFlag`] it counts for a standby replica as well:
+/// it says something about the process, not about its (stopped)
+/// controllers.
+#[derive(Debug, Clone)]
+pub struct ReadyCondition {
+    name: Arc<str>,
+    ok: Arc<AtomicBool>,
+}
+
+impl ReadyCondition {
+    /// Sets whether the condition holds; logs each change.
+    pub fn set(&self, ok: bool) {
+        if self.ok.swap(ok, Ordering::AcqRel) != ok {
+            if ok {
+                tracing::info!(name = %self.name, "readiness condition holds again");
+            } else {
+                tracing::warn!(name = %self.name, "readiness condition failed: not ready");
+            }
+        }
+    }
+
+    /// Whether the condition holds.
+    pub fn holds(&self) -> bool {
+        self.ok.load(Ordering::Acquire)
+    }
+
+    /// The name it was registered with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// One registered readiness condition, set by its owner.
@@ -94,6 +133,20 @@ impl Readiness {
         flag
     }
 
+    /// Adds a condition named `name` (shown in the 503 body while it
+    /// fails), holding or not from the start as `ok` says.
+    pub fn register_condition(&self, name: impl Into<String>, ok: bool) -> ReadyCondition {
+        let cond = ReadyCondition {
+            name: Arc::from(name.into()),
+            ok: Arc::new(AtomicBool::new(ok)),
+        };
+        self.conditions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(cond.clone());
+        cond
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ReadyFlag>> {
         // The vector only grows by whole pushes; a poisoned lock is intact.
         self.flags.lock().unwrap_or_else(|e| e.into_inner())
@@ -107,23 +160,32 @@ impl Readiness {
         }
     }
 
-    /// True when this replica is a standby or every registered condition
-    /// is met.
+    /// True when every condition holds and this replica is a standby or
+    /// every registered flag is set.
     pub fn is_ready(&self) -> bool {
         self.not_ready().is_empty()
     }
 
-    /// Names of the conditions not met yet, in registration order (none
-    /// for a standby).
+    /// Names of the failing conditions, then of the flags not set yet
+    /// (none for a standby), each in registration order.
     pub fn not_ready(&self) -> Vec<String> {
-        if self.standby.load(Ordering::Acquire) {
-            return Vec::new();
-        }
-        self.lock()
+        let mut names: Vec<String> = self
+            .conditions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .filter(|f| !f.is_ready())
-            .map(|f| f.name.to_string())
-            .collect()
+            .filter(|c| !c.holds())
+            .map(|c| c.name.to_string())
+            .collect();
+        if !self.standby.load(Ordering::Acquire) {
+            names.extend(
+                self.lock()
+                    .iter()
+                    .filter(|f| !f.is_ready())
+                    .map(|f| f.name.to_string()),
+            );
+        }
+        names
     }
 }
 
@@ -239,6 +301,25 @@ mod tests {
         assert_eq!(r.not_ready(), vec!["cache".to_owned()]);
         cache.set_ready();
         assert!(r.is_ready());
+    }
+
+    #[test]
+    fn a_condition_fails_even_a_standby_and_recovers() {
+        let r = Readiness::new();
+        let cache = r.register("cache");
+        let lease = r.register_condition("leader-election lease", true);
+        r.set_standby(true);
+        assert!(r.is_ready());
+        lease.set(false);
+        assert_eq!(r.not_ready(), vec!["leader-election lease".to_owned()]);
+        r.set_standby(false);
+        assert_eq!(
+            r.not_ready(),
+            vec!["leader-election lease".to_owned(), "cache".to_owned()]
+        );
+        lease.set(true);
+        cache.set_ready();
+        assert!(r.is_ready() && lease.holds() && lease.name() == "leader-election lease");
     }
 
     #[test]

@@ -25,9 +25,23 @@
 //! On a clean shutdown the leader releases the lease (clears the holder) so
 //! a successor takes over at its next attempt instead of after expiry.
 //!
+//! Besides the flag, the elector publishes its *deadline*: the start of its
+//! last successful renewal plus the lease duration, the instant it steps
+//! down at unless it renews again. Writers ask a [`LeaseDeadline`] (through
+//! a [`crate::fence::WriteFence`]) whether the lease is held with at least
+//! their request timeout left right before they send, so a replica that
+//! was paused or cut off from the API server never writes after a
+//! successor may have started.
+//!
+//! Failures are visible: each failed request counts in
+//! `mirra_leader_election_errors_total{class}`, one warning per change of
+//! failure (not per retry) names the missing RBAC verb or the missing
+//! namespace, and an optional readiness condition fails once the Lease has
+//! not been reached for [`UNREACHABLE_LEASES`] lease durations.
+//!
 //! It must NOT: stop or start controllers itself (it only publishes the
-//! flag), retry a lost race immediately, or trust wall-clock timestamps
-//! written by other replicas.
+//! flag and the deadline), retry a lost race immediately, or trust
+//! wall-clock timestamps written by other replicas.
 
 use std::future::Future;
 use std::time::Duration;
@@ -38,6 +52,16 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::health::ReadyCondition;
+use crate::metrics::LeaderMetrics;
+
+/// After this many lease durations without reaching the Lease (every
+/// request failing), the readiness condition fails. Three: one failed
+/// lease duration is a blip a leader survives (it steps down and campaigns
+/// again), three mean the replica cannot take part in the election at all,
+/// and an operator should see it in the pod's status.
+pub const UNREACHABLE_LEASES: u32 = 3;
+
 /// Errors of leader election.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaderError {
@@ -45,11 +69,18 @@ pub enum LeaderError {
     /// fix the flags.
     #[error("invalid leader election configuration: {0}")]
     InvalidConfig(&'static str),
-    /// A request about the Lease failed (network, 5xx, 403). Retryable: the
-    /// elector retries every `renew` interval by itself; a persistent 403
-    /// means the RBAC role lacks get/create/update on leases.
-    #[error("lease request failed: {0}")]
-    Api(#[from] kube::Error),
+    /// A request about the Lease failed (network, 5xx, 403, 404).
+    /// Retryable: the elector retries every `renew` interval by itself; a
+    /// persistent 403 means the RBAC role lacks `verb` on leases, a 404 on
+    /// create that the namespace does not exist
+    /// ([`LeaderError::diagnosis`] says which).
+    #[error("lease request ({verb}) failed: {source}")]
+    Api {
+        /// The Kubernetes verb of the request: `get`, `create` or `update`.
+        verb: &'static str,
+        /// The client's error.
+        source: kube::Error,
+    },
     /// A request about the Lease did not answer in time. Retryable: retried
     /// at the next interval.
     #[error("lease request timed out")]
@@ -61,11 +92,57 @@ impl LeaderError {
     pub fn class(&self) -> &'static str {
         match self {
             LeaderError::InvalidConfig(_) => "config",
-            LeaderError::Api(kube::Error::Api(s)) if s.code == 403 => "forbidden",
-            LeaderError::Api(_) => "api",
+            LeaderError::Api {
+                source: kube::Error::Api(s),
+                ..
+            } if s.code == 403 => "forbidden",
+            LeaderError::Api {
+                source: kube::Error::Api(s),
+                ..
+            } if s.code == 404 => "not_found",
+            LeaderError::Api { .. } => "api",
             LeaderError::Timeout => "timeout",
         }
     }
+
+    /// What an operator must fix, when the answer says it: the RBAC verb
+    /// on leases the role lacks in `namespace` (403), or the namespace that
+    /// does not exist (404 naming a namespace). `None` for errors that
+    /// are not a configuration problem (5xx, network, timeouts).
+    pub fn diagnosis(&self, namespace: &str) -> Option<String> {
+        let LeaderError::Api {
+            verb,
+            source: kube::Error::Api(s),
+        } = self
+        else {
+            return None;
+        };
+        match s.code {
+            403 => Some(format!(
+                "RBAC: the service account may not {verb} leases (coordination.k8s.io) in \
+                 namespace {namespace:?}; grant get, create and update on leases there"
+            )),
+            404 if s.details.as_ref().is_some_and(|d| d.kind == "namespaces") => Some(format!(
+                "the leader-election namespace {namespace:?} does not exist; create it or \
+                 pass --leader-elect-namespace"
+            )),
+            _ => None,
+        }
+    }
+
+    /// A key that changes only when the kind of failure changes, so that a
+    /// failure repeated every retry is logged once.
+    fn state_key(&self) -> (&'static str, &'static str) {
+        match self {
+            LeaderError::Api { verb, .. } => (self.class(), verb),
+            _ => (self.class(), ""),
+        }
+    }
+}
+
+/// Tags a client error with the verb of the request.
+fn api(verb: &'static str) -> impl FnOnce(kube::Error) -> LeaderError {
+    move |source| LeaderError::Api { verb, source }
 }
 
 /// Where the Lease lives, who we are, and how fast to act.
@@ -125,6 +202,14 @@ impl LeaderConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The longest write timeout a healthy leader can always afford: right
+    /// before a renewal it has `lease_duration - renew` of its lease left.
+    /// A writer whose timeout is longer is fenced for part of every renewal
+    /// cycle (or always, past `lease_duration`).
+    pub fn fence_budget(&self) -> Duration {
+        self.lease_duration.saturating_sub(self.renew)
     }
 
     fn lease_seconds(&self) -> i32 {
@@ -206,13 +291,74 @@ struct Observed {
     since: Instant,
 }
 
+/// Until when this replica surely holds the Lease, as its elector last
+/// published it; `None` while it does not lead. Cheap to clone.
+///
+/// [`LeaseDeadline::always`] stands for "no election" (a single replica):
+/// the lease never runs out.
+#[derive(Debug, Clone)]
+pub struct LeaseDeadline {
+    rx: Option<watch::Receiver<Option<Instant>>>,
+    metrics: LeaderMetrics,
+    hold: Option<watch::Receiver<bool>>,
+}
+
+impl Default for LeaseDeadline {
+    fn default() -> Self {
+        Self::always()
+    }
+}
+
+impl LeaseDeadline {
+    /// No election: writes are never fenced.
+    pub fn always() -> Self {
+        Self {
+            rx: None,
+            metrics: LeaderMetrics::default(),
+            hold: None,
+        }
+    }
+
+    /// How long the lease is surely held from now: `None` when not leading
+    /// (or the deadline has passed), [`Duration::MAX`] without election.
+    pub fn remaining(&self) -> Option<Duration> {
+        let Some(rx) = &self.rx else {
+            return Some(Duration::MAX);
+        };
+        let deadline = (*rx.borrow())?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
+
+    /// The metrics fenced writes are counted in.
+    pub fn metrics(&self) -> &LeaderMetrics {
+        &self.metrics
+    }
+
+    /// Test hook: every fenced write waits after its check while `hold`
+    /// is true, as if the process were paused between deciding to write
+    /// and sending. The write's timeout keeps running meanwhile.
+    pub fn with_write_hold(mut self, hold: watch::Receiver<bool>) -> Self {
+        self.hold = Some(hold);
+        self
+    }
+
+    /// The hook set by [`LeaseDeadline::with_write_hold`].
+    pub(crate) fn hold(&self) -> Option<watch::Receiver<bool>> {
+        self.hold.clone()
+    }
+}
+
 /// Runs leader election for one replica; see the module docs.
 #[derive(Debug)]
 pub struct LeaderElector {
     api: Api<Lease>,
     config: LeaderConfig,
     tx: watch::Sender<bool>,
+    deadline: watch::Sender<Option<Instant>>,
     observed: Option<Observed>,
+    metrics: LeaderMetrics,
+    reachable: Option<ReadyCondition>,
 }
 
 enum Attempt {
@@ -234,12 +380,39 @@ impl LeaderElector {
         config.validate()?;
         let api = Api::namespaced(client, &config.namespace);
         let (tx, _) = watch::channel(false);
+        let (deadline, _) = watch::channel(None);
         Ok(Self {
             api,
             config,
             tx,
+            deadline,
             observed: None,
+            metrics: LeaderMetrics::default(),
+            reachable: None,
         })
+    }
+
+    /// Exports the `leader` gauge and the error counter into `metrics`.
+    pub fn with_metrics(mut self, metrics: LeaderMetrics) -> Self {
+        self.metrics = metrics;
+        self
+    }
+
+    /// Sets `condition` to whether the Lease was reached (any answer that
+    /// is not an error) within the last [`UNREACHABLE_LEASES`] lease
+    /// durations.
+    pub fn with_readiness(mut self, condition: ReadyCondition) -> Self {
+        self.reachable = Some(condition);
+        self
+    }
+
+    /// The deadline writers check; see [`LeaseDeadline`].
+    pub fn deadline(&self) -> LeaseDeadline {
+        LeaseDeadline {
+            rx: Some(self.deadline.subscribe()),
+            metrics: self.metrics.clone(),
+            hold: None,
+        }
     }
 
     /// Whether this replica leads, now and on every change. Becomes `false`
@@ -260,6 +433,12 @@ impl LeaderElector {
         tokio::pin!(shutdown);
         // Start of the last successful renewal, while leading.
         let mut leading_since_renew: Option<Instant> = None;
+        // When a request last got an answer that was not an error; the
+        // start counts, so readiness gives a new process the same grace.
+        let mut last_reached = Instant::now();
+        let unreachable_after = self.config.lease_duration * UNREACHABLE_LEASES;
+        // The kind of the current failure streak, so that it is logged once.
+        let mut failing: Option<(&'static str, &'static str)> = None;
         loop {
             let started = Instant::now();
             // While leading, an attempt may only run until the step-down
@@ -272,9 +451,18 @@ impl LeaderElector {
                 _ = &mut shutdown => break,
                 r = tokio::time::timeout(budget, self.attempt()) => r.unwrap_or(Err(LeaderError::Timeout)),
             };
+            if result.is_ok() {
+                last_reached = Instant::now();
+                if failing.take().is_some() {
+                    tracing::info!(lease = %self.config.lease_name, namespace = %self.config.namespace,
+                        "the leader-election Lease is reachable again");
+                }
+            }
             match result {
                 Ok(Attempt::Leading) => {
                     leading_since_renew = Some(started);
+                    self.deadline
+                        .send_replace(Some(started + self.config.lease_duration));
                     self.publish(true);
                 }
                 Ok(Attempt::Following) => {
@@ -282,7 +470,17 @@ impl LeaderElector {
                     self.publish(false);
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, class = e.class(), lease = %self.config.lease_name, "leader election attempt failed");
+                    self.metrics.error(e.class());
+                    let key = e.state_key();
+                    if failing != Some(key) {
+                        failing = Some(key);
+                        let hint = e.diagnosis(&self.config.namespace);
+                        tracing::warn!(error = %e, class = e.class(), lease = %self.config.lease_name,
+                            namespace = %self.config.namespace, fix = hint.as_deref().unwrap_or("none known; retrying"),
+                            "leader election attempt failed (logged once until the failure changes)");
+                    } else {
+                        tracing::debug!(error = %e, class = e.class(), "leader election attempt failed again");
+                    }
                     if let Some(t) = leading_since_renew
                         && t.elapsed() >= self.config.lease_duration
                     {
@@ -291,6 +489,9 @@ impl LeaderElector {
                         self.publish(false);
                     }
                 }
+            }
+            if let Some(c) = &self.reachable {
+                c.set(last_reached.elapsed() < unreachable_after);
             }
             let wake = started + self.config.renew;
             let wake = match leading_since_renew {
@@ -326,6 +527,10 @@ impl LeaderElector {
     }
 
     fn publish(&self, leading: bool) {
+        if !leading {
+            self.deadline.send_replace(None);
+        }
+        self.metrics.set_leading(leading);
         self.tx.send_if_modified(|cur| {
             if *cur == leading {
                 return false;
@@ -364,7 +569,7 @@ impl LeaderElector {
 
     async fn attempt(&mut self) -> Result<Attempt, LeaderError> {
         let name = self.config.lease_name.clone();
-        let Some(mut lease) = self.api.get_opt(&name).await? else {
+        let Some(mut lease) = self.api.get_opt(&name).await.map_err(api("get"))? else {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(name),
@@ -378,7 +583,7 @@ impl LeaderElector {
                     Ok(Attempt::Leading)
                 }
                 Err(e) if is_conflict(&e) => Ok(Attempt::Following),
-                Err(e) => Err(e.into()),
+                Err(e) => Err(api("create")(e)),
             };
         };
         let unchanged_for = self.observe(&lease);
@@ -422,12 +627,17 @@ impl LeaderElector {
                 Ok(Attempt::Leading)
             }
             Err(e) if is_conflict(&e) => Ok(Attempt::Following),
-            Err(e) => Err(e.into()),
+            Err(e) => Err(api("update")(e)),
         }
     }
 
     async fn release(&self) -> Result<(), LeaderError> {
-        let Some(mut lease) = self.api.get_opt(&self.config.lease_name).await? else {
+        let Some(mut lease) = self
+            .api
+            .get_opt(&self.config.lease_name)
+            .await
+            .map_err(api("get"))?
+        else {
             return Ok(());
         };
         let Some(spec) = lease.spec.as_mut() else {
@@ -443,7 +653,8 @@ impl LeaderElector {
         spec.lease_duration_seconds = Some(1);
         self.api
             .replace(&self.config.lease_name, &PostParams::default(), &lease)
-            .await?;
+            .await
+            .map_err(api("update"))?;
         Ok(())
     }
 }
@@ -510,6 +721,7 @@ mod tests {
         let ok = LeaderConfig::new("ns", "mirra", "me");
         assert!(ok.validate().is_ok());
         assert_eq!(ok.lease_seconds(), 15);
+        assert_eq!(ok.fence_budget(), 13 * SEC);
         for bad in [
             LeaderConfig {
                 namespace: String::new(),
@@ -554,13 +766,40 @@ mod tests {
             code: 403,
             ..Default::default()
         }));
-        assert_eq!(LeaderError::from(forbidden).class(), "forbidden");
+        let forbidden = api("create")(forbidden);
+        assert_eq!(forbidden.class(), "forbidden");
+        let hint = forbidden.diagnosis("kube-system").unwrap();
+        assert!(
+            hint.contains("may not create leases") && hint.contains("\"kube-system\""),
+            "{hint}"
+        );
         let conflict = kube::Error::Api(Box::new(kube::core::Status {
             code: 409,
             ..Default::default()
         }));
         assert!(is_conflict(&conflict));
-        assert_eq!(LeaderError::from(conflict).class(), "api");
+        let conflict = api("update")(conflict);
+        assert_eq!(conflict.class(), "api");
+        assert_eq!(conflict.diagnosis("ns"), None);
         assert_eq!(LeaderError::Timeout.class(), "timeout");
+        assert_eq!(LeaderError::Timeout.diagnosis("ns"), None);
+        let mut status = kube::core::Status::failure("namespaces \"nope\" not found", "NotFound");
+        status.code = 404;
+        status.details = Some(kube::core::response::StatusDetails {
+            name: "nope".into(),
+            group: String::new(),
+            kind: "namespaces".into(),
+            uid: String::new(),
+            causes: Vec::new(),
+            retry_after_seconds: 0,
+        });
+        let missing = api("create")(kube::Error::Api(Box::new(status)));
+        assert_eq!(missing.class(), "not_found");
+        assert!(
+            missing
+                .diagnosis("nope")
+                .unwrap()
+                .contains("\"nope\" does not exist")
+        );
     }
 }

@@ -9,8 +9,9 @@
 //!                  (old/new diffs)          (dedup, debounce,          │
 //!                                            backoff, batches)         ▼
 //!                                        ratelimit (kube client layer), metrics
-//! leader::LeaderElector gates the writers; health serves /healthz, /readyz,
-//! /metrics.
+//! leader::LeaderElector publishes who leads and until when; campaign runs a
+//! controller only while leading; fence::WriteFence is checked by every
+//! writer right before it sends; health serves /healthz, /readyz, /metrics.
 //! ```
 //!
 //! This crate must NOT know about SyncConfigs, Services or Consul, nor plan
@@ -20,6 +21,8 @@
 //! talk to a server.
 
 pub mod cache;
+pub mod campaign;
+pub mod fence;
 pub mod health;
 pub mod leader;
 pub mod metrics;
@@ -27,8 +30,10 @@ pub mod queue;
 pub mod ratelimit;
 
 pub use cache::{Cache, Change, ObjectKey};
-pub use health::{HealthError, Readiness, ReadyFlag, serve_health};
-pub use leader::{LeaderConfig, LeaderElector, LeaderError, default_identity};
-pub use metrics::Metrics;
+pub use campaign::run_while_leading;
+pub use fence::{FenceError, WriteFence};
+pub use health::{HealthError, Readiness, ReadyCondition, ReadyFlag, serve_health};
+pub use leader::{LeaderConfig, LeaderElector, LeaderError, LeaseDeadline, default_identity};
+pub use metrics::{LeaderMetrics, Metrics};
 pub use queue::{Outcome, QueueConfig, QueueError, WorkQueue};
 pub use ratelimit::{RateLimitConfig, RateLimitError, RateLimitLayer};

@@ -19,6 +19,16 @@
 //! | `cached_objects`                   | gauge     | `kind`          |
 //! | `errors_total`                     | counter   | `class`         |
 //!
+//! Leader election registers its own families ([`LeaderMetrics`]), so that
+//! both controllers (the catalog has its own families besides these) export
+//! the same ones:
+//!
+//! | family (after the `mirra_` prefix) | type      | labels          |
+//! |------------------------------------|-----------|-----------------|
+//! | `leader`                           | gauge     | (none): 1 while this replica holds the Lease |
+//! | `leader_election_errors_total`     | counter   | `class`         |
+//! | `fenced_writes_total`              | counter   | (none): writes not sent because the Lease might lapse first |
+//!
 //! It must NOT: serve HTTP (see `health`), time things itself, or accept
 //! free-form text as a label.
 
@@ -188,6 +198,60 @@ impl Metrics {
     }
 }
 
+/// Handles to the leader-election families. Cheap to clone; clones update
+/// the same series.
+#[derive(Debug, Clone, Default)]
+pub struct LeaderMetrics {
+    leader: Gauge,
+    errors: Family<ClassLabels, Counter>,
+    fenced: Counter,
+}
+
+impl LeaderMetrics {
+    /// Creates the families and registers them under [`PREFIX`]. The
+    /// `leader` gauge is exported from the start (as 0), so an alert on
+    /// "no replica leads" has a series to look at.
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        let reg = registry.sub_registry_with_prefix(PREFIX);
+        reg.register(
+            "leader",
+            "1 while this replica holds the leader-election Lease, else 0",
+            m.leader.clone(),
+        );
+        reg.register(
+            "leader_election_errors",
+            "Failed leader-election Lease requests, by class",
+            m.errors.clone(),
+        );
+        reg.register(
+            "fenced_writes",
+            "Writes not sent because the Lease could lapse before their timeout",
+            m.fenced.clone(),
+        );
+        m
+    }
+
+    /// Records whether this replica leads.
+    pub fn set_leading(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// Counts one failed Lease request of `class`.
+    pub fn error(&self, class: &'static str) {
+        self.errors
+            .get_or_create(&ClassLabels {
+                class: class.into(),
+            })
+            .inc();
+    }
+
+    /// Counts one write the fence held back.
+    pub fn fenced_write(&self) {
+        self.fenced.inc();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +309,26 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("mirra_writes"), "{text}");
+    }
+
+    #[test]
+    fn leader_families() {
+        let mut registry = Registry::default();
+        let m = LeaderMetrics::register(&mut registry);
+        let text = encode(&registry);
+        assert!(text.contains("mirra_leader 0\n"), "{text}");
+        m.set_leading(true);
+        m.error("forbidden");
+        m.fenced_write();
+        let text = encode(&registry);
+        for line in [
+            "# TYPE mirra_leader gauge",
+            "mirra_leader 1\n",
+            r#"mirra_leader_election_errors_total{class="forbidden"} 1"#,
+            "mirra_fenced_writes_total 1",
+        ] {
+            assert!(text.contains(line), "missing {line:?} in:\n{text}");
+        }
     }
 
     #[test]

@@ -16,7 +16,10 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 use mirra_runtime::leader::{LeaderConfig, LeaderElector};
 use mirra_runtime::ratelimit::{RateLimitConfig, RateLimitLayer, TokenBucket};
+use mirra_runtime::{FenceError, LeaderMetrics, Readiness, WriteFence};
+use prometheus_client::registry::Registry;
 use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
 
 /// Far beyond any timing in these tests, so a slow, shared build machine
 /// cannot make them flaky.
@@ -169,6 +172,255 @@ async fn leader_steps_down_when_renewals_fail_and_returns_after() {
     a.stop.take().unwrap().send(()).unwrap();
     a.task.await.unwrap();
     assert_eq!(holder(&client).await, None, "released on clean stop");
+}
+
+/// Everything logged while it is the default subscriber of the test's
+/// thread (the tests run on a current-thread runtime, so the elector's
+/// task logs there too).
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    (captured, tracing::subscriber::set_default(subscriber))
+}
+
+fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry).unwrap();
+    out
+}
+
+/// The shortest timings the elector accepts, so that three lease durations
+/// pass quickly.
+fn fast_config(namespace: &str, identity: &str) -> LeaderConfig {
+    LeaderConfig {
+        lease_duration: Duration::from_secs(1),
+        renew: Duration::from_millis(100),
+        ..LeaderConfig::new(namespace, "mirra-test", identity)
+    }
+}
+
+#[tokio::test]
+async fn a_refused_lease_is_named_once_counted_and_fails_readiness_until_it_is_granted() {
+    let (sandbox, client) = sandbox().await;
+    let (logs, _guard) = capture_logs();
+    let mut registry = Registry::default();
+    let metrics = LeaderMetrics::register(&mut registry);
+    let readiness = Readiness::new();
+    let lease_ok = readiness.register_condition("leader-election lease", true);
+    // RBAC without any verb on leases in this namespace.
+    sandbox
+        .inject(kube_sandbox::FaultRule {
+            resource: Some("leases.coordination.k8s.io".into()),
+            namespace: Some("default".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let elector = LeaderElector::new(client.clone(), fast_config("default", "replica-a"))
+        .unwrap()
+        .with_metrics(metrics)
+        .with_readiness(lease_ok.clone());
+    let leading = elector.subscribe();
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(elector.run(async move {
+        let _ = rx.await;
+    }));
+
+    wait_until("readiness fails", || !readiness.is_ready()).await;
+    assert_eq!(
+        readiness.not_ready(),
+        vec!["leader-election lease".to_owned()]
+    );
+    let attempts = sandbox.stats().get("get leases.coordination.k8s.io");
+    assert!(
+        attempts >= 10,
+        "three lease durations of retries: {attempts}"
+    );
+    let text = logs.text();
+    let warnings = text.matches("leader election attempt failed").count();
+    assert_eq!(warnings, 1, "one warning per failure streak:\n{text}");
+    assert!(
+        text.contains("may not get leases (coordination.k8s.io) in namespace \\\"default\\\"")
+            || text.contains("may not get leases (coordination.k8s.io) in namespace \"default\""),
+        "{text}"
+    );
+    let exported = encode(&registry);
+    assert!(exported.contains("mirra_leader 0\n"), "{exported}");
+    let counted: u64 = exported
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"mirra_leader_election_errors_total{class="forbidden"} "#))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(counted, attempts, "every refused request is counted");
+
+    // Granted (the fault removed): the next attempt leads, readiness
+    // recovers, and the recovery is logged.
+    sandbox.clear_faults().await;
+    wait_until("leads", || *leading.borrow()).await;
+    wait_until("ready again", || readiness.is_ready()).await;
+    assert!(encode(&registry).contains("mirra_leader 1\n"));
+    assert!(logs.text().contains("reachable again"));
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    assert!(encode(&registry).contains("mirra_leader 0\n"));
+}
+
+#[tokio::test]
+async fn a_missing_lease_namespace_is_named() {
+    let (sandbox, client) = sandbox().await;
+    let (logs, _guard) = capture_logs();
+    let elector =
+        LeaderElector::new(client.clone(), fast_config("no-such-ns", "replica-a")).unwrap();
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(elector.run(async move {
+        let _ = rx.await;
+    }));
+    wait_until("several create attempts", || {
+        sandbox.stats().get("create leases.coordination.k8s.io") >= 5
+    })
+    .await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    let text = logs.text();
+    assert_eq!(
+        text.matches("leader election attempt failed").count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        text.contains("no-such-ns") && text.contains("does not exist"),
+        "{text}"
+    );
+    assert!(
+        text.contains("class=\"not_found\"") || text.contains("class=not_found"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_fence_opens_only_with_the_write_timeout_left_of_the_lease() {
+    let (sandbox, client) = sandbox().await;
+    let elector = LeaderElector::new(client.clone(), config("replica-a")).unwrap();
+    let lease = elector.deadline();
+    // Lease of 2 s renewed every 200 ms: at most ~2 s are ever left.
+    let short = WriteFence::new(lease.clone(), Duration::from_millis(500));
+    let long = WriteFence::new(lease.clone(), Duration::from_secs(3));
+    assert_eq!(short.check(), Err(FenceError::NotLeading), "before leading");
+    let leading = elector.subscribe();
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(elector.run(async move {
+        let _ = rx.await;
+    }));
+    wait_until("leads", || *leading.borrow()).await;
+    assert_eq!(short.check(), Ok(()));
+    assert_eq!(short.send(async { 1 }).await, Ok(1));
+    assert!(
+        matches!(long.check(), Err(FenceError::TooLittleLeft { .. })),
+        "a write that could outlive the lease is refused"
+    );
+
+    // Renewals refused: the deadline stops moving, and the fence closes
+    // for a 500 ms write no later than 500 ms before the step-down.
+    sandbox
+        .inject(kube_sandbox::FaultRule {
+            resource: Some("leases.coordination.k8s.io".into()),
+            status: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    wait_until("fence closes", || short.check().is_err()).await;
+    let left = lease.remaining();
+    assert!(
+        left.is_none() || left < Some(Duration::from_millis(500)),
+        "{left:?}"
+    );
+    wait_until("steps down", || !*leading.borrow()).await;
+    assert_eq!(short.check(), Err(FenceError::NotLeading));
+    sandbox.clear_faults().await;
+    wait_until("leads again", || *leading.borrow()).await;
+    wait_until("fence opens again", || short.check().is_ok()).await;
+    stop.send(()).unwrap();
+    task.await.unwrap();
+    assert_eq!(short.check(), Err(FenceError::NotLeading), "after release");
+}
+
+#[tokio::test]
+async fn on_shutdown_the_controller_finishes_before_the_lease_is_released() {
+    let (_sandbox, client) = sandbox().await;
+    let elector = LeaderElector::new(client.clone(), config("replica-a")).unwrap();
+    let readiness = Readiness::new();
+    let stop = CancellationToken::new();
+    let (started_tx, started_rx) = oneshot::channel::<()>();
+    let mut started_tx = Some(started_tx);
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let runner = {
+        let (client, seen, stop, readiness) = (
+            client.clone(),
+            seen.clone(),
+            stop.clone(),
+            readiness.clone(),
+        );
+        tokio::spawn(async move {
+            mirra_runtime::run_while_leading(elector, &readiness, stop, |token, lease| {
+                let started = started_tx.take();
+                let (client, seen) = (client.clone(), seen.clone());
+                async move {
+                    if let Some(s) = started {
+                        let _ = s.send(());
+                    }
+                    token.cancelled().await;
+                    // A write still in flight when the stop came: it takes
+                    // a while, and must still run under the held Lease.
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                    let fence = WriteFence::new(lease, Duration::from_millis(100));
+                    let fenced = fence.check();
+                    let holder = holder(&client).await;
+                    seen.lock().unwrap().push((fenced, holder));
+                    Ok::<(), std::convert::Infallible>(())
+                }
+            })
+            .await
+        })
+    };
+    started_rx.await.unwrap();
+    assert!(readiness.is_ready());
+    stop.cancel();
+    runner.await.unwrap().unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![(Ok(()), Some("replica-a".to_owned()))],
+        "the last write ran while the lease was held"
+    );
+    assert_eq!(holder(&client).await, None, "released after the controller");
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! leading, with `--leader-elect`) until SIGINT/SIGTERM.
 
 use anyhow::Context;
-use mirra_runtime::{Metrics, Readiness};
+use mirra_runtime::{LeaderMetrics, Metrics, Readiness};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +16,7 @@ pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
     let client = serve::kube_client(&args.serve.client).await?;
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
+    let leader_metrics = LeaderMetrics::register(&mut registry);
     let readiness = Readiness::new();
     let ready = readiness.register("mirror");
     let stop = CancellationToken::new();
@@ -33,11 +34,16 @@ pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
         client.clone(),
         "mirra-mirror",
         &readiness,
+        leader_metrics,
         stop.clone(),
-        |token| {
+        |token, lease| {
+            let settings = mirra_mirror_controller::Settings {
+                lease,
+                ..settings.clone()
+            };
             let run = mirra_mirror_controller::run(
                 client.clone(),
-                settings.clone(),
+                settings,
                 ready.clone(),
                 metrics.clone(),
                 token,
@@ -65,6 +71,7 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     let client = serve::kube_client(&args.serve.client).await?;
     let mut registry = Registry::default();
     let metrics = mirra_catalog_controller::register_metrics(&mut registry);
+    let leader_metrics = LeaderMetrics::register(&mut registry);
     let readiness = Readiness::new();
     let ready = to_consul.then(|| readiness.register("catalog"));
     let ready_k8s = to_k8s.then(|| readiness.register("to-k8s"));
@@ -85,13 +92,22 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
         client.clone(),
         "mirra-sync-catalog",
         &readiness,
+        leader_metrics,
         stop.clone(),
-        |token| {
+        |token, lease| {
+            let settings = mirra_catalog_controller::Settings {
+                lease,
+                ..settings.clone()
+            };
             let reverse = ready_k8s.clone().map(|ready| {
                 tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
                     client.clone(),
                     consul.clone(),
                     settings.sync.clone(),
+                    mirra_runtime::WriteFence::new(
+                        settings.lease.clone(),
+                        settings.kube_write_timeout,
+                    ),
                     ready,
                     token.child_token(),
                 ))

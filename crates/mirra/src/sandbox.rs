@@ -147,6 +147,10 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
         client.clone(),
         consul_client.clone(),
         catalog_settings.sync.clone(),
+        mirra_runtime::WriteFence::new(
+            catalog_settings.lease.clone(),
+            catalog_settings.kube_write_timeout,
+        ),
         readiness.register("to-k8s"),
         stop.clone(),
     ));

@@ -10,7 +10,9 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use mirra_runtime::{LeaderConfig, LeaderElector, RateLimitConfig, Readiness};
+use mirra_runtime::{
+    LeaderConfig, LeaderElector, LeaderMetrics, LeaseDeadline, RateLimitConfig, Readiness,
+};
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -151,25 +153,34 @@ pub fn cancel_on_signal(token: CancellationToken) {
 }
 
 /// Runs `controller` until `stop`, or, with `--leader-elect`, only while
-/// this replica holds the Lease: it is stopped (its token cancelled) when
-/// leadership is lost and started again when it is regained.
+/// this replica holds the Lease (see [`mirra_runtime::run_while_leading`]):
+/// it is stopped (its token cancelled) when leadership is lost and started
+/// again when it is regained. The controller gets the [`LeaseDeadline`] its
+/// writers fence on ([`LeaseDeadline::always`] without election).
 ///
 /// While this replica waits for the Lease, `readiness` reports it ready (a
 /// healthy standby); as the leader it is ready once its controllers are.
+/// With election, readiness also fails while the Lease has not been reached
+/// for [`mirra_runtime::leader::UNREACHABLE_LEASES`] lease durations. On
+/// shutdown the controller's in-flight writes end before the Lease is
+/// released.
 pub async fn run_controller<F, Fut>(
     args: &ClientArgs,
     client: kube::Client,
     lease_name: &str,
     readiness: &Readiness,
+    metrics: LeaderMetrics,
     stop: CancellationToken,
     mut controller: F,
 ) -> anyhow::Result<()>
 where
-    F: FnMut(CancellationToken) -> Fut,
+    F: FnMut(CancellationToken, LeaseDeadline) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
     if !args.leader_elect {
-        return controller(stop).await;
+        // One replica, no election: it always leads.
+        metrics.set_leading(true);
+        return controller(stop, LeaseDeadline::always()).await;
     }
     let namespace = args
         .leader_elect_namespace
@@ -180,40 +191,11 @@ where
              or set POD_NAMESPACE",
         )?;
     let config = LeaderConfig::new(namespace, lease_name, mirra_runtime::default_identity());
-    let elector = LeaderElector::new(client, config).context("leader election")?;
-    let mut leading = elector.subscribe();
-    let election_stop = stop.clone();
-    let election = tokio::spawn(elector.run(async move { election_stop.cancelled().await }));
-    loop {
-        readiness.set_standby(true);
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            changed = leading.wait_for(|l| *l) => {
-                if changed.is_err() {
-                    break;
-                }
-            }
-        }
-        readiness.set_standby(false);
-        tracing::info!("leading: starting the controller");
-        let term = stop.child_token();
-        let watcher = {
-            let term = term.clone();
-            let mut leading = leading.clone();
-            tokio::spawn(async move {
-                let _ = leading.wait_for(|l| !*l).await;
-                term.cancel();
-            })
-        };
-        let result = controller(term).await;
-        watcher.abort();
-        result?;
-        if !stop.is_cancelled() {
-            tracing::warn!("lost leadership: controller stopped, campaigning again");
-        }
-    }
-    let _ = election.await;
-    Ok(())
+    let elector = LeaderElector::new(client, config)
+        .context("leader election")?
+        .with_metrics(metrics)
+        .with_readiness(readiness.register_condition("leader-election lease", true));
+    mirra_runtime::run_while_leading(elector, readiness, stop, controller).await
 }
 
 #[cfg(test)]
