@@ -26,6 +26,7 @@
 #![allow(clippy::result_large_err)]
 
 mod builtin;
+mod component_status;
 mod decode_error;
 mod discovery;
 mod faults;
@@ -34,11 +35,13 @@ mod http;
 mod kinds;
 mod quantity_table;
 mod registry;
+mod review;
 mod route;
 mod semantics;
 mod state;
 mod status;
 mod store;
+mod subresources;
 mod table;
 
 use std::future::Future;
