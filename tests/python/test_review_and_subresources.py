@@ -79,7 +79,7 @@ def test_typed_reviews_answer_as_the_anonymous_user(api_client, core):
         )
     )
     assert rules.status.resource_rules[0].verbs == ["*"]
-    assert rules.status.non_resource_rules[0].non_resource_ur_ls == ["*"]
+    assert rules.status.non_resource_rules[0].non_resource_urls == ["*"]
     assert rules.status.incomplete is False
     assert revision(core) == before
 

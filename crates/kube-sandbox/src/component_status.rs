@@ -135,7 +135,8 @@ mod tests {
                 .contains("127.0.0.1:10257: connect: connection refused")
         );
         assert_eq!(all[2]["conditions"][0]["status"], "True");
-        let cells = kube_semantics::printers::cells("", "ComponentStatus", &all[0], chrono::Utc::now());
+        let cells =
+            kube_semantics::printers::cells("", "ComponentStatus", &all[0], chrono::Utc::now());
         assert_eq!(cells[1], "Unhealthy");
     }
 }

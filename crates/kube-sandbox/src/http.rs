@@ -391,7 +391,10 @@ pub(crate) fn check_fields(
     }
 }
 
-pub(crate) fn with_warnings(mut r: http::Response<Body>, warnings: &[String]) -> http::Response<Body> {
+pub(crate) fn with_warnings(
+    mut r: http::Response<Body>,
+    warnings: &[String],
+) -> http::Response<Body> {
     for w in warnings {
         if let Ok(v) = HeaderValue::from_str(w) {
             r.headers_mut().append(header::WARNING, v);
@@ -400,7 +403,11 @@ pub(crate) fn with_warnings(mut r: http::Response<Body>, warnings: &[String]) ->
     r
 }
 
-pub(crate) fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOptions, ApiError> {
+pub(crate) fn write_options(
+    q: &Query,
+    headers: &HeaderMap,
+    status: bool,
+) -> Result<WriteOptions, ApiError> {
     field_validation(q)?;
     Ok(WriteOptions {
         dry_run: dry_run(q)?,

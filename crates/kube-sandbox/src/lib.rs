@@ -33,6 +33,7 @@ mod faults;
 mod fields;
 mod http;
 mod kinds;
+mod protobuf;
 mod quantity_table;
 mod registry;
 mod review;

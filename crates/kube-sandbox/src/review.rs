@@ -60,10 +60,12 @@ pub fn serve(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if ct.contains("protobuf") && !body.is_empty() {
-        return Err(ApiError::unsupported_media_type(ct));
-    }
-    let mut v = parse_body(&body, ct)?;
+    // kubectl's typed clients send reviews as protobuf.
+    let mut v = if ct.contains("protobuf") && !body.is_empty() {
+        crate::protobuf::decode_review(&body, ct)?
+    } else {
+        parse_body(&body, ct)?
+    };
     let warnings = check_fields(res, &mut v, validation, true)?.unwrap_or_default();
     let ns = o.namespace.as_deref().unwrap_or_default();
     Store::check_identity(res, ns, &v)?;
@@ -116,7 +118,8 @@ pub fn review(
             meta.remove("namespace");
         }
     }
-    let invalid = |causes: Vec<Cause>| ApiError::invalid(&res.group, &res.kind, &res.plural, "", causes);
+    let invalid =
+        |causes: Vec<Cause>| ApiError::invalid(&res.group, &res.kind, &res.plural, "", causes);
     let status = match res.kind.as_str() {
         "TokenReview" => {
             let token = obj
@@ -258,12 +261,18 @@ fn validate_access_review(obj: &Value, needs_subject: bool, local: bool) -> Vec<
         }
     }
     if let Some(ra) = ra {
-        for (key, what) in [("fieldSelector", "fieldSelector"), ("labelSelector", "labelSelector")] {
+        for (key, what) in [
+            ("fieldSelector", "fieldSelector"),
+            ("labelSelector", "labelSelector"),
+        ] {
             let Some(sel) = ra.get(key).filter(|v| v.is_object()) else {
                 continue;
             };
             let path = format!("spec.resourceAttributes.{what}");
-            let raw = sel.get("rawSelector").and_then(Value::as_str).unwrap_or_default();
+            let raw = sel
+                .get("rawSelector")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let reqs = sel
                 .get("requirements")
                 .and_then(Value::as_array)
@@ -303,7 +312,10 @@ fn validate_access_review(obj: &Value, needs_subject: bool, local: bool) -> Vec<
         out.push(cause(
             "FieldValueInvalid",
             "metadata",
-            format!("Invalid value: {}: must be empty", go_object_meta(meta, local)),
+            format!(
+                "Invalid value: {}: must be empty",
+                go_object_meta(meta, local)
+            ),
         ));
     }
     if local {
@@ -312,7 +324,10 @@ fn validate_access_review(obj: &Value, needs_subject: bool, local: bool) -> Vec<
             .and_then(Value::as_str)
             .unwrap_or_default();
         if let Some(ra) = ra {
-            let ra_ns = ra.get("namespace").and_then(Value::as_str).unwrap_or_default();
+            let ra_ns = ra
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if ra_ns != ns {
                 out.push(cause(
                     "FieldValueInvalid",
@@ -406,10 +421,16 @@ mod tests {
         let out = review(&r, "", json!({"spec": {"token": "abc"}}), "m", "t").unwrap();
         assert_eq!(out["status"]["authenticated"], true);
         assert_eq!(out["status"]["user"]["username"], ANONYMOUS_USER);
-        assert_eq!(out["status"]["user"]["groups"], json!([UNAUTHENTICATED_GROUP]));
+        assert_eq!(
+            out["status"]["user"]["groups"],
+            json!([UNAUTHENTICATED_GROUP])
+        );
         assert_eq!(out["metadata"]["creationTimestamp"], Value::Null);
         let e = review(&r, "", json!({"spec": {}}), "m", "t").unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), (400, "token is required for TokenReview in authentication"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "token is required for TokenReview in authentication")
+        );
     }
 
     #[test]
@@ -421,31 +442,66 @@ mod tests {
             e.message,
             "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified"
         );
-        let e = review(&r, "", json!({"spec": {"nonResourceAttributes": {"path": "/x", "verb": "get"}}}), "m", "t").unwrap_err();
-        assert!(e.message.contains("spec.user: Invalid value: \"\": at least one of user or group must be specified"), "{}", e.message);
+        let e = review(
+            &r,
+            "",
+            json!({"spec": {"nonResourceAttributes": {"path": "/x", "verb": "get"}}}),
+            "m",
+            "t",
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains(
+                "spec.user: Invalid value: \"\": at least one of user or group must be specified"
+            ),
+            "{}",
+            e.message
+        );
         let ok = review(&r, "", json!({"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}}), "m", "t").unwrap();
         assert_eq!(ok["status"], json!({"allowed": true}));
         assert_eq!(ok["spec"]["user"], "u");
 
         let l = res("authorization.k8s.io", "localsubjectaccessreviews");
-        let e = review(&l, "a", json!({"spec": {"user": "u", "resourceAttributes": {"namespace": "b", "verb": "get"}}}), "m", "t").unwrap_err();
+        let e = review(
+            &l,
+            "a",
+            json!({"spec": {"user": "u", "resourceAttributes": {"namespace": "b", "verb": "get"}}}),
+            "m",
+            "t",
+        )
+        .unwrap_err();
         assert_eq!(
             e.message,
             "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"b\": must match metadata.namespace"
         );
-        let ok = review(&l, "a", json!({"spec": {"user": "u", "resourceAttributes": {"namespace": "a", "verb": "get"}}}), "m", "t").unwrap();
+        let ok = review(
+            &l,
+            "a",
+            json!({"spec": {"user": "u", "resourceAttributes": {"namespace": "a", "verb": "get"}}}),
+            "m",
+            "t",
+        )
+        .unwrap();
         assert_eq!(ok["metadata"]["namespace"], "a");
 
         let s = res("authorization.k8s.io", "selfsubjectaccessreviews");
         let e = review(&s, "", json!({"metadata": {"name": "x"}, "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}), "m", "t").unwrap_err();
-        assert!(e.message.contains("metadata: Invalid value: v1.ObjectMeta{Name:\"x\""), "{}", e.message);
+        assert!(
+            e.message
+                .contains("metadata: Invalid value: v1.ObjectMeta{Name:\"x\""),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn a_rules_review_lists_everything_for_its_namespace() {
         let r = res("authorization.k8s.io", "selfsubjectrulesreviews");
         let e = review(&r, "", json!({"spec": {}}), "m", "t").unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), (400, "no namespace on request"));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "no namespace on request")
+        );
         let out = review(&r, "", json!({"spec": {"namespace": "a"}}), "m", "t").unwrap();
         assert_eq!(out["spec"], json!({}));
         assert_eq!(out["status"]["resourceRules"][0]["verbs"], json!(["*"]));

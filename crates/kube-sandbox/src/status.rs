@@ -243,7 +243,11 @@ impl ApiError {
     /// 429 TooManyRequests with the registry's message (`Too many requests:
     /// ...`), a `Retry-After` only when positive.
     pub fn too_many_requests_because(message: &str, retry_after: u32, causes: Vec<Cause>) -> Self {
-        let mut e = Self::new(429, "TooManyRequests", format!("Too many requests: {message}"));
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            format!("Too many requests: {message}"),
+        );
         e.retry_after = (retry_after > 0).then_some(retry_after);
         e.causes = causes;
         e

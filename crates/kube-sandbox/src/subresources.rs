@@ -224,9 +224,7 @@ pub async fn serve(
             let mut store = shared.store.lock().await;
             match evict(&mut store, &res, ns, name, &e, del, &manager)? {
                 Evicted::Deleted => Ok(success()),
-                Evicted::Refused(status) => {
-                    Ok(value_response(StatusCode::CREATED, &status))
-                }
+                Evicted::Refused(status) => Ok(value_response(StatusCode::CREATED, &status)),
             }
         }
         "log" => {
@@ -303,11 +301,16 @@ pub async fn serve(
             };
             Err(ApiError::unknown(
                 503,
-                format!("error trying to reach service: dial tcp {target}: connect: connection refused"),
+                format!(
+                    "error trying to reach service: dial tcp {target}: connect: connection refused"
+                ),
             ))
         }
         "ephemeralcontainers" | "resize" | "approval" => {
-            partial(shared, method, headers, q, &res, ns, name, &ct, &body, sub.name).await
+            partial(
+                shared, method, headers, q, &res, ns, name, &ct, &body, sub.name,
+            )
+            .await
         }
         _ => Err(ApiError::no_route()),
     }
@@ -441,10 +444,17 @@ fn bind(
             "",
             "pods",
             name,
-            &format!("Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"),
+            &format!(
+                "Precondition failed: {what} in precondition: {want}, {what} in object meta: {have}"
+            ),
         )
     };
-    let field = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let field = |v: &Value, p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     let (want_uid, have_uid) = (field(b, "/metadata/uid"), field(&pod, "/metadata/uid"));
     if !want_uid.is_empty() && want_uid != have_uid {
         return Err(precondition("UID", &want_uid, &have_uid));
@@ -456,7 +466,10 @@ fn bind(
     if !want_rv.is_empty() && want_rv != have_rv {
         return Err(precondition("ResourceVersion", &want_rv, &have_rv));
     }
-    if pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+    if pod
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
         return Err(conflict(format!(
             "pod {name} is being deleted, cannot be assigned to a host"
         )));
@@ -477,10 +490,15 @@ fn bind(
         )));
     }
     pod["spec"]["nodeName"] = json!(target);
-    if let Some(annotations) = b.pointer("/metadata/annotations").and_then(Value::as_object)
+    if let Some(annotations) = b
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
         && !annotations.is_empty()
     {
-        if !pod.pointer("/metadata/annotations").is_some_and(Value::is_object) {
+        if !pod
+            .pointer("/metadata/annotations")
+            .is_some_and(Value::is_object)
+        {
             pod["metadata"]["annotations"] = json!({});
         }
         for (k, v) in annotations {
@@ -504,7 +522,8 @@ fn set_pod_condition(pod: &mut Value, kind: &str, status: &str, now: &str) {
     let Some(conds) = pod["status"]["conditions"].as_array_mut() else {
         return;
     };
-    let mut cond = json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
+    let mut cond =
+        json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": now});
     match conds.iter_mut().find(|c| c["type"] == kind) {
         Some(old) => {
             if old["status"] == status
@@ -528,7 +547,10 @@ enum Evicted {
 fn ready(pod: &Value) -> bool {
     pod.pointer("/status/conditions")
         .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
 }
 
 /// A `metav1.LabelSelector` object against labels; `None` when the
@@ -601,7 +623,9 @@ fn evict(
         .pointer("/status/phase")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let deleting = pod.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null());
+    let deleting = pod
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null());
     // A terminal, pending or deleting pod disrupts nothing more: it is
     // deleted without looking at budgets, guarded by its revision.
     if matches!(phase, "Succeeded" | "Failed" | "Pending") || deleting {
@@ -644,7 +668,9 @@ fn evict(
             .to_string();
         let int = |p: &str| pdb.pointer(p).and_then(Value::as_i64).unwrap_or(0);
         let unhealthy_may_go = !ready(&pod)
-            && (pdb.pointer("/spec/unhealthyPodEvictionPolicy").and_then(Value::as_str)
+            && (pdb
+                .pointer("/spec/unhealthyPodEvictionPolicy")
+                .and_then(Value::as_str)
                 == Some("AlwaysAllow")
                 || (int("/status/currentHealthy") >= int("/status/desiredHealthy")
                     && int("/status/desiredHealthy") > 0));
@@ -653,7 +679,16 @@ fn evict(
                 del.resource_version = rv;
             }
         } else {
-            decrement(store, &pdb_res, ns, name, pdb, &pdb_name, del.dry_run, manager)?;
+            decrement(
+                store,
+                &pdb_res,
+                ns,
+                name,
+                pdb,
+                &pdb_name,
+                del.dry_run,
+                manager,
+            )?;
         }
     }
     store.delete(res, ns, name, &del)?;
@@ -737,7 +772,10 @@ fn decrement(
     if allowed - 1 == 0 {
         // The DisruptionAllowed condition follows the count to zero.
         let observed = int(&pdb, "/status/observedGeneration");
-        if !pdb.pointer("/status/conditions").is_some_and(Value::is_array) {
+        if !pdb
+            .pointer("/status/conditions")
+            .is_some_and(Value::is_array)
+        {
             pdb["status"]["conditions"] = json!([]);
         }
         if let Some(conds) = pdb["status"]["conditions"].as_array_mut() {
@@ -889,14 +927,20 @@ fn kubelet_unreachable(store: &Store, node: &str) -> ApiError {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let address = ["Hostname", "InternalDNS", "InternalIP", "ExternalDNS", "ExternalIP"]
-        .iter()
-        .find_map(|t| {
-            addresses
-                .iter()
-                .find(|a| a["type"] == *t)
-                .and_then(|a| a.get("address").and_then(Value::as_str))
-        });
+    let address = [
+        "Hostname",
+        "InternalDNS",
+        "InternalIP",
+        "ExternalDNS",
+        "ExternalIP",
+    ]
+    .iter()
+    .find_map(|t| {
+        addresses
+            .iter()
+            .find(|a| a["type"] == *t)
+            .and_then(|a| a.get("address").and_then(Value::as_str))
+    });
     let Some(address) = address else {
         return ApiError::unknown(500, "no preferred addresses found; known addresses: []");
     };
@@ -975,7 +1019,10 @@ async fn partial(
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
         .filter(|rv| !rv.is_empty())
-        && Some(rv) != current.pointer("/metadata/resourceVersion").and_then(Value::as_str)
+        && Some(rv)
+            != current
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
     {
         return Err(ApiError::conflict(
             &res.group,
@@ -991,7 +1038,13 @@ async fn partial(
         _ => approval_update(&current, &wanted, &now),
     };
     if !causes.is_empty() {
-        return Err(ApiError::invalid(&res.group, &res.kind, &res.plural, name, causes));
+        return Err(ApiError::invalid(
+            &res.group,
+            &res.kind,
+            &res.plural,
+            name,
+            causes,
+        ));
     }
     let opts = write_options(q, headers, sub == "approval")?;
     let out = store.update(res, ns, name, new, &opts)?;
@@ -1029,7 +1082,12 @@ fn ephemeral_update(current: &Value, wanted: &Value) -> (Value, Vec<Cause>) {
     let mut causes = Vec::new();
     let path = "spec.ephemeralContainers";
     let old_ecs = list(current, "/spec/ephemeralContainers");
-    let ec_name = |c: &Value| c.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let ec_name = |c: &Value| {
+        c.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     for old in old_ecs {
         let n = ec_name(old);
         match wanted_ecs.iter().find(|c| ec_name(c) == n) {
@@ -1054,7 +1112,11 @@ fn ephemeral_update(current: &Value, wanted: &Value) -> (Value, Vec<Cause>) {
         let n = ec_name(c);
         let at = format!("{path}[{i}]");
         if n.is_empty() {
-            causes.push(cause("FieldValueRequired", format!("{at}.name"), "Required value".into()));
+            causes.push(cause(
+                "FieldValueRequired",
+                format!("{at}.name"),
+                "Required value".into(),
+            ));
         } else if seen.contains(&n) {
             causes.push(cause(
                 "FieldValueDuplicate",
@@ -1066,8 +1128,16 @@ fn ephemeral_update(current: &Value, wanted: &Value) -> (Value, Vec<Cause>) {
         if old_ecs.iter().any(|o| ec_name(o) == n) {
             continue;
         }
-        if c.get("image").and_then(Value::as_str).unwrap_or_default().is_empty() {
-            causes.push(cause("FieldValueRequired", format!("{at}.image"), "Required value".into()));
+        if c.get("image")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            causes.push(cause(
+                "FieldValueRequired",
+                format!("{at}.image"),
+                "Required value".into(),
+            ));
         }
         for f in [
             "ports",
@@ -1177,18 +1247,35 @@ fn approval_update(current: &Value, wanted: &Value, now: &str) -> (Value, Vec<Ca
     let old = list(current, "/status/conditions");
     let mut causes = Vec::new();
     let path = "status.conditions";
-    let ty = |c: &Value| c.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+    let ty = |c: &Value| {
+        c.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
     let mut seen: Vec<String> = Vec::new();
     for (i, c) in conds.iter_mut().enumerate() {
         let t = ty(c);
         let at = format!("{path}[{i}]");
         if t.is_empty() {
-            causes.push(cause("FieldValueRequired", format!("{at}.type"), "Required value".into()));
+            causes.push(cause(
+                "FieldValueRequired",
+                format!("{at}.type"),
+                "Required value".into(),
+            ));
             continue;
         }
-        let st = c.get("status").and_then(Value::as_str).unwrap_or_default().to_string();
+        let st = c
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if st.is_empty() {
-            causes.push(cause("FieldValueRequired", format!("{at}.status"), "Required value".into()));
+            causes.push(cause(
+                "FieldValueRequired",
+                format!("{at}.status"),
+                "Required value".into(),
+            ));
         }
         if matches!(t.as_str(), "Approved" | "Denied" | "Failed") {
             if seen.contains(&t) {
@@ -1265,9 +1352,16 @@ mod tests {
         let labels = json!({"app": "a", "tier": "web"});
         assert_eq!(selects(None, Some(&labels)), Some(false));
         assert_eq!(selects(Some(&json!({})), Some(&labels)), Some(true));
-        assert_eq!(selects(Some(&json!({"matchLabels": {"app": "a"}})), Some(&labels)), Some(true));
-        assert_eq!(selects(Some(&json!({"matchLabels": {"app": "b"}})), Some(&labels)), Some(false));
-        let expr = json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]});
+        assert_eq!(
+            selects(Some(&json!({"matchLabels": {"app": "a"}})), Some(&labels)),
+            Some(true)
+        );
+        assert_eq!(
+            selects(Some(&json!({"matchLabels": {"app": "b"}})), Some(&labels)),
+            Some(false)
+        );
+        let expr =
+            json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]});
         assert_eq!(selects(Some(&expr), Some(&labels)), Some(true));
         let bad = json!({"matchExpressions": [{"key": "tier", "operator": "Near"}]});
         assert_eq!(selects(Some(&bad), Some(&labels)), None);
@@ -1281,7 +1375,10 @@ mod tests {
         assert_eq!(e.message, "container b is not valid for pod p");
         let two = json!({"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "a"}, {"name": "b"}]}});
         let e = pick_container(&two, "p", None).unwrap_err();
-        assert_eq!(e.message, "a container name must be specified for pod p, choose one of: [i a b]");
+        assert_eq!(
+            e.message,
+            "a container name must be specified for pod p, choose one of: [i a b]"
+        );
     }
 
     #[test]
@@ -1293,11 +1390,20 @@ mod tests {
         assert_eq!(new["spec"]["containers"][0]["name"], "a");
         assert_eq!(new["spec"]["ephemeralContainers"][0]["name"], "dbg");
         let (_, causes) = ephemeral_update(&new, &current);
-        assert_eq!(causes[0].message, "Forbidden: existing ephemeral containers \"dbg\" may not be removed\n");
+        assert_eq!(
+            causes[0].message,
+            "Forbidden: existing ephemeral containers \"dbg\" may not be removed\n"
+        );
         let dup = json!({"spec": {"ephemeralContainers": [{"name": "a", "image": "x", "ports": [{"containerPort": 1}]}]}});
         let (_, causes) = ephemeral_update(&current, &dup);
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, ["spec.ephemeralContainers[0].name", "spec.ephemeralContainers[0].ports"]);
+        assert_eq!(
+            fields,
+            [
+                "spec.ephemeralContainers[0].name",
+                "spec.ephemeralContainers[0].ports"
+            ]
+        );
     }
 
     #[test]
@@ -1310,10 +1416,16 @@ mod tests {
         assert!(new["status"].get("certificate").is_none());
         assert_eq!(new["status"]["conditions"][0]["lastUpdateTime"], "now");
         let (_, causes) = approval_update(&new, &json!({"status": {"conditions": []}}), "now");
-        assert_eq!(causes[0].message, "Forbidden: updates may not remove a condition of type \"Approved\"");
+        assert_eq!(
+            causes[0].message,
+            "Forbidden: updates may not remove a condition of type \"Approved\""
+        );
         let both = json!({"status": {"conditions": [{"type": "Approved", "status": "True"}, {"type": "Denied", "status": "True"}]}});
         let (_, causes) = approval_update(&current, &both, "now");
-        assert!(causes[0].message.contains("mutually exclusive"), "{causes:?}");
+        assert!(
+            causes[0].message.contains("mutually exclusive"),
+            "{causes:?}"
+        );
     }
 
     #[test]
@@ -1323,9 +1435,15 @@ mod tests {
         let (new, causes) = resize_update(&current, &wanted);
         assert!(causes.is_empty(), "{causes:?}");
         assert_eq!(new["spec"]["containers"][0]["image"], "x");
-        assert_eq!(new["spec"]["containers"][0]["resources"]["requests"]["cpu"], "2");
+        assert_eq!(
+            new["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+            "2"
+        );
         let guaranteed = json!({"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]}});
         let (_, causes) = resize_update(&current, &guaranteed);
-        assert_eq!(causes[0].message, "Forbidden: Pod QOS Class may not change as a result of resizing");
+        assert_eq!(
+            causes[0].message,
+            "Forbidden: Pod QOS Class may not change as a result of resizing"
+        );
     }
 }

@@ -12,8 +12,7 @@
 
 use k8s_openapi::api::authentication::v1::{SelfSubjectReview, TokenReview};
 use k8s_openapi::api::authorization::v1::{
-    LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview,
-    SubjectAccessReview,
+    LocalSubjectAccessReview, SelfSubjectAccessReview, SelfSubjectRulesReview, SubjectAccessReview,
 };
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ComponentStatus, Pod};
@@ -29,7 +28,10 @@ async fn sandbox() -> (Sandbox, Client) {
     let sb = Sandbox::start(kube_sandbox::Config::default())
         .await
         .unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
+    let mut config = Config::new(sb.url().parse().unwrap());
+    // A 429 is an answer under test here, not something to wait out.
+    config.default_retry = false;
+    let client = Client::try_from(config).unwrap();
     (sb, client)
 }
 
@@ -37,7 +39,7 @@ fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).unwrap()
 }
 
-fn api_error(e: kube::Error) -> kube::core::ErrorResponse {
+fn api_error(e: kube::Error) -> kube::core::Status {
     match e {
         kube::Error::Api(s) => *s,
         other => panic!("not an API error: {other:?}"),
@@ -55,7 +57,10 @@ async fn raw(sb: &Sandbox, method: &str, path: &str, body: Option<&str>) -> (u16
     let resp = req.send().await.unwrap();
     let code = resp.status().as_u16();
     let text = resp.text().await.unwrap();
-    (code, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    )
 }
 
 #[tokio::test]
@@ -73,7 +78,10 @@ async fn reviews_answer_as_the_anonymous_user_with_everything_allowed() {
     assert_eq!(status.authenticated, Some(true));
     let user = status.user.unwrap();
     assert_eq!(user.username.as_deref(), Some("system:anonymous"));
-    assert_eq!(user.groups, Some(vec!["system:unauthenticated".to_string()]));
+    assert_eq!(
+        user.groups,
+        Some(vec!["system:unauthenticated".to_string()])
+    );
     assert_eq!(out.spec.token.as_deref(), Some("any-token"));
 
     let ssr = Api::<SelfSubjectReview>::all(client.clone())
@@ -120,7 +128,10 @@ async fn reviews_answer_as_the_anonymous_user_with_everything_allowed() {
     let st = out.status.unwrap();
     assert_eq!(st.resource_rules[0].verbs, ["*"]);
     assert_eq!(st.resource_rules[0].resources, Some(vec!["*".to_string()]));
-    assert_eq!(st.non_resource_rules[0].non_resource_urls, Some(vec!["*".to_string()]));
+    assert_eq!(
+        st.non_resource_rules[0].non_resource_urls,
+        Some(vec!["*".to_string()])
+    );
     assert!(!st.incomplete);
 
     // Nothing was stored: the revision did not move.
@@ -179,7 +190,10 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
             .await
             .unwrap_err(),
     );
-    assert_eq!((e.code, e.message.as_str()), (400, "no namespace on request"));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (400, "no namespace on request")
+    );
 
     // Malformed bodies, wrong kinds, and the methods a create-only
     // resource does not have.
@@ -201,7 +215,10 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
     let (code, body) = raw(&sb, "POST", path, Some(r#"{"spec":{"token":7}}"#)).await;
     assert_eq!(code, 400, "{body}");
     let (code, body) = raw(&sb, "GET", path, None).await;
-    assert_eq!((code, body["reason"].as_str()), (405, Some("MethodNotAllowed")));
+    assert_eq!(
+        (code, body["reason"].as_str()),
+        (405, Some("MethodNotAllowed"))
+    );
     let (code, _) = raw(&sb, "GET", &format!("{path}/x"), None).await;
     assert_eq!(code, 404);
     let (code, _) = raw(
@@ -241,7 +258,9 @@ async fn componentstatuses_report_the_missing_control_plane() {
     assert_eq!(cond.type_, "Healthy");
     assert_eq!(
         cond.message.as_deref(),
-        Some("Get \"https://127.0.0.1:10259/healthz\": dial tcp 127.0.0.1:10259: connect: connection refused")
+        Some(
+            "Get \"https://127.0.0.1:10259/healthz\": dial tcp 127.0.0.1:10259: connect: connection refused"
+        )
     );
     let resp = reqwest::get(format!("{}/api/v1/componentstatuses", sb.url()))
         .await
@@ -251,7 +270,10 @@ async fn componentstatuses_report_the_missing_control_plane() {
         "299 - \"v1 ComponentStatus is deprecated in v1.19+\""
     );
     let (code, body) = raw(&sb, "GET", "/api/v1/componentstatuses/nope", None).await;
-    assert_eq!((code, body["message"].as_str()), (500, Some("Component not found: nope")));
+    assert_eq!(
+        (code, body["message"].as_str()),
+        (500, Some("Component not found: nope"))
+    );
     let (code, _) = raw(&sb, "POST", "/api/v1/componentstatuses", Some("{}")).await;
     assert_eq!(code, 405);
     let (code, body) = raw(&sb, "GET", "/api/v1/componentstatuses?watch=true", None).await;
@@ -283,12 +305,21 @@ async fn discovery_lists_the_reviews_and_every_subresource_with_its_verbs() {
         find(&core, "pods/ephemeralcontainers")["verbs"],
         json!(["get", "patch", "update"])
     );
-    assert_eq!(find(&core, "componentstatuses")["verbs"], json!(["get", "list"]));
-    assert_eq!(find(&core, "componentstatuses")["shortNames"], json!(["cs"]));
+    assert_eq!(
+        find(&core, "componentstatuses")["verbs"],
+        json!(["get", "list"])
+    );
+    assert_eq!(
+        find(&core, "componentstatuses")["shortNames"],
+        json!(["cs"])
+    );
     let (_, authn) = raw(&sb, "GET", "/apis/authentication.k8s.io/v1", None).await;
     assert_eq!(find(&authn, "tokenreviews")["verbs"], json!(["create"]));
     let (_, authz) = raw(&sb, "GET", "/apis/authorization.k8s.io/v1", None).await;
-    assert_eq!(find(&authz, "localsubjectaccessreviews")["namespaced"], true);
+    assert_eq!(
+        find(&authz, "localsubjectaccessreviews")["namespaced"],
+        true
+    );
     let (_, certs) = raw(&sb, "GET", "/apis/certificates.k8s.io/v1", None).await;
     assert_eq!(
         find(&certs, "certificatesigningrequests/approval")["verbs"],
@@ -335,8 +366,7 @@ async fn discovery_lists_the_reviews_and_every_subresource_with_its_verbs() {
     );
 
     let (_, openapi) = raw(&sb, "GET", "/openapi/v3/apis/authorization.k8s.io/v1", None).await;
-    let path = &openapi["paths"]
-        ["/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews"];
+    let path = &openapi["paths"]["/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews"];
     assert_eq!(path["post"]["x-kubernetes-action"], "post");
     assert!(path.get("get").is_none(), "{path}");
     assert!(
@@ -374,7 +404,10 @@ async fn a_binding_assigns_a_node_once() {
     assert_eq!(out["status"], "Success");
     assert_eq!(out["code"], 201);
     let bound = pods.get("p").await.unwrap();
-    assert_eq!(bound.spec.as_ref().unwrap().node_name.as_deref(), Some("node-1"));
+    assert_eq!(
+        bound.spec.as_ref().unwrap().node_name.as_deref(),
+        Some("node-1")
+    );
     assert_eq!(bound.metadata.annotations.unwrap()["scheduled-by"], "test");
     let conds = bound.status.unwrap().conditions.unwrap();
     let scheduled = conds.iter().find(|c| c.type_ == "PodScheduled").unwrap();
@@ -420,7 +453,13 @@ async fn a_binding_assigns_a_node_once() {
     )
     .await;
     assert_eq!(code, 400);
-    let (code, _) = raw(&sb, "GET", "/api/v1/namespaces/default/pods/p/binding", None).await;
+    let (code, _) = raw(
+        &sb,
+        "GET",
+        "/api/v1/namespaces/default/pods/p/binding",
+        None,
+    )
+    .await;
     assert_eq!(code, 405);
     assert_eq!(sb.revision().await, rv);
     let e = api_error(
@@ -452,7 +491,9 @@ async fn evictions_honour_disruption_budgets() {
 
     // A pending pod disrupts nothing: it goes without a budget check.
     pods.create(&pp, &pod("pending", &["app"])).await.unwrap();
-    pods.evict("pending", &EvictParams::default()).await.unwrap();
+    pods.evict("pending", &EvictParams::default())
+        .await
+        .unwrap();
     assert!(pods.get_opt("pending").await.unwrap().is_none());
 
     pods.create(&pp, &pod("web", &["app"])).await.unwrap();
@@ -477,7 +518,11 @@ async fn evictions_honour_disruption_budgets() {
     };
     set_status(0).await;
     let rv = sb.revision().await;
-    let e = api_error(pods.evict("web", &EvictParams::default()).await.unwrap_err());
+    let e = api_error(
+        pods.evict("web", &EvictParams::default())
+            .await
+            .unwrap_err(),
+    );
     assert_eq!((e.code, e.reason.as_str()), (429, "TooManyRequests"));
     assert_eq!(
         e.message,
@@ -513,9 +558,16 @@ async fn evictions_honour_disruption_budgets() {
     .await;
     assert_eq!(
         (code, body["message"].as_str()),
-        (400, Some("name in URL does not match name in Eviction object"))
+        (
+            400,
+            Some("name in URL does not match name in Eviction object")
+        )
     );
-    let e = api_error(pods.evict("gone", &EvictParams::default()).await.unwrap_err());
+    let e = api_error(
+        pods.evict("gone", &EvictParams::default())
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(e.code, 404);
 }
 
@@ -551,7 +603,11 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
         e.message,
         "a container name must be specified for pod two, choose one of: [a b]"
     );
-    let e = api_error(pods.logs("missing", &LogParams::default()).await.unwrap_err());
+    let e = api_error(
+        pods.logs("missing", &LogParams::default())
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(e.code, 404);
     let e = api_error(
         pods.logs(
@@ -580,8 +636,17 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
             "{sub}"
         );
     }
-    let (code, body) = raw(&sb, "GET", "/api/v1/namespaces/default/pods/one/proxy/x/y", None).await;
-    assert_eq!((code, body["message"].as_str()), (400, Some("address not allowed")));
+    let (code, body) = raw(
+        &sb,
+        "GET",
+        "/api/v1/namespaces/default/pods/one/proxy/x/y",
+        None,
+    )
+    .await;
+    assert_eq!(
+        (code, body["message"].as_str()),
+        (400, Some("address not allowed"))
+    );
 
     // Bound to a node that does not exist: the node lookup fails.
     let binding = json!({
@@ -591,7 +656,10 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
         .await
         .unwrap();
     let e = api_error(pods.logs("one", &LogParams::default()).await.unwrap_err());
-    assert_eq!((e.code, e.message.as_str()), (404, "nodes \"ghost\" not found"));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (404, "nodes \"ghost\" not found")
+    );
 }
 
 #[tokio::test]
@@ -659,7 +727,11 @@ async fn ephemeral_containers_and_resize_change_only_their_part() {
         .unwrap_err(),
     );
     assert_eq!(e.code, 422);
-    assert!(e.message.contains("Pod QOS Class may not change"), "{}", e.message);
+    assert!(
+        e.message.contains("Pod QOS Class may not change"),
+        "{}",
+        e.message
+    );
 }
 
 #[tokio::test]
@@ -693,7 +765,9 @@ async fn an_approval_changes_only_the_conditions() {
             "approval",
             "c",
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"conditions": [{"type": "Denied", "status": "True"}]}})),
+            &Patch::Merge(
+                json!({"status": {"conditions": [{"type": "Denied", "status": "True"}]}}),
+            ),
         )
         .await
         .unwrap_err(),
