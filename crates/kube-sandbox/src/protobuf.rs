@@ -206,6 +206,14 @@ mod tests {
         out
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let body = [MAGIC.to_vec(), tail].concat();
+            let _ = decode_review(&body, "application/vnd.kubernetes.protobuf");
+        }
+    }
+
     #[test]
     fn a_self_subject_access_review_decodes() {
         let attrs = [field(2, b"create"), field(5, b"pods")].concat();

@@ -104,6 +104,11 @@ pub fn review(
     manager: &str,
     now: &str,
 ) -> Result<Value, ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
+    }
     obj["apiVersion"] = json!(res.api_version());
     obj["kind"] = json!(res.kind);
     if !obj.get("metadata").is_some_and(Value::is_object) {
@@ -492,6 +497,57 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            "[a-z:/*]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("spec".to_string()),
+                        Just("metadata".to_string()),
+                        Just("resourceAttributes".to_string()),
+                        Just("nonResourceAttributes".to_string()),
+                        Just("fieldSelector".to_string()),
+                        Just("user".to_string()),
+                        Just("namespace".to_string()),
+                        Just("token".to_string()),
+                        "[a-z]{1,4}",
+                    ],
+                    inner,
+                    0..4,
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_body_gets_an_answer_or_a_status(body in json_value()) {
+            let reg = Registry::with_builtins();
+            for plural in ["subjectaccessreviews", "localsubjectaccessreviews",
+                "selfsubjectaccessreviews", "selfsubjectrulesreviews"] {
+                let r = reg.get("authorization.k8s.io", "v1", plural).unwrap();
+                if let Err(e) = review(&r, "ns", body.clone(), "m", "t") {
+                    proptest::prop_assert!(matches!(e.code, 400 | 422), "{e:?}");
+                }
+            }
+            for plural in ["tokenreviews", "selfsubjectreviews"] {
+                let r = reg.get("authentication.k8s.io", "v1", plural).unwrap();
+                if let Err(e) = review(&r, "", body.clone(), "m", "t") {
+                    proptest::prop_assert_eq!(e.code, 400);
+                }
+            }
+        }
     }
 
     #[test]
