@@ -569,6 +569,34 @@ async fn evictions_honour_disruption_budgets() {
             .unwrap_err(),
     );
     assert_eq!(e.code, 404);
+
+    // Two budgets over one pod: the registry answers its failure Status
+    // as the create's result (HTTP 201, the Status saying 500), and the
+    // pod stays.
+    let mut twice = pod("twice", &["app"]);
+    twice.metadata.labels = Some([("app".to_string(), "twice".to_string())].into());
+    pods.create(&pp, &twice).await.unwrap();
+    running(&pods, "twice", true).await;
+    for name in ["b1", "b2"] {
+        let b: PodDisruptionBudget = typed(json!({
+            "metadata": {"name": name},
+            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "twice"}}}
+        }));
+        pdbs.create(&pp, &b).await.unwrap();
+    }
+    let (code, body) = raw(
+        &sb,
+        "POST",
+        "/api/v1/namespaces/default/pods/twice/eviction",
+        Some(r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"twice"}}"#),
+    )
+    .await;
+    assert_eq!((code, body["code"].as_i64()), (201, Some(500)), "{body}");
+    assert_eq!(
+        body["message"],
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
+    assert!(pods.get_opt("twice").await.unwrap().is_some());
 }
 
 #[tokio::test]
