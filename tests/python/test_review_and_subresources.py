@@ -201,3 +201,16 @@ def test_kubectl_logs_of_a_missing_container(kubectl):
     p = kubectl("logs", "p", "-c", "nope", check=False)
     assert p.returncode != 0
     assert "container nope is not valid for pod p" in p.stderr
+
+
+def test_kubectl_drain_evicts_through_the_eviction_subresource(kubectl, core):
+    core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name="n1")))
+    bound = pod("on-n1")
+    bound.spec.node_name = "n1"
+    core.create_namespaced_pod("default", bound)
+    p = kubectl("drain", "n1", "--force", "--timeout=60s")
+    assert "evicted" in p.stdout, p.stdout + p.stderr
+    with pytest.raises(ApiException) as e:
+        core.read_namespaced_pod("on-n1", "default")
+    assert e.value.status == 404
+    assert core.read_node("n1").spec.unschedulable is True

@@ -1,5 +1,6 @@
-//! Reads the protobuf bodies of the review kinds, which kubectl's typed
-//! clients (`kubectl auth can-i`, `kubectl auth whoami`) send as
+//! Reads the protobuf bodies of the review kinds and of the pods'
+//! Binding and Eviction, which kubectl's typed clients (`kubectl auth
+//! can-i`, `kubectl auth whoami`, `kubectl drain`) send as
 //! `application/vnd.kubernetes.protobuf`, into the JSON the rest of the
 //! sandbox works on.
 //!
@@ -19,10 +20,10 @@ use crate::status::ApiError;
 /// The prefix of every Kubernetes protobuf body.
 const MAGIC: &[u8] = b"k8s\0";
 
-/// One field's raw value (the review kinds' fields that matter are all
-/// length-delimited; numbers are skipped).
+/// One field's raw value (fixed-width numbers are skipped: none of the
+/// mapped fields has one).
 enum Wire<'a> {
-    Number,
+    Number(u64),
     Bytes(&'a [u8]),
 }
 
@@ -47,10 +48,7 @@ fn fields(buf: &[u8]) -> Option<Vec<(u64, Wire<'_>)>> {
         let key = varint(buf, &mut pos)?;
         let (number, wire_type) = (key >> 3, key & 7);
         let value = match wire_type {
-            0 => {
-                varint(buf, &mut pos)?;
-                Wire::Number
-            }
+            0 => Wire::Number(varint(buf, &mut pos)?),
             2 => {
                 let len = usize::try_from(varint(buf, &mut pos)?).ok()?;
                 let end = pos.checked_add(len)?;
@@ -60,11 +58,11 @@ fn fields(buf: &[u8]) -> Option<Vec<(u64, Wire<'_>)>> {
             }
             1 => {
                 pos = pos.checked_add(8)?;
-                Wire::Number
+                Wire::Number(0)
             }
             5 => {
                 pos = pos.checked_add(4)?;
-                Wire::Number
+                Wire::Number(0)
             }
             _ => return None,
         };
@@ -77,6 +75,10 @@ fn fields(buf: &[u8]) -> Option<Vec<(u64, Wire<'_>)>> {
 enum Shape {
     Str,
     Strings,
+    /// A varint read as a signed 64-bit number.
+    Int,
+    /// A `map<string, string>` (entries with key 1 and value 2).
+    Map,
     Msg(&'static [(u64, &'static str, Shape)]),
 }
 
@@ -94,6 +96,27 @@ const META: &[(u64, &str, Shape)] = &[
     (1, "name", Shape::Str),
     (2, "generateName", Shape::Str),
     (3, "namespace", Shape::Str),
+    (5, "uid", Shape::Str),
+    (6, "resourceVersion", Shape::Str),
+    (11, "labels", Shape::Map),
+    (12, "annotations", Shape::Map),
+];
+const OBJECT_REFERENCE: &[(u64, &str, Shape)] = &[
+    (1, "kind", Shape::Str),
+    (2, "namespace", Shape::Str),
+    (3, "name", Shape::Str),
+    (4, "uid", Shape::Str),
+    (5, "apiVersion", Shape::Str),
+    (6, "resourceVersion", Shape::Str),
+    (7, "fieldPath", Shape::Str),
+];
+const PRECONDITIONS: &[(u64, &str, Shape)] =
+    &[(1, "uid", Shape::Str), (2, "resourceVersion", Shape::Str)];
+const DELETE_OPTIONS: &[(u64, &str, Shape)] = &[
+    (1, "gracePeriodSeconds", Shape::Int),
+    (2, "preconditions", Shape::Msg(PRECONDITIONS)),
+    (4, "propagationPolicy", Shape::Str),
+    (5, "dryRun", Shape::Strings),
 ];
 const SAR_SPEC: &[(u64, &str, Shape)] = &[
     (1, "resourceAttributes", Shape::Msg(RESOURCE)),
@@ -124,12 +147,22 @@ fn object(kind: &str) -> Option<&'static [(u64, &'static str, Shape)]> {
     static RULES: [(u64, &str, Shape); 2] = with_spec(RULES_SPEC);
     static TOKEN: [(u64, &str, Shape); 2] = with_spec(TOKEN_SPEC);
     static META_ONLY: [(u64, &str, Shape); 1] = [(1, "metadata", Shape::Msg(META))];
+    static BINDING: [(u64, &str, Shape); 2] = [
+        (1, "metadata", Shape::Msg(META)),
+        (2, "target", Shape::Msg(OBJECT_REFERENCE)),
+    ];
+    static EVICTION: [(u64, &str, Shape); 2] = [
+        (1, "metadata", Shape::Msg(META)),
+        (2, "deleteOptions", Shape::Msg(DELETE_OPTIONS)),
+    ];
     Some(match kind {
         "SubjectAccessReview" | "LocalSubjectAccessReview" => &SAR,
         "SelfSubjectAccessReview" => &SELF_SAR,
         "SelfSubjectRulesReview" => &RULES,
         "TokenReview" => &TOKEN,
         "SelfSubjectReview" => &META_ONLY,
+        "Binding" => &BINDING,
+        "Eviction" => &EVICTION,
         _ => return None,
     })
 }
@@ -144,8 +177,27 @@ fn message(buf: &[u8], shape: &[(u64, &str, Shape)]) -> Option<Value> {
         let Some((_, name, kind)) = shape.iter().find(|(n, _, _)| *n == number) else {
             continue;
         };
+        if let (Shape::Int, Wire::Number(n)) = (kind, &wire) {
+            // Two's complement, as protobuf writes a negative int64.
+            out.insert((*name).into(), json!(*n as i64));
+            continue;
+        }
         let Wire::Bytes(b) = wire else { continue };
         match kind {
+            Shape::Int => {}
+            Shape::Map => {
+                let mut key = String::new();
+                let mut value = String::new();
+                for (n, w) in fields(b)? {
+                    match (n, w) {
+                        (1, Wire::Bytes(k)) => key = text(k)?,
+                        (2, Wire::Bytes(v)) => value = text(v)?,
+                        _ => {}
+                    }
+                }
+                let map = out.entry(*name).or_insert_with(|| json!({}));
+                map[key] = json!(value);
+            }
             Shape::Str => {
                 out.insert((*name).into(), json!(text(b)?));
             }
@@ -163,10 +215,11 @@ fn message(buf: &[u8], shape: &[(u64, &str, Shape)]) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-/// Decodes a protobuf body of a review kind into its JSON form (with
-/// `apiVersion` and `kind` from the envelope); the 415 the sandbox gives
-/// protobuf bodies of other kinds, and a 400 for one that does not parse.
-pub fn decode_review(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+/// Decodes a protobuf body of a review kind, a Binding or an Eviction
+/// into its JSON form (with `apiVersion` and `kind` from the envelope);
+/// the 415 the sandbox gives protobuf bodies of other kinds, and a 400 for
+/// one that does not parse.
+pub fn decode(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let bad = || ApiError::bad_request("unable to decode the protobuf body of the request");
     let rest = body.strip_prefix(MAGIC).ok_or_else(bad)?;
     let unknown = fields(rest).ok_or_else(bad)?;
@@ -210,7 +263,7 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
             let body = [MAGIC.to_vec(), tail].concat();
-            let _ = decode_review(&body, "application/vnd.kubernetes.protobuf");
+            let _ = decode(&body, "application/vnd.kubernetes.protobuf");
         }
     }
 
@@ -225,13 +278,38 @@ mod tests {
         ]
         .concat();
         let body = [MAGIC.to_vec(), field(1, &tm), field(2, &raw)].concat();
-        let v = decode_review(&body, "application/vnd.kubernetes.protobuf").unwrap();
+        let v = decode(&body, "application/vnd.kubernetes.protobuf").unwrap();
         assert_eq!(v["kind"], "SelfSubjectAccessReview");
         assert_eq!(
             v["spec"],
             json!({"resourceAttributes": {"verb": "create", "resource": "pods"}})
         );
-        assert!(decode_review(b"k8s\0\xff", "p").is_err());
-        assert!(decode_review(b"nope", "p").is_err());
+        assert!(decode(b"k8s\0\xff", "p").is_err());
+
+        // An Eviction with a negative grace period and a dry run.
+        let opts = [
+            vec![8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1],
+            field(5, b"All"),
+        ]
+        .concat();
+        let meta = [
+            field(1, b"web"),
+            field(12, &[field(1, b"k"), field(2, b"v")].concat()),
+        ]
+        .concat();
+        let raw = [field(1, &meta), field(2, &opts)].concat();
+        let tm = [field(1, b"policy/v1"), field(2, b"Eviction")].concat();
+        let body = [MAGIC.to_vec(), field(1, &tm), field(2, &raw)].concat();
+        let v = decode(&body, "application/vnd.kubernetes.protobuf").unwrap();
+        assert_eq!(
+            v,
+            json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "web", "annotations": {"k": "v"}},
+                "deleteOptions": {"gracePeriodSeconds": -1, "dryRun": ["All"]}})
+        );
+        let tm = [field(1, b"v1"), field(2, b"ConfigMap")].concat();
+        let body = [MAGIC.to_vec(), field(1, &tm), field(2, b"")].concat();
+        assert_eq!(decode(&body, "p").unwrap_err().code, 415);
+        assert!(decode(b"nope", "p").is_err());
     }
 }

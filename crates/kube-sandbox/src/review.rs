@@ -62,7 +62,7 @@ pub fn serve(
         .unwrap_or_default();
     // kubectl's typed clients send reviews as protobuf.
     let mut v = if ct.contains("protobuf") && !body.is_empty() {
-        crate::protobuf::decode_review(&body, ct)?
+        crate::protobuf::decode(&body, ct)?
     } else {
         parse_body(&body, ct)?
     };

@@ -335,10 +335,12 @@ fn decode<T: DeserializeOwned>(
     kind: &str,
     ns: &str,
 ) -> Result<Value, ApiError> {
-    if ct.contains("protobuf") && !body.is_empty() {
-        return Err(ApiError::unsupported_media_type(ct));
-    }
-    let v = parse_body(body, ct)?;
+    // kubectl's typed clients (`kubectl drain`) send these as protobuf.
+    let v = if ct.contains("protobuf") && !body.is_empty() {
+        crate::protobuf::decode(body, ct)?
+    } else {
+        parse_body(body, ct)?
+    };
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "the body of the request must be a JSON object",
