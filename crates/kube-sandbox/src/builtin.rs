@@ -11,16 +11,22 @@
 //! What this module must NOT do: store objects or decide per-request
 //! behaviour. It describes kinds; the store and `kinds` act on them.
 //!
-//! Left out on purpose (docs/ARCHITECTURE.md lists them): the create-only
-//! review resources (TokenReview, SubjectAccessReview and friends, which
-//! need authentication), `pods/binding` and the other pod subresources
-//! that need a kubelet, the deprecated `componentstatuses`, and every
-//! alpha or beta API (a v1.33 server serves none of them by default).
+//! Rows that are not stored kinds: the create-only reviews of
+//! `authentication.k8s.io` and `authorization.k8s.io` (`Special::Review`,
+//! answered by `crate::review`) and `componentstatuses`
+//! (`Special::ComponentStatus`, `crate::component_status`). Their rows
+//! give discovery, OpenAPI and body decoding what they give every kind.
+//! The pods' and CSRs' own subresources (`binding`, `eviction`, `log`...)
+//! are listed by `crate::subresources`, not here.
 //!
 //! A kind served at two versions has two rows: the first is the version
 //! objects are stored at, the later one names it in `stored_as` and is a
 //! converted view of the same objects (`autoscaling/v1`
 //! HorizontalPodAutoscaler over `autoscaling/v2`, `crate::convert`).
+//!
+//! Left out on purpose (docs/ARCHITECTURE.md lists them):
+//! `serviceaccounts/token` (needs a token signer) and every alpha or beta
+//! API (a v1.33 server serves none of them by default).
 
 use std::any::TypeId;
 use std::collections::BTreeMap;
@@ -130,6 +136,28 @@ where
     }
 }
 
+/// A kind with no list type (the create-only reviews): its `list_kind`
+/// is empty.
+fn unlisted<T>() -> Builtin
+where
+    T: k8s_openapi::Resource + DeserializeOwned + Serialize + JsonSchema + 'static,
+    T::Scope: 'static,
+{
+    Builtin {
+        group: T::GROUP,
+        version: T::VERSION,
+        kind: T::KIND,
+        plural: T::URL_PATH_SEGMENT,
+        list_kind: "",
+        namespaced: TypeId::of::<T::Scope>() == TypeId::of::<NamespaceResourceScope>(),
+        typed: roundtrip::<T>,
+        schema: schema_of::<T>,
+        schema_name: schema_name_of::<T>,
+        zero_status: zero_status_of::<T>,
+        stored_as: None,
+    }
+}
+
 /// Every served built-in kind, in the order a v1.33 server lists its
 /// groups in discovery (core first).
 pub fn table() -> &'static [Builtin] {
@@ -147,6 +175,7 @@ pub fn table() -> &'static [Builtin] {
         use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
         vec![
             entry::<core::Namespace>(),
+            entry::<k8s_openapi::api::core::v1::ComponentStatus>(),
             entry::<core::ConfigMap>(),
             entry::<core::Secret>(),
             entry::<core::Service>(),
@@ -168,6 +197,13 @@ pub fn table() -> &'static [Builtin] {
             entry::<apps::ReplicaSet>(),
             entry::<apps::ControllerRevision>(),
             entry::<events::Event>(),
+            // The create-only reviews (`crate::review`), never stored.
+            unlisted::<k8s_openapi::api::authentication::v1::TokenReview>(),
+            unlisted::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(),
+            unlisted::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>(),
+            unlisted::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(),
+            unlisted::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(),
+            unlisted::<k8s_openapi::api::authorization::v1::SubjectAccessReview>(),
             entry::<autoscaling::HorizontalPodAutoscaler>(),
             view::<autoscaling_v1::HorizontalPodAutoscaler>("v2"),
             entry::<batch::Job>(),
@@ -474,6 +510,15 @@ fn traits(group: &str, plural: &str) -> Traits {
         },
         ("scheduling.k8s.io", "priorityclasses") => Traits {
             short: &["pc"],
+            ..PLAIN
+        },
+        ("", "componentstatuses") => Traits {
+            short: &["cs"],
+            special: Special::ComponentStatus,
+            ..PLAIN
+        },
+        ("authentication.k8s.io" | "authorization.k8s.io", _) => Traits {
+            special: Special::Review,
             ..PLAIN
         },
         ("flowcontrol.apiserver.k8s.io", _) => Traits {

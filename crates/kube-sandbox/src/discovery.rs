@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 
-use crate::registry::{Registry, Resource};
+use crate::registry::{Registry, Resource, Special};
 
 /// The version the sandbox reports.
 pub fn version() -> Value {
@@ -30,6 +30,11 @@ pub fn version() -> Value {
 /// The verbs of a resource: every standard one, but `deletecollection`
 /// where the registry has no collection delete (namespaces).
 fn verbs(res: &Resource) -> Value {
+    match res.special {
+        Special::Review => return json!(["create"]),
+        Special::ComponentStatus => return json!(["get", "list"]),
+        _ => {}
+    }
     let mut v = vec!["create", "delete"];
     if res.deletes_collections() {
         v.push("deletecollection");
@@ -73,6 +78,23 @@ fn api_resource(res: &Resource) -> Vec<Value> {
             "verbs": subresource_verbs(),
         }));
     }
+    for sub in crate::subresources::extra(res) {
+        let mut entry = json!({
+            "name": format!("{}/{}", res.plural, sub.name),
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "kind": sub.kind,
+            "verbs": sub.verbs,
+        });
+        if let Some((group, version)) = sub.group_version {
+            entry["group"] = json!(group);
+            entry["version"] = json!(version);
+        }
+        out.push(entry);
+    }
+    // Subresources follow their resource in name order, as the server
+    // lists them.
+    out[1..].sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     out
 }
 
@@ -111,6 +133,17 @@ fn aggregated_resource(res: &Resource) -> Value {
             "verbs": subresource_verbs(),
         }));
     }
+    for sub in crate::subresources::extra(res) {
+        let (group, version) = sub
+            .group_version
+            .unwrap_or((res.group.as_str(), res.version.as_str()));
+        subs.push(json!({
+            "subresource": sub.name,
+            "responseKind": {"group": group, "version": version, "kind": sub.kind},
+            "verbs": sub.verbs,
+        }));
+    }
+    subs.sort_by(|a, b| a["subresource"].as_str().cmp(&b["subresource"].as_str()));
     let mut r = json!({
         "resource": res.plural,
         "responseKind": {"group": res.group, "version": res.version, "kind": res.kind},
@@ -389,6 +422,23 @@ pub fn openapi_v3_doc(reg: &Registry, group: &str, version: &str) -> Option<Valu
         } else {
             format!("{base}/{}", res.plural)
         };
+        match res.special {
+            // The create-only reviews have a POST on their collection and
+            // nothing else.
+            Special::Review => {
+                paths.insert(coll, json!({"post": operation(res, "post", true)}));
+                continue;
+            }
+            Special::ComponentStatus => {
+                paths.insert(coll.clone(), json!({"get": operation(res, "list", false)}));
+                paths.insert(
+                    format!("{coll}/{{name}}"),
+                    json!({"get": operation(res, "get", false)}),
+                );
+                continue;
+            }
+            _ => {}
+        }
         paths.insert(
             coll.clone(),
             json!({

@@ -18,7 +18,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::discovery;
 use crate::faults::Outcome;
 use crate::fields::{self, FieldValidation};
-use crate::registry::Resource;
+use crate::registry::{Resource, Special};
 use crate::route::{ObjectRoute, Route, route};
 use crate::semantics;
 use crate::state::Shared;
@@ -30,7 +30,7 @@ pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Query parameters, first value wins.
 #[derive(Debug, Default)]
-struct Query(BTreeMap<String, String>);
+pub(crate) struct Query(BTreeMap<String, String>);
 
 impl Query {
     fn parse(q: Option<&str>) -> Self {
@@ -40,17 +40,17 @@ impl Query {
         }
         Query(m)
     }
-    fn get(&self, k: &str) -> Option<&str> {
+    pub(crate) fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
     }
-    fn flag(&self, k: &str) -> bool {
+    pub(crate) fn flag(&self, k: &str) -> bool {
         matches!(self.get(k), Some("true" | "1"))
     }
 }
 
 /// A JSON body, ended with a newline as the real server's JSON encoder
 /// ends every body it writes.
-fn json_response(code: StatusCode, body: Bytes) -> http::Response<Body> {
+pub(crate) fn json_response(code: StatusCode, body: Bytes) -> http::Response<Body> {
     let body = if body.ends_with(b"\n") {
         body
     } else {
@@ -68,7 +68,7 @@ fn json_response(code: StatusCode, body: Bytes) -> http::Response<Body> {
     r
 }
 
-fn value_response(code: StatusCode, v: &Value) -> http::Response<Body> {
+pub(crate) fn value_response(code: StatusCode, v: &Value) -> http::Response<Body> {
     json_response(code, Bytes::from(serde_json::to_vec(v).unwrap_or_default()))
 }
 
@@ -110,7 +110,7 @@ fn default_manager(headers: &HeaderMap) -> String {
         .to_string()
 }
 
-fn wants_table(headers: &HeaderMap) -> bool {
+pub(crate) fn wants_table(headers: &HeaderMap) -> bool {
     headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -295,7 +295,7 @@ fn filter_from(
     })
 }
 
-fn parse_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+pub(crate) fn parse_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad_request("the body of the request was empty"));
     }
@@ -326,7 +326,7 @@ fn parse_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     }
 }
 
-fn dry_run(q: &Query) -> Result<bool, ApiError> {
+pub(crate) fn dry_run(q: &Query) -> Result<bool, ApiError> {
     match q.get("dryRun") {
         None | Some("") => Ok(false),
         Some("All") => Ok(true),
@@ -336,7 +336,7 @@ fn dry_run(q: &Query) -> Result<bool, ApiError> {
     }
 }
 
-fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
+pub(crate) fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
     FieldValidation::parse(q.get("fieldValidation")).ok_or_else(|| {
         ApiError::bad_request(format!(
             "Invalid field validation directive: {:?}: must be one of Ignore, Warn, Strict",
@@ -351,7 +351,7 @@ fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
 /// A patch of a custom resource is left as it is (the store prunes the
 /// patched object by the CRD's schema); only its warnings or refusal come
 /// from here.
-fn check_fields(
+pub(crate) fn check_fields(
     res: &Resource,
     body: &mut Value,
     validation: FieldValidation,
@@ -391,7 +391,10 @@ fn check_fields(
     }
 }
 
-fn with_warnings(mut r: http::Response<Body>, warnings: &[String]) -> http::Response<Body> {
+pub(crate) fn with_warnings(
+    mut r: http::Response<Body>,
+    warnings: &[String],
+) -> http::Response<Body> {
     for w in warnings {
         if let Ok(v) = HeaderValue::from_str(w) {
             r.headers_mut().append(header::WARNING, v);
@@ -400,7 +403,11 @@ fn with_warnings(mut r: http::Response<Body>, warnings: &[String]) -> http::Resp
     r
 }
 
-fn write_options(q: &Query, headers: &HeaderMap, status: bool) -> Result<WriteOptions, ApiError> {
+pub(crate) fn write_options(
+    q: &Query,
+    headers: &HeaderMap,
+    status: bool,
+) -> Result<WriteOptions, ApiError> {
     field_validation(q)?;
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
@@ -469,6 +476,20 @@ async fn object(
     body: Bytes,
 ) -> Result<http::Response<Body>, ApiError> {
     let res = o.res.clone();
+    // Kinds and subresources the registries answer without storing
+    // (reviews, component health, the pods' own subresources).
+    match res.special {
+        Special::Review => return crate::review::serve(method, headers, q, &o, body),
+        Special::ComponentStatus => {
+            return crate::component_status::serve(shared, method, headers, q, &o).await;
+        }
+        _ => {}
+    }
+    if let Some(sub) = o.subresource.as_deref()
+        && crate::subresources::serves(&res, sub)
+    {
+        return crate::subresources::serve(shared, method, headers, q, &o, body).await;
+    }
     let status_sub = match o.subresource.as_deref() {
         None => false,
         Some("status") if res.status_subresource => true,

@@ -18,7 +18,9 @@
 //! What it must not do: run controllers (no Deployment rollouts, no
 //! EndpointSlice controller, no garbage collection by owner references),
 //! authenticate or authorize, or persist anything. Those are out of scope;
-//! tests create the objects controllers would.
+//! tests create the objects controllers would. (The review resources
+//! answer accordingly: every caller is the anonymous user and everything
+//! is allowed, as on a server with the AlwaysAllow authorizer.)
 
 // `ApiError` carries the whole `Status` (causes, details) the client sees;
 // it is built only on the failure path, where its size costs nothing worth
@@ -26,6 +28,7 @@
 #![allow(clippy::result_large_err)]
 
 mod builtin;
+mod component_status;
 mod convert;
 mod decode_error;
 mod discovery;
@@ -33,13 +36,16 @@ mod faults;
 mod fields;
 mod http;
 mod kinds;
+mod protobuf;
 mod quantity_table;
 mod registry;
+mod review;
 mod route;
 mod semantics;
 mod state;
 mod status;
 mod store;
+mod subresources;
 mod table;
 
 use std::future::Future;

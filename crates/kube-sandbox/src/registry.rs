@@ -41,6 +41,12 @@ pub enum Special {
     /// Nodes: status is kept on create (a kubelet registers its Node with
     /// capacity and addresses in one create), though not on later writes.
     Node,
+    /// The create-only reviews (TokenReview, SubjectAccessReview and the
+    /// others): answered by `crate::review`, never stored.
+    Review,
+    /// `componentstatuses`: list and get only, answered by
+    /// `crate::component_status` from the control plane's health.
+    ComponentStatus,
 }
 
 /// One REST resource.
@@ -555,7 +561,10 @@ mod tests {
             "EndpointSlice"
         );
         assert_eq!(r.get("", "v1", "pods").unwrap().kind, "Pod");
-        assert!(r.get("", "v1", "componentstatuses").is_none());
+        assert_eq!(
+            r.get("", "v1", "componentstatuses").unwrap().special,
+            Special::ComponentStatus
+        );
         let groups = r.groups();
         assert_eq!(groups[0].0, "");
         assert!(groups.iter().any(|(g, _)| g == "apps"));

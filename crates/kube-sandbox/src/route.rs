@@ -136,6 +136,8 @@ fn object_route(
                 [] => obj(res, Some(ns), None, None),
                 [name] => obj(res, Some(ns), Some(name), None),
                 [name, sub] => obj(res, Some(ns), Some(name), Some(sub)),
+                // A proxy subresource forwards the rest of the path.
+                [name, "proxy", ..] => obj(res, Some(ns), Some(name), Some("proxy")),
                 _ => Err(ApiError::no_route()),
             }
         }

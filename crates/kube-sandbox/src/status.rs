@@ -209,6 +209,50 @@ impl ApiError {
         e
     }
 
+    /// An error the registry returns without a status of its own: the
+    /// server answers it with the code (500 unless a storage conflict) and
+    /// no reason, the error's text as the message.
+    pub fn unknown(code: u16, message: impl Into<String>) -> Self {
+        Self::new(code, "", message)
+    }
+
+    /// 405 for a path the server serves with other methods only (the
+    /// router's own answer, naming no resource).
+    pub fn method_not_served() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+    }
+
+    /// 405 for a verb the resource's storage does not implement
+    /// (`watch is not supported on resources of kind "componentstatuses"`).
+    pub fn method_not_supported(group: &str, resource: &str, action: &str) -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "{action} is not supported on resources of kind {:?}",
+                qualified(group, resource)
+            ),
+        )
+        .with_details(group, resource, "")
+    }
+
+    /// 429 TooManyRequests with the registry's message (`Too many requests:
+    /// ...`), a `Retry-After` only when positive.
+    pub fn too_many_requests_because(message: &str, retry_after: u32, causes: Vec<Cause>) -> Self {
+        let mut e = Self::new(
+            429,
+            "TooManyRequests",
+            format!("Too many requests: {message}"),
+        );
+        e.retry_after = (retry_after > 0).then_some(retry_after);
+        e.causes = causes;
+        e
+    }
+
     /// 403 Forbidden.
     pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
         Self::new(
@@ -273,7 +317,14 @@ impl ApiError {
             let causes: Vec<Value> = self
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    // `field` is omitted when empty, as Go's encoder does.
+                    let mut cause = json!({"reason": c.reason, "message": c.message});
+                    if !c.field.is_empty() {
+                        cause["field"] = json!(c.field);
+                    }
+                    cause
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
@@ -286,7 +337,9 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason));
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
         if !details.is_empty() {
             status.insert("details".into(), Value::Object(details));
         }

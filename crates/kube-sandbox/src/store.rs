@@ -734,7 +734,7 @@ impl Store {
         }
     }
 
-    fn check_identity(res: &Resource, ns: &str, body: &Value) -> Result<(), ApiError> {
+    pub(crate) fn check_identity(res: &Resource, ns: &str, body: &Value) -> Result<(), ApiError> {
         if !body.is_object() {
             return Err(ApiError::bad_request(
                 "the body of the request must be a JSON object",
