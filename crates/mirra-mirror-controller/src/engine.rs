@@ -200,6 +200,30 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
     let Some((ops, mut outcomes)) = prepared else {
         return Outcome::RetryAfter(NOT_READY_RETRY);
     };
+    // One pass sends a bounded number of writes, SyncConfigs taking turns;
+    // the rest wait for the next pass of this namespace, which follows at
+    // once, behind whatever else is queued.
+    let (ops, deferred) = mirra_mirror::take_turns(
+        ops,
+        |(op, _)| op.config(),
+        shared.settings.max_writes_per_pass,
+    );
+    let deferred: BTreeSet<ObjectKey> = deferred.iter().map(|(op, _)| op.target().key()).collect();
+    if !deferred.is_empty() {
+        for o in &mut outcomes {
+            if deferred.contains(&o.target.key())
+                && matches!(
+                    o.state,
+                    OutcomeState::Applied
+                        | OutcomeState::Deleted
+                        | OutcomeState::Pruned
+                        | OutcomeState::Released
+                )
+            {
+                o.state = OutcomeState::Pending;
+            }
+        }
+    }
     let client = &shared.client;
     // The writes of one namespace go out concurrently: they touch distinct
     // objects, and a new namespace's latency is then one round trip or a
@@ -297,6 +321,9 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             result = permanent_retry(&shared.settings, s, namespace, !failed.is_empty());
         }
     });
+    if !deferred.is_empty() && result == Outcome::Success {
+        return Outcome::RetryAfter(Duration::ZERO);
+    }
     result
 }
 

@@ -87,6 +87,14 @@ pub struct RunArgs {
     #[arg(long = "workers", value_name = "N", default_value_t = 8)]
     pub workers: usize,
 
+    /// Writes one reconcile of a namespace sends at most; the rest follow
+    /// in the next reconciles of that namespace, which come at once. The
+    /// SyncConfigs of a namespace take turns within it, so one with
+    /// thousands of items delays another's edit by one such batch, not by
+    /// all of its writes.
+    #[arg(long = "max-writes-per-pass", value_name = "N", default_value_t = 256)]
+    pub max_writes_per_pass: usize,
+
     /// First retry delay in seconds of a namespace whose write failed
     /// permanently (403 Forbidden, 404, 422 Invalid without forceRecreate).
     /// Retrying soon cannot help, but a permission granted or an object fixed
@@ -252,6 +260,9 @@ pub struct Settings {
     pub status_max_delay: Duration,
     /// Namespaces reconciled concurrently.
     pub workers: usize,
+    /// Writes one reconcile of a namespace sends at most (SyncConfigs
+    /// taking turns); the rest wait for its next reconcile.
+    pub max_writes_per_pass: usize,
     /// First retry delay of a failing namespace; doubles per failure.
     pub backoff_base: Duration,
     /// Largest retry delay of a failing namespace.
@@ -326,6 +337,7 @@ impl Settings {
             // created) users still see counters move every few seconds.
             status_max_delay: Duration::from_secs(10),
             workers: 8,
+            max_writes_per_pass: 256,
             backoff_base: queue.backoff_base,
             backoff_cap: queue.backoff_cap,
             // 30 s .. 5 min: a fixed RBAC rule or object shows within
@@ -397,6 +409,12 @@ impl Settings {
                 None => return Err(SettingsError::NoWatchNamespace),
             }
         };
+        if args.max_writes_per_pass == 0 {
+            return Err(SettingsError::Invalid {
+                flag: "--max-writes-per-pass",
+                message: "must be at least 1".into(),
+            });
+        }
         if args.workers == 0 {
             return Err(SettingsError::Invalid {
                 flag: "--workers",
@@ -473,6 +491,7 @@ impl Settings {
             (args.verify_interval_secs > 0).then(|| Duration::from_secs(args.verify_interval_secs));
         s.status_debounce = Duration::from_millis(args.status_debounce_ms);
         s.workers = args.workers;
+        s.max_writes_per_pass = args.max_writes_per_pass;
         s.permanent_retry_base = Duration::from_secs(args.permanent_retry_initial_secs);
         s.permanent_retry_cap = Duration::from_secs(args.permanent_retry_max_secs);
         s.watch_retry_base = Duration::from_millis(args.watch_retry_initial_ms);

@@ -174,3 +174,70 @@ async fn ready_is_never_true_while_selected_namespaces_are_still_pending() {
     }
     ctl.stop().await;
 }
+
+/// One SyncConfig with hundreds of items into a namespace does not hold
+/// back another's edit there until all of them are written: one pass
+/// sends a bounded batch, SyncConfigs taking turns.
+#[tokio::test]
+async fn a_large_syncconfig_does_not_starve_another_ones_edit() {
+    let env = Env::new().await;
+    env.create_ns("shared", &[("team", "a")]).await;
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("patch".into()),
+            resource: Some("configmaps".into()),
+            latency_ms: Some(20),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let items: Vec<Value> = (0..300)
+        .map(|i| cm_item(&format!("bulk-{i}"), json!({})))
+        .collect();
+    env.create_sc("large", json!({}), spec_for_team("a", items))
+        .await;
+    let mut settings = Settings::for_tests(&[OPS]);
+    settings.max_writes_per_pass = 40;
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    wait_for("the bulk under way", || async {
+        env.sb.stats().get("patch configmaps") >= 20
+    })
+    .await;
+    env.create_sc(
+        "small",
+        json!({}),
+        spec_for_team("a", vec![cm_item("urgent", json!({}))]),
+    )
+    .await;
+    wait_for("the small edit", || async {
+        env.cm("shared", "urgent").await.is_some()
+    })
+    .await;
+    let bulk_done = env
+        .cm_names("shared")
+        .await
+        .iter()
+        .filter(|n| n.starts_with("bulk-"))
+        .count();
+    assert!(
+        bulk_done < 300,
+        "the small edit waited for the whole bulk ({bulk_done} copies)"
+    );
+    wait_for("the bulk complete", || async {
+        env.cm_names("shared")
+            .await
+            .iter()
+            .filter(|n| n.starts_with("bulk-"))
+            .count()
+            == 300
+    })
+    .await;
+    wait_for("large ready", || async {
+        env.condition("large", "Ready")
+            .await
+            .is_some_and(|(status, _, _)| status == "True")
+    })
+    .await;
+    ctl.stop().await;
+}

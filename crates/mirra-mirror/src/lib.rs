@@ -44,7 +44,7 @@ pub use marks::{
 pub use plan::{
     DeleteCause, ItemOutcome, ItemRef, NamespacePlan, ObservedLookup, ObservedObject, ObservedSet,
     Op, OutcomeState, namespaces_for_config_change, plan_namespace, plan_namespace_scoped,
-    with_adopted_mark,
+    take_turns, with_adopted_mark,
 };
 pub use refs::{ConfigRef, ObjectKey, ObjectRef};
 pub use render::render;

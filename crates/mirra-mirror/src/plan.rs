@@ -304,6 +304,15 @@ pub enum Op {
 }
 
 impl Op {
+    /// The SyncConfig the operation is for.
+    pub fn config(&self) -> &ConfigRef {
+        match self {
+            Op::Apply { config, .. } | Op::Delete { config, .. } | Op::Release { config, .. } => {
+                config
+            }
+        }
+    }
+
     /// The object the operation acts on.
     pub fn target(&self) -> &ObjectRef {
         match self {
@@ -342,6 +351,10 @@ pub enum OutcomeState {
     Pruned,
     /// An orphaned copy mirra adopted is let go (a Release is planned).
     Released,
+    /// A write is planned but waits for a later pass of its namespace: one
+    /// pass sends a bounded number of writes, SyncConfigs taking turns, so
+    /// a large SyncConfig cannot hold back another's edit.
+    Pending,
     /// An orphaned copy is kept (pruning opted out, or its SyncConfig is
     /// invalid).
     Retained {
@@ -669,6 +682,48 @@ pub fn plan_namespace_scoped(
     ops.extend(deletes.into_values());
     outcomes.sort_by(|a, b| (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target)));
     NamespacePlan { ops, outcomes }
+}
+
+/// Splits one namespace's writes into those a pass sends now (at most
+/// `cap`, SyncConfigs taking turns: the first write of each, then the
+/// second of each, and so on, each SyncConfig's own order kept) and those
+/// that wait for the next pass. A SyncConfig with thousands of writes then
+/// delays another's edit by one bounded pass at most, not by all of its
+/// writes. `cap` 0 is taken as 1.
+pub fn take_turns<T>(
+    ops: Vec<T>,
+    config_of: impl Fn(&T) -> &ConfigRef,
+    cap: usize,
+) -> (Vec<T>, Vec<T>) {
+    let cap = cap.max(1);
+    if ops.len() <= cap {
+        return (ops, Vec::new());
+    }
+    let mut queues: BTreeMap<ConfigRef, std::collections::VecDeque<T>> = BTreeMap::new();
+    for op in ops {
+        queues
+            .entry(config_of(&op).clone())
+            .or_default()
+            .push_back(op);
+    }
+    let mut now = Vec::with_capacity(cap);
+    while now.len() < cap {
+        let mut took = false;
+        for q in queues.values_mut() {
+            if now.len() == cap {
+                break;
+            }
+            if let Some(op) = q.pop_front() {
+                now.push(op);
+                took = true;
+            }
+        }
+        if !took {
+            break;
+        }
+    }
+    let later = queues.into_values().flatten().collect();
+    (now, later)
 }
 
 /// `body` with [`ADOPTED_ANNOTATION`] set, so that an adopted copy keeps

@@ -390,3 +390,41 @@ proptest! {
         prop_assert_eq!(foreign_copies(&store), before);
     }
 }
+
+mod turns {
+    use mirra_mirror::{ConfigRef, take_turns};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A pass sends at most `cap` writes, loses none, keeps each
+        /// SyncConfig's order, and gives every SyncConfig its turn: each
+        /// sends at least its fair share (or all it has).
+        #[test]
+        fn turns_are_bounded_complete_ordered_and_fair(
+            owners in proptest::collection::vec(0u8..4, 0..60),
+            cap in 0usize..20,
+        ) {
+            let ops: Vec<(ConfigRef, usize)> = owners
+                .iter()
+                .enumerate()
+                .map(|(i, o)| (ConfigRef::new("ops", format!("c{o}")), i))
+                .collect();
+            let (now, later) = take_turns(ops.clone(), |(c, _)| c, cap);
+            let cap = cap.max(1);
+            prop_assert!(now.len() <= cap);
+            prop_assert_eq!(now.len() + later.len(), ops.len());
+            if ops.len() > cap { prop_assert_eq!(now.len(), cap); }
+            let configs: std::collections::BTreeSet<_> = ops.iter().map(|(c, _)| c.clone()).collect();
+            for c in &configs {
+                let mine: Vec<usize> = ops.iter().filter(|(o, _)| o == c).map(|(_, i)| *i).collect();
+                let sent: Vec<usize> = now.iter().filter(|(o, _)| o == c).map(|(_, i)| *i).collect();
+                let rest: Vec<usize> = later.iter().filter(|(o, _)| o == c).map(|(_, i)| *i).collect();
+                // Order kept: what is sent is a prefix of the SyncConfig's writes.
+                prop_assert_eq!(&mine[..sent.len()], &sent[..]);
+                prop_assert_eq!(&mine[sent.len()..], &rest[..]);
+                let share = (cap / configs.len()).min(mine.len());
+                prop_assert!(sent.len() >= share, "{} sent {} of share {}", c, sent.len(), share);
+            }
+        }
+    }
+}
