@@ -1125,6 +1125,11 @@ impl Store {
                     "the name of the object ({n}) does not match the name on the URL ({name})"
                 )));
             }
+            // A resourceVersion in the apply configuration is a
+            // precondition, as for any other write.
+            if let Some(current) = seen {
+                check_resource_version(res, name, &applied, current)?;
+            }
             let mut applied = applied;
             if opts.status {
                 // An apply to /status only touches status.

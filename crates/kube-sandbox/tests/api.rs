@@ -3155,3 +3155,62 @@ async fn a_filtered_watch_sees_objects_enter_and_leave_its_selection() {
     assert!(matches!(replay[0], WatchEvent::Deleted(_)), "{replay:?}");
     assert!(matches!(replay[1], WatchEvent::Added(_)), "{replay:?}");
 }
+
+/// A resourceVersion in a server-side apply configuration is a
+/// precondition: a stale one is refused with 409 and changes nothing.
+#[tokio::test]
+async fn a_server_side_apply_with_a_stale_resource_version_is_a_conflict() {
+    let (_sb, client) = sandbox().await;
+    create_ns(&client, "rv").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "rv");
+    let first = api
+        .patch(
+            "c",
+            &PatchParams::apply("t"),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c"}, "data": {"k": "1"}})),
+        )
+        .await
+        .unwrap();
+    let rv1 = first.metadata.resource_version.clone().unwrap();
+    api.patch(
+        "c",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+    )
+    .await
+    .unwrap();
+    let stale = api
+        .patch(
+            "c",
+            &PatchParams::apply("t").force(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "resourceVersion": rv1}, "data": {"k": "2"}})),
+        )
+        .await;
+    match stale {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 409, "{s:?}");
+            assert!(
+                s.message.contains("the object has been modified"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("not a conflict: {other:?}"),
+    }
+    let now = api.get("c").await.unwrap();
+    assert_eq!(now.data.as_ref().unwrap()["k"], "1");
+    // The current version is accepted.
+    let fresh = api
+        .patch(
+            "c",
+            &PatchParams::apply("t").force(),
+            &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "resourceVersion": now.metadata.resource_version},
+                "data": {"k": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(fresh.data.unwrap()["k"], "2");
+}

@@ -406,7 +406,17 @@ async fn send(
             force_recreate,
             check_adoption,
             ..
-        } => match write::apply(&shared.fence, client, &ar, &t.namespace, &t.name, body).await {
+        } => match write::apply(
+            &shared.fence,
+            client,
+            &ar,
+            &t.namespace,
+            &t.name,
+            body,
+            planned_from.as_deref(),
+        )
+        .await
+        {
             Ok(applied) => {
                 shared.metrics.write("apply", &t.kind);
                 let (version, body_hash) = if *check_adoption && applied.others_had_a_hand {
@@ -415,9 +425,16 @@ async fn send(
                     tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
                         "adopted an existing object");
                     let marked = mirra_mirror::with_adopted_mark(body);
-                    let again =
-                        write::apply(&shared.fence, client, &ar, &t.namespace, &t.name, &marked)
-                            .await?;
+                    let again = write::apply(
+                        &shared.fence,
+                        client,
+                        &ar,
+                        &t.namespace,
+                        &t.name,
+                        &marked,
+                        Some(&applied.version),
+                    )
+                    .await?;
                     shared.metrics.write("apply", &t.kind);
                     (again.version, mirra_mirror::marks::content_hash(&marked))
                 } else {

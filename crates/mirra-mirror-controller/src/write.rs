@@ -136,7 +136,11 @@ pub struct Applied {
 }
 
 /// Server-side applies `body` (forced: the SyncConfig is the source of
-/// truth for the fields it sets; fields others set are untouched).
+/// truth for the fields it sets; fields others set are untouched). With
+/// `planned_from`, the resourceVersion of the object the write was
+/// planned from, the apply is conditional on it: a write delayed in flight
+/// or sent by a paused ex-leader cannot land over a newer version (the
+/// server answers 409 and the namespace is planned again).
 pub async fn apply(
     fence: &WriteFence,
     client: &kube::Client,
@@ -144,9 +148,22 @@ pub async fn apply(
     namespace: &str,
     name: &str,
     body: &Value,
+    planned_from: Option<&str>,
 ) -> Result<Applied, WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = PatchParams::apply(FIELD_MANAGER).force();
+    let conditional;
+    let body = match planned_from.filter(|v| !v.is_empty()) {
+        Some(version) => {
+            let mut b = body.clone();
+            if let Some(meta) = b.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("resourceVersion".into(), Value::String(version.to_string()));
+            }
+            conditional = b;
+            &conditional
+        }
+        None => body,
+    };
     let o = fenced(
         fence
             .send(api.patch(name, &params, &Patch::Apply(body)))

@@ -241,3 +241,63 @@ async fn a_large_syncconfig_does_not_starve_another_ones_edit() {
     .await;
     ctl.stop().await;
 }
+
+/// Every apply of an existing copy is conditional on the version it was
+/// planned from: planned from a stale cache (its watch is away while
+/// someone else edits the copy), the write is refused with 409 instead of
+/// landing over the newer version, and goes through once the cache has
+/// caught up, keeping the other writer's change.
+#[tokio::test]
+async fn an_apply_planned_from_a_stale_version_does_not_land() {
+    let env = Env::new().await;
+    env.create_ns("p", &[("team", "a")]).await;
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({"k": "1"}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("copied", || async { env.cm("p", "c").await.is_some() }).await;
+    env.settle().await;
+    // The ConfigMap watch goes away for a while: mirra's cache keeps the
+    // old version.
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("watch".into()),
+            resource: Some("configmaps".into()),
+            latency_ms: Some(1500),
+            count: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    env.sb.close_watches();
+    env.cms("p")
+        .patch(
+            "c",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"audited": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    let before = ctl.metric("mirra_errors_total{class=\"transient\"}");
+    env.patch_sc_spec(
+        "base",
+        spec_for_team("a", vec![cm_item("c", json!({"k": "2"}))]),
+    )
+    .await;
+    wait_for("the edit applied", || async {
+        env.cm_data("p", "c").await.is_some_and(|d| d["k"] == "2")
+    })
+    .await;
+    // The first attempt, planned from the stale version, was refused.
+    assert!(
+        ctl.metric("mirra_errors_total{class=\"transient\"}") > before,
+        "no write was refused"
+    );
+    let c = env.cm("p", "c").await.unwrap();
+    assert_eq!(c.metadata.labels.unwrap()["audited"], "yes");
+    ctl.stop().await;
+}
