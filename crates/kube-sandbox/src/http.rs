@@ -740,22 +740,7 @@ async fn scale(
         _ => return Err(ApiError::method_not_allowed(method.as_str(), &res.plural)),
     };
     let replicas = crate::kinds::scale_replicas(res, name, &wanted)?;
-    if let Some(rv) = wanted
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .filter(|rv| !rv.is_empty())
-        && Some(rv)
-            != current
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-    {
-        return Err(ApiError::conflict(
-            &res.group,
-            &res.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    crate::store::check_resource_version(res, name, &wanted, &current)?;
     let opts = write_options(q, headers, false)?;
     let mut updated = current;
     updated["spec"]["replicas"] = json!(replicas);

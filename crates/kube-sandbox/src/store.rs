@@ -378,7 +378,7 @@ fn decode_continue(token: &str) -> Result<(u64, Key), ApiError> {
 
 /// Optimistic concurrency: a non-empty `metadata.resourceVersion` in the
 /// incoming object must equal the stored one, else 409 Conflict.
-fn check_resource_version(
+pub(crate) fn check_resource_version(
     res: &Resource,
     name: &str,
     incoming: &Value,

@@ -1017,22 +1017,7 @@ async fn partial(
             "the body of the request must be a JSON object",
         ));
     }
-    if let Some(rv) = wanted
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .filter(|rv| !rv.is_empty())
-        && Some(rv)
-            != current
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-    {
-        return Err(ApiError::conflict(
-            &res.group,
-            &res.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    crate::store::check_resource_version(res, name, &wanted, &current)?;
     let now = now();
     let (new, causes) = match sub {
         "ephemeralcontainers" => ephemeral_update(&current, &wanted),
