@@ -388,6 +388,24 @@ fn event_to_write_buckets(registry: &Registry) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The controller's `mirra_errors_total` by class (only non-zero ones).
+fn write_errors(registry: &Registry) -> Vec<(String, u64)> {
+    let mut text = String::new();
+    if mirra_mirror_controller::prometheus_client::encoding::text::encode(&mut text, registry)
+        .is_err()
+    {
+        return Vec::new();
+    }
+    text.lines()
+        .filter(|l| l.starts_with("mirra_errors_total{"))
+        .filter_map(|l| {
+            let class = l.split("class=\"").nth(1)?.split('"').next()?.to_string();
+            let n: f64 = l.rsplit(' ').next()?.parse().ok()?;
+            (n > 0.0).then_some((class, n as u64))
+        })
+        .collect()
+}
+
 /// Per-bucket difference of two cumulative snapshots (same bucket order).
 fn bucket_diff(before: &[(String, u64)], after: &[(String, u64)]) -> Vec<(String, u64)> {
     after
@@ -613,6 +631,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         time: t.elapsed(),
         requests: by_verb(&s4, &s5),
     });
+    let write_errors = write_errors(&registry);
     token.cancel();
     ctl.await??;
     counter_task.abort();
@@ -709,6 +728,18 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     );
     println!(
         "mirra's request counts include the bench's own copy-counting watch (1 list + its watch requests)."
+    );
+    println!(
+        "controller's failed writes over the whole run (mirra_errors_total by class; each was retried): {}",
+        if write_errors.is_empty() {
+            "none".to_string()
+        } else {
+            write_errors
+                .iter()
+                .map(|(class, n)| format!("{class} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
     );
     match (external, rss_before, rss_after) {
         (true, Some(b), Some(a)) => println!(
