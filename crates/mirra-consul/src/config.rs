@@ -65,9 +65,38 @@ pub mod env {
     pub const TLS_SERVER_NAME: &str = "CONSUL_TLS_SERVER_NAME";
     /// Consul Enterprise namespace.
     pub const NAMESPACE: &str = "CONSUL_NAMESPACE";
-    /// Consul Enterprise admin partition.
+    /// Consul Enterprise admin partition (also read by consul-k8s 1.x).
     pub const PARTITION: &str = "CONSUL_PARTITION";
+
+    // consul-k8s 1.x names (its `control-plane/subcommand/flags`).
+
+    /// consul-k8s 1.x: the servers, as one DNS name (which may resolve to
+    /// several servers) or a comma-separated list of IP addresses or names.
+    pub const ADDRESSES: &str = "CONSUL_ADDRESSES";
+    /// consul-k8s 1.x: the HTTP(S) port of the servers in `CONSUL_ADDRESSES`.
+    pub const HTTP_PORT: &str = "CONSUL_HTTP_PORT";
+    /// consul-k8s 1.x: `true` speaks https to the servers in `CONSUL_ADDRESSES`.
+    pub const USE_TLS: &str = "CONSUL_USE_TLS";
+    /// consul-k8s 1.x: PEM file with the CA certificate(s).
+    pub const CACERT_FILE: &str = "CONSUL_CACERT_FILE";
+    /// consul-k8s 1.x: datacenter (`dc` query parameter).
+    pub const DATACENTER: &str = "CONSUL_DATACENTER";
+    /// consul-k8s 1.x: timeout of one API request, as a Go duration.
+    pub const API_TIMEOUT: &str = "CONSUL_API_TIMEOUT";
+    /// consul-k8s 1.x: ACL token.
+    pub const ACL_TOKEN: &str = "CONSUL_ACL_TOKEN";
+    /// consul-k8s 1.x: path of a file holding the ACL token.
+    pub const ACL_TOKEN_FILE: &str = "CONSUL_ACL_TOKEN_FILE";
 }
+
+/// Port of the servers named by `CONSUL_ADDRESSES` when `CONSUL_HTTP_PORT`
+/// is not set: Consul's default HTTP port, or its usual HTTPS port with
+/// `CONSUL_USE_TLS`. (consul-k8s has no default: its Helm chart always sets
+/// the port.)
+pub const DEFAULT_HTTP_PORT: u16 = 8500;
+
+/// See [`DEFAULT_HTTP_PORT`].
+pub const DEFAULT_HTTPS_PORT: u16 = 8501;
 
 /// An ACL token. The secret never appears in `Debug` output and the type has
 /// no `Display`; the only way to read it is [`Token::expose`], which the
@@ -106,6 +135,10 @@ pub enum TokenSource {
     EnvVar,
     /// The file named by `CONSUL_HTTP_TOKEN_FILE`.
     EnvFile(PathBuf),
+    /// The `CONSUL_ACL_TOKEN` environment variable (consul-k8s 1.x).
+    EnvAclToken,
+    /// The file named by `CONSUL_ACL_TOKEN_FILE` (consul-k8s 1.x).
+    EnvAclTokenFile(PathBuf),
 }
 
 impl fmt::Display for TokenSource {
@@ -116,6 +149,10 @@ impl fmt::Display for TokenSource {
             Self::EnvVar => write!(f, "token from {}", env::HTTP_TOKEN),
             Self::EnvFile(p) => {
                 write!(f, "token from {} ({})", env::HTTP_TOKEN_FILE, p.display())
+            }
+            Self::EnvAclToken => write!(f, "token from {}", env::ACL_TOKEN),
+            Self::EnvAclTokenFile(p) => {
+                write!(f, "token from {} ({})", env::ACL_TOKEN_FILE, p.display())
             }
         }
     }
@@ -196,8 +233,15 @@ impl fmt::Debug for Overrides {
 /// Everything the client needs to talk to Consul.
 #[derive(Clone, Debug)]
 pub struct ConsulConfig {
-    /// Base URL of the HTTP API, without the `/v1` prefix.
+    /// Base URL of the HTTP API, without the `/v1` prefix. With
+    /// [`ConsulConfig::addresses`] set, the first of them.
     pub address: Url,
+    /// The servers to fail over between, in order (from `CONSUL_ADDRESSES`).
+    /// Empty: [`ConsulConfig::address`] is the only server. A host name here
+    /// is resolved when the client is built and every address it resolves to
+    /// becomes one server; requests go to one server until it fails to
+    /// connect or times out, then to the next.
+    pub addresses: Vec<Url>,
     /// ACL token, if any.
     pub token: Option<TokenConfig>,
     /// TLS settings (ignored for http addresses except `insecure_skip_verify`).
@@ -291,6 +335,30 @@ pub enum ConfigError {
     /// The HTTP client could not be built from these settings.
     #[error("cannot build HTTP client: {0}")]
     HttpClient(String),
+    /// A port setting is not a number between 1 and 65535.
+    #[error("invalid port {value:?} for {name}: expected a number between 1 and 65535")]
+    BadPort {
+        /// Which variable.
+        name: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// A duration setting is not a positive Go duration (`5s`, `1m30s`).
+    #[error("invalid duration {value:?} for {name}: {reason}")]
+    BadDuration {
+        /// Which variable.
+        name: &'static str,
+        /// What was given.
+        value: String,
+        /// What is wrong with it.
+        reason: DurationError,
+    },
+    /// None of the servers' host names resolved to an address.
+    #[error("cannot resolve any Consul server: {reason}")]
+    Resolve {
+        /// Each name and why it did not resolve.
+        reason: String,
+    },
 }
 
 impl ConsulConfig {
@@ -316,6 +384,7 @@ impl ConsulConfig {
     pub fn new(address: &str) -> Result<Self, ConfigError> {
         Ok(Self {
             address: parse_address(address, false, "explicit address")?,
+            addresses: Vec::new(),
             token: None,
             tls: TlsConfig::default(),
             datacenter: None,
@@ -330,9 +399,25 @@ impl ConsulConfig {
     /// Builds the configuration from an environment map (normally the
     /// process environment) and explicit values, which win over it.
     ///
-    /// Token precedence: an explicit token file, an explicit token,
-    /// `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`. Within one level the
-    /// file wins, as it does in Consul's own client.
+    /// Both Consul's CLI variables (`CONSUL_HTTP_*`) and consul-k8s 1.x's
+    /// (`CONSUL_ADDRESSES`, `CONSUL_ACL_TOKEN`, ...) are read; where both
+    /// name the same setting, consul-k8s 1.x's wins, since that is the
+    /// program mirra replaces:
+    ///
+    /// - servers: the explicit address, `CONSUL_ADDRESSES` (with
+    ///   `CONSUL_HTTP_PORT` and `CONSUL_USE_TLS`), `CONSUL_HTTP_ADDR` (with
+    ///   `CONSUL_HTTP_SSL`), `127.0.0.1:8500`;
+    /// - token: an explicit token file, an explicit token,
+    ///   `CONSUL_ACL_TOKEN`, `CONSUL_ACL_TOKEN_FILE`,
+    ///   `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`;
+    /// - CA file: explicit, `CONSUL_CACERT_FILE`, `CONSUL_CACERT`;
+    /// - datacenter: explicit, `CONSUL_DATACENTER`;
+    /// - request timeout: `CONSUL_API_TIMEOUT`, else
+    ///   [`DEFAULT_REQUEST_TIMEOUT`].
+    ///
+    /// An empty variable counts as unset. A malformed one is an error naming
+    /// it (consul-k8s silently ignores a malformed port, boolean or
+    /// duration; mirra refuses to start on one instead).
     pub fn from_sources(
         env_map: &BTreeMap<String, String>,
         overrides: &Overrides,
@@ -348,10 +433,39 @@ impl ConsulConfig {
             Some(v) => parse_bool(env::HTTP_SSL, &v)?,
             None => false,
         };
-        let address = match (&overrides.address, get(env::HTTP_ADDR)) {
-            (Some(a), _) => parse_address(a, ssl, "explicit address")?,
-            (None, Some(a)) => parse_address(&a, ssl, env::HTTP_ADDR)?,
-            (None, None) => parse_address(DEFAULT_ADDRESS, ssl, "default address")?,
+        let use_tls = match get(env::USE_TLS) {
+            Some(v) => parse_bool(env::USE_TLS, &v)?,
+            None => false,
+        };
+        // Validated even when CONSUL_ADDRESSES is unset, so that a typo is
+        // reported rather than silently unused.
+        let http_port = match get(env::HTTP_PORT) {
+            Some(v) => Some(parse_port(env::HTTP_PORT, &v)?),
+            None => None,
+        };
+        let mut addresses = Vec::new();
+        let address = match (&overrides.address, get(env::ADDRESSES), get(env::HTTP_ADDR)) {
+            (Some(a), _, _) => parse_address(a, ssl, "explicit address")?,
+            (None, Some(list), _) => {
+                let port = http_port.unwrap_or(if use_tls {
+                    DEFAULT_HTTPS_PORT
+                } else {
+                    DEFAULT_HTTP_PORT
+                });
+                addresses = parse_addresses(&list, use_tls, port)?;
+                match addresses.first() {
+                    Some(first) => first.clone(),
+                    None => {
+                        return Err(ConfigError::BadAddress {
+                            value: list,
+                            origin: env::ADDRESSES,
+                            reason: "no address".into(),
+                        });
+                    }
+                }
+            }
+            (None, None, Some(a)) => parse_address(&a, ssl, env::HTTP_ADDR)?,
+            (None, None, None) => parse_address(DEFAULT_ADDRESS, ssl, "default address")?,
         };
 
         let token = if let Some(path) = &overrides.token_file {
@@ -364,6 +478,17 @@ impl ConsulConfig {
                 secret: Token::new(secret),
                 source: TokenSource::Explicit,
             })
+        } else if let Some(secret) = get(env::ACL_TOKEN) {
+            Some(TokenConfig {
+                secret: Token::new(secret),
+                source: TokenSource::EnvAclToken,
+            })
+        } else if let Some(path) = get(env::ACL_TOKEN_FILE) {
+            let path = PathBuf::from(path);
+            Some(read_token_file(
+                TokenSource::EnvAclTokenFile(path.clone()),
+                &path,
+            )?)
         } else if let Some(path) = get(env::HTTP_TOKEN_FILE) {
             let path = PathBuf::from(path);
             Some(read_token_file(TokenSource::EnvFile(path.clone()), &path)?)
@@ -385,6 +510,7 @@ impl ConsulConfig {
             ca_file: overrides
                 .ca_file
                 .clone()
+                .or_else(|| get(env::CACERT_FILE).map(PathBuf::from))
                 .or_else(|| get(env::CACERT).map(PathBuf::from)),
             client_cert: overrides
                 .client_cert
@@ -404,15 +530,34 @@ impl ConsulConfig {
             return Err(ConfigError::IncompleteClientIdentity);
         }
 
+        let request_timeout = match get(env::API_TIMEOUT) {
+            Some(v) => {
+                let d = parse_go_duration(&v).map_err(|reason| ConfigError::BadDuration {
+                    name: env::API_TIMEOUT,
+                    value: v.clone(),
+                    reason,
+                })?;
+                // consul-k8s treats a zero timeout as "use the default".
+                if d.is_zero() {
+                    DEFAULT_REQUEST_TIMEOUT
+                } else {
+                    d
+                }
+            }
+            None => DEFAULT_REQUEST_TIMEOUT,
+        };
+        let non_empty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+
         Ok(Self {
             address,
+            addresses,
             token,
             tls,
-            datacenter: overrides.datacenter.clone().filter(|s| !s.is_empty()),
-            namespace: overrides.namespace.clone().or_else(|| get(env::NAMESPACE)),
-            partition: overrides.partition.clone().or_else(|| get(env::PARTITION)),
+            datacenter: non_empty(&overrides.datacenter).or_else(|| get(env::DATACENTER)),
+            namespace: non_empty(&overrides.namespace).or_else(|| get(env::NAMESPACE)),
+            partition: non_empty(&overrides.partition).or_else(|| get(env::PARTITION)),
             retry: RetryPolicy::default(),
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            request_timeout,
             txn_max_ops: DEFAULT_TXN_MAX_OPS,
         })
     }
@@ -445,6 +590,201 @@ pub fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> 
             value: other.to_owned(),
         }),
     }
+}
+
+/// Parses a TCP port (1 to 65535).
+pub fn parse_port(name: &'static str, value: &str) -> Result<u16, ConfigError> {
+    match value.trim().parse::<u16>() {
+        Ok(p) if p != 0 => Ok(p),
+        _ => Err(ConfigError::BadPort {
+            name,
+            value: value.to_owned(),
+        }),
+    }
+}
+
+/// Parses `CONSUL_ADDRESSES`: comma-separated host names or IP addresses
+/// (IPv6 with or without brackets), no scheme and no port, into one URL
+/// each with `port` and the scheme `use_tls` selects. consul-k8s also
+/// accepts `exec=<command>` (a program printing the addresses); mirra runs
+/// no programs from its environment and refuses it.
+pub fn parse_addresses(value: &str, use_tls: bool, port: u16) -> Result<Vec<Url>, ConfigError> {
+    let bad = |reason: String| ConfigError::BadAddress {
+        value: value.to_owned(),
+        origin: env::ADDRESSES,
+        reason,
+    };
+    if value.trim_start().starts_with("exec=") {
+        return Err(bad(
+            "exec= discovery is not supported; give a DNS name or IP addresses".into(),
+        ));
+    }
+    let scheme = if use_tls { "https" } else { "http" };
+    let mut out = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bare = entry
+            .strip_prefix('[')
+            .and_then(|e| e.strip_suffix(']'))
+            .unwrap_or(entry);
+        let host = if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+            match ip {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            }
+        } else if is_dns_name(entry) {
+            entry.to_ascii_lowercase()
+        } else {
+            return Err(bad(format!(
+                "{entry:?} is not a host name or IP address (no scheme or port here: \
+                 the port comes from {}, https from {})",
+                env::HTTP_PORT,
+                env::USE_TLS
+            )));
+        };
+        let url = Url::parse(&format!("{scheme}://{host}:{port}"))
+            .map_err(|e| bad(format!("{entry:?}: {e}")))?;
+        if !out.contains(&url) {
+            out.push(url);
+        }
+    }
+    Ok(out)
+}
+
+/// A DNS name as a host: dot-separated labels of letters, digits, `-` and
+/// `_` (Kubernetes Service names are such names), none empty, none
+/// starting or ending with `-`.
+fn is_dns_name(s: &str) -> bool {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        // All digits and dots is a malformed IPv4 address, not a name.
+        && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// Why a Go duration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was given.
+    #[error("empty duration")]
+    Empty,
+    /// Not Go's syntax: decimal numbers, each with a unit.
+    #[error("expected decimal numbers each followed by a unit (ns, us, ms, s, m, h), e.g. 5s or 1m30s")]
+    Syntax,
+    /// A number without a unit (Go accepts only `0` bare).
+    #[error("missing unit (ns, us, ms, s, m, h)")]
+    MissingUnit,
+    /// A unit Go does not know.
+    #[error("unknown unit {0:?}")]
+    UnknownUnit(String),
+    /// A negative duration: no setting read here can use one.
+    #[error("must not be negative")]
+    Negative,
+    /// Larger than Go's largest duration (about 292 years).
+    #[error("too large")]
+    Overflow,
+}
+
+/// Parses a duration the way Go's `time.ParseDuration` does (consul-k8s
+/// reads `CONSUL_API_TIMEOUT` with it): an optional sign, then one or more
+/// decimal numbers, each possibly fractional (`1.5s`, `.5s`), each followed
+/// by a unit `ns`, `us` (or `µs`, `μs`), `ms`, `s`, `m` or `h`; or `0`
+/// alone. Unlike Go, negative durations are refused, and the value must fit
+/// Go's range (`i64` nanoseconds).
+pub fn parse_go_duration(value: &str) -> Result<Duration, DurationError> {
+    let mut rest = value;
+    if rest.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let negative = match rest.as_bytes()[0] {
+        b'-' => {
+            rest = &rest[1..];
+            true
+        }
+        b'+' => {
+            rest = &rest[1..];
+            false
+        }
+        _ => false,
+    };
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return Err(DurationError::Syntax);
+    }
+    let limit = u128::from(i64::MAX.unsigned_abs());
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (int_digits, tail) = rest.split_at(int_len);
+        let (frac_digits, tail) = match tail.strip_prefix('.') {
+            Some(t) => {
+                let n = t.bytes().take_while(u8::is_ascii_digit).count();
+                t.split_at(n)
+            }
+            None => ("", tail),
+        };
+        if int_digits.is_empty() && frac_digits.is_empty() {
+            return Err(DurationError::Syntax);
+        }
+        let unit_len = tail
+            .char_indices()
+            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
+            .map_or(tail.len(), |(i, _)| i);
+        let (unit, tail) = tail.split_at(unit_len);
+        let unit_ns: u128 = match unit {
+            "" => return Err(DurationError::MissingUnit),
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60 * 1_000_000_000,
+            "h" => 3_600 * 1_000_000_000,
+            other => return Err(DurationError::UnknownUnit(other.to_owned())),
+        };
+        // Leading zeros cannot overflow; anything past 20 significant
+        // digits is beyond i64 nanoseconds in any unit.
+        let int_sig = int_digits.trim_start_matches('0');
+        if int_sig.len() > 20 {
+            return Err(DurationError::Overflow);
+        }
+        let int: u128 = if int_sig.is_empty() {
+            0
+        } else {
+            int_sig.parse().map_err(|_| DurationError::Overflow)?
+        };
+        // Digits past the 18th contribute less than a nanosecond even in
+        // hours, so they are dropped (Go drops them too).
+        let frac_used = &frac_digits[..frac_digits.len().min(18)];
+        let frac_part = if frac_used.is_empty() {
+            0
+        } else {
+            let f: u128 = frac_used.parse().map_err(|_| DurationError::Syntax)?;
+            let scale = 10u128.pow(u32::try_from(frac_used.len()).unwrap_or(18));
+            f * unit_ns / scale
+        };
+        total = int
+            .checked_mul(unit_ns)
+            .and_then(|v| v.checked_add(frac_part))
+            .and_then(|v| v.checked_add(total))
+            .filter(|v| *v <= limit)
+            .ok_or(DurationError::Overflow)?;
+        rest = tail;
+    }
+    if negative && total != 0 {
+        return Err(DurationError::Negative);
+    }
+    let nanos = u64::try_from(total).map_err(|_| DurationError::Overflow)?;
+    Ok(Duration::from_nanos(nanos))
 }
 
 /// Parses an address: `host:port` (http, or https when `ssl`), or an

@@ -37,7 +37,7 @@ pub use backoff::RetryPolicy;
 pub use blocking::{QueryOptions, Versioned, WatchOptions};
 pub use client::{Client, INDEX_HEADER, TOKEN_HEADER};
 pub use config::{
-    ConfigError, ConsulConfig, Overrides, TlsConfig, Token, TokenConfig, TokenSource,
+    ConfigError, ConsulConfig, DurationError, Overrides, TlsConfig, Token, TokenConfig, TokenSource,
 };
 pub use error::Error;
 pub use txn::{FailedOp, TxnBatchError, TxnOp, TxnResult, TxnSummary, Verb, split_ops};
