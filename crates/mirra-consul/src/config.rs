@@ -677,7 +677,9 @@ pub enum DurationError {
     #[error("empty duration")]
     Empty,
     /// Not Go's syntax: decimal numbers, each with a unit.
-    #[error("expected decimal numbers each followed by a unit (ns, us, ms, s, m, h), e.g. 5s or 1m30s")]
+    #[error(
+        "expected decimal numbers each followed by a unit (ns, us, ms, s, m, h), e.g. 5s or 1m30s"
+    )]
     Syntax,
     /// A number without a unit (Go accepts only `0` bare).
     #[error("missing unit (ns, us, ms, s, m, h)")]
@@ -1185,6 +1187,360 @@ mod tests {
             prop_assert_eq!(u.host_str(), Some(host.as_str()));
             // The URL omits the port when it is the scheme's default.
             prop_assert_eq!(u.port_or_known_default(), Some(port));
+        }
+    }
+    // ----- consul-k8s 1.x variables ------------------------------------------
+
+    #[test]
+    fn consul_addresses_with_port_and_tls() {
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_ADDRESSES", "consul-server.consul.svc"),
+                ("CONSUL_HTTP_PORT", "8501"),
+                ("CONSUL_USE_TLS", "true"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.as_str(), "https://consul-server.consul.svc:8501/");
+        assert_eq!(c.addresses, vec![c.address.clone()]);
+    }
+
+    #[test]
+    fn consul_addresses_ip_list_defaults_port_by_scheme() {
+        let c = ConsulConfig::from_sources(
+            &env(&[(
+                "CONSUL_ADDRESSES",
+                " 10.0.0.1, 10.0.0.2 ,,::1,[fd00::2],10.0.0.1",
+            )]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let got: Vec<&str> = c.addresses.iter().map(Url::as_str).collect();
+        assert_eq!(
+            got,
+            [
+                "http://10.0.0.1:8500/",
+                "http://10.0.0.2:8500/",
+                "http://[::1]:8500/",
+                "http://[fd00::2]:8500/"
+            ]
+        );
+        let c = ConsulConfig::from_sources(
+            &env(&[("CONSUL_ADDRESSES", "10.0.0.1"), ("CONSUL_USE_TLS", "1")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.as_str(), "https://10.0.0.1:8501/");
+    }
+
+    #[test]
+    fn consul_addresses_wins_over_http_addr_and_the_flag_over_both() {
+        let e = env(&[
+            ("CONSUL_ADDRESSES", "10.0.0.1"),
+            ("CONSUL_HTTP_ADDR", "10.9.9.9:8500"),
+        ]);
+        let c = ConsulConfig::from_sources(&e, &Overrides::default()).unwrap();
+        assert_eq!(c.address.host_str(), Some("10.0.0.1"));
+        let o = Overrides {
+            address: Some("http://10.5.5.5:8500".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.address.host_str(), Some("10.5.5.5"));
+        assert!(c.addresses.is_empty());
+    }
+
+    #[test]
+    fn use_tls_applies_to_consul_addresses_not_to_http_addr() {
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_HTTP_ADDR", "10.9.9.9:8500"),
+                ("CONSUL_USE_TLS", "true"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.scheme(), "http");
+    }
+
+    #[test]
+    fn malformed_consul_addresses_are_refused() {
+        for bad in [
+            "exec=discover-servers",
+            "10.0.0.1:8500",
+            "http://consul",
+            "consul/x",
+            "-bad.example",
+            "300.1.1.1",
+            ",, ,",
+        ] {
+            let err = ConsulConfig::from_sources(
+                &env(&[("CONSUL_ADDRESSES", bad)]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadAddress {
+                        origin: "CONSUL_ADDRESSES",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_ADDRESSES"), "{err}");
+        }
+    }
+
+    #[test]
+    fn bad_http_port_is_an_error_even_without_addresses() {
+        for bad in ["0", "65536", "-1", "85OO", "8500.0"] {
+            let err = ConsulConfig::from_sources(
+                &env(&[("CONSUL_HTTP_PORT", bad)]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadPort {
+                        name: "CONSUL_HTTP_PORT",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_HTTP_PORT"));
+        }
+        assert_eq!(parse_port("X", " 65535 ").unwrap(), 65535);
+    }
+
+    #[test]
+    fn bad_use_tls_is_an_error() {
+        let err =
+            ConsulConfig::from_sources(&env(&[("CONSUL_USE_TLS", "yes")]), &Overrides::default())
+                .unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigError::BadBool {
+                name: "CONSUL_USE_TLS",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn api_timeout_is_a_go_duration() {
+        let t = |v: &str| {
+            ConsulConfig::from_sources(&env(&[("CONSUL_API_TIMEOUT", v)]), &Overrides::default())
+        };
+        assert_eq!(t("5s").unwrap().request_timeout, Duration::from_secs(5));
+        assert_eq!(t("1m30s").unwrap().request_timeout, Duration::from_secs(90));
+        // Zero means "the default", as in consul-k8s.
+        assert_eq!(t("0").unwrap().request_timeout, DEFAULT_REQUEST_TIMEOUT);
+        assert_eq!(
+            ConsulConfig::from_sources(&env(&[]), &Overrides::default())
+                .unwrap()
+                .request_timeout,
+            DEFAULT_REQUEST_TIMEOUT
+        );
+        for bad in ["5", "five", "-5s", "5x", "1.2.3s"] {
+            let err = t(bad).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadDuration {
+                        name: "CONSUL_API_TIMEOUT",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_API_TIMEOUT"));
+        }
+    }
+
+    #[test]
+    fn go_duration_syntax() {
+        let ok = |s: &str, d: Duration| assert_eq!(parse_go_duration(s), Ok(d), "{s}");
+        ok("0", Duration::ZERO);
+        ok("+0", Duration::ZERO);
+        ok("-0", Duration::ZERO);
+        ok("5s", Duration::from_secs(5));
+        ok("+5s", Duration::from_secs(5));
+        ok("1m30s", Duration::from_secs(90));
+        ok("1h2m3s4ms5us6ns", Duration::new(3723, 4_005_006));
+        ok("1.5s", Duration::from_millis(1500));
+        ok(".5s", Duration::from_millis(500));
+        ok("1.s", Duration::from_secs(1));
+        ok("2µs", Duration::from_micros(2));
+        ok("2μs", Duration::from_micros(2));
+        ok("0.000000001s", Duration::from_nanos(1));
+        ok("0.0000000009s", Duration::ZERO);
+        ok(
+            "2562047h47m16.854775807s",
+            Duration::from_nanos(i64::MAX.unsigned_abs()),
+        );
+        assert_eq!(parse_go_duration(""), Err(DurationError::Empty));
+        assert_eq!(parse_go_duration("5"), Err(DurationError::MissingUnit));
+        assert_eq!(parse_go_duration("1s5"), Err(DurationError::MissingUnit));
+        assert_eq!(parse_go_duration("-1s"), Err(DurationError::Negative));
+        assert_eq!(parse_go_duration("."), Err(DurationError::Syntax));
+        assert_eq!(parse_go_duration("s"), Err(DurationError::Syntax));
+        assert_eq!(parse_go_duration("+"), Err(DurationError::Syntax));
+        assert_eq!(parse_go_duration(" 5s"), Err(DurationError::Syntax));
+        assert_eq!(
+            parse_go_duration("5d"),
+            Err(DurationError::UnknownUnit("d".into()))
+        );
+        assert_eq!(
+            parse_go_duration("2562047h47m16.854775808s"),
+            Err(DurationError::Overflow)
+        );
+        assert_eq!(
+            parse_go_duration("99999999999999999999999h"),
+            Err(DurationError::Overflow)
+        );
+    }
+
+    #[test]
+    fn consul_k8s_tokens_win_over_consul_http_tokens() {
+        let mut acl_file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(acl_file, "acl-file-secret").unwrap();
+        let acl_path = acl_file.path().to_str().unwrap().to_owned();
+        let mut http_file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(http_file, "http-file-secret").unwrap();
+        let http_path = http_file.path().to_str().unwrap().to_owned();
+        let all = [
+            ("CONSUL_ACL_TOKEN", "acl-secret"),
+            ("CONSUL_ACL_TOKEN_FILE", acl_path.as_str()),
+            ("CONSUL_HTTP_TOKEN_FILE", http_path.as_str()),
+            ("CONSUL_HTTP_TOKEN", "http-secret"),
+        ];
+        let expected = [
+            "acl-secret",
+            "acl-file-secret",
+            "http-file-secret",
+            "http-secret",
+        ];
+        // Dropping the winner each time shows the whole order.
+        for (i, want) in expected.iter().enumerate() {
+            let c = ConsulConfig::from_sources(&env(&all[i..]), &Overrides::default()).unwrap();
+            assert_eq!(c.token.as_ref().unwrap().secret.expose(), *want);
+        }
+        let c = ConsulConfig::from_sources(&env(&all), &Overrides::default()).unwrap();
+        assert_eq!(c.token_hint(), "token from CONSUL_ACL_TOKEN");
+        let c = ConsulConfig::from_sources(&env(&all[1..]), &Overrides::default()).unwrap();
+        assert!(c.token_hint().contains("CONSUL_ACL_TOKEN_FILE"));
+        // The flag still wins over all of them.
+        let o = Overrides {
+            token: Some("flag-secret".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&all), &o).unwrap();
+        assert_eq!(c.token.as_ref().unwrap().secret.expose(), "flag-secret");
+
+        let err = ConsulConfig::from_sources(
+            &env(&[("CONSUL_ACL_TOKEN_FILE", "/nonexistent/mirra/acl-token")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::TokenFileUnreadable { .. }));
+        assert!(err.to_string().contains("CONSUL_ACL_TOKEN_FILE"));
+    }
+
+    #[test]
+    fn cacert_file_wins_over_cacert_and_the_flag_over_both() {
+        let e = env(&[
+            ("CONSUL_CACERT_FILE", "/k8s/ca.pem"),
+            ("CONSUL_CACERT", "/cli/ca.pem"),
+        ]);
+        let c = ConsulConfig::from_sources(&e, &Overrides::default()).unwrap();
+        assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/k8s/ca.pem")));
+        let o = Overrides {
+            ca_file: Some("/flag/ca.pem".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/flag/ca.pem")));
+    }
+
+    #[test]
+    fn datacenter_partition_and_server_name_from_consul_k8s_env() {
+        let e = env(&[
+            ("CONSUL_DATACENTER", "dc3"),
+            ("CONSUL_PARTITION", "team-p"),
+            ("CONSUL_TLS_SERVER_NAME", "server.dc3.consul"),
+        ]);
+        let c = ConsulConfig::from_sources(&e, &Overrides::default()).unwrap();
+        assert_eq!(c.datacenter.as_deref(), Some("dc3"));
+        assert_eq!(c.partition.as_deref(), Some("team-p"));
+        assert_eq!(c.tls.server_name.as_deref(), Some("server.dc3.consul"));
+        let o = Overrides {
+            datacenter: Some("dc4".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.datacenter.as_deref(), Some("dc4"));
+    }
+
+    #[test]
+    fn an_empty_partition_is_not_kept() {
+        for p in ["", "  "] {
+            let c =
+                ConsulConfig::from_sources(&env(&[("CONSUL_PARTITION", p)]), &Overrides::default())
+                    .unwrap();
+            assert_eq!(c.partition, None);
+            let o = Overrides {
+                partition: Some(p.into()),
+                ..Overrides::default()
+            };
+            let c = ConsulConfig::from_sources(&env(&[("CONSUL_PARTITION", "p2")]), &o).unwrap();
+            assert_eq!(c.partition.as_deref(), Some("p2"));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn go_duration_never_panics(s in "[-+0-9.hmsunµμd]{0,24}") {
+            let _ = parse_go_duration(&s);
+        }
+
+        #[test]
+        fn go_duration_never_panics_on_anything(s in ".{0,32}") {
+            let _ = parse_go_duration(&s);
+        }
+
+        #[test]
+        fn go_duration_reads_what_go_would_print(
+            h in 0u64..10_000, m in 0u64..60, s in 0u64..60, ms in 0u64..1000,
+        ) {
+            let want = Duration::from_millis(((h * 60 + m) * 60 + s) * 1000 + ms);
+            // Go's String() form: 1h2m3.004s, 3.004s, 4ms.
+            let text = if h > 0 {
+                format!("{h}h{m}m{s}.{ms:03}s")
+            } else if m > 0 {
+                format!("{m}m{s}.{ms:03}s")
+            } else {
+                format!("{s}.{ms:03}s")
+            };
+            prop_assert_eq!(parse_go_duration(&text), Ok(want));
+            // The same sum in any split of units.
+            let split = format!("{h}h{m}m{s}s{ms}ms");
+            prop_assert_eq!(parse_go_duration(&split), Ok(want));
+            let in_ms = format!("{}ms", want.as_millis());
+            prop_assert_eq!(parse_go_duration(&in_ms), Ok(want));
+        }
+
+        #[test]
+        fn addresses_parsing_never_panics(s in ".{0,64}", tls in any::<bool>(), port in 1u16..) {
+            if let Ok(list) = parse_addresses(&s, tls, port) {
+                for u in list {
+                    prop_assert_eq!(u.port_or_known_default(), Some(port));
+                }
+            }
         }
     }
 }
