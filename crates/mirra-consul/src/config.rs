@@ -210,6 +210,17 @@ pub struct Overrides {
     pub namespace: Option<String>,
     /// Admin partition (`partition` query parameter).
     pub partition: Option<String>,
+    /// Servers as `CONSUL_ADDRESSES` gives them (a DNS name or a
+    /// comma-separated list); wins over `CONSUL_ADDRESSES`, loses to
+    /// `address`.
+    pub addresses: Option<String>,
+    /// Port of the servers in `addresses` (`CONSUL_HTTP_PORT`).
+    pub http_port: Option<u16>,
+    /// https to the servers in `addresses` (`CONSUL_USE_TLS`).
+    pub use_tls: Option<bool>,
+    /// Timeout of one request (`CONSUL_API_TIMEOUT`); zero means the
+    /// default.
+    pub api_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for Overrides {
@@ -226,6 +237,10 @@ impl fmt::Debug for Overrides {
             .field("datacenter", &self.datacenter)
             .field("namespace", &self.namespace)
             .field("partition", &self.partition)
+            .field("addresses", &self.addresses)
+            .field("http_port", &self.http_port)
+            .field("use_tls", &self.use_tls)
+            .field("api_timeout", &self.api_timeout)
             .finish()
     }
 }
@@ -428,6 +443,7 @@ impl ConsulConfig {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
+        let non_empty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
 
         let ssl = match get(env::HTTP_SSL) {
             Some(v) => parse_bool(env::HTTP_SSL, &v)?,
@@ -437,14 +453,23 @@ impl ConsulConfig {
             Some(v) => parse_bool(env::USE_TLS, &v)?,
             None => false,
         };
+        let use_tls = overrides.use_tls.unwrap_or(use_tls);
         // Validated even when CONSUL_ADDRESSES is unset, so that a typo is
         // reported rather than silently unused.
         let http_port = match get(env::HTTP_PORT) {
             Some(v) => Some(parse_port(env::HTTP_PORT, &v)?),
             None => None,
         };
+        if overrides.http_port == Some(0) {
+            return Err(ConfigError::BadPort {
+                name: "explicit HTTP port",
+                value: "0".into(),
+            });
+        }
+        let http_port = overrides.http_port.or(http_port);
+        let listed = non_empty(&overrides.addresses).or_else(|| get(env::ADDRESSES));
         let mut addresses = Vec::new();
-        let address = match (&overrides.address, get(env::ADDRESSES), get(env::HTTP_ADDR)) {
+        let address = match (&overrides.address, listed, get(env::HTTP_ADDR)) {
             (Some(a), _, _) => parse_address(a, ssl, "explicit address")?,
             (None, Some(list), _) => {
                 let port = http_port.unwrap_or(if use_tls {
@@ -531,6 +556,9 @@ impl ConsulConfig {
         }
 
         let request_timeout = match get(env::API_TIMEOUT) {
+            _ if overrides.api_timeout.is_some_and(|d| !d.is_zero()) => {
+                overrides.api_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT)
+            }
             Some(v) => {
                 let d = parse_go_duration(&v).map_err(|reason| ConfigError::BadDuration {
                     name: env::API_TIMEOUT,
@@ -546,8 +574,6 @@ impl ConsulConfig {
             }
             None => DEFAULT_REQUEST_TIMEOUT,
         };
-        let non_empty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-
         Ok(Self {
             address,
             addresses,
@@ -1484,6 +1510,42 @@ mod tests {
         };
         let c = ConsulConfig::from_sources(&e, &o).unwrap();
         assert_eq!(c.datacenter.as_deref(), Some("dc4"));
+    }
+
+    #[test]
+    fn explicit_consul_k8s_values_win_over_the_environment() {
+        let e = env(&[
+            ("CONSUL_ADDRESSES", "10.0.0.1"),
+            ("CONSUL_HTTP_PORT", "8500"),
+            ("CONSUL_USE_TLS", "false"),
+            ("CONSUL_API_TIMEOUT", "5s"),
+        ]);
+        let o = Overrides {
+            addresses: Some("10.0.0.7,10.0.0.8".into()),
+            http_port: Some(8501),
+            use_tls: Some(true),
+            api_timeout: Some(Duration::from_secs(20)),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        let got: Vec<&str> = c.addresses.iter().map(Url::as_str).collect();
+        assert_eq!(got, ["https://10.0.0.7:8501/", "https://10.0.0.8:8501/"]);
+        assert_eq!(c.request_timeout, Duration::from_secs(20));
+        // A zero timeout given explicitly falls back like the variable does.
+        let o = Overrides {
+            api_timeout: Some(Duration::ZERO),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.request_timeout, Duration::from_secs(5));
+        let o = Overrides {
+            http_port: Some(0),
+            ..Overrides::default()
+        };
+        assert!(matches!(
+            ConsulConfig::from_sources(&e, &o).unwrap_err(),
+            ConfigError::BadPort { .. }
+        ));
     }
 
     #[test]
