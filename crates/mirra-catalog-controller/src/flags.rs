@@ -164,7 +164,8 @@ pub struct SyncCatalogArgs {
     /// `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`.
     #[arg(long = "token")]
     pub token: Option<String>,
-    /// File holding the ACL token. Default: `CONSUL_HTTP_TOKEN_FILE`.
+    /// File holding the ACL token; wins over `-token`. Default: as for
+    /// `-token`.
     #[arg(long = "token-file")]
     pub token_file: Option<PathBuf>,
     /// CA bundle to verify Consul's certificate. Default:

@@ -22,6 +22,13 @@
 //! limiter refused it. 4xx answers are never retried (except 429, which
 //! means "later"): the same request would get the same answer.
 //!
+//! Failover: with several servers (`CONSUL_ADDRESSES`), a request whose
+//! server refused or dropped the connection or timed out goes to the next
+//! server at once (each server once per request, then the retry policy's
+//! backoff), under the same rules as any retry: a write that may have been
+//! applied is not resent. The client stays on the server that answered
+//! last, so a dead server costs one failed attempt, not one per request.
+//!
 //! This module must NOT log or format the token, and must NOT hold state
 //! about the catalog: it is a transport, callers own the logic.
 

@@ -4,7 +4,10 @@
 //! Parsing is a pure function of an environment map and explicit values
 //! ([`ConsulConfig::from_sources`]); the only I/O it does is reading the
 //! token file it is pointed at. It reads the same variables as Consul's own
-//! CLI so that an operator's existing environment just works.
+//! CLI (`CONSUL_HTTP_*`) and as consul-k8s 1.x (`CONSUL_ADDRESSES`,
+//! `CONSUL_ACL_TOKEN`, ...) so that an operator's existing environment just
+//! works. It must NOT resolve host names: that happens when the client is
+//! built.
 //!
 //! This module must NOT let the ACL token escape: [`Token`] has no `Display`,
 //! its `Debug` is redacted, and every error names the token by its source
