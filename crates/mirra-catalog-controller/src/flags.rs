@@ -138,19 +138,43 @@ pub struct SyncCatalogArgs {
     #[arg(long = "txn-concurrency", default_value_t = DEFAULT_TXN_CONCURRENCY,
           value_parser = clap::value_parser!(u16).range(1..=MAX_TXN_CONCURRENCY as i64))]
     pub txn_concurrency: u16,
-    /// Consul HTTP address (`host:port` or URL). Default: `CONSUL_HTTP_ADDR`,
-    /// else `127.0.0.1:8500`.
+    /// Consul HTTP address (`host:port` or URL); wins over `-addresses`.
+    /// Default: `CONSUL_ADDRESSES`, else `CONSUL_HTTP_ADDR`, else
+    /// `127.0.0.1:8500`.
     #[arg(long = "http-addr")]
     pub http_addr: Option<String>,
-    /// ACL token. Default: `CONSUL_HTTP_TOKEN`.
+    /// Consul servers: a DNS name (every address it resolves to is a
+    /// server) or comma-separated IP addresses, without port; requests fail
+    /// over between them. Default: `CONSUL_ADDRESSES`.
+    #[arg(long = "addresses")]
+    pub addresses: Option<String>,
+    /// HTTP(S) port of the `-addresses` servers. Default:
+    /// `CONSUL_HTTP_PORT`, else 8500 (8501 with `-use-tls`).
+    #[arg(long = "http-port", value_parser = clap::value_parser!(u16).range(1..))]
+    pub http_port: Option<u16>,
+    /// Speak https to the `-addresses` servers. Default: `CONSUL_USE_TLS`.
+    #[arg(long = "use-tls", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go_bool)]
+    pub use_tls: Option<bool>,
+    /// Timeout of one Consul request (a Go duration, e.g. 5s). Default:
+    /// `CONSUL_API_TIMEOUT`, else 10s.
+    #[arg(long = "api-timeout", value_parser = go_duration)]
+    pub api_timeout: Option<Duration>,
+    /// ACL token. Default: `CONSUL_ACL_TOKEN`, `CONSUL_ACL_TOKEN_FILE`,
+    /// `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`.
     #[arg(long = "token")]
     pub token: Option<String>,
-    /// File holding the ACL token. Default: `CONSUL_HTTP_TOKEN_FILE`.
+    /// File holding the ACL token; wins over `-token`. Default: as for
+    /// `-token`.
     #[arg(long = "token-file")]
     pub token_file: Option<PathBuf>,
-    /// CA bundle to verify Consul's certificate. Default: `CONSUL_CACERT`.
+    /// CA bundle to verify Consul's certificate. Default:
+    /// `CONSUL_CACERT_FILE`, else `CONSUL_CACERT`.
     #[arg(long = "ca-file")]
     pub ca_file: Option<PathBuf>,
+    /// Same as `-ca-file` (consul-k8s 1.x's name); `-ca-file` wins.
+    #[arg(long = "ca-cert-file")]
+    pub ca_cert_file: Option<PathBuf>,
     /// Client certificate for mutual TLS. Default: `CONSUL_CLIENT_CERT`.
     #[arg(long = "client-cert")]
     pub client_cert: Option<PathBuf>,
@@ -165,9 +189,13 @@ pub struct SyncCatalogArgs {
     #[arg(long = "tls-skip-verify", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go_bool)]
     pub tls_skip_verify: Option<bool>,
-    /// Consul datacenter. Default: the agent's.
+    /// Consul datacenter. Default: `CONSUL_DATACENTER`, else the server's.
     #[arg(long = "datacenter")]
     pub datacenter: Option<String>,
+    /// Consul admin partition (Enterprise), sent only when not empty.
+    /// Default: `CONSUL_PARTITION`.
+    #[arg(long = "partition")]
+    pub partition: Option<String>,
 }
 
 /// Parses `-port-layout` in clap, so that a bad value is refused with the
@@ -417,20 +445,24 @@ impl SyncCatalogArgs {
             address: self.http_addr.clone(),
             token: self.token.clone(),
             token_file: self.token_file.clone(),
-            ca_file: self.ca_file.clone(),
+            ca_file: self.ca_file.clone().or_else(|| self.ca_cert_file.clone()),
             client_cert: self.client_cert.clone(),
             client_key: self.client_key.clone(),
             tls_server_name: self.tls_server_name.clone(),
             insecure_skip_verify: self.tls_skip_verify,
             datacenter: self.datacenter.clone(),
             namespace: None,
-            partition: None,
+            partition: self.partition.clone(),
+            addresses: self.addresses.clone(),
+            http_port: self.http_port,
+            use_tls: self.use_tls,
+            api_timeout: self.api_timeout,
         }
     }
 
     /// The Consul connection: the flags over the process environment
-    /// (`CONSUL_HTTP_ADDR`, `CONSUL_HTTP_TOKEN`, ... as Consul's CLI reads
-    /// them). Build the client with `mirra_consul::Client::new`.
+    /// (consul-k8s 1.x's `CONSUL_ADDRESSES`, `CONSUL_ACL_TOKEN`, ... and
+    /// Consul CLI's `CONSUL_HTTP_ADDR`, `CONSUL_HTTP_TOKEN`, ...). Build the client with `mirra_consul::Client::new`.
     pub fn consul_config(&self) -> Result<ConsulConfig, SettingsError> {
         let mut cfg = ConsulConfig::from_process_env(&self.consul_overrides())?;
         cfg.txn_max_ops = self.txn_batch_size.clamp(1, MAX_TXN_BATCH);
@@ -495,6 +527,56 @@ mod tests {
         .map(OsString::from)
         .collect();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn consul_k8s_connection_flags_reach_the_consul_settings() {
+        let a = parse(&[
+            "-addresses=10.0.0.7,10.0.0.8",
+            "-http-port",
+            "8501",
+            "-use-tls",
+            "-api-timeout=1m30s",
+            "-partition",
+            "p1",
+            "-ca-cert-file",
+            "/k8s/ca.pem",
+            "-datacenter=dc2",
+        ])
+        .unwrap();
+        let c = ConsulConfig::from_sources(&Default::default(), &a.consul_overrides()).unwrap();
+        let got: Vec<&str> = c.addresses.iter().map(|u| u.as_str()).collect();
+        assert_eq!(got, ["https://10.0.0.7:8501/", "https://10.0.0.8:8501/"]);
+        assert_eq!(c.request_timeout, Duration::from_secs(90));
+        assert_eq!(c.partition.as_deref(), Some("p1"));
+        assert_eq!(c.datacenter.as_deref(), Some("dc2"));
+        assert_eq!(
+            c.tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/k8s/ca.pem"))
+        );
+        // -ca-file wins over -ca-cert-file; -http-addr over -addresses.
+        let a = parse(&[
+            "-ca-file=/a.pem",
+            "-ca-cert-file=/b.pem",
+            "-addresses=10.0.0.7",
+            "-http-addr=127.0.0.1:8500",
+        ])
+        .unwrap();
+        let c = ConsulConfig::from_sources(&Default::default(), &a.consul_overrides()).unwrap();
+        assert_eq!(
+            c.tls.ca_file.as_deref(),
+            Some(std::path::Path::new("/a.pem"))
+        );
+        assert!(c.addresses.is_empty());
+        assert_eq!(c.address.host_str(), Some("127.0.0.1"));
+        for bad in [
+            &["-http-port=0"][..],
+            &["-http-port=65536"],
+            &["-use-tls=yes"],
+            &["-api-timeout=5"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -22,12 +22,20 @@
 //! limiter refused it. 4xx answers are never retried (except 429, which
 //! means "later"): the same request would get the same answer.
 //!
+//! Failover: with several servers (`CONSUL_ADDRESSES`), a request whose
+//! server refused or dropped the connection or timed out goes to the next
+//! server at once (each server once per request, then the retry policy's
+//! backoff), under the same rules as any retry: a write that may have been
+//! applied is not resent. The client stays on the server that answered
+//! last, so a dead server costs one failed attempt, not one per request.
+//!
 //! This module must NOT log or format the token, and must NOT hold state
 //! about the catalog: it is a transport, callers own the logic.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -82,8 +90,13 @@ pub struct Client {
 }
 
 struct Inner {
-    http: reqwest::Client,
-    base: Url,
+    /// The servers, in configured order; one unless `CONSUL_ADDRESSES`
+    /// named (or resolved to) several.
+    servers: Vec<Server>,
+    /// Index into `servers` of the one requests go to: the last that
+    /// answered, so a dead server costs one failed attempt, not one per
+    /// request.
+    current: AtomicUsize,
     token: Option<Token>,
     token_header: Option<HeaderValue>,
     token_hint: String,
@@ -96,7 +109,15 @@ struct Inner {
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client")
-            .field("address", &self.inner.base.as_str())
+            .field(
+                "servers",
+                &self
+                    .inner
+                    .servers
+                    .iter()
+                    .map(|s| s.base.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .field("token", &self.inner.token_hint)
             .field("common", &self.inner.common)
             .field("retry", &self.inner.retry)
@@ -104,6 +125,13 @@ impl fmt::Debug for Client {
             .field("txn_max_ops", &self.inner.txn_max_ops)
             .finish()
     }
+}
+
+/// One server: its base URL and a connection pool of its own (a TLS server
+/// name must resolve to this server's address only).
+struct Server {
+    http: reqwest::Client,
+    base: Url,
 }
 
 /// One request, ready to send (and resend).
@@ -138,18 +166,7 @@ impl Client {
                  (or CONSUL_HTTP_SSL=true) so it is encrypted"
             );
         }
-        let mut base = config.address.clone();
-        let builder = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-            .tcp_keepalive(TCP_KEEPALIVE)
-            .user_agent(concat!("mirra-consul/", env!("CARGO_PKG_VERSION")));
-        let builder = apply_tls(builder, &config.tls, &mut base)?;
-        let http = builder
-            .build()
-            .map_err(|e| ConfigError::HttpClient(e.to_string()))?;
-
+        let servers = build_servers(&config)?;
         let token_hint = config.token_hint();
         let (token, token_header) = match &config.token {
             Some(t) => {
@@ -167,8 +184,8 @@ impl Client {
 
         Ok(Self {
             inner: Arc::new(Inner {
-                http,
-                base,
+                servers,
+                current: AtomicUsize::new(0),
                 token,
                 token_header,
                 token_hint,
@@ -184,9 +201,25 @@ impl Client {
         })
     }
 
-    /// The base URL requests go to.
+    /// The base URL of the first configured server.
     pub fn address(&self) -> &Url {
-        &self.inner.base
+        &self.inner.servers[0].base
+    }
+
+    /// The base URLs of every server, in order (host names from
+    /// `CONSUL_ADDRESSES` resolved to one entry per address).
+    pub fn servers(&self) -> Vec<Url> {
+        self.inner.servers.iter().map(|s| s.base.clone()).collect()
+    }
+
+    /// The base URL requests currently go to: the last server that
+    /// answered (the first one until a server fails).
+    pub fn current_server(&self) -> &Url {
+        &self.inner.servers[self.current_index()].base
+    }
+
+    fn current_index(&self) -> usize {
+        self.inner.current.load(Ordering::Relaxed) % self.inner.servers.len()
     }
 
     /// Operations per transaction used by [`Client::apply_ops`].
@@ -473,23 +506,54 @@ impl Client {
         segments: &[&str],
         q: Option<&QueryOptions>,
     ) -> Result<Url, Error> {
-        build_url(&self.inner.base, segments, &self.inner.common, q).map_err(|e| Error::Encode {
-            operation,
-            message: e.to_string(),
+        build_url(&self.inner.servers[0].base, segments, &self.inner.common, q).map_err(|e| {
+            Error::Encode {
+                operation,
+                message: e.to_string(),
+            }
         })
     }
 
     /// Sends `call`, retrying per the rules in the module docs.
     async fn execute(&self, call: Call<'_>) -> Result<Answer, Error> {
         let max_attempts = self.inner.retry.max_attempts.max(1);
+        let servers = self.inner.servers.len();
         let mut attempt = 0u32;
+        let mut switches = 0usize;
         loop {
-            attempt += 1;
-            let err = match self.attempt(&call).await {
+            let server = self.current_index();
+            let err = match self.attempt(&call, server).await {
                 Ok(answer) => return Ok(answer),
                 Err(e) => e,
             };
             let may_retry = err.is_retryable() && (call.idempotent || err.certainly_not_applied());
+            if servers > 1 && server_unreachable(&err) {
+                let next = (server + 1) % servers;
+                // Only the first request to see this server fail moves the
+                // cursor; concurrent ones that failed on it too must not
+                // skip the server it moved to.
+                if self
+                    .inner
+                    .current
+                    .compare_exchange(server, next, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    warn!(
+                        operation = call.operation,
+                        class = err.class(),
+                        from = %self.inner.servers[server].base,
+                        to = %self.inner.servers[next].base,
+                        "consul server did not answer, switching to the next one"
+                    );
+                }
+                // Each other server gets one immediate try before the
+                // retry policy's backoff applies.
+                if may_retry && switches + 1 < servers {
+                    switches += 1;
+                    continue;
+                }
+            }
+            attempt += 1;
             if !may_retry || attempt >= max_attempts {
                 debug!(
                     operation = call.operation,
@@ -512,15 +576,19 @@ impl Client {
         }
     }
 
-    async fn attempt(&self, call: &Call<'_>) -> Result<Answer, Error> {
+    async fn attempt(&self, call: &Call<'_>, server: usize) -> Result<Answer, Error> {
+        let target = &self.inner.servers[server];
         let secret = self.inner.token.as_ref().map(Token::expose);
         let transport =
             |e: reqwest::Error| error_from_transport(call.operation, call.timeout, &e, secret);
 
-        let mut req = self
-            .inner
+        let mut url = call.url.clone();
+        if server != 0 {
+            rebase(&mut url, &target.base);
+        }
+        let mut req = target
             .http
-            .request(call.method.clone(), call.url.clone())
+            .request(call.method.clone(), url)
             .timeout(call.timeout);
         if let Some(h) = &self.inner.token_header {
             req = req.header(TOKEN_HEADER, h.clone());
@@ -566,10 +634,143 @@ fn decode<T: DeserializeOwned>(operation: &'static str, body: &[u8]) -> Result<T
     })
 }
 
+/// Whether `err` says the server itself is gone or stuck (so another server
+/// may answer), as opposed to an answer from Consul.
+fn server_unreachable(err: &Error) -> bool {
+    matches!(
+        err,
+        Error::Connect { .. } | Error::Timeout { .. } | Error::Transport { .. }
+    )
+}
+
+/// Points `url` (built on the first server's base) at another server. All
+/// servers from `CONSUL_ADDRESSES` share scheme and path; only host and
+/// port differ.
+fn rebase(url: &mut Url, base: &Url) {
+    // Both come from parsed http(s) URLs with a host, which always accept
+    // a host and a port, so neither call can fail here.
+    let _ = url.set_host(base.host_str());
+    let _ = url.set_port(base.port());
+}
+
+fn http_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+        .tcp_keepalive(TCP_KEEPALIVE)
+        .user_agent(concat!("mirra-consul/", env!("CARGO_PKG_VERSION")))
+}
+
+fn finish(b: reqwest::ClientBuilder) -> Result<reqwest::Client, ConfigError> {
+    b.build()
+        .map_err(|e| ConfigError::HttpClient(e.to_string()))
+}
+
+/// One [`Server`] per configured address; a host name from
+/// `CONSUL_ADDRESSES` becomes one server per address it resolves to.
+fn build_servers(config: &ConsulConfig) -> Result<Vec<Server>, ConfigError> {
+    if config.addresses.is_empty() {
+        let mut base = config.address.clone();
+        let http = finish(apply_tls(http_builder(), &config.tls, &mut base)?)?;
+        return Ok(vec![Server { http, base }]);
+    }
+    let mut servers = Vec::new();
+    let mut failures = Vec::new();
+    for url in &config.addresses {
+        let Some(host) = url.host_str() else { continue };
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let Some(port) = url.port_or_known_default() else {
+            continue;
+        };
+        let addrs: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) => match (host.as_str(), port).to_socket_addrs() {
+                Ok(a) => a.collect(),
+                Err(e) => {
+                    warn!(host = %host, error = %e, "cannot resolve a Consul server name");
+                    failures.push(format!("{host}: {e}"));
+                    continue;
+                }
+            },
+        };
+        let is_name = host.parse::<IpAddr>().is_err();
+        for addr in addrs {
+            let mut base = url.clone();
+            let mut b = apply_tls_files(http_builder(), &config.tls)?;
+            // Over TLS the certificate names the configured server name, or
+            // else the DNS name the operator gave (consul-k8s verifies
+            // against it too); the connection still goes to this address.
+            let sni = config
+                .tls
+                .server_name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .or_else(|| is_name.then(|| host.clone()));
+            match sni {
+                Some(name) if url.scheme() == "https" => {
+                    base.set_host(Some(&name))
+                        .map_err(|e| ConfigError::ServerName {
+                            server_name: name.clone(),
+                            reason: format!("not a valid host name: {e}"),
+                        })?;
+                    b = b.resolve_to_addrs(&name, &[addr]);
+                }
+                _ => {
+                    let ip = match addr.ip() {
+                        IpAddr::V4(v4) => v4.to_string(),
+                        IpAddr::V6(v6) => format!("[{v6}]"),
+                    };
+                    base.set_host(Some(&ip))
+                        .map_err(|e| ConfigError::BadAddress {
+                            value: addr.to_string(),
+                            origin: crate::config::env::ADDRESSES,
+                            reason: e.to_string(),
+                        })?;
+                }
+            }
+            if servers.iter().any(|s: &Server| s.base == base) && url.scheme() == "http" {
+                continue;
+            }
+            servers.push(Server {
+                http: finish(b)?,
+                base,
+            });
+        }
+    }
+    if servers.is_empty() {
+        return Err(ConfigError::Resolve {
+            reason: if failures.is_empty() {
+                "no address".into()
+            } else {
+                failures.join("; ")
+            },
+        });
+    }
+    Ok(servers)
+}
+
 fn apply_tls(
-    mut b: reqwest::ClientBuilder,
+    b: reqwest::ClientBuilder,
     tls: &TlsConfig,
     base: &mut Url,
+) -> Result<reqwest::ClientBuilder, ConfigError> {
+    let b = apply_tls_files(b, tls)?;
+    if let Some(name) = tls.server_name.as_deref().filter(|n| !n.is_empty())
+        && base.scheme() == "https"
+    {
+        return apply_server_name(b, name, base);
+    }
+    Ok(b)
+}
+
+/// The CA bundle, the client identity and the verification switch.
+fn apply_tls_files(
+    mut b: reqwest::ClientBuilder,
+    tls: &TlsConfig,
 ) -> Result<reqwest::ClientBuilder, ConfigError> {
     let read = |what: &'static str, p: &std::path::Path| {
         std::fs::read(p).map_err(|e| ConfigError::Tls {
@@ -614,11 +815,6 @@ fn apply_tls(
     if tls.insecure_skip_verify {
         warn!("TLS certificate verification of Consul is disabled");
         b = b.danger_accept_invalid_certs(true);
-    }
-    if let Some(name) = tls.server_name.as_deref().filter(|n| !n.is_empty())
-        && base.scheme() == "https"
-    {
-        b = apply_server_name(b, name, base)?;
     }
     Ok(b)
 }

@@ -4,7 +4,10 @@
 //! Parsing is a pure function of an environment map and explicit values
 //! ([`ConsulConfig::from_sources`]); the only I/O it does is reading the
 //! token file it is pointed at. It reads the same variables as Consul's own
-//! CLI so that an operator's existing environment just works.
+//! CLI (`CONSUL_HTTP_*`) and as consul-k8s 1.x (`CONSUL_ADDRESSES`,
+//! `CONSUL_ACL_TOKEN`, ...) so that an operator's existing environment just
+//! works. It must NOT resolve host names: that happens when the client is
+//! built.
 //!
 //! This module must NOT let the ACL token escape: [`Token`] has no `Display`,
 //! its `Debug` is redacted, and every error names the token by its source
@@ -65,9 +68,38 @@ pub mod env {
     pub const TLS_SERVER_NAME: &str = "CONSUL_TLS_SERVER_NAME";
     /// Consul Enterprise namespace.
     pub const NAMESPACE: &str = "CONSUL_NAMESPACE";
-    /// Consul Enterprise admin partition.
+    /// Consul Enterprise admin partition (also read by consul-k8s 1.x).
     pub const PARTITION: &str = "CONSUL_PARTITION";
+
+    // consul-k8s 1.x names (its `control-plane/subcommand/flags`).
+
+    /// consul-k8s 1.x: the servers, as one DNS name (which may resolve to
+    /// several servers) or a comma-separated list of IP addresses or names.
+    pub const ADDRESSES: &str = "CONSUL_ADDRESSES";
+    /// consul-k8s 1.x: the HTTP(S) port of the servers in `CONSUL_ADDRESSES`.
+    pub const HTTP_PORT: &str = "CONSUL_HTTP_PORT";
+    /// consul-k8s 1.x: `true` speaks https to the servers in `CONSUL_ADDRESSES`.
+    pub const USE_TLS: &str = "CONSUL_USE_TLS";
+    /// consul-k8s 1.x: PEM file with the CA certificate(s).
+    pub const CACERT_FILE: &str = "CONSUL_CACERT_FILE";
+    /// consul-k8s 1.x: datacenter (`dc` query parameter).
+    pub const DATACENTER: &str = "CONSUL_DATACENTER";
+    /// consul-k8s 1.x: timeout of one API request, as a Go duration.
+    pub const API_TIMEOUT: &str = "CONSUL_API_TIMEOUT";
+    /// consul-k8s 1.x: ACL token.
+    pub const ACL_TOKEN: &str = "CONSUL_ACL_TOKEN";
+    /// consul-k8s 1.x: path of a file holding the ACL token.
+    pub const ACL_TOKEN_FILE: &str = "CONSUL_ACL_TOKEN_FILE";
 }
+
+/// Port of the servers named by `CONSUL_ADDRESSES` when `CONSUL_HTTP_PORT`
+/// is not set: Consul's default HTTP port, or its usual HTTPS port with
+/// `CONSUL_USE_TLS`. (consul-k8s has no default: its Helm chart always sets
+/// the port.)
+pub const DEFAULT_HTTP_PORT: u16 = 8500;
+
+/// See [`DEFAULT_HTTP_PORT`].
+pub const DEFAULT_HTTPS_PORT: u16 = 8501;
 
 /// An ACL token. The secret never appears in `Debug` output and the type has
 /// no `Display`; the only way to read it is [`Token::expose`], which the
@@ -106,6 +138,10 @@ pub enum TokenSource {
     EnvVar,
     /// The file named by `CONSUL_HTTP_TOKEN_FILE`.
     EnvFile(PathBuf),
+    /// The `CONSUL_ACL_TOKEN` environment variable (consul-k8s 1.x).
+    EnvAclToken,
+    /// The file named by `CONSUL_ACL_TOKEN_FILE` (consul-k8s 1.x).
+    EnvAclTokenFile(PathBuf),
 }
 
 impl fmt::Display for TokenSource {
@@ -116,6 +152,10 @@ impl fmt::Display for TokenSource {
             Self::EnvVar => write!(f, "token from {}", env::HTTP_TOKEN),
             Self::EnvFile(p) => {
                 write!(f, "token from {} ({})", env::HTTP_TOKEN_FILE, p.display())
+            }
+            Self::EnvAclToken => write!(f, "token from {}", env::ACL_TOKEN),
+            Self::EnvAclTokenFile(p) => {
+                write!(f, "token from {} ({})", env::ACL_TOKEN_FILE, p.display())
             }
         }
     }
@@ -173,6 +213,17 @@ pub struct Overrides {
     pub namespace: Option<String>,
     /// Admin partition (`partition` query parameter).
     pub partition: Option<String>,
+    /// Servers as `CONSUL_ADDRESSES` gives them (a DNS name or a
+    /// comma-separated list); wins over `CONSUL_ADDRESSES`, loses to
+    /// `address`.
+    pub addresses: Option<String>,
+    /// Port of the servers in `addresses` (`CONSUL_HTTP_PORT`).
+    pub http_port: Option<u16>,
+    /// https to the servers in `addresses` (`CONSUL_USE_TLS`).
+    pub use_tls: Option<bool>,
+    /// Timeout of one request (`CONSUL_API_TIMEOUT`); zero means the
+    /// default.
+    pub api_timeout: Option<Duration>,
 }
 
 impl fmt::Debug for Overrides {
@@ -189,6 +240,10 @@ impl fmt::Debug for Overrides {
             .field("datacenter", &self.datacenter)
             .field("namespace", &self.namespace)
             .field("partition", &self.partition)
+            .field("addresses", &self.addresses)
+            .field("http_port", &self.http_port)
+            .field("use_tls", &self.use_tls)
+            .field("api_timeout", &self.api_timeout)
             .finish()
     }
 }
@@ -196,8 +251,15 @@ impl fmt::Debug for Overrides {
 /// Everything the client needs to talk to Consul.
 #[derive(Clone, Debug)]
 pub struct ConsulConfig {
-    /// Base URL of the HTTP API, without the `/v1` prefix.
+    /// Base URL of the HTTP API, without the `/v1` prefix. With
+    /// [`ConsulConfig::addresses`] set, the first of them.
     pub address: Url,
+    /// The servers to fail over between, in order (from `CONSUL_ADDRESSES`).
+    /// Empty: [`ConsulConfig::address`] is the only server. A host name here
+    /// is resolved when the client is built and every address it resolves to
+    /// becomes one server; requests go to one server until it fails to
+    /// connect or times out, then to the next.
+    pub addresses: Vec<Url>,
     /// ACL token, if any.
     pub token: Option<TokenConfig>,
     /// TLS settings (ignored for http addresses except `insecure_skip_verify`).
@@ -291,6 +353,30 @@ pub enum ConfigError {
     /// The HTTP client could not be built from these settings.
     #[error("cannot build HTTP client: {0}")]
     HttpClient(String),
+    /// A port setting is not a number between 1 and 65535.
+    #[error("invalid port {value:?} for {name}: expected a number between 1 and 65535")]
+    BadPort {
+        /// Which variable.
+        name: &'static str,
+        /// What was given.
+        value: String,
+    },
+    /// A duration setting is not a positive Go duration (`5s`, `1m30s`).
+    #[error("invalid duration {value:?} for {name}: {reason}")]
+    BadDuration {
+        /// Which variable.
+        name: &'static str,
+        /// What was given.
+        value: String,
+        /// What is wrong with it.
+        reason: DurationError,
+    },
+    /// None of the servers' host names resolved to an address.
+    #[error("cannot resolve any Consul server: {reason}")]
+    Resolve {
+        /// Each name and why it did not resolve.
+        reason: String,
+    },
 }
 
 impl ConsulConfig {
@@ -316,6 +402,7 @@ impl ConsulConfig {
     pub fn new(address: &str) -> Result<Self, ConfigError> {
         Ok(Self {
             address: parse_address(address, false, "explicit address")?,
+            addresses: Vec::new(),
             token: None,
             tls: TlsConfig::default(),
             datacenter: None,
@@ -330,9 +417,25 @@ impl ConsulConfig {
     /// Builds the configuration from an environment map (normally the
     /// process environment) and explicit values, which win over it.
     ///
-    /// Token precedence: an explicit token file, an explicit token,
-    /// `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`. Within one level the
-    /// file wins, as it does in Consul's own client.
+    /// Both Consul's CLI variables (`CONSUL_HTTP_*`) and consul-k8s 1.x's
+    /// (`CONSUL_ADDRESSES`, `CONSUL_ACL_TOKEN`, ...) are read; where both
+    /// name the same setting, consul-k8s 1.x's wins, since that is the
+    /// program mirra replaces:
+    ///
+    /// - servers: the explicit address, `CONSUL_ADDRESSES` (with
+    ///   `CONSUL_HTTP_PORT` and `CONSUL_USE_TLS`), `CONSUL_HTTP_ADDR` (with
+    ///   `CONSUL_HTTP_SSL`), `127.0.0.1:8500`;
+    /// - token: an explicit token file, an explicit token,
+    ///   `CONSUL_ACL_TOKEN`, `CONSUL_ACL_TOKEN_FILE`,
+    ///   `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`;
+    /// - CA file: explicit, `CONSUL_CACERT_FILE`, `CONSUL_CACERT`;
+    /// - datacenter: explicit, `CONSUL_DATACENTER`;
+    /// - request timeout: `CONSUL_API_TIMEOUT`, else
+    ///   [`DEFAULT_REQUEST_TIMEOUT`].
+    ///
+    /// An empty variable counts as unset. A malformed one is an error naming
+    /// it (consul-k8s silently ignores a malformed port, boolean or
+    /// duration; mirra refuses to start on one instead).
     pub fn from_sources(
         env_map: &BTreeMap<String, String>,
         overrides: &Overrides,
@@ -343,15 +446,54 @@ impl ConsulConfig {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
+        let non_empty = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
 
         let ssl = match get(env::HTTP_SSL) {
             Some(v) => parse_bool(env::HTTP_SSL, &v)?,
             None => false,
         };
-        let address = match (&overrides.address, get(env::HTTP_ADDR)) {
-            (Some(a), _) => parse_address(a, ssl, "explicit address")?,
-            (None, Some(a)) => parse_address(&a, ssl, env::HTTP_ADDR)?,
-            (None, None) => parse_address(DEFAULT_ADDRESS, ssl, "default address")?,
+        let use_tls = match get(env::USE_TLS) {
+            Some(v) => parse_bool(env::USE_TLS, &v)?,
+            None => false,
+        };
+        let use_tls = overrides.use_tls.unwrap_or(use_tls);
+        // Validated even when CONSUL_ADDRESSES is unset, so that a typo is
+        // reported rather than silently unused.
+        let http_port = match get(env::HTTP_PORT) {
+            Some(v) => Some(parse_port(env::HTTP_PORT, &v)?),
+            None => None,
+        };
+        if overrides.http_port == Some(0) {
+            return Err(ConfigError::BadPort {
+                name: "explicit HTTP port",
+                value: "0".into(),
+            });
+        }
+        let http_port = overrides.http_port.or(http_port);
+        let listed = non_empty(&overrides.addresses).or_else(|| get(env::ADDRESSES));
+        let mut addresses = Vec::new();
+        let address = match (&overrides.address, listed, get(env::HTTP_ADDR)) {
+            (Some(a), _, _) => parse_address(a, ssl, "explicit address")?,
+            (None, Some(list), _) => {
+                let port = http_port.unwrap_or(if use_tls {
+                    DEFAULT_HTTPS_PORT
+                } else {
+                    DEFAULT_HTTP_PORT
+                });
+                addresses = parse_addresses(&list, use_tls, port)?;
+                match addresses.first() {
+                    Some(first) => first.clone(),
+                    None => {
+                        return Err(ConfigError::BadAddress {
+                            value: list,
+                            origin: env::ADDRESSES,
+                            reason: "no address".into(),
+                        });
+                    }
+                }
+            }
+            (None, None, Some(a)) => parse_address(&a, ssl, env::HTTP_ADDR)?,
+            (None, None, None) => parse_address(DEFAULT_ADDRESS, ssl, "default address")?,
         };
 
         let token = if let Some(path) = &overrides.token_file {
@@ -364,6 +506,17 @@ impl ConsulConfig {
                 secret: Token::new(secret),
                 source: TokenSource::Explicit,
             })
+        } else if let Some(secret) = get(env::ACL_TOKEN) {
+            Some(TokenConfig {
+                secret: Token::new(secret),
+                source: TokenSource::EnvAclToken,
+            })
+        } else if let Some(path) = get(env::ACL_TOKEN_FILE) {
+            let path = PathBuf::from(path);
+            Some(read_token_file(
+                TokenSource::EnvAclTokenFile(path.clone()),
+                &path,
+            )?)
         } else if let Some(path) = get(env::HTTP_TOKEN_FILE) {
             let path = PathBuf::from(path);
             Some(read_token_file(TokenSource::EnvFile(path.clone()), &path)?)
@@ -385,6 +538,7 @@ impl ConsulConfig {
             ca_file: overrides
                 .ca_file
                 .clone()
+                .or_else(|| get(env::CACERT_FILE).map(PathBuf::from))
                 .or_else(|| get(env::CACERT).map(PathBuf::from)),
             client_cert: overrides
                 .client_cert
@@ -404,15 +558,35 @@ impl ConsulConfig {
             return Err(ConfigError::IncompleteClientIdentity);
         }
 
+        let request_timeout = match get(env::API_TIMEOUT) {
+            _ if overrides.api_timeout.is_some_and(|d| !d.is_zero()) => {
+                overrides.api_timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT)
+            }
+            Some(v) => {
+                let d = parse_go_duration(&v).map_err(|reason| ConfigError::BadDuration {
+                    name: env::API_TIMEOUT,
+                    value: v.clone(),
+                    reason,
+                })?;
+                // consul-k8s treats a zero timeout as "use the default".
+                if d.is_zero() {
+                    DEFAULT_REQUEST_TIMEOUT
+                } else {
+                    d
+                }
+            }
+            None => DEFAULT_REQUEST_TIMEOUT,
+        };
         Ok(Self {
             address,
+            addresses,
             token,
             tls,
-            datacenter: overrides.datacenter.clone().filter(|s| !s.is_empty()),
-            namespace: overrides.namespace.clone().or_else(|| get(env::NAMESPACE)),
-            partition: overrides.partition.clone().or_else(|| get(env::PARTITION)),
+            datacenter: non_empty(&overrides.datacenter).or_else(|| get(env::DATACENTER)),
+            namespace: non_empty(&overrides.namespace).or_else(|| get(env::NAMESPACE)),
+            partition: non_empty(&overrides.partition).or_else(|| get(env::PARTITION)),
             retry: RetryPolicy::default(),
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            request_timeout,
             txn_max_ops: DEFAULT_TXN_MAX_OPS,
         })
     }
@@ -445,6 +619,203 @@ pub fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> 
             value: other.to_owned(),
         }),
     }
+}
+
+/// Parses a TCP port (1 to 65535).
+pub fn parse_port(name: &'static str, value: &str) -> Result<u16, ConfigError> {
+    match value.trim().parse::<u16>() {
+        Ok(p) if p != 0 => Ok(p),
+        _ => Err(ConfigError::BadPort {
+            name,
+            value: value.to_owned(),
+        }),
+    }
+}
+
+/// Parses `CONSUL_ADDRESSES`: comma-separated host names or IP addresses
+/// (IPv6 with or without brackets), no scheme and no port, into one URL
+/// each with `port` and the scheme `use_tls` selects. consul-k8s also
+/// accepts `exec=<command>` (a program printing the addresses); mirra runs
+/// no programs from its environment and refuses it.
+pub fn parse_addresses(value: &str, use_tls: bool, port: u16) -> Result<Vec<Url>, ConfigError> {
+    let bad = |reason: String| ConfigError::BadAddress {
+        value: value.to_owned(),
+        origin: env::ADDRESSES,
+        reason,
+    };
+    if value.trim_start().starts_with("exec=") {
+        return Err(bad(
+            "exec= discovery is not supported; give a DNS name or IP addresses".into(),
+        ));
+    }
+    let scheme = if use_tls { "https" } else { "http" };
+    let mut out = Vec::new();
+    for entry in value.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let bare = entry
+            .strip_prefix('[')
+            .and_then(|e| e.strip_suffix(']'))
+            .unwrap_or(entry);
+        let host = if let Ok(ip) = bare.parse::<std::net::IpAddr>() {
+            match ip {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            }
+        } else if is_dns_name(entry) {
+            entry.to_ascii_lowercase()
+        } else {
+            return Err(bad(format!(
+                "{entry:?} is not a host name or IP address (no scheme or port here: \
+                 the port comes from {}, https from {})",
+                env::HTTP_PORT,
+                env::USE_TLS
+            )));
+        };
+        let url = Url::parse(&format!("{scheme}://{host}:{port}"))
+            .map_err(|e| bad(format!("{entry:?}: {e}")))?;
+        if !out.contains(&url) {
+            out.push(url);
+        }
+    }
+    Ok(out)
+}
+
+/// A DNS name as a host: dot-separated labels of letters, digits, `-` and
+/// `_` (Kubernetes Service names are such names), none empty, none
+/// starting or ending with `-`.
+fn is_dns_name(s: &str) -> bool {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        // All digits and dots is a malformed IPv4 address, not a name.
+        && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+}
+
+/// Why a Go duration was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Nothing was given.
+    #[error("empty duration")]
+    Empty,
+    /// Not Go's syntax: decimal numbers, each with a unit.
+    #[error(
+        "expected decimal numbers each followed by a unit (ns, us, ms, s, m, h), e.g. 5s or 1m30s"
+    )]
+    Syntax,
+    /// A number without a unit (Go accepts only `0` bare).
+    #[error("missing unit (ns, us, ms, s, m, h)")]
+    MissingUnit,
+    /// A unit Go does not know.
+    #[error("unknown unit {0:?}")]
+    UnknownUnit(String),
+    /// A negative duration: no setting read here can use one.
+    #[error("must not be negative")]
+    Negative,
+    /// Larger than Go's largest duration (about 292 years).
+    #[error("too large")]
+    Overflow,
+}
+
+/// Parses a duration the way Go's `time.ParseDuration` does (consul-k8s
+/// reads `CONSUL_API_TIMEOUT` with it): an optional sign, then one or more
+/// decimal numbers, each possibly fractional (`1.5s`, `.5s`), each followed
+/// by a unit `ns`, `us` (or `µs`, `μs`), `ms`, `s`, `m` or `h`; or `0`
+/// alone. Unlike Go, negative durations are refused, and the value must fit
+/// Go's range (`i64` nanoseconds).
+pub fn parse_go_duration(value: &str) -> Result<Duration, DurationError> {
+    let mut rest = value;
+    if rest.is_empty() {
+        return Err(DurationError::Empty);
+    }
+    let negative = match rest.as_bytes()[0] {
+        b'-' => {
+            rest = &rest[1..];
+            true
+        }
+        b'+' => {
+            rest = &rest[1..];
+            false
+        }
+        _ => false,
+    };
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if rest.is_empty() {
+        return Err(DurationError::Syntax);
+    }
+    let limit = u128::from(i64::MAX.unsigned_abs());
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (int_digits, tail) = rest.split_at(int_len);
+        let (frac_digits, tail) = match tail.strip_prefix('.') {
+            Some(t) => {
+                let n = t.bytes().take_while(u8::is_ascii_digit).count();
+                t.split_at(n)
+            }
+            None => ("", tail),
+        };
+        if int_digits.is_empty() && frac_digits.is_empty() {
+            return Err(DurationError::Syntax);
+        }
+        let unit_len = tail
+            .char_indices()
+            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
+            .map_or(tail.len(), |(i, _)| i);
+        let (unit, tail) = tail.split_at(unit_len);
+        let unit_ns: u128 = match unit {
+            "" => return Err(DurationError::MissingUnit),
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60 * 1_000_000_000,
+            "h" => 3_600 * 1_000_000_000,
+            other => return Err(DurationError::UnknownUnit(other.to_owned())),
+        };
+        // Leading zeros cannot overflow; anything past 20 significant
+        // digits is beyond i64 nanoseconds in any unit.
+        let int_sig = int_digits.trim_start_matches('0');
+        if int_sig.len() > 20 {
+            return Err(DurationError::Overflow);
+        }
+        let int: u128 = if int_sig.is_empty() {
+            0
+        } else {
+            int_sig.parse().map_err(|_| DurationError::Overflow)?
+        };
+        // Digits past the 18th contribute less than a nanosecond even in
+        // hours, so they are dropped (Go drops them too).
+        let frac_used = &frac_digits[..frac_digits.len().min(18)];
+        let frac_part = if frac_used.is_empty() {
+            0
+        } else {
+            let f: u128 = frac_used.parse().map_err(|_| DurationError::Syntax)?;
+            let scale = 10u128.pow(u32::try_from(frac_used.len()).unwrap_or(18));
+            f * unit_ns / scale
+        };
+        total = int
+            .checked_mul(unit_ns)
+            .and_then(|v| v.checked_add(frac_part))
+            .and_then(|v| v.checked_add(total))
+            .filter(|v| *v <= limit)
+            .ok_or(DurationError::Overflow)?;
+        rest = tail;
+    }
+    if negative && total != 0 {
+        return Err(DurationError::Negative);
+    }
+    let nanos = u64::try_from(total).map_err(|_| DurationError::Overflow)?;
+    Ok(Duration::from_nanos(nanos))
 }
 
 /// Parses an address: `host:port` (http, or https when `ssl`), or an
@@ -845,6 +1216,396 @@ mod tests {
             prop_assert_eq!(u.host_str(), Some(host.as_str()));
             // The URL omits the port when it is the scheme's default.
             prop_assert_eq!(u.port_or_known_default(), Some(port));
+        }
+    }
+    // ----- consul-k8s 1.x variables ------------------------------------------
+
+    #[test]
+    fn consul_addresses_with_port_and_tls() {
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_ADDRESSES", "consul-server.consul.svc"),
+                ("CONSUL_HTTP_PORT", "8501"),
+                ("CONSUL_USE_TLS", "true"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.as_str(), "https://consul-server.consul.svc:8501/");
+        assert_eq!(c.addresses, vec![c.address.clone()]);
+    }
+
+    #[test]
+    fn consul_addresses_ip_list_defaults_port_by_scheme() {
+        let c = ConsulConfig::from_sources(
+            &env(&[(
+                "CONSUL_ADDRESSES",
+                " 10.0.0.1, 10.0.0.2 ,,::1,[fd00::2],10.0.0.1",
+            )]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let got: Vec<&str> = c.addresses.iter().map(Url::as_str).collect();
+        assert_eq!(
+            got,
+            [
+                "http://10.0.0.1:8500/",
+                "http://10.0.0.2:8500/",
+                "http://[::1]:8500/",
+                "http://[fd00::2]:8500/"
+            ]
+        );
+        let c = ConsulConfig::from_sources(
+            &env(&[("CONSUL_ADDRESSES", "10.0.0.1"), ("CONSUL_USE_TLS", "1")]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.as_str(), "https://10.0.0.1:8501/");
+    }
+
+    #[test]
+    fn consul_addresses_wins_over_http_addr_and_the_flag_over_both() {
+        let e = env(&[
+            ("CONSUL_ADDRESSES", "10.0.0.1"),
+            ("CONSUL_HTTP_ADDR", "10.9.9.9:8500"),
+        ]);
+        let c = ConsulConfig::from_sources(&e, &Overrides::default()).unwrap();
+        assert_eq!(c.address.host_str(), Some("10.0.0.1"));
+        let o = Overrides {
+            address: Some("http://10.5.5.5:8500".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.address.host_str(), Some("10.5.5.5"));
+        assert!(c.addresses.is_empty());
+    }
+
+    #[test]
+    fn use_tls_applies_to_consul_addresses_not_to_http_addr() {
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_HTTP_ADDR", "10.9.9.9:8500"),
+                ("CONSUL_USE_TLS", "true"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.address.scheme(), "http");
+    }
+
+    #[test]
+    fn malformed_consul_addresses_are_refused() {
+        for bad in [
+            "exec=discover-servers",
+            "10.0.0.1:8500",
+            "http://consul",
+            "consul/x",
+            "-bad.example",
+            "300.1.1.1",
+            ",, ,",
+        ] {
+            let err = ConsulConfig::from_sources(
+                &env(&[("CONSUL_ADDRESSES", bad)]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadAddress {
+                        origin: "CONSUL_ADDRESSES",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_ADDRESSES"), "{err}");
+        }
+    }
+
+    #[test]
+    fn bad_http_port_is_an_error_even_without_addresses() {
+        for bad in ["0", "65536", "-1", "85OO", "8500.0"] {
+            let err = ConsulConfig::from_sources(
+                &env(&[("CONSUL_HTTP_PORT", bad)]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadPort {
+                        name: "CONSUL_HTTP_PORT",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_HTTP_PORT"));
+        }
+        assert_eq!(parse_port("X", " 65535 ").unwrap(), 65535);
+    }
+
+    #[test]
+    fn bad_use_tls_is_an_error() {
+        let err =
+            ConsulConfig::from_sources(&env(&[("CONSUL_USE_TLS", "yes")]), &Overrides::default())
+                .unwrap_err();
+        assert!(matches!(
+            err,
+            ConfigError::BadBool {
+                name: "CONSUL_USE_TLS",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn api_timeout_is_a_go_duration() {
+        let t = |v: &str| {
+            ConsulConfig::from_sources(&env(&[("CONSUL_API_TIMEOUT", v)]), &Overrides::default())
+        };
+        assert_eq!(t("5s").unwrap().request_timeout, Duration::from_secs(5));
+        assert_eq!(t("1m30s").unwrap().request_timeout, Duration::from_secs(90));
+        // Zero means "the default", as in consul-k8s.
+        assert_eq!(t("0").unwrap().request_timeout, DEFAULT_REQUEST_TIMEOUT);
+        assert_eq!(
+            ConsulConfig::from_sources(&env(&[]), &Overrides::default())
+                .unwrap()
+                .request_timeout,
+            DEFAULT_REQUEST_TIMEOUT
+        );
+        for bad in ["5", "five", "-5s", "5x", "1.2.3s"] {
+            let err = t(bad).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    ConfigError::BadDuration {
+                        name: "CONSUL_API_TIMEOUT",
+                        ..
+                    }
+                ),
+                "{bad}: {err}"
+            );
+            assert!(err.to_string().contains("CONSUL_API_TIMEOUT"));
+        }
+    }
+
+    #[test]
+    fn go_duration_syntax() {
+        let ok = |s: &str, d: Duration| assert_eq!(parse_go_duration(s), Ok(d), "{s}");
+        ok("0", Duration::ZERO);
+        ok("+0", Duration::ZERO);
+        ok("-0", Duration::ZERO);
+        ok("5s", Duration::from_secs(5));
+        ok("+5s", Duration::from_secs(5));
+        ok("1m30s", Duration::from_secs(90));
+        ok("1h2m3s4ms5us6ns", Duration::new(3723, 4_005_006));
+        ok("1.5s", Duration::from_millis(1500));
+        ok(".5s", Duration::from_millis(500));
+        ok("1.s", Duration::from_secs(1));
+        ok("2µs", Duration::from_micros(2));
+        ok("2μs", Duration::from_micros(2));
+        ok("0.000000001s", Duration::from_nanos(1));
+        ok("0.0000000009s", Duration::ZERO);
+        ok(
+            "2562047h47m16.854775807s",
+            Duration::from_nanos(i64::MAX.unsigned_abs()),
+        );
+        assert_eq!(parse_go_duration(""), Err(DurationError::Empty));
+        assert_eq!(parse_go_duration("5"), Err(DurationError::MissingUnit));
+        assert_eq!(parse_go_duration("1s5"), Err(DurationError::MissingUnit));
+        assert_eq!(parse_go_duration("-1s"), Err(DurationError::Negative));
+        assert_eq!(parse_go_duration("."), Err(DurationError::Syntax));
+        assert_eq!(parse_go_duration("s"), Err(DurationError::Syntax));
+        assert_eq!(parse_go_duration("+"), Err(DurationError::Syntax));
+        assert_eq!(parse_go_duration(" 5s"), Err(DurationError::Syntax));
+        assert_eq!(
+            parse_go_duration("5d"),
+            Err(DurationError::UnknownUnit("d".into()))
+        );
+        assert_eq!(
+            parse_go_duration("2562047h47m16.854775808s"),
+            Err(DurationError::Overflow)
+        );
+        assert_eq!(
+            parse_go_duration("99999999999999999999999h"),
+            Err(DurationError::Overflow)
+        );
+    }
+
+    #[test]
+    fn consul_k8s_tokens_win_over_consul_http_tokens() {
+        let mut acl_file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(acl_file, "acl-file-secret").unwrap();
+        let acl_path = acl_file.path().to_str().unwrap().to_owned();
+        let mut http_file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(http_file, "http-file-secret").unwrap();
+        let http_path = http_file.path().to_str().unwrap().to_owned();
+        let all = [
+            ("CONSUL_ACL_TOKEN", "acl-secret"),
+            ("CONSUL_ACL_TOKEN_FILE", acl_path.as_str()),
+            ("CONSUL_HTTP_TOKEN_FILE", http_path.as_str()),
+            ("CONSUL_HTTP_TOKEN", "http-secret"),
+        ];
+        let expected = [
+            "acl-secret",
+            "acl-file-secret",
+            "http-file-secret",
+            "http-secret",
+        ];
+        // Dropping the winner each time shows the whole order.
+        for (i, want) in expected.iter().enumerate() {
+            let c = ConsulConfig::from_sources(&env(&all[i..]), &Overrides::default()).unwrap();
+            assert_eq!(c.token.as_ref().unwrap().secret.expose(), *want);
+        }
+        let c = ConsulConfig::from_sources(&env(&all), &Overrides::default()).unwrap();
+        assert_eq!(c.token_hint(), "token from CONSUL_ACL_TOKEN");
+        let c = ConsulConfig::from_sources(&env(&all[1..]), &Overrides::default()).unwrap();
+        assert!(c.token_hint().contains("CONSUL_ACL_TOKEN_FILE"));
+        // The flag still wins over all of them.
+        let o = Overrides {
+            token: Some("flag-secret".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&all), &o).unwrap();
+        assert_eq!(c.token.as_ref().unwrap().secret.expose(), "flag-secret");
+
+        let err = ConsulConfig::from_sources(
+            &env(&[("CONSUL_ACL_TOKEN_FILE", "/nonexistent/mirra/acl-token")]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ConfigError::TokenFileUnreadable { .. }));
+        assert!(err.to_string().contains("CONSUL_ACL_TOKEN_FILE"));
+    }
+
+    #[test]
+    fn cacert_file_wins_over_cacert_and_the_flag_over_both() {
+        let e = env(&[
+            ("CONSUL_CACERT_FILE", "/k8s/ca.pem"),
+            ("CONSUL_CACERT", "/cli/ca.pem"),
+        ]);
+        let c = ConsulConfig::from_sources(&e, &Overrides::default()).unwrap();
+        assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/k8s/ca.pem")));
+        let o = Overrides {
+            ca_file: Some("/flag/ca.pem".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/flag/ca.pem")));
+    }
+
+    #[test]
+    fn datacenter_partition_and_server_name_from_consul_k8s_env() {
+        let e = env(&[
+            ("CONSUL_DATACENTER", "dc3"),
+            ("CONSUL_PARTITION", "team-p"),
+            ("CONSUL_TLS_SERVER_NAME", "server.dc3.consul"),
+        ]);
+        let c = ConsulConfig::from_sources(&e, &Overrides::default()).unwrap();
+        assert_eq!(c.datacenter.as_deref(), Some("dc3"));
+        assert_eq!(c.partition.as_deref(), Some("team-p"));
+        assert_eq!(c.tls.server_name.as_deref(), Some("server.dc3.consul"));
+        let o = Overrides {
+            datacenter: Some("dc4".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.datacenter.as_deref(), Some("dc4"));
+    }
+
+    #[test]
+    fn explicit_consul_k8s_values_win_over_the_environment() {
+        let e = env(&[
+            ("CONSUL_ADDRESSES", "10.0.0.1"),
+            ("CONSUL_HTTP_PORT", "8500"),
+            ("CONSUL_USE_TLS", "false"),
+            ("CONSUL_API_TIMEOUT", "5s"),
+        ]);
+        let o = Overrides {
+            addresses: Some("10.0.0.7,10.0.0.8".into()),
+            http_port: Some(8501),
+            use_tls: Some(true),
+            api_timeout: Some(Duration::from_secs(20)),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        let got: Vec<&str> = c.addresses.iter().map(Url::as_str).collect();
+        assert_eq!(got, ["https://10.0.0.7:8501/", "https://10.0.0.8:8501/"]);
+        assert_eq!(c.request_timeout, Duration::from_secs(20));
+        // A zero timeout given explicitly falls back like the variable does.
+        let o = Overrides {
+            api_timeout: Some(Duration::ZERO),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert_eq!(c.request_timeout, Duration::from_secs(5));
+        let o = Overrides {
+            http_port: Some(0),
+            ..Overrides::default()
+        };
+        assert!(matches!(
+            ConsulConfig::from_sources(&e, &o).unwrap_err(),
+            ConfigError::BadPort { .. }
+        ));
+    }
+
+    #[test]
+    fn an_empty_partition_is_not_kept() {
+        for p in ["", "  "] {
+            let c =
+                ConsulConfig::from_sources(&env(&[("CONSUL_PARTITION", p)]), &Overrides::default())
+                    .unwrap();
+            assert_eq!(c.partition, None);
+            let o = Overrides {
+                partition: Some(p.into()),
+                ..Overrides::default()
+            };
+            let c = ConsulConfig::from_sources(&env(&[("CONSUL_PARTITION", "p2")]), &o).unwrap();
+            assert_eq!(c.partition.as_deref(), Some("p2"));
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn go_duration_never_panics(s in "[-+0-9.hmsunµμd]{0,24}") {
+            let _ = parse_go_duration(&s);
+        }
+
+        #[test]
+        fn go_duration_never_panics_on_anything(s in ".{0,32}") {
+            let _ = parse_go_duration(&s);
+        }
+
+        #[test]
+        fn go_duration_reads_what_go_would_print(
+            h in 0u64..10_000, m in 0u64..60, s in 0u64..60, ms in 0u64..1000,
+        ) {
+            let want = Duration::from_millis(((h * 60 + m) * 60 + s) * 1000 + ms);
+            // Go's String() form: 1h2m3.004s, 3.004s, 4ms.
+            let text = if h > 0 {
+                format!("{h}h{m}m{s}.{ms:03}s")
+            } else if m > 0 {
+                format!("{m}m{s}.{ms:03}s")
+            } else {
+                format!("{s}.{ms:03}s")
+            };
+            prop_assert_eq!(parse_go_duration(&text), Ok(want));
+            // The same sum in any split of units.
+            let split = format!("{h}h{m}m{s}s{ms}ms");
+            prop_assert_eq!(parse_go_duration(&split), Ok(want));
+            let in_ms = format!("{}ms", want.as_millis());
+            prop_assert_eq!(parse_go_duration(&in_ms), Ok(want));
+        }
+
+        #[test]
+        fn addresses_parsing_never_panics(s in ".{0,64}", tls in any::<bool>(), port in 1u16..) {
+            if let Ok(list) = parse_addresses(&s, tls, port) {
+                for u in list {
+                    prop_assert_eq!(u.port_or_known_default(), Some(port));
+                }
+            }
         }
     }
 }

@@ -4,14 +4,15 @@
 //! deregister, the catalog and health reads, `/v1/txn` with Node, Service
 //! and Check operations (split into transactions of at most 64 operations,
 //! because each request is one Raft apply on the servers), blocking queries
-//! and watch streams, ACL tokens and TLS. It was written from Consul's HTTP
+//! and watch streams, ACL tokens, TLS, and failover between the servers
+//! consul-k8s 1.x's `CONSUL_ADDRESSES` names. It was written from Consul's HTTP
 //! API documentation and shares no code or types with the test server in
 //! `consul-sandbox`, so that a misread field on either side shows up as a
 //! failing integration test.
 //!
 //! ```text
 //! ConsulConfig::from_sources(env, overrides)   config.rs  (pure)
-//!   -> Client::new                               client.rs  (pool, TLS, token)
+//!   -> Client::new                               client.rs  (pools, TLS, token, failover)
 //!        register / deregister / txn / apply_ops   writes  -> txn.rs (split, map 409)
 //!        services / service / node_services /      reads   -> blocking.rs (index rules)
 //!        nodes / health_service / health_node
@@ -37,7 +38,7 @@ pub use backoff::RetryPolicy;
 pub use blocking::{QueryOptions, Versioned, WatchOptions};
 pub use client::{Client, INDEX_HEADER, TOKEN_HEADER};
 pub use config::{
-    ConfigError, ConsulConfig, Overrides, TlsConfig, Token, TokenConfig, TokenSource,
+    ConfigError, ConsulConfig, DurationError, Overrides, TlsConfig, Token, TokenConfig, TokenSource,
 };
 pub use error::Error;
 pub use txn::{FailedOp, TxnBatchError, TxnOp, TxnResult, TxnSummary, Verb, split_ops};

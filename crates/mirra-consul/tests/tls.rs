@@ -672,3 +672,38 @@ fn assert_mtls_refusal(err: &Error, alert: &str) {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn consul_k8s_tls_settings_fail_over_with_the_server_name_kept() {
+    let pki = Pki::new();
+    let mut consul = TlsConsul::start(&pki.server, None).await;
+    let ca = pki.path("ca.pem");
+    let port = consul.addr.port().to_string();
+    // Nothing listens on 127.0.0.2: the client moves on to 127.0.0.1 and
+    // still verifies the certificate against the configured name.
+    let client = client(
+        &env(&[
+            ("CONSUL_ADDRESSES", "127.0.0.2,127.0.0.1"),
+            ("CONSUL_HTTP_PORT", &port),
+            ("CONSUL_USE_TLS", "true"),
+            ("CONSUL_CACERT_FILE", path_str(&ca)),
+            ("CONSUL_TLS_SERVER_NAME", SERVER_NAME),
+        ]),
+        &Overrides::default(),
+    );
+    assert_eq!(client.servers().len(), 2);
+    assert!(
+        client
+            .servers()
+            .iter()
+            .all(|u| u.scheme() == "https" && u.host_str() == Some(SERVER_NAME))
+    );
+    read_and_write(&client, &consul).await.unwrap();
+    assert_eq!(
+        consul.next_handshake().await,
+        Handshake::Ok {
+            sni: Some(SERVER_NAME.into()),
+            client_cert: None
+        }
+    );
+}
