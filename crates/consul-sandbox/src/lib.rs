@@ -11,7 +11,10 @@
 //! | `GET /v1/catalog/services`, `/service/<name>`, `/node-services/<node>`, `/node/<node>`, `/nodes`, `/datacenters` | blocking queries |
 //! | `GET /v1/health/service/<name>` | `passing`, `tag`, `node-meta` |
 //! | `GET /v1/health/node/<node>` | the node's checks; blocking (index: the node's) |
-//! | `GET /v1/agent/self`, `/v1/status/leader`, `/v1/status/peers` | |
+//! | `GET /v1/health/state/<state>` | checks in `passing`/`warning`/`critical`/`any`; index: the checks table |
+//! | `GET /v1/health/checks/<service>` | the checks of a service's instances; index: the service's |
+//! | `GET /v1/agent/self` | `Config`, `Member`, and `Stats` (`consul`, `raft`, `serf_lan`, `runtime`) |
+//! | `GET /v1/status/leader`, `/v1/status/peers` | |
 //! | `GET /v1/sandbox/stats`, `POST`/`DELETE /v1/sandbox/faults` | sandbox control |
 //!
 //! Limits, as Consul enforces them on `/v1/txn` (`agent/txn_endpoint.go`),
@@ -22,6 +25,11 @@
 //! |---|---|---|
 //! | body size ([`Config::max_body_bytes`], Consul's `txn_max_req_len`), checked first from `Content-Length`, then while reading | 512 KiB | `Request body too large, max size: 524288 bytes` |
 //! | operations per transaction ([`Config::max_txn_ops`]), checked after decoding | 64 | `Transaction contains too many operations (65 > 64)` |
+//!
+//! Reads report `X-Consul-Effective-Consistency` (`leader`, `stale` or
+//! `consistent`, as asked); `?stale&consistent` and `?consistent&cached`
+//! answer Consul's 400. A token is taken from `?token=`, then
+//! `X-Consul-Token`, then `Authorization: Bearer`, in that order.
 //!
 //! A leaderless cluster is a fault of its own
 //! ([`FaultsHandle::set_leaderless`], or `{"kind": "leaderless"}` /

@@ -19,6 +19,8 @@ pub(crate) enum Route {
     Node(String),
     HealthService(String),
     HealthNode(String),
+    HealthState(String),
+    HealthChecks(String),
     AgentSelf,
     StatusLeader,
     StatusPeers,
@@ -43,6 +45,8 @@ impl Route {
             Route::Node(_) => "/v1/catalog/node",
             Route::HealthService(_) => "/v1/health/service",
             Route::HealthNode(_) => "/v1/health/node",
+            Route::HealthState(_) => "/v1/health/state",
+            Route::HealthChecks(_) => "/v1/health/checks",
             Route::AgentSelf => "/v1/agent/self",
             Route::StatusLeader => "/v1/status/leader",
             Route::StatusPeers => "/v1/status/peers",
@@ -91,12 +95,14 @@ pub(crate) fn route(path: &str) -> Route {
         return r;
     }
     type MakeRoute = fn(String) -> Route;
-    let prefixed: [(&str, MakeRoute); 5] = [
+    let prefixed: [(&str, MakeRoute); 7] = [
         ("/v1/catalog/service/", Route::ServiceNodes),
         ("/v1/catalog/node-services/", Route::NodeServices),
         ("/v1/catalog/node/", Route::Node),
         ("/v1/health/service/", Route::HealthService),
         ("/v1/health/node/", Route::HealthNode),
+        ("/v1/health/state/", Route::HealthState),
+        ("/v1/health/checks/", Route::HealthChecks),
     ];
     for (prefix, make) in prefixed {
         if let Some(rest) = path.strip_prefix(prefix) {

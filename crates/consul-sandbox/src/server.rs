@@ -424,11 +424,11 @@ fn set_header(r: &mut Resp, name: &'static str, value: &str) {
 
 /// The headers Consul adds to every read: the index (never 0, since a 0
 /// would make clients busy-loop), leadership and staleness.
-fn read_headers(r: &mut Resp, index: u64, filtered: bool) {
+fn read_headers(r: &mut Resp, index: u64, filtered: bool, consistency: &str) {
     set_header(r, "X-Consul-Index", &index.max(1).to_string());
     set_header(r, "X-Consul-KnownLeader", "true");
     set_header(r, "X-Consul-LastContact", "0");
-    set_header(r, "X-Consul-Effective-Consistency", "leader");
+    set_header(r, "X-Consul-Effective-Consistency", consistency);
     if filtered {
         set_header(r, "X-Consul-Results-Filtered-By-ACLs", "true");
     }
@@ -540,7 +540,13 @@ async fn body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError
     }
 }
 
+/// The request's token, in Consul's order of precedence: `?token=`, then
+/// `X-Consul-Token`, then `Authorization: Bearer` (each only when not
+/// empty).
 fn token(req: &Request<Incoming>, q: &Query) -> Option<String> {
+    if let Some(t) = q.get("token").filter(|t| !t.is_empty()) {
+        return Some(t.to_string());
+    }
     if let Some(t) = req
         .headers()
         .get("X-Consul-Token")
@@ -549,19 +555,42 @@ fn token(req: &Request<Incoming>, q: &Query) -> Option<String> {
     {
         return Some(t.to_string());
     }
-    if let Some(auth) = req
+    let auth = req
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        let mut parts = auth.trim().splitn(2, ' ');
-        if let (Some(scheme), Some(value)) = (parts.next(), parts.next())
-            && scheme.eq_ignore_ascii_case("bearer")
-        {
-            return Some(value.trim().to_string());
+        .and_then(|v| v.to_str().ok())?;
+    let mut parts = auth.trim().splitn(2, ' ');
+    match (parts.next(), parts.next()) {
+        (Some(scheme), Some(value)) if scheme.eq_ignore_ascii_case("bearer") => {
+            Some(value.trim().to_string()).filter(|v| !v.is_empty())
         }
+        _ => None,
     }
-    q.get("token").filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+/// The consistency mode a read asked for, as Consul reports it in
+/// `X-Consul-Effective-Consistency`, or Consul's 400 for conflicting modes
+/// (`agent/http.go`, `parseConsistency`).
+fn consistency(q: &Query) -> Result<&'static str, ApiError> {
+    let stale = q.has("stale");
+    let consistent = q.has("consistent");
+    if stale && consistent {
+        return Err(ApiError::BadRequest(
+            "Cannot specify ?stale with ?consistent, conflicting semantics.".into(),
+        ));
+    }
+    if consistent && q.has("cached") {
+        return Err(ApiError::BadRequest(
+            "Cannot specify ?cached with ?consistent, conflicting semantics.".into(),
+        ));
+    }
+    Ok(if consistent {
+        "consistent"
+    } else if stale {
+        "stale"
+    } else {
+        "leader"
+    })
 }
 
 /// Checks `dc`, `ns`, `partition` and `filter`. The sandbox is one
@@ -641,6 +670,7 @@ async fn read_blocking(
     key: WatchKey,
     read: impl Fn(&Store) -> ReadResult,
 ) -> Result<ReadResult, ApiError> {
+    consistency(q)?;
     let wait = match q.get("wait").filter(|w| !w.is_empty()) {
         None => None,
         Some(w) => Some(
@@ -712,9 +742,14 @@ fn ensure_method(route: &Route, method: &Method) -> Result<(), ApiError> {
     })
 }
 
-fn read_response(r: ReadResult, pretty: bool) -> Resp {
-    let mut resp = json_resp(200, &r.body, pretty);
-    read_headers(&mut resp, r.index, r.filtered);
+fn read_response(r: ReadResult, q: &Query) -> Resp {
+    let mut resp = json_resp(200, &r.body, q.has("pretty"));
+    read_headers(
+        &mut resp,
+        r.index,
+        r.filtered,
+        consistency(q).unwrap_or("leader"),
+    );
     resp
 }
 
@@ -803,14 +838,14 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 node_meta: !f.node_meta.is_empty(),
             };
             let r = read_blocking(shared, &q, key, |st| st.read_services(&f, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::Nodes => {
             check_scope(shared, &q)?;
             let f = list_filter(&q, false)?;
             let r =
                 read_blocking(shared, &q, WatchKey::Nodes, |st| st.read_nodes(&f, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::ServiceNodes(name) | Route::HealthService(name) if name.is_empty() => {
             Err(ApiError::BadRequest("Missing service name".into()))
@@ -828,7 +863,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 st.read_service_nodes(&name, &f, &authz)
             })
             .await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::HealthService(name) => {
             check_scope(shared, &q)?;
@@ -838,14 +873,14 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 st.read_health_service(&name, &f, &authz)
             })
             .await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::NodeServices(name) => {
             check_scope(shared, &q)?;
             let key = WatchKey::Node(name.clone());
             let r =
                 read_blocking(shared, &q, key, |st| st.read_node_services(&name, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::HealthNode(name) => {
             check_scope(shared, &q)?;
@@ -853,13 +888,42 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             // blocked reader waits on the node alone.
             let key = WatchKey::Node(name.clone());
             let r = read_blocking(shared, &q, key, |st| st.read_health_node(&name, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
+        }
+        Route::HealthState(state) => {
+            check_scope(shared, &q)?;
+            if state.is_empty() {
+                return Err(ApiError::BadRequest("Missing check state".into()));
+            }
+            if !matches!(state.as_str(), "any" | "passing" | "warning" | "critical") {
+                // The state store refuses it; Consul's RPC error is a 500.
+                return Err(ApiError::Rpc("Invalid check state".into()));
+            }
+            let meta = q.node_meta();
+            let r = read_blocking(shared, &q, WatchKey::Checks, |st| {
+                st.read_health_state(&state, &meta, &authz)
+            })
+            .await?;
+            Ok(read_response(r, &q))
+        }
+        Route::HealthChecks(name) => {
+            check_scope(shared, &q)?;
+            if name.is_empty() {
+                return Err(ApiError::BadRequest("Missing service name".into()));
+            }
+            let meta = q.node_meta();
+            let key = WatchKey::Service(name.clone());
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_health_checks(&name, &meta, &authz)
+            })
+            .await?;
+            Ok(read_response(r, &q))
         }
         Route::Node(name) => {
             check_scope(shared, &q)?;
             let key = WatchKey::Node(name.clone());
             let r = read_blocking(shared, &q, key, |st| st.read_node(&name, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::AgentSelf => {
             // Consul requires agent:read on the agent's node; the sandbox
@@ -906,9 +970,91 @@ fn agent_self(shared: &Shared) -> Value {
             "DelegateMax": 5,
             "DelegateCur": 4,
         },
-        "Stats": {},
+        "Stats": agent_stats(shared),
         "Meta": { "consul-network-segment": "" },
         "xDS": null,
+    })
+}
+
+/// `Stats` of `/v1/agent/self`, with the sections a Consul server fills
+/// (`consul`, `raft`, `serf_lan`, `runtime`). Consul renders every value as
+/// a string; the sandbox is always its own single-server leader.
+fn agent_stats(shared: &Shared) -> Value {
+    let leader = !shared.faults.leaderless();
+    let raft_index = shared.read().raft_index();
+    let leader_addr = if leader {
+        format!("127.0.0.1:{SERVER_RPC_PORT}")
+    } else {
+        String::new()
+    };
+    json!({
+        "agent": {
+            "check_monitors": "0",
+            "check_ttls": "0",
+            "checks": "0",
+            "services": "0",
+        },
+        "build": {
+            "prerelease": "",
+            "revision": "consul-sandbox",
+            "version": CONSUL_VERSION,
+            "version_metadata": "",
+        },
+        "consul": {
+            "acl": if shared.acl.enabled() { "enabled" } else { "disabled" },
+            "bootstrap": "false",
+            "known_datacenters": "1",
+            "leader": leader.to_string(),
+            "leader_addr": leader_addr,
+            "server": "true",
+        },
+        "raft": {
+            "applied_index": raft_index.to_string(),
+            "commit_index": raft_index.to_string(),
+            "fsm_pending": "0",
+            "last_log_index": raft_index.to_string(),
+            "last_log_term": "2",
+            "last_snapshot_index": "0",
+            "last_snapshot_term": "0",
+            "latest_configuration": format!(
+                "[{{Suffrage:Voter ID:{} Address:127.0.0.1:{SERVER_RPC_PORT}}}]",
+                shared.node_id
+            ),
+            "num_peers": "0",
+            "protocol_version": "3",
+            "protocol_version_max": "3",
+            "protocol_version_min": "0",
+            "snapshot_version_max": "1",
+            "snapshot_version_min": "0",
+            "state": if leader { "Leader" } else { "Follower" },
+            "term": "2",
+        },
+        "serf_lan": {
+            "coordinate_resets": "0",
+            "encrypted": "false",
+            "event_queue": "0",
+            "event_time": "2",
+            "failed": "0",
+            "health_score": "0",
+            "intent_queue": "0",
+            "left": "0",
+            "member_time": "1",
+            "members": "1",
+            "query_queue": "0",
+            "query_time": "1",
+        },
+        "runtime": {
+            "arch": std::env::consts::ARCH,
+            "cpu_count": std::thread::available_parallelism()
+                .map_or(1, std::num::NonZero::get)
+                .to_string(),
+            "goroutines": "0",
+            "max_procs": std::thread::available_parallelism()
+                .map_or(1, std::num::NonZero::get)
+                .to_string(),
+            "os": std::env::consts::OS,
+            "version": "consul-sandbox",
+        },
     })
 }
 
