@@ -22,6 +22,8 @@ pub(crate) enum Route {
     HealthState(String),
     HealthChecks(String),
     AgentSelf,
+    /// `/v1/acl/...`: the path after `/v1/acl/`.
+    Acl(String),
     StatusLeader,
     StatusPeers,
     Txn,
@@ -48,6 +50,7 @@ impl Route {
             Route::HealthState(_) => "/v1/health/state",
             Route::HealthChecks(_) => "/v1/health/checks",
             Route::AgentSelf => "/v1/agent/self",
+            Route::Acl(rest) => crate::acl_http::template(rest),
             Route::StatusLeader => "/v1/status/leader",
             Route::StatusPeers => "/v1/status/peers",
             Route::Txn => "/v1/txn",
@@ -62,6 +65,7 @@ impl Route {
         match self {
             Route::Register | Route::Deregister | Route::Txn => &["PUT"],
             Route::SandboxFaults => &["POST", "DELETE"],
+            Route::Acl(_) => &["GET", "PUT", "DELETE"],
             Route::NotFound => &[],
             _ => &["GET"],
         }
@@ -104,6 +108,9 @@ pub(crate) fn route(path: &str) -> Route {
         ("/v1/health/state/", Route::HealthState),
         ("/v1/health/checks/", Route::HealthChecks),
     ];
+    if let Some(rest) = path.strip_prefix("/v1/acl/") {
+        return Route::Acl(rest.to_string());
+    }
     for (prefix, make) in prefixed {
         if let Some(rest) = path.strip_prefix(prefix) {
             return make(rest.to_string());

@@ -50,7 +50,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::acl::{AclAccess, AclResource, AclTable};
+use crate::acl::{AclAccess, AclResource, AclTable, Authz};
+use crate::acl_http::AclRequest;
 use crate::catalog;
 use crate::decode;
 use crate::error::ApiError;
@@ -88,7 +89,7 @@ pub(crate) struct Shared {
     pub node_id: String,
     store: RwLock<Store>,
     watchers: Watchers,
-    acl: AclTable,
+    pub(crate) acl: AclTable,
     pub faults: FaultsHandle,
     requests: Mutex<HashMap<(Method, &'static str), u64>>,
     blocking_open: AtomicU64,
@@ -107,7 +108,11 @@ impl Shared {
         let _ = store.take_changes();
         let (shutdown, _) = watch::channel(false);
         Arc::new(Shared {
-            acl: AclTable::new(config.acl.as_ref()),
+            acl: AclTable::new(
+                config.acl.as_ref(),
+                config.acl_default_policy,
+                config.acl_initial_management_token.as_deref(),
+            ),
             faults: FaultsHandle::new(config.fault_seed),
             config,
             node_id,
@@ -146,6 +151,14 @@ impl Shared {
         };
         self.watchers.notify(&changes);
         result
+    }
+
+    /// One counted Raft apply for an ACL write (the ACL tables live beside
+    /// the catalog, but share its Raft log and index). Returns its index.
+    fn acl_apply(&self) -> u64 {
+        let mut st = self.write();
+        let _ = st.apply(true, |_| Ok::<(), ()>(()));
+        st.raft_index()
     }
 
     pub fn stats(&self) -> Stats {
@@ -475,7 +488,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resp {
         resp = error_resp(&fault_error(a));
     }
     let policy = if shared.acl.enabled() {
-        "deny"
+        shared.acl.default_policy().as_str()
     } else {
         "allow"
     };
@@ -507,6 +520,7 @@ fn without_leader(route: &Route, method: &Method, query: Option<&str>) -> Leader
             Leaderless::Serve
         }
         Route::Register | Route::Deregister | Route::Txn => Leaderless::Refuse,
+        Route::Acl(_) if *method != Method::GET => Leaderless::Refuse,
         _ if *method == Method::GET => {
             let stale = Query::parse(query).is_ok_and(|q| q.has("stale"));
             if stale {
@@ -763,7 +777,9 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         set_header(&mut r, "Allow", &allow);
         return Ok(r);
     }
-    ensure_method(&route, req.method())?;
+    if !matches!(route, Route::Acl(_)) {
+        ensure_method(&route, req.method())?;
+    }
     // Go's url.ParseQuery failing makes Consul answer a bare 500.
     let q = Query::parse(req.uri().query()).map_err(|()| ApiError::Rpc(String::new()))?;
     let pretty = q.has("pretty");
@@ -788,7 +804,31 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         _ => {}
     }
 
-    let authz = shared.acl.resolve(token(&req, &q).as_deref())?;
+    let secret = token(&req, &q);
+    if let Route::Acl(rest) = &route {
+        // `token/self` answers for an unknown secret itself.
+        let authz = match shared.acl.resolve(secret.as_deref()) {
+            Ok(a) => a,
+            Err(_) if rest == "token/self" => Authz::Disabled,
+            Err(e) => return Err(e.into()),
+        };
+        let method = req.method().to_string();
+        let b = if method == "GET" {
+            Bytes::new()
+        } else {
+            body(shared, req).await?
+        };
+        let acl_req = AclRequest {
+            method: &method,
+            rest,
+            body: &b,
+            secret: secret.as_deref(),
+        };
+        let out =
+            crate::acl_http::handle(&shared.acl, &authz, &acl_req, &mut || shared.acl_apply())?;
+        return Ok(json_resp(200, &out, pretty));
+    }
+    let authz = shared.acl.resolve(secret.as_deref())?;
     match route {
         Route::Register => {
             let b = body(shared, req).await?;
