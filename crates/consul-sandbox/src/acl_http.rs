@@ -203,8 +203,18 @@ fn decode(body: &[u8], what: &str) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
+/// A body field, matched case-insensitively as Go's JSON decoder does
+/// (py-consul, for one, sends `name` and `rules`).
+fn field<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
 fn str_field(m: &Map<String, Value>, key: &str) -> String {
-    m.get(key)
+    field(m, key)
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string()
@@ -240,8 +250,7 @@ fn put_policy(
     }
     let rules = str_field(&m, "Rules");
     let parsed = acl_rules::parse(&rules).map_err(|e| bad(format!("Invalid Policy: {e}")))?;
-    let datacenters = m
-        .get("Datacenters")
+    let datacenters = field(&m, "Datacenters")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -294,8 +303,7 @@ fn put_policy(
 /// Resolves `[{"ID": ...} | {"Name": ...}]` policy links to IDs.
 fn policy_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
     let mut out = Vec::new();
-    for link in m
-        .get("Policies")
+    for link in field(m, "Policies")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -330,8 +338,7 @@ fn policy_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, Ap
 
 fn role_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
     let mut out = Vec::new();
-    for link in m
-        .get("Roles")
+    for link in field(m, "Roles")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -471,7 +478,7 @@ fn put_token(
         description: str_field(&m, "Description"),
         policies,
         roles,
-        local: m.get("Local").and_then(Value::as_bool).unwrap_or(false),
+        local: field(&m, "Local").and_then(Value::as_bool).unwrap_or(false),
         create_time: existing
             .as_ref()
             .map_or_else(now_rfc3339, |t| t.create_time.clone()),
