@@ -20,9 +20,9 @@ import pytest
 SOON_SECONDS = 20
 
 
-def client(server):
+def client(server, token=None):
     host, port = server.addr.rsplit(":", 1)
-    return consul.Consul(host=host, port=int(port))
+    return consul.Consul(host=host, port=int(port), token=token)
 
 
 def get_json(server, path):
@@ -319,3 +319,80 @@ def test_agent_self_and_status_leader(consul_sandbox):
     assert me["Member"]["Name"] == me["Config"]["NodeName"]
     # status.mdx "Get Raft Leader": "<ip>:<port>" of the leader's RPC port.
     assert c.status.leader() == "127.0.0.1:8300"
+
+
+ROOT_TOKEN = "py-root-secret"
+
+
+@pytest.fixture
+def consul_acl_sandbox():
+    """A consul-sandbox with ACLs on (default deny) and a management token."""
+    from conftest import Server
+
+    server = Server([
+        "sandbox", "consul", "--listen", "127.0.0.1:0",
+        "--acl-default-policy", "deny",
+        "--acl-initial-management-token", ROOT_TOKEN,
+    ])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_acl_policy_and_token_creation_and_a_denied_register(consul_acl_sandbox):
+    c = client(consul_acl_sandbox)
+    applies = stats(consul_acl_sandbox)["raft_applies"]
+    # acl/policy.mdx "Create a Policy": py-consul sends the rules as JSON
+    # text; Consul accepts JSON as well as HCL rules.
+    policy = c.acl.policy.create(
+        "sync-web",
+        token=ROOT_TOKEN,
+        description="write web on k8s-sync",
+        rules={"node": {"k8s-sync": {"policy": "write"}},
+               "service": {"web": {"policy": "write"}},
+               "service_prefix": {"": {"policy": "read"}}},
+    )
+    assert policy["Name"] == "sync-web"
+    assert policy["Description"] == "write web on k8s-sync"
+    assert c.acl.policy.read(policy["ID"], token=ROOT_TOKEN)["Name"] == "sync-web"
+    assert "sync-web" in [p["Name"] for p in c.acl.policy.list(token=ROOT_TOKEN)]
+
+    # acl/token.mdx "Create a Token", linking the policy by ID.
+    token = c.acl.token.create(token=ROOT_TOKEN, description="sync", policies_id=[policy["ID"]])
+    secret = token["SecretID"]
+    assert token["Policies"] == [{"ID": policy["ID"], "Name": "sync-web"}]
+    me = c.acl.token.read_self(token=secret)
+    assert me["AccessorID"] == token["AccessorID"]
+    # Each ACL write (one policy, one token) is one Raft apply.
+    assert stats(consul_acl_sandbox)["raft_applies"] == applies + 2
+
+    scoped = client(consul_acl_sandbox, token=secret)
+    assert scoped.catalog.register("k8s-sync", "10.0.0.1", service={"Service": "web"})
+    # A service the token may not write: 403 with Consul's text, nothing stored.
+    with pytest.raises(consul.ACLPermissionDenied) as denied:
+        scoped.catalog.register("k8s-sync", "10.0.0.1", service={"Service": "db"})
+    assert (f"Permission denied: token with AccessorID '{token['AccessorID']}' "
+            "lacks permission 'service:write' on \"db\"") in str(denied.value)
+    _, services = c.catalog.services(token=ROOT_TOKEN)
+    assert "db" not in services
+    assert stats(consul_acl_sandbox)["raft_applies"] == applies + 3
+
+    # No token at all: the anonymous token, denied by default.
+    anonymous = client(consul_acl_sandbox)
+    with pytest.raises(consul.ACLPermissionDenied):
+        anonymous.catalog.register("k8s-sync", "10.0.0.1", service={"Service": "web"})
+
+
+def test_acl_bad_input_answers_like_consul(consul_acl_sandbox):
+    c = client(consul_acl_sandbox)
+    applies = stats(consul_acl_sandbox)["raft_applies"]
+    with pytest.raises(consul.ConsulException) as bad:
+        c.acl.policy.create("bad", token=ROOT_TOKEN,
+                            rules={"service": {"web": {"policy": "sometimes"}}})
+    assert "Invalid service policy" in str(bad.value)
+    with pytest.raises(consul.ConsulException):
+        c.acl.token.create(token=ROOT_TOKEN, policies_id=["00000000-0000-0000-0000-00000000abcd"])
+    with pytest.raises(consul.ACLPermissionDenied):
+        c.acl.policy.list(token="not-a-token")
+    assert stats(consul_acl_sandbox)["raft_applies"] == applies

@@ -1,20 +1,27 @@
-//! Optional ACL enforcement: tokens mapped to simple prefix policies.
+//! ACL enforcement: tokens from the configuration and from the ACL tables
+//! (`/v1/acl/policy`, `/role`, `/token`), resolved to rules per request.
 //!
-//! Consul resolves the token of each request (header `X-Consul-Token`,
-//! `Authorization: Bearer`, or the legacy `?token=`), denies writes the
-//! token's policy does not grant with 403 and a `Permission denied: ...`
-//! text naming the token's AccessorID (never its secret), and silently
-//! filters reads. This module models a subset: `service` and `node` rules
-//! matched by longest prefix (an exact rule is a prefix rule on the full
-//! name), `read` or `write` (write implies read) or `deny`, and management
-//! tokens that may do anything. An unknown secret answers 403 `ACL not
-//! found`; no token means the anonymous token, which has no rules unless
-//! configured.
+//! Consul resolves the token of each request, denies what the token's
+//! policies do not grant with 403 and a `Permission denied: ...` text
+//! naming the token's AccessorID (never its secret), and silently filters
+//! reads. Modelled here: `service`/`service_prefix` and `node`/`node_prefix`
+//! rules with `read`, `write` (implies read) or `deny`; an exact rule beats
+//! every prefix rule, the longest prefix beats shorter ones, and between
+//! policies saying different things about one name `deny` wins, then the
+//! higher access. What no rule decides falls to the default policy
+//! (`deny` or `allow`). Tokens linked to `global-management` may do
+//! anything; the top-level `acl` rule grants the ACL endpoints. An unknown
+//! secret answers 403 `ACL not found`; no token means the anonymous token.
+//! Rules inside `namespace`/`partition` blocks are parsed and kept but not
+//! enforced (the sandbox has only the default namespace and partition).
 //!
-//! This module must NOT touch the store or HTTP; it only answers "may this
-//! token do that?" and renders the denial text.
+//! This module must NOT touch the catalog store or HTTP; it only answers
+//! "may this token do that?", keeps the ACL tables, and renders denials.
 
 use std::collections::BTreeMap;
+use std::sync::RwLock;
+
+use crate::acl_rules::{Grant, ParsedRules};
 
 use crate::store::ReadFilter;
 
@@ -124,42 +131,163 @@ pub enum AclError {
     Denied(String),
 }
 
+/// What a rule-less request may do when ACLs are on: Consul's
+/// `acl.default_policy`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AclDefaultPolicy {
+    /// Anything no rule grants is denied (the sandbox's default with ACLs on).
+    #[default]
+    Deny,
+    /// Anything no rule denies is allowed.
+    Allow,
+}
+
+impl AclDefaultPolicy {
+    /// The name Consul uses (`X-Consul-Default-ACL-Policy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AclDefaultPolicy::Deny => "deny",
+            AclDefaultPolicy::Allow => "allow",
+        }
+    }
+}
+
+/// The ID of Consul's built-in `global-management` policy.
+pub(crate) const GLOBAL_MANAGEMENT_ID: &str = "00000000-0000-0000-0000-000000000001";
+
 /// A resolved token for one request.
 #[derive(Debug, Clone)]
 pub(crate) enum Authz {
     /// ACLs are off.
     Disabled,
     /// Management token.
-    Management,
-    /// A token (or the anonymous token) with prefix rules.
+    Management { accessor_id: String },
+    /// A token (or the anonymous token) with rules.
     Rules {
         accessor_id: String,
-        rules: Vec<AclRule>,
+        grants: Vec<Grant>,
+        acl: Option<AclAccess>,
+        default_allow: bool,
     },
 }
 
-/// Resolved tokens, indexed by secret for O(log n) lookups per request.
+/// A policy stored through `/v1/acl/policy`.
+#[derive(Debug, Clone)]
+pub(crate) struct PolicyRec {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub rules: String,
+    pub parsed: ParsedRules,
+    pub datacenters: Vec<String>,
+    pub create_index: u64,
+    pub modify_index: u64,
+}
+
+/// A role stored through `/v1/acl/role`: a named set of policy links.
+#[derive(Debug, Clone)]
+pub(crate) struct RoleRec {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub policies: Vec<String>,
+    pub create_index: u64,
+    pub modify_index: u64,
+}
+
+/// A token stored through `/v1/acl/token` (or made at start-up).
+#[derive(Debug, Clone)]
+pub(crate) struct TokenRec {
+    pub accessor_id: String,
+    pub secret_id: String,
+    pub description: String,
+    pub policies: Vec<String>,
+    pub roles: Vec<String>,
+    pub local: bool,
+    pub create_time: String,
+    pub create_index: u64,
+    pub modify_index: u64,
+}
+
+/// The ACL tables written through the HTTP API.
 #[derive(Debug, Clone, Default)]
+pub(crate) struct AclState {
+    pub policies: BTreeMap<String, PolicyRec>,
+    pub roles: BTreeMap<String, RoleRec>,
+    /// By AccessorID.
+    pub tokens: BTreeMap<String, TokenRec>,
+    /// SecretID -> AccessorID.
+    pub by_secret: BTreeMap<String, String>,
+}
+
+/// Tokens from the configuration plus the ACL tables, resolved per request.
+#[derive(Debug, Default)]
 pub(crate) struct AclTable {
     enabled: bool,
+    default_policy: AclDefaultPolicy,
     by_secret: BTreeMap<String, AclToken>,
     anonymous: Vec<AclRule>,
+    state: RwLock<AclState>,
 }
 
 impl AclTable {
-    /// Builds the table; `None` disables ACLs.
-    pub fn new(config: Option<&AclConfig>) -> Self {
-        match config {
-            None => AclTable::default(),
-            Some(c) => AclTable {
-                enabled: true,
-                by_secret: c
-                    .tokens
-                    .iter()
-                    .map(|t| (t.secret_id.clone(), t.clone()))
-                    .collect(),
-                anonymous: c.anonymous_rules.clone(),
+    /// Builds the table; ACLs are on when any of the three is given.
+    pub fn new(
+        config: Option<&AclConfig>,
+        default_policy: Option<AclDefaultPolicy>,
+        initial_management: Option<&str>,
+    ) -> Self {
+        let enabled = config.is_some() || default_policy.is_some() || initial_management.is_some();
+        if !enabled {
+            return AclTable::default();
+        }
+        let mut state = AclState::default();
+        state.policies.insert(
+            GLOBAL_MANAGEMENT_ID.to_string(),
+            PolicyRec {
+                id: GLOBAL_MANAGEMENT_ID.to_string(),
+                name: "global-management".into(),
+                description: "Builtin Policy that grants unlimited access".into(),
+                rules: String::new(),
+                parsed: ParsedRules::default(),
+                datacenters: Vec::new(),
+                create_index: 1,
+                modify_index: 1,
             },
+        );
+        if let Some(secret) = initial_management.filter(|s| !s.is_empty()) {
+            let accessor = uuid::Uuid::new_v4().to_string();
+            state.by_secret.insert(secret.to_string(), accessor.clone());
+            state.tokens.insert(
+                accessor.clone(),
+                TokenRec {
+                    accessor_id: accessor,
+                    secret_id: secret.to_string(),
+                    description: "Initial Management Token".into(),
+                    policies: vec![GLOBAL_MANAGEMENT_ID.to_string()],
+                    roles: Vec::new(),
+                    local: false,
+                    create_time: now_rfc3339(),
+                    create_index: 1,
+                    modify_index: 1,
+                },
+            );
+        }
+        AclTable {
+            enabled: true,
+            default_policy: default_policy.unwrap_or_default(),
+            by_secret: config
+                .map(|c| {
+                    c.tokens
+                        .iter()
+                        .map(|t| (t.secret_id.clone(), t.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            anonymous: config
+                .map(|c| c.anonymous_rules.clone())
+                .unwrap_or_default(),
+            state: RwLock::new(state),
         }
     }
 
@@ -168,47 +296,247 @@ impl AclTable {
         self.enabled
     }
 
+    /// The default policy (meaningful only when enabled).
+    pub fn default_policy(&self) -> AclDefaultPolicy {
+        self.default_policy
+    }
+
+    /// The ACL tables, for reading.
+    pub fn state(&self) -> std::sync::RwLockReadGuard<'_, AclState> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The ACL tables, for writing.
+    pub fn state_mut(&self) -> std::sync::RwLockWriteGuard<'_, AclState> {
+        self.state.write().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Resolves the secret a request carried (`None` or empty: anonymous).
     pub fn resolve(&self, secret: Option<&str>) -> Result<Authz, AclError> {
         if !self.enabled {
             return Ok(Authz::Disabled);
         }
-        match secret.filter(|s| !s.is_empty()) {
-            None => Ok(Authz::Rules {
-                accessor_id: ANONYMOUS_ACCESSOR_ID.to_string(),
-                rules: self.anonymous.clone(),
-            }),
-            Some(s) => match self.by_secret.get(s) {
-                None => Err(AclError::NotFound),
-                Some(t) => Ok(match &t.policy {
-                    AclPolicy::Management => Authz::Management,
-                    AclPolicy::Rules(r) => Authz::Rules {
-                        accessor_id: t.accessor_id.clone(),
-                        rules: r.clone(),
-                    },
-                }),
-            },
+        let default_allow = self.default_policy == AclDefaultPolicy::Allow;
+        let static_rules = |accessor_id: String, rules: &[AclRule]| Authz::Rules {
+            accessor_id,
+            grants: rules.iter().map(AclRule::grant).collect(),
+            acl: None,
+            default_allow,
+        };
+        let Some(s) = secret.filter(|s| !s.is_empty()) else {
+            return Ok(static_rules(
+                ANONYMOUS_ACCESSOR_ID.to_string(),
+                &self.anonymous,
+            ));
+        };
+        if let Some(t) = self.by_secret.get(s) {
+            return Ok(match &t.policy {
+                AclPolicy::Management => Authz::Management {
+                    accessor_id: t.accessor_id.clone(),
+                },
+                AclPolicy::Rules(r) => static_rules(t.accessor_id.clone(), r),
+            });
+        }
+        let st = self.state();
+        let token = st
+            .by_secret
+            .get(s)
+            .and_then(|a| st.tokens.get(a))
+            .ok_or(AclError::NotFound)?;
+        Ok(st.authz_of(token, default_allow))
+    }
+
+    /// The stored token behind a secret (`/v1/acl/token/self`).
+    pub fn token_by_secret(&self, secret: &str) -> Option<TokenRec> {
+        let st = self.state();
+        st.by_secret
+            .get(secret)
+            .and_then(|a| st.tokens.get(a))
+            .cloned()
+    }
+}
+
+impl AclState {
+    /// Every policy a token reaches, directly or through its roles
+    /// (links to deleted policies or roles are skipped, as Consul does).
+    fn policies_of<'a>(&'a self, token: &'a TokenRec) -> impl Iterator<Item = &'a PolicyRec> + 'a {
+        let via_roles = token
+            .roles
+            .iter()
+            .filter_map(|r| self.roles.get(r))
+            .flat_map(|r| r.policies.iter());
+        token
+            .policies
+            .iter()
+            .chain(via_roles)
+            .filter_map(|p| self.policies.get(p))
+    }
+
+    fn authz_of(&self, token: &TokenRec, default_allow: bool) -> Authz {
+        if self
+            .policies_of(token)
+            .any(|p| p.id == GLOBAL_MANAGEMENT_ID)
+        {
+            return Authz::Management {
+                accessor_id: token.accessor_id.clone(),
+            };
+        }
+        let mut grants = Vec::new();
+        let mut acl: Option<AclAccess> = None;
+        for p in self.policies_of(token) {
+            grants.extend(
+                p.parsed
+                    .grants
+                    .iter()
+                    .filter(|g| g.scope.is_empty())
+                    .cloned(),
+            );
+            if let Some(a) = p.parsed.acl {
+                acl = Some(acl.map_or(a, |b| merge(a, b)));
+            }
+        }
+        Authz::Rules {
+            accessor_id: token.accessor_id.clone(),
+            grants,
+            acl,
+            default_allow,
+        }
+    }
+}
+
+/// Two policies saying different things about one name: deny wins, then
+/// the higher access (Consul's merge order).
+fn merge(a: AclAccess, b: AclAccess) -> AclAccess {
+    if a == AclAccess::Deny || b == AclAccess::Deny {
+        AclAccess::Deny
+    } else {
+        a.max(b)
+    }
+}
+
+/// RFC 3339 "now" in UTC, for `CreateTime`.
+pub(crate) fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+impl AclRule {
+    fn grant(&self) -> Grant {
+        Grant {
+            resource: self.resource,
+            name: self.prefix.clone(),
+            exact: false,
+            access: self.access,
+            scope: Vec::new(),
         }
     }
 }
 
 impl Authz {
-    /// The access the token has on `resource` `name`: the longest matching
-    /// prefix rule wins; no match means deny.
+    /// The access the token has on `resource` `name`: an exact rule wins
+    /// over prefix rules, the longest matching prefix over shorter ones;
+    /// with no match, the default policy decides.
     fn access(&self, resource: AclResource, name: &str) -> AclAccess {
         match self {
-            Authz::Disabled | Authz::Management => AclAccess::Write,
-            Authz::Rules { rules, .. } => rules
-                .iter()
-                .filter(|r| r.resource == resource && name.starts_with(&r.prefix))
-                .max_by_key(|r| r.prefix.len())
-                .map_or(AclAccess::Deny, |r| r.access),
+            Authz::Disabled | Authz::Management { .. } => AclAccess::Write,
+            Authz::Rules {
+                grants,
+                default_allow,
+                ..
+            } => {
+                let mut exact: Option<AclAccess> = None;
+                let mut prefix: Option<(usize, AclAccess)> = None;
+                for g in grants.iter().filter(|g| g.resource == resource) {
+                    if g.exact {
+                        if g.name == name {
+                            exact = Some(exact.map_or(g.access, |a| merge(a, g.access)));
+                        }
+                    } else if name.starts_with(&g.name) {
+                        prefix = Some(match prefix {
+                            Some((len, a)) if len > g.name.len() => (len, a),
+                            Some((len, a)) if len == g.name.len() => (len, merge(a, g.access)),
+                            _ => (g.name.len(), g.access),
+                        });
+                    }
+                }
+                exact
+                    .or(prefix.map(|(_, a)| a))
+                    .unwrap_or(if *default_allow {
+                        AclAccess::Write
+                    } else {
+                        AclAccess::Deny
+                    })
+            }
         }
     }
 
     /// Whether ACLs are enforced for this request.
     pub fn enforced(&self) -> bool {
         !matches!(self, Authz::Disabled)
+    }
+
+    fn who(&self) -> String {
+        match self {
+            Authz::Rules { accessor_id, .. } if accessor_id == ANONYMOUS_ACCESSOR_ID => {
+                "anonymous token".to_string()
+            }
+            Authz::Rules { accessor_id, .. } | Authz::Management { accessor_id } => {
+                format!("token with AccessorID '{accessor_id}'")
+            }
+            Authz::Disabled => "token".to_string(),
+        }
+    }
+
+    fn anonymous_hint(&self, msg: &mut String) {
+        if matches!(self, Authz::Rules { accessor_id, .. } if accessor_id == ANONYMOUS_ACCESSOR_ID)
+        {
+            msg.push_str(
+                ". The anonymous token is used implicitly when a request does not specify a token.",
+            );
+        }
+    }
+
+    /// Checks `acl:read` or `acl:write` (the ACL endpoints).
+    pub fn require_acl(&self, access: AclAccess) -> Result<(), AclError> {
+        let have = match self {
+            Authz::Disabled | Authz::Management { .. } => AclAccess::Write,
+            Authz::Rules {
+                acl, default_allow, ..
+            } => acl.unwrap_or(if *default_allow {
+                AclAccess::Write
+            } else {
+                AclAccess::Deny
+            }),
+        };
+        if have >= access {
+            return Ok(());
+        }
+        let mut msg = format!(
+            "Permission denied: {} lacks permission 'acl:{}'",
+            self.who(),
+            access.as_str()
+        );
+        self.anonymous_hint(&mut msg);
+        Err(AclError::Denied(msg))
     }
 
     /// Checks `access` on `resource` `name`, rendering Consul's denial.
@@ -221,25 +549,14 @@ impl Authz {
         if self.access(resource, name) >= access {
             return Ok(());
         }
-        let who = match self {
-            Authz::Rules { accessor_id, .. } if accessor_id == ANONYMOUS_ACCESSOR_ID => {
-                "anonymous token".to_string()
-            }
-            Authz::Rules { accessor_id, .. } => format!("token with AccessorID '{accessor_id}'"),
-            Authz::Disabled | Authz::Management => "token".to_string(),
-        };
         let mut msg = format!(
-            "Permission denied: {who} lacks permission '{}:{}' on {}",
+            "Permission denied: {} lacks permission '{}:{}' on {}",
+            self.who(),
             resource.as_str(),
             access.as_str(),
             crate::store::go_quote(name)
         );
-        if matches!(self, Authz::Rules { accessor_id, .. } if accessor_id == ANONYMOUS_ACCESSOR_ID)
-        {
-            msg.push_str(
-                ". The anonymous token is used implicitly when a request does not specify a token.",
-            );
-        }
+        self.anonymous_hint(&mut msg);
         Err(AclError::Denied(msg))
     }
 }
@@ -258,26 +575,30 @@ mod tests {
     use super::*;
 
     fn table() -> AclTable {
-        AclTable::new(Some(&AclConfig {
-            tokens: vec![
-                AclToken {
-                    accessor_id: "acc-1".into(),
-                    secret_id: "s3cr3t".into(),
-                    policy: AclPolicy::Rules(vec![
-                        AclRule::new(AclResource::Service, "", AclAccess::Read),
-                        AclRule::new(AclResource::Service, "web", AclAccess::Write),
-                        AclRule::new(AclResource::Service, "web-private", AclAccess::Deny),
-                        AclRule::new(AclResource::Node, "k8s-", AclAccess::Write),
-                    ]),
-                },
-                AclToken {
-                    accessor_id: "root".into(),
-                    secret_id: "root-secret".into(),
-                    policy: AclPolicy::Management,
-                },
-            ],
-            anonymous_rules: vec![],
-        }))
+        AclTable::new(
+            Some(&AclConfig {
+                tokens: vec![
+                    AclToken {
+                        accessor_id: "acc-1".into(),
+                        secret_id: "s3cr3t".into(),
+                        policy: AclPolicy::Rules(vec![
+                            AclRule::new(AclResource::Service, "", AclAccess::Read),
+                            AclRule::new(AclResource::Service, "web", AclAccess::Write),
+                            AclRule::new(AclResource::Service, "web-private", AclAccess::Deny),
+                            AclRule::new(AclResource::Node, "k8s-", AclAccess::Write),
+                        ]),
+                    },
+                    AclToken {
+                        accessor_id: "root".into(),
+                        secret_id: "root-secret".into(),
+                        policy: AclPolicy::Management,
+                    },
+                ],
+                anonymous_rules: vec![],
+            }),
+            None,
+            None,
+        )
     }
 
     #[test]
@@ -351,7 +672,9 @@ mod tests {
 
     #[test]
     fn disabled_allows_everything() {
-        let a = AclTable::new(None).resolve(Some("whatever")).unwrap();
+        let a = AclTable::new(None, None, None)
+            .resolve(Some("whatever"))
+            .unwrap();
         assert!(!a.enforced());
         assert!(
             a.require(AclResource::Service, "x", AclAccess::Write)

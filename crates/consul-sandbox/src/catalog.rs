@@ -456,18 +456,22 @@ mod tests {
 
     #[test]
     fn acl_vetting_of_registrations() {
-        let table = AclTable::new(Some(&AclConfig {
-            tokens: vec![AclToken {
-                accessor_id: "svc-writer".into(),
-                secret_id: "t".into(),
-                policy: AclPolicy::Rules(vec![AclRule::new(
-                    AclResource::Service,
-                    "web",
-                    AclAccess::Write,
-                )]),
-            }],
-            anonymous_rules: vec![],
-        }));
+        let table = AclTable::new(
+            Some(&AclConfig {
+                tokens: vec![AclToken {
+                    accessor_id: "svc-writer".into(),
+                    secret_id: "t".into(),
+                    policy: AclPolicy::Rules(vec![AclRule::new(
+                        AclResource::Service,
+                        "web",
+                        AclAccess::Write,
+                    )]),
+                }],
+                anonymous_rules: vec![],
+            }),
+            None,
+            None,
+        );
         let authz = table.resolve(Some("t")).unwrap();
         let mut st = Store::default();
         let body = r#"{"Node":"n","Address":"a","Service":{"Service":"web"}}"#;

@@ -11,7 +11,12 @@
 //! | `GET /v1/catalog/services`, `/service/<name>`, `/node-services/<node>`, `/node/<node>`, `/nodes`, `/datacenters` | blocking queries |
 //! | `GET /v1/health/service/<name>` | `passing`, `tag`, `node-meta` |
 //! | `GET /v1/health/node/<node>` | the node's checks; blocking (index: the node's) |
-//! | `GET /v1/agent/self`, `/v1/status/leader`, `/v1/status/peers` | |
+//! | `GET /v1/health/state/<state>` | checks in `passing`/`warning`/`critical`/`any`; index: the checks table |
+//! | `GET /v1/health/checks/<service>` | the checks of a service's instances; index: the service's |
+//! | `GET /v1/agent/self` | `Config`, `Member`, and `Stats` (`consul`, `raft`, `serf_lan`, `runtime`) |
+//! | `GET /v1/status/leader`, `/v1/status/peers` | |
+//! | `/v1/acl/policy[/<id>|/name/<name>]`, `/v1/acl/policies` | `PUT` create/update, `GET`, `DELETE`; rules in HCL or JSON; one Raft apply per write |
+//! | `/v1/acl/role[/<id>]`, `/v1/acl/roles`, `/v1/acl/token[/<accessor>]`, `/v1/acl/tokens`, `GET /v1/acl/token/self` | the same; 401 `ACL support disabled` with ACLs off |
 //! | `GET /v1/sandbox/stats`, `POST`/`DELETE /v1/sandbox/faults` | sandbox control |
 //!
 //! Limits, as Consul enforces them on `/v1/txn` (`agent/txn_endpoint.go`),
@@ -22,6 +27,11 @@
 //! |---|---|---|
 //! | body size ([`Config::max_body_bytes`], Consul's `txn_max_req_len`), checked first from `Content-Length`, then while reading | 512 KiB | `Request body too large, max size: 524288 bytes` |
 //! | operations per transaction ([`Config::max_txn_ops`]), checked after decoding | 64 | `Transaction contains too many operations (65 > 64)` |
+//!
+//! Reads report `X-Consul-Effective-Consistency` (`leader`, `stale` or
+//! `consistent`, as asked); `?stale&consistent` and `?consistent&cached`
+//! answer Consul's 400. A token is taken from `?token=`, then
+//! `X-Consul-Token`, then `Authorization: Bearer`, in that order.
 //!
 //! A leaderless cluster is a fault of its own
 //! ([`FaultsHandle::set_leaderless`], or `{"kind": "leaderless"}` /
@@ -41,8 +51,9 @@
 //! checks table's (both only grow when the answer may have changed); no
 //! KV store (KV txn ops are refused), no `filter=` expressions (400), only
 //! the `default` namespace and partition (`ns=default` is accepted, other
-//! values are refused like Consul CE does), a simplified ACL model
-//! (prefix rules on services and nodes, see [`AclConfig`]), no Connect or
+//! values are refused like Consul CE does), an ACL model limited to
+//! node and service rules (no auth methods, binding rules, login, or
+//! namespace and partition enforcement; see `acl`), no Connect or
 //! proxy semantics, check `Definition`s stored as sent, and node IDs not
 //! used for renames.
 //!
@@ -50,6 +61,8 @@
 //! with it: it is the independent reference the client is tested against.
 
 mod acl;
+mod acl_http;
+mod acl_rules;
 mod catalog;
 mod decode;
 mod error;
@@ -70,8 +83,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 pub use acl::{
-    ANONYMOUS_ACCESSOR_ID, AclAccess, AclConfig, AclError, AclPolicy, AclResource, AclRule,
-    AclToken,
+    ANONYMOUS_ACCESSOR_ID, AclAccess, AclConfig, AclDefaultPolicy, AclError, AclPolicy,
+    AclResource, AclRule, AclToken,
 };
 pub use decode::DecodeError;
 pub use error::ApiError;
@@ -99,8 +112,18 @@ pub struct Config {
     pub max_txn_ops: usize,
     /// Maximum request body size in bytes (413 above).
     pub max_body_bytes: usize,
-    /// ACL enforcement; `None` (the default) disables ACLs.
+    /// Tokens and anonymous rules fixed at start-up. ACLs are on when this,
+    /// [`Config::acl_default_policy`] or
+    /// [`Config::acl_initial_management_token`] is set; all `None` (the
+    /// default) turns ACLs off.
     pub acl: Option<AclConfig>,
+    /// Consul's `acl.default_policy`: what no rule decides. `None` with
+    /// ACLs on means `deny`.
+    pub acl_default_policy: Option<AclDefaultPolicy>,
+    /// Consul's `acl.tokens.initial_management`: the SecretID of a token
+    /// linked to `global-management`, made at start-up (not a Raft apply
+    /// counted in [`Stats::raft_applies`]).
+    pub acl_initial_management_token: Option<String>,
     /// Register the agent node, its `consul` service and `serfHealth` check
     /// at start-up, as a Consul server does (Raft entry 1, not counted in
     /// [`Stats::raft_applies`]).
@@ -117,6 +140,8 @@ impl Default for Config {
             max_txn_ops: DEFAULT_MAX_TXN_OPS,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             acl: None,
+            acl_default_policy: None,
+            acl_initial_management_token: None,
             register_agent_node: true,
             fault_seed: 0,
         }

@@ -19,7 +19,11 @@ pub(crate) enum Route {
     Node(String),
     HealthService(String),
     HealthNode(String),
+    HealthState(String),
+    HealthChecks(String),
     AgentSelf,
+    /// `/v1/acl/...`: the path after `/v1/acl/`.
+    Acl(String),
     StatusLeader,
     StatusPeers,
     Txn,
@@ -43,7 +47,10 @@ impl Route {
             Route::Node(_) => "/v1/catalog/node",
             Route::HealthService(_) => "/v1/health/service",
             Route::HealthNode(_) => "/v1/health/node",
+            Route::HealthState(_) => "/v1/health/state",
+            Route::HealthChecks(_) => "/v1/health/checks",
             Route::AgentSelf => "/v1/agent/self",
+            Route::Acl(rest) => crate::acl_http::template(rest),
             Route::StatusLeader => "/v1/status/leader",
             Route::StatusPeers => "/v1/status/peers",
             Route::Txn => "/v1/txn",
@@ -58,6 +65,7 @@ impl Route {
         match self {
             Route::Register | Route::Deregister | Route::Txn => &["PUT"],
             Route::SandboxFaults => &["POST", "DELETE"],
+            Route::Acl(_) => &["GET", "PUT", "DELETE"],
             Route::NotFound => &[],
             _ => &["GET"],
         }
@@ -91,13 +99,18 @@ pub(crate) fn route(path: &str) -> Route {
         return r;
     }
     type MakeRoute = fn(String) -> Route;
-    let prefixed: [(&str, MakeRoute); 5] = [
+    let prefixed: [(&str, MakeRoute); 7] = [
         ("/v1/catalog/service/", Route::ServiceNodes),
         ("/v1/catalog/node-services/", Route::NodeServices),
         ("/v1/catalog/node/", Route::Node),
         ("/v1/health/service/", Route::HealthService),
         ("/v1/health/node/", Route::HealthNode),
+        ("/v1/health/state/", Route::HealthState),
+        ("/v1/health/checks/", Route::HealthChecks),
     ];
+    if let Some(rest) = path.strip_prefix("/v1/acl/") {
+        return Route::Acl(rest.to_string());
+    }
     for (prefix, make) in prefixed {
         if let Some(rest) = path.strip_prefix(prefix) {
             return make(rest.to_string());

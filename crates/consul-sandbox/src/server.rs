@@ -50,7 +50,8 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::acl::{AclAccess, AclResource, AclTable};
+use crate::acl::{AclAccess, AclResource, AclTable, Authz};
+use crate::acl_http::AclRequest;
 use crate::catalog;
 use crate::decode;
 use crate::error::ApiError;
@@ -88,7 +89,7 @@ pub(crate) struct Shared {
     pub node_id: String,
     store: RwLock<Store>,
     watchers: Watchers,
-    acl: AclTable,
+    pub(crate) acl: AclTable,
     pub faults: FaultsHandle,
     requests: Mutex<HashMap<(Method, &'static str), u64>>,
     blocking_open: AtomicU64,
@@ -107,7 +108,11 @@ impl Shared {
         let _ = store.take_changes();
         let (shutdown, _) = watch::channel(false);
         Arc::new(Shared {
-            acl: AclTable::new(config.acl.as_ref()),
+            acl: AclTable::new(
+                config.acl.as_ref(),
+                config.acl_default_policy,
+                config.acl_initial_management_token.as_deref(),
+            ),
             faults: FaultsHandle::new(config.fault_seed),
             config,
             node_id,
@@ -146,6 +151,14 @@ impl Shared {
         };
         self.watchers.notify(&changes);
         result
+    }
+
+    /// One counted Raft apply for an ACL write (the ACL tables live beside
+    /// the catalog, but share its Raft log and index). Returns its index.
+    fn acl_apply(&self) -> u64 {
+        let mut st = self.write();
+        let _ = st.apply(true, |_| Ok::<(), ()>(()));
+        st.raft_index()
     }
 
     pub fn stats(&self) -> Stats {
@@ -424,11 +437,11 @@ fn set_header(r: &mut Resp, name: &'static str, value: &str) {
 
 /// The headers Consul adds to every read: the index (never 0, since a 0
 /// would make clients busy-loop), leadership and staleness.
-fn read_headers(r: &mut Resp, index: u64, filtered: bool) {
+fn read_headers(r: &mut Resp, index: u64, filtered: bool, consistency: &str) {
     set_header(r, "X-Consul-Index", &index.max(1).to_string());
     set_header(r, "X-Consul-KnownLeader", "true");
     set_header(r, "X-Consul-LastContact", "0");
-    set_header(r, "X-Consul-Effective-Consistency", "leader");
+    set_header(r, "X-Consul-Effective-Consistency", consistency);
     if filtered {
         set_header(r, "X-Consul-Results-Filtered-By-ACLs", "true");
     }
@@ -475,7 +488,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Resp {
         resp = error_resp(&fault_error(a));
     }
     let policy = if shared.acl.enabled() {
-        "deny"
+        shared.acl.default_policy().as_str()
     } else {
         "allow"
     };
@@ -507,6 +520,7 @@ fn without_leader(route: &Route, method: &Method, query: Option<&str>) -> Leader
             Leaderless::Serve
         }
         Route::Register | Route::Deregister | Route::Txn => Leaderless::Refuse,
+        Route::Acl(_) if *method != Method::GET => Leaderless::Refuse,
         _ if *method == Method::GET => {
             let stale = Query::parse(query).is_ok_and(|q| q.has("stale"));
             if stale {
@@ -540,7 +554,13 @@ async fn body(shared: &Shared, req: Request<Incoming>) -> Result<Bytes, ApiError
     }
 }
 
+/// The request's token, in Consul's order of precedence: `?token=`, then
+/// `X-Consul-Token`, then `Authorization: Bearer` (each only when not
+/// empty).
 fn token(req: &Request<Incoming>, q: &Query) -> Option<String> {
+    if let Some(t) = q.get("token").filter(|t| !t.is_empty()) {
+        return Some(t.to_string());
+    }
     if let Some(t) = req
         .headers()
         .get("X-Consul-Token")
@@ -549,19 +569,42 @@ fn token(req: &Request<Incoming>, q: &Query) -> Option<String> {
     {
         return Some(t.to_string());
     }
-    if let Some(auth) = req
+    let auth = req
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        let mut parts = auth.trim().splitn(2, ' ');
-        if let (Some(scheme), Some(value)) = (parts.next(), parts.next())
-            && scheme.eq_ignore_ascii_case("bearer")
-        {
-            return Some(value.trim().to_string());
+        .and_then(|v| v.to_str().ok())?;
+    let mut parts = auth.trim().splitn(2, ' ');
+    match (parts.next(), parts.next()) {
+        (Some(scheme), Some(value)) if scheme.eq_ignore_ascii_case("bearer") => {
+            Some(value.trim().to_string()).filter(|v| !v.is_empty())
         }
+        _ => None,
     }
-    q.get("token").filter(|t| !t.is_empty()).map(str::to_string)
+}
+
+/// The consistency mode a read asked for, as Consul reports it in
+/// `X-Consul-Effective-Consistency`, or Consul's 400 for conflicting modes
+/// (`agent/http.go`, `parseConsistency`).
+fn consistency(q: &Query) -> Result<&'static str, ApiError> {
+    let stale = q.has("stale");
+    let consistent = q.has("consistent");
+    if stale && consistent {
+        return Err(ApiError::BadRequest(
+            "Cannot specify ?stale with ?consistent, conflicting semantics.".into(),
+        ));
+    }
+    if consistent && q.has("cached") {
+        return Err(ApiError::BadRequest(
+            "Cannot specify ?cached with ?consistent, conflicting semantics.".into(),
+        ));
+    }
+    Ok(if consistent {
+        "consistent"
+    } else if stale {
+        "stale"
+    } else {
+        "leader"
+    })
 }
 
 /// Checks `dc`, `ns`, `partition` and `filter`. The sandbox is one
@@ -641,6 +684,7 @@ async fn read_blocking(
     key: WatchKey,
     read: impl Fn(&Store) -> ReadResult,
 ) -> Result<ReadResult, ApiError> {
+    consistency(q)?;
     let wait = match q.get("wait").filter(|w| !w.is_empty()) {
         None => None,
         Some(w) => Some(
@@ -712,9 +756,14 @@ fn ensure_method(route: &Route, method: &Method) -> Result<(), ApiError> {
     })
 }
 
-fn read_response(r: ReadResult, pretty: bool) -> Resp {
-    let mut resp = json_resp(200, &r.body, pretty);
-    read_headers(&mut resp, r.index, r.filtered);
+fn read_response(r: ReadResult, q: &Query) -> Resp {
+    let mut resp = json_resp(200, &r.body, q.has("pretty"));
+    read_headers(
+        &mut resp,
+        r.index,
+        r.filtered,
+        consistency(q).unwrap_or("leader"),
+    );
     resp
 }
 
@@ -728,7 +777,9 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         set_header(&mut r, "Allow", &allow);
         return Ok(r);
     }
-    ensure_method(&route, req.method())?;
+    if !matches!(route, Route::Acl(_)) {
+        ensure_method(&route, req.method())?;
+    }
     // Go's url.ParseQuery failing makes Consul answer a bare 500.
     let q = Query::parse(req.uri().query()).map_err(|()| ApiError::Rpc(String::new()))?;
     let pretty = q.has("pretty");
@@ -753,7 +804,31 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         _ => {}
     }
 
-    let authz = shared.acl.resolve(token(&req, &q).as_deref())?;
+    let secret = token(&req, &q);
+    if let Route::Acl(rest) = &route {
+        // `token/self` answers for an unknown secret itself.
+        let authz = match shared.acl.resolve(secret.as_deref()) {
+            Ok(a) => a,
+            Err(_) if rest == "token/self" => Authz::Disabled,
+            Err(e) => return Err(e.into()),
+        };
+        let method = req.method().to_string();
+        let b = if method == "GET" {
+            Bytes::new()
+        } else {
+            body(shared, req).await?
+        };
+        let acl_req = AclRequest {
+            method: &method,
+            rest,
+            body: &b,
+            secret: secret.as_deref(),
+        };
+        let out =
+            crate::acl_http::handle(&shared.acl, &authz, &acl_req, &mut || shared.acl_apply())?;
+        return Ok(json_resp(200, &out, pretty));
+    }
+    let authz = shared.acl.resolve(secret.as_deref())?;
     match route {
         Route::Register => {
             let b = body(shared, req).await?;
@@ -803,14 +878,14 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 node_meta: !f.node_meta.is_empty(),
             };
             let r = read_blocking(shared, &q, key, |st| st.read_services(&f, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::Nodes => {
             check_scope(shared, &q)?;
             let f = list_filter(&q, false)?;
             let r =
                 read_blocking(shared, &q, WatchKey::Nodes, |st| st.read_nodes(&f, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::ServiceNodes(name) | Route::HealthService(name) if name.is_empty() => {
             Err(ApiError::BadRequest("Missing service name".into()))
@@ -828,7 +903,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 st.read_service_nodes(&name, &f, &authz)
             })
             .await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::HealthService(name) => {
             check_scope(shared, &q)?;
@@ -838,14 +913,14 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 st.read_health_service(&name, &f, &authz)
             })
             .await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::NodeServices(name) => {
             check_scope(shared, &q)?;
             let key = WatchKey::Node(name.clone());
             let r =
                 read_blocking(shared, &q, key, |st| st.read_node_services(&name, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::HealthNode(name) => {
             check_scope(shared, &q)?;
@@ -853,13 +928,42 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             // blocked reader waits on the node alone.
             let key = WatchKey::Node(name.clone());
             let r = read_blocking(shared, &q, key, |st| st.read_health_node(&name, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
+        }
+        Route::HealthState(state) => {
+            check_scope(shared, &q)?;
+            if state.is_empty() {
+                return Err(ApiError::BadRequest("Missing check state".into()));
+            }
+            if !matches!(state.as_str(), "any" | "passing" | "warning" | "critical") {
+                // The state store refuses it; Consul's RPC error is a 500.
+                return Err(ApiError::Rpc("Invalid check state".into()));
+            }
+            let meta = q.node_meta();
+            let r = read_blocking(shared, &q, WatchKey::Checks, |st| {
+                st.read_health_state(&state, &meta, &authz)
+            })
+            .await?;
+            Ok(read_response(r, &q))
+        }
+        Route::HealthChecks(name) => {
+            check_scope(shared, &q)?;
+            if name.is_empty() {
+                return Err(ApiError::BadRequest("Missing service name".into()));
+            }
+            let meta = q.node_meta();
+            let key = WatchKey::Service(name.clone());
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_health_checks(&name, &meta, &authz)
+            })
+            .await?;
+            Ok(read_response(r, &q))
         }
         Route::Node(name) => {
             check_scope(shared, &q)?;
             let key = WatchKey::Node(name.clone());
             let r = read_blocking(shared, &q, key, |st| st.read_node(&name, &authz)).await?;
-            Ok(read_response(r, pretty))
+            Ok(read_response(r, &q))
         }
         Route::AgentSelf => {
             // Consul requires agent:read on the agent's node; the sandbox
@@ -906,9 +1010,91 @@ fn agent_self(shared: &Shared) -> Value {
             "DelegateMax": 5,
             "DelegateCur": 4,
         },
-        "Stats": {},
+        "Stats": agent_stats(shared),
         "Meta": { "consul-network-segment": "" },
         "xDS": null,
+    })
+}
+
+/// `Stats` of `/v1/agent/self`, with the sections a Consul server fills
+/// (`consul`, `raft`, `serf_lan`, `runtime`). Consul renders every value as
+/// a string; the sandbox is always its own single-server leader.
+fn agent_stats(shared: &Shared) -> Value {
+    let leader = !shared.faults.leaderless();
+    let raft_index = shared.read().raft_index();
+    let leader_addr = if leader {
+        format!("127.0.0.1:{SERVER_RPC_PORT}")
+    } else {
+        String::new()
+    };
+    json!({
+        "agent": {
+            "check_monitors": "0",
+            "check_ttls": "0",
+            "checks": "0",
+            "services": "0",
+        },
+        "build": {
+            "prerelease": "",
+            "revision": "consul-sandbox",
+            "version": CONSUL_VERSION,
+            "version_metadata": "",
+        },
+        "consul": {
+            "acl": if shared.acl.enabled() { "enabled" } else { "disabled" },
+            "bootstrap": "false",
+            "known_datacenters": "1",
+            "leader": leader.to_string(),
+            "leader_addr": leader_addr,
+            "server": "true",
+        },
+        "raft": {
+            "applied_index": raft_index.to_string(),
+            "commit_index": raft_index.to_string(),
+            "fsm_pending": "0",
+            "last_log_index": raft_index.to_string(),
+            "last_log_term": "2",
+            "last_snapshot_index": "0",
+            "last_snapshot_term": "0",
+            "latest_configuration": format!(
+                "[{{Suffrage:Voter ID:{} Address:127.0.0.1:{SERVER_RPC_PORT}}}]",
+                shared.node_id
+            ),
+            "num_peers": "0",
+            "protocol_version": "3",
+            "protocol_version_max": "3",
+            "protocol_version_min": "0",
+            "snapshot_version_max": "1",
+            "snapshot_version_min": "0",
+            "state": if leader { "Leader" } else { "Follower" },
+            "term": "2",
+        },
+        "serf_lan": {
+            "coordinate_resets": "0",
+            "encrypted": "false",
+            "event_queue": "0",
+            "event_time": "2",
+            "failed": "0",
+            "health_score": "0",
+            "intent_queue": "0",
+            "left": "0",
+            "member_time": "1",
+            "members": "1",
+            "query_queue": "0",
+            "query_time": "1",
+        },
+        "runtime": {
+            "arch": std::env::consts::ARCH,
+            "cpu_count": std::thread::available_parallelism()
+                .map_or(1, std::num::NonZero::get)
+                .to_string(),
+            "goroutines": "0",
+            "max_procs": std::thread::available_parallelism()
+                .map_or(1, std::num::NonZero::get)
+                .to_string(),
+            "os": std::env::consts::OS,
+            "version": "consul-sandbox",
+        },
     })
 }
 

@@ -92,6 +92,9 @@ pub(crate) enum WatchKey {
     /// `/v1/catalog/node/<node>`, `/v1/catalog/node-services/<node>` and
     /// `/v1/health/node/<node>` (check changes move the node's index too).
     Node(String),
+    /// `/v1/health/state/<state>`: the `checks` table index. Readers wait
+    /// on every commit (it moves with any check change).
+    Checks,
 }
 
 impl WatchKey {
@@ -315,7 +318,7 @@ impl Store {
     pub fn has_own_index(&self, key: &WatchKey) -> bool {
         match key {
             WatchKey::Nodes | WatchKey::Services { node_meta: false } => true,
-            WatchKey::Services { node_meta: true } => false,
+            WatchKey::Services { node_meta: true } | WatchKey::Checks => false,
             WatchKey::Service(name) => self.idx.per_service.contains_key(&fold(name)),
             WatchKey::Node(name) => self.idx.per_node.contains_key(&fold(name)),
         }
@@ -328,6 +331,7 @@ impl Store {
             WatchKey::Nodes => self.idx.nodes,
             WatchKey::Services { node_meta: false } => self.idx.services,
             WatchKey::Services { node_meta: true } => self.idx.services.max(self.idx.nodes),
+            WatchKey::Checks => self.idx.checks,
             WatchKey::Service(name) => match self.idx.per_service.get(&fold(name)) {
                 Some(i) => *i,
                 None if self.idx.service_extinction > 0 => self.idx.service_extinction,
@@ -532,6 +536,83 @@ impl Store {
                 continue;
             }
             out.push(c.to_json());
+        }
+        ReadResult {
+            index,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/state/<state>`: every check in `state` (`any` for
+    /// all), ordered by node then check ID, with the `checks` table index.
+    /// `node-meta` filters the nodes. Checks the caller may not read (node
+    /// or service) are left out, as Consul's ACL filter does.
+    pub fn read_health_state(
+        &self,
+        state: &str,
+        node_meta: &[(String, String)],
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let mut filtered = false;
+        let mut out = Vec::new();
+        for c in self.checks.values() {
+            if state != "any" && c.status != state {
+                continue;
+            }
+            let Some(n) = self.nodes.get(&fold(&c.node)) else {
+                continue;
+            };
+            if !meta_matches(&n.meta, node_meta) {
+                continue;
+            }
+            if !acl.node_read(&n.name)
+                || (!c.service_name.is_empty() && !acl.service_read(&c.service_name))
+            {
+                filtered = true;
+                continue;
+            }
+            out.push(c.to_json());
+        }
+        ReadResult {
+            index: self.idx.checks,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/checks/<service>`: the checks of every instance of
+    /// `service`, with the service's index. Without `service:read` the
+    /// answer is empty and marked filtered; checks on nodes the caller may
+    /// not read are dropped.
+    pub fn read_health_checks(
+        &self,
+        service: &str,
+        node_meta: &[(String, String)],
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let index = self.index_for(&WatchKey::Service(service.to_string()));
+        if !acl.service_read(service) {
+            return ReadResult {
+                index,
+                body: Value::Array(Vec::new()),
+                filtered: true,
+            };
+        }
+        let mut filtered = false;
+        let mut out = Vec::new();
+        for key in self.by_name.get(&fold(service)).into_iter().flatten() {
+            let Some(n) = self.nodes.get(&key.0) else {
+                continue;
+            };
+            if !meta_matches(&n.meta, node_meta) {
+                continue;
+            }
+            if !acl.node_read(&n.name) {
+                filtered = true;
+                continue;
+            }
+            out.extend(self.checks_of(&key.0, &key.1).map(CheckRec::to_json));
         }
         ReadResult {
             index,

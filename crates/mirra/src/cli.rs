@@ -178,6 +178,24 @@ pub struct ConsulSandboxArgs {
     /// Most operations accepted in one /v1/txn request.
     #[arg(long, default_value_t = 64)]
     pub max_txn_ops: usize,
+    /// Turn ACLs on with this default policy (Consul's
+    /// `acl.default_policy`): what no rule decides is denied or allowed.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub acl_default_policy: Option<AclDefaultPolicyArg>,
+    /// Turn ACLs on with a management token of this SecretID (Consul's
+    /// `acl.tokens.initial_management`); with no --acl-default-policy the
+    /// default policy is deny.
+    #[arg(long, value_name = "TOKEN")]
+    pub acl_initial_management_token: Option<String>,
+}
+
+/// `--acl-default-policy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AclDefaultPolicyArg {
+    /// Deny what no rule allows.
+    Deny,
+    /// Allow what no rule denies.
+    Allow,
 }
 
 /// Sets up `tracing` as the flags say.
@@ -240,6 +258,35 @@ mod tests {
     }
 
     #[test]
+    fn consul_sandbox_acl_flags() {
+        let cli = Cli::try_parse_from([
+            "mirra",
+            "sandbox",
+            "consul",
+            "--acl-default-policy",
+            "deny",
+            "--acl-initial-management-token",
+            "root",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Sandbox(SandboxCommand::Consul(a)) => {
+                assert_eq!(a.acl_default_policy, Some(AclDefaultPolicyArg::Deny));
+                assert_eq!(a.acl_initial_management_token.as_deref(), Some("root"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["mirra", "sandbox", "consul"]).unwrap();
+        match cli.command {
+            Command::Sandbox(SandboxCommand::Consul(a)) => {
+                assert_eq!(a.acl_default_policy, None);
+                assert_eq!(a.acl_initial_management_token, None);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn bad_flags_are_rejected() {
         assert!(
             Cli::try_parse_from(["mirra", "sandbox", "kube", "--listen", "not-an-address"])
@@ -248,6 +295,16 @@ mod tests {
         assert!(Cli::try_parse_from(["mirra", "--log-format", "xml", "dev"]).is_err());
         assert!(
             Cli::try_parse_from(["mirra", "sandbox", "consul", "--max-txn-ops", "-1"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from([
+                "mirra",
+                "sandbox",
+                "consul",
+                "--acl-default-policy",
+                "maybe"
+            ])
+            .is_err()
         );
         assert!(Cli::try_parse_from(["mirra"]).is_err());
         assert!(Cli::try_parse_from(["mirra", "render", "--namespaces", "n.yaml"]).is_err());

@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use clap::Parser;
 
-use crate::cli::{ConsulSandboxArgs, DevArgs, KubeSandboxArgs};
+use crate::cli::{AclDefaultPolicyArg, ConsulSandboxArgs, DevArgs, KubeSandboxArgs};
 
 /// Resolves on SIGINT or SIGTERM.
 pub(crate) async fn shutdown_signal() {
@@ -74,6 +74,11 @@ pub async fn consul(args: ConsulSandboxArgs) -> anyhow::Result<()> {
     let config = consul_sandbox::Config {
         datacenter: args.datacenter,
         max_txn_ops: args.max_txn_ops,
+        acl_default_policy: args.acl_default_policy.map(|p| match p {
+            AclDefaultPolicyArg::Deny => consul_sandbox::AclDefaultPolicy::Deny,
+            AclDefaultPolicyArg::Allow => consul_sandbox::AclDefaultPolicy::Allow,
+        }),
+        acl_initial_management_token: args.acl_initial_management_token,
         ..Default::default()
     };
     announce(&format!("listening on {url}"))?;
