@@ -481,7 +481,15 @@ async fn send(
             Ok(true)
         }
         Op::Release { .. } => {
-            write::release(&shared.fence, client, &ar, &t.namespace, &t.name).await?;
+            write::release(
+                &shared.fence,
+                client,
+                &ar,
+                &t.namespace,
+                &t.name,
+                planned_from.as_deref(),
+            )
+            .await?;
             shared.metrics.write("release", &t.kind);
             Ok(true)
         }

@@ -582,6 +582,29 @@ mod tests {
     }
 
     #[test]
+    fn max_writes_per_pass_is_at_least_one() {
+        let ok = Settings::from_args_with(&parse(&["--max-writes-per-pass", "7"]), || {
+            Some("ops".into())
+        })
+        .unwrap();
+        assert_eq!(ok.max_writes_per_pass, 7);
+        let err = Settings::from_args_with(&parse(&["--max-writes-per-pass", "0"]), || {
+            Some("ops".into())
+        })
+        .unwrap_err();
+        assert_eq!(
+            err,
+            SettingsError::Invalid {
+                flag: "--max-writes-per-pass",
+                message: "must be at least 1".into()
+            }
+        );
+        // Not a number: clap refuses it before the settings see it.
+        let cli = Cli::try_parse_from(["mirra", "--max-writes-per-pass", "many"]);
+        assert!(cli.is_err());
+    }
+
+    #[test]
     fn allowed_kinds_default_replace_and_wildcard() {
         let s = Settings::from_args_with(&parse(&[]), || Some("ops".into())).unwrap();
         assert_eq!(s.refuses_kind("", "ConfigMap"), None);

@@ -182,22 +182,26 @@ pub async fn apply(
 
 /// Lets an adopted object go: a server-side apply of its identity alone,
 /// so mirra owns no field of it any more (fields only mirra set, its marks
-/// among them, are removed; everything others set stays). A 404 counts as
-/// success.
+/// among them, are removed; everything others set stays). Conditional on
+/// `planned_from`, as [`apply`] is. A 404 counts as success.
 pub async fn release(
     fence: &WriteFence,
     client: &kube::Client,
     ar: &ApiResource,
     namespace: &str,
     name: &str,
+    planned_from: Option<&str>,
 ) -> Result<(), WriteFailure> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
     let params = PatchParams::apply(FIELD_MANAGER).force();
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "apiVersion": ar.api_version,
         "kind": ar.kind,
         "metadata": {"name": name, "namespace": namespace},
     });
+    if let Some(version) = planned_from.filter(|v| !v.is_empty()) {
+        body["metadata"]["resourceVersion"] = Value::String(version.to_string());
+    }
     match fence
         .send(api.patch(name, &params, &Patch::Apply(&body)))
         .await
