@@ -950,6 +950,7 @@ impl Store {
         if let Some(crd) = crd {
             self.registry.insert(crd);
         }
+        check_depth(&body)?;
         let scope_ns = if res.namespaced { ns } else { "" };
         Ok(self.commit(res, scope_ns, &name, EventType::Added, body))
     }
@@ -1339,6 +1340,7 @@ impl Store {
             // A no-op write keeps the revision, as the real server does.
             return self.get(res, if res.namespaced { ns } else { "" }, name);
         }
+        check_depth(&new)?;
         if opts.dry_run {
             return Ok(Bytes::from(serde_json::to_vec(&new).unwrap_or_default()));
         }
@@ -1715,6 +1717,41 @@ impl Store {
 }
 
 /// An encoded object with its `resourceVersion` set to `rv`.
+/// The deepest object the store keeps: the depth serde_json reads back.
+/// The real API server's decoder accepts 10,000 levels; this one stops at
+/// 128, so deeper objects are refused here rather than stored unreadable.
+pub(crate) const MAX_STORED_DEPTH: usize = 127;
+
+/// Nesting depth of a value (a scalar is 0, `{}` and `[]` are 1), counted
+/// without recursion.
+pub(crate) fn depth(value: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(a) => Box::new(a.iter()),
+            Value::Object(m) => Box::new(m.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(d + 1);
+        stack.extend(children.map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
+/// Refuses an object the store could not read back (see
+/// [`MAX_STORED_DEPTH`]); managedFields count, as they are stored too.
+fn check_depth(object: &Value) -> Result<(), ApiError> {
+    let d = depth(object);
+    if d > MAX_STORED_DEPTH {
+        return Err(ApiError::bad_request(format!(
+            "the object is nested {d} levels deep; kube-sandbox stores objects up to \
+             {MAX_STORED_DEPTH} levels (a real API server accepts 10,000)"
+        )));
+    }
+    Ok(())
+}
+
 fn with_revision(json: &Bytes, rv: u64) -> Bytes {
     match serde_json::from_slice::<Value>(json) {
         Ok(mut v) => {
@@ -1797,5 +1834,26 @@ mod tests {
         assert_eq!(labels.get("a"), Some(""));
         assert_eq!(labels.get("b"), Some("x"));
         assert_eq!(labels.get(""), None);
+    }
+
+    #[test]
+    fn depth_counts_containers_and_the_limit_is_what_serde_json_reads_back() {
+        assert_eq!(depth(&json!(1)), 0);
+        assert_eq!(depth(&json!({})), 1);
+        assert_eq!(depth(&json!({"a": [1, {"b": []}]})), 4);
+        let nested = |n: usize| {
+            let mut v = json!(1);
+            for _ in 0..n {
+                v = json!([v]);
+            }
+            v
+        };
+        for n in [MAX_STORED_DEPTH - 1, MAX_STORED_DEPTH, MAX_STORED_DEPTH + 1] {
+            let v = nested(n);
+            assert_eq!(depth(&v), n);
+            let text = serde_json::to_vec(&v).unwrap();
+            let reads_back = serde_json::from_slice::<Value>(&text).is_ok();
+            assert_eq!(reads_back, check_depth(&v).is_ok(), "depth {n}");
+        }
     }
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event as KubeEvent;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use mirra_mirror::status::{CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID};
 use mirra_mirror::{
     ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus, desired_status, status_changed,
@@ -29,6 +29,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::ControllerError;
+use crate::config_object::ConfigObject;
 use crate::settings::{Settings, WatchScope};
 use crate::state::{OwnWrite, Resolution, State, WriteTarget};
 use crate::watches;
@@ -569,7 +570,8 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
                 let previous = s.stored_status(&key);
                 let new = desired_status(compiled, &summary, previous.as_ref(), &now_str);
                 if status_changed(previous.as_ref(), &new) {
-                    todo.push((key, previous, new));
+                    let base = s.status_base_version(&key);
+                    todo.push((key, previous, new, base));
                 }
             }
             (sizes, true, todo)
@@ -581,8 +583,8 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
             tracing::info!("every cache holds its initial list: ready");
             ready.set_ready();
         }
-        for (key, previous, new) in todo {
-            write_status(&shared, &key, previous.as_ref(), new).await;
+        for (key, previous, new, base) in todo {
+            write_status(&shared, &key, previous.as_ref(), new, base).await;
         }
     }
 }
@@ -592,13 +594,22 @@ async fn write_status(
     key: &ConfigRef,
     previous: Option<&SyncConfigStatus>,
     new: SyncConfigStatus,
+    base: Option<String>,
 ) {
-    let api: Api<DynamicObject> = Api::namespaced_with(
+    // The answer is decoded as a ConfigObject so that a SyncConfig nested
+    // too deep for the decoder still gets its status.
+    let api: Api<ConfigObject> = Api::namespaced_with(
         shared.client.clone(),
         &key.namespace,
         &watches::syncconfig_resource(),
     );
-    let patch = json!({ "status": new });
+    // The version the status was planned from is a precondition: a status
+    // planned before a newer spec (or written by a paused ex-leader) does
+    // not land over the newer one's; it is planned again.
+    let patch = match &base {
+        Some(version) => json!({ "metadata": { "resourceVersion": version }, "status": new }),
+        None => json!({ "status": new }),
+    };
     let sent = shared
         .fence
         .send(api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(&patch)))
@@ -615,7 +626,7 @@ async fn write_status(
         }
     };
     match answer {
-        Ok(_) => {
+        Ok(answer) => {
             shared
                 .metrics
                 .write("patch-status", mirra_mirror::resource::KIND);
@@ -623,11 +634,24 @@ async fn write_status(
             shared.with_state(|s| {
                 if s.compiled.contains_key(key) {
                     s.written_status.insert(key.clone(), new);
+                    if let (Some(base), Some(answered)) = (base, answer.metadata.resource_version) {
+                        s.status_versions.insert(key.clone(), (base, answered));
+                    }
                 }
             });
         }
         Err(kube::Error::Api(s)) if s.code == 404 => {
             // The SyncConfig is gone; nothing to report on.
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            // Planned from an older version: plan again once the watch
+            // brings the newer one.
+            shared.metrics.error("conflict");
+            tracing::debug!(syncconfig = %key, "status planned from an older version, planning again");
+            shared.with_state(|s| {
+                s.status_versions.remove(key);
+                s.dirty_status.insert(key.clone(), Instant::now());
+            });
         }
         Err(e) => {
             shared.metrics.error("status");

@@ -71,6 +71,7 @@
 //! or metrics endpoints (the binary does), or write to a namespace listed in
 //! `--never-write-namespace`.
 
+mod config_object;
 mod engine;
 pub mod settings;
 mod state;

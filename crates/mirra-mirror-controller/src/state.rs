@@ -19,6 +19,7 @@ use mirra_mirror::{
 use mirra_runtime::Cache;
 use serde_json::Value;
 
+use crate::config_object::ConfigObject;
 use crate::settings::Settings;
 
 /// A kind as SyncConfigs name it: `(apiVersion, kind)`.
@@ -103,7 +104,7 @@ pub struct State {
     pub namespaces: Cache<Namespace>,
     /// SyncConfigs, one cache per watched namespace (or one, `*`, for all):
     /// a relist of one watch must not remove the objects of another.
-    pub configs: BTreeMap<String, Cache<DynamicObject>>,
+    pub configs: BTreeMap<String, Cache<ConfigObject>>,
     /// Compiled form of every honoured SyncConfig.
     pub compiled: BTreeMap<ConfigRef, CompiledConfig>,
     /// Kinds in use.
@@ -118,6 +119,9 @@ pub struct State {
     /// The status mirra last wrote, newer than the cache until the watch
     /// brings it back.
     pub written_status: BTreeMap<ConfigRef, SyncConfigStatus>,
+    /// The resourceVersion mirra's last status write was planned from and
+    /// the one its answer carried, until the watch brings a newer version.
+    pub status_versions: BTreeMap<ConfigRef, (String, String)>,
     /// When each pending key was first made dirty (event-to-write latency).
     pub first_event: BTreeMap<String, Instant>,
     /// mirra's own applies whose answer came but whose echo the copy watch
@@ -201,6 +205,18 @@ pub struct WriteTarget {
     pub uid: Option<String>,
     /// `metadata.resourceVersion` of the cached copy.
     pub version: Option<String>,
+}
+
+/// Compiles a cached SyncConfig; one that could not be decoded becomes an
+/// invalid config carrying the reason.
+fn compile_config(object: &ConfigObject) -> CompiledConfig {
+    match &object.body {
+        Ok(value) => CompiledConfig::from_json(value),
+        Err(reason) => {
+            let meta = serde_json::to_value(&object.metadata).unwrap_or(Value::Null);
+            CompiledConfig::undecodable(&meta, reason)
+        }
+    }
 }
 
 /// An object's JSON with its apiVersion and kind filled from the resource
@@ -392,7 +408,7 @@ impl State {
     pub fn apply_config(
         &mut self,
         scope: &str,
-        event: Event<DynamicObject>,
+        event: Event<ConfigObject>,
         now: Instant,
     ) -> (BTreeSet<String>, bool) {
         let mut keys = BTreeSet::new();
@@ -411,11 +427,7 @@ impl State {
             else {
                 continue;
             };
-            let new = change
-                .new
-                .as_ref()
-                .and_then(|o| serde_json::to_value(o).ok())
-                .map(|v| CompiledConfig::from_json(&v));
+            let new = change.new.as_ref().map(compile_config);
             let old = match &new {
                 Some(n) => self.compiled.insert(key.clone(), n.clone()),
                 None => self.compiled.remove(&key),
@@ -444,6 +456,7 @@ impl State {
                 self.dirty_status.insert(key, now);
             } else {
                 self.written_status.remove(&key);
+                self.status_versions.remove(&key);
                 self.dirty_status.remove(&key);
             }
         }
@@ -826,9 +839,24 @@ impl State {
         }
         self.configs.values().find_map(|c| {
             c.get(Some(&key.namespace), &key.name)
-                .and_then(|o| o.data.get("status"))
+                .and_then(ConfigObject::status)
                 .and_then(|s| serde_json::from_value(s.clone()).ok())
         })
+    }
+
+    /// The resourceVersion a status write for `key` is planned from, sent
+    /// as its precondition: the cached object's, or the answer to mirra's
+    /// own last status write while the watch has not brought it yet (the
+    /// cache then still holds the version that write was planned from).
+    pub fn status_base_version(&self, key: &ConfigRef) -> Option<String> {
+        let cached = self.configs.values().find_map(|c| {
+            c.get(Some(&key.namespace), &key.name)
+                .and_then(|o| o.metadata.resource_version.clone())
+        })?;
+        match self.status_versions.get(key) {
+            Some((base, answer)) if *base == cached => Some(answer.clone()),
+            _ => Some(cached),
+        }
     }
 
     /// The uid of a cached SyncConfig (for Events).

@@ -22,6 +22,7 @@ use kube::runtime::watcher;
 use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use mirra_runtime::Cache;
 
+use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
 use crate::settings::WatchScope;
@@ -100,20 +101,22 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     scopes
         .into_iter()
         .map(|scope| {
-            let api: Api<DynamicObject> = match &scope {
+            let api: Api<ConfigObject> = match &scope {
                 Some(ns) => Api::namespaced_with(shared.client.clone(), ns, &ar),
                 None => Api::all_with(shared.client.clone(), &ar),
             };
             let name = scope.unwrap_or_else(|| "*".into());
-            let stream = watcher::watcher(api, watcher::Config::default())
-                .default_backoff()
-                .modify(|o: &mut DynamicObject| strip_managed_fields(&mut o.metadata));
+            // ConfigObject takes each object as raw text before decoding
+            // it (and drops managedFields), so one SyncConfig nested too
+            // deep for the decoder fails neither the list nor the watch.
+            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
             let shared = shared.clone();
             tokio::spawn(async move {
                 let mut stream = std::pin::pin!(stream);
                 while let Some(item) = next_or_cancel(&shared, &mut stream).await {
                     match item {
                         Ok(event) => {
+                            report_undecodable(&shared, &event);
                             let (keys, kinds_changed) =
                                 shared.with_state(|s| s.apply_config(&name, event, Instant::now()));
                             if kinds_changed {
@@ -136,6 +139,25 @@ async fn next_or_cancel<S: futures::Stream + Unpin>(
     tokio::select! {
         _ = shared.shutdown.cancelled() => None,
         item = stream.next() => item,
+    }
+}
+
+/// A SyncConfig the decoder could not read is logged and counted here; the
+/// planner reports it on its status (Invalid) and in an Event like any
+/// invalid spec.
+fn report_undecodable(shared: &Shared, event: &watcher::Event<ConfigObject>) {
+    let object = match event {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => o,
+        _ => return,
+    };
+    if let Err(reason) = &object.body {
+        shared.metrics.error("syncconfig-undecodable");
+        tracing::warn!(
+            namespace = object.metadata.namespace.as_deref().unwrap_or_default(),
+            name = object.metadata.name.as_deref().unwrap_or_default(),
+            reason = %reason,
+            "SyncConfig cannot be decoded; its copies are kept until it is fixed"
+        );
     }
 }
 

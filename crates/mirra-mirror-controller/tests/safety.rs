@@ -301,3 +301,74 @@ async fn an_apply_planned_from_a_stale_version_does_not_land() {
     assert_eq!(c.metadata.labels.unwrap()["audited"], "yes");
     ctl.stop().await;
 }
+
+#[tokio::test]
+async fn a_status_planned_from_a_stale_version_does_not_land() {
+    let env = Env::new().await;
+    env.create_ns("p", &[("team", "a")]).await;
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({"k": "1"}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("ready", || async {
+        env.condition("base", "Ready")
+            .await
+            .is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    env.settle().await;
+    // The SyncConfig watch goes away for a while: mirra's cache keeps the
+    // version its last status write answered with.
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("watch".into()),
+            resource: Some("syncconfigs.sync.appuio.ch".into()),
+            latency_ms: Some(1500),
+            count: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    env.sb.close_watches();
+    // Someone else writes the SyncConfig meanwhile.
+    env.sc_api()
+        .patch(
+            "base",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"audited": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    // A change of status: the copy is deleted and cannot be written back.
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("patch".into()),
+            resource: Some("configmaps".into()),
+            status: Some(403),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let before = ctl.metric("mirra_errors_total{class=\"conflict\"}");
+    env.cms("p").delete("c", &Default::default()).await.unwrap();
+    wait_for("the failure reported", || async {
+        env.condition("base", "Ready")
+            .await
+            .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    // The first status write, planned from the version before the label
+    // edit, was refused; the one that landed was planned again.
+    assert!(
+        ctl.metric("mirra_errors_total{class=\"conflict\"}") > before,
+        "no status write was refused"
+    );
+    let labels = env.sc_api().get("base").await.unwrap().metadata.labels;
+    assert_eq!(labels.unwrap()["audited"], "yes");
+    env.sb.clear_faults().await;
+    ctl.stop().await;
+}

@@ -154,7 +154,18 @@ impl CompiledConfig {
     /// wrong shape (say, a string where a list belongs) yields an invalid
     /// config whose errors name the field, never a panic or a lost object.
     pub fn from_json(object: &Value) -> CompiledConfig {
-        let meta = object.get("metadata");
+        let spec_value = object.get("spec").cloned().unwrap_or(Value::Null);
+        Self::from_parts(object.get("metadata"), Ok(spec_value))
+    }
+
+    /// The SyncConfig whose body could not be decoded (`reason` says why):
+    /// an invalid config with its metadata, so that it is reported and its
+    /// copies are kept, as for any invalid spec.
+    pub fn undecodable(metadata: &Value, reason: &str) -> CompiledConfig {
+        Self::from_parts(Some(metadata), Err(reason.to_string()))
+    }
+
+    fn from_parts(meta: Option<&Value>, spec_value: Result<Value, String>) -> CompiledConfig {
         let meta_str = |field: &str| {
             meta.and_then(|m| m.get(field))
                 .and_then(Value::as_str)
@@ -174,24 +185,20 @@ impl CompiledConfig {
         let generation = meta
             .and_then(|m| m.get("generation"))
             .and_then(Value::as_i64);
-        let spec_value = object.get("spec").cloned().unwrap_or(Value::Null);
-        let parsed: Result<SyncConfigSpec, Vec<ValidationError>> = match &spec_value {
-            Value::Null => Err(vec![ValidationError::Missing {
-                path: "spec".into(),
-                message: "a spec is required".into(),
-            }]),
-            v => serde_path_to_error::deserialize(v).map_err(|e| {
-                let inner = e.path().to_string();
-                let path = if inner == "." || inner.is_empty() {
-                    "spec".to_string()
-                } else {
-                    format!("spec.{inner}")
-                };
-                vec![ValidationError::Malformed {
-                    path,
-                    message: e.inner().to_string(),
-                }]
-            }),
+        let (spec_value, parsed) = match spec_value {
+            // Two undecodable versions plan alike (nothing); the reason is
+            // what tells them apart.
+            Err(reason) => (
+                Value::String(reason.clone()),
+                Err(vec![ValidationError::Malformed {
+                    path: "spec".into(),
+                    message: reason,
+                }]),
+            ),
+            Ok(v) => {
+                let parsed = parse_spec(&v);
+                (v, parsed)
+            }
         };
         let force_recreate = parsed.as_ref().is_ok_and(|s| s.force_recreate);
         // The typed form, when there is one, so that spellings of the same
@@ -270,6 +277,28 @@ impl CompiledConfig {
     /// wrote the object last, so the winner never flips back and forth.
     pub fn precedence(&self) -> (Option<Timestamp>, &ConfigRef) {
         (self.created, &self.key)
+    }
+}
+
+/// The typed spec, or the problem naming the field that does not fit.
+fn parse_spec(spec_value: &Value) -> Result<SyncConfigSpec, Vec<ValidationError>> {
+    match spec_value {
+        Value::Null => Err(vec![ValidationError::Missing {
+            path: "spec".into(),
+            message: "a spec is required".into(),
+        }]),
+        v => serde_path_to_error::deserialize(v).map_err(|e| {
+            let inner = e.path().to_string();
+            let path = if inner == "." || inner.is_empty() {
+                "spec".to_string()
+            } else {
+                format!("spec.{inner}")
+            };
+            vec![ValidationError::Malformed {
+                path,
+                message: e.inner().to_string(),
+            }]
+        }),
     }
 }
 

@@ -1,0 +1,129 @@
+//! A SyncConfig nested about as deep as the API server lets through must
+//! neither break the SyncConfig watch nor stop the other SyncConfigs: the
+//! list that holds it is deeper than serde_json's 128 levels once wrapped in
+//! the list, which used to fail every list and leave every SyncConfig
+//! unsynced.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests may unwrap: a panic is a test failure.
+
+mod common;
+
+use common::*;
+use kube::api::{DynamicObject, ObjectList};
+use mirra_mirror_controller::Settings;
+use serde_json::{Value, json};
+
+/// A value nested `depth` arrays deep.
+fn nested(depth: usize) -> Value {
+    let mut v = json!("leaf");
+    for _ in 0..depth {
+        v = json!([v]);
+    }
+    v
+}
+
+/// A SyncConfig whose one ConfigMap item carries a field nested so deep that
+/// the whole object is `depth` levels deep.
+fn deep_config(name: &str, depth: usize) -> Value {
+    // object > spec > syncItems > item > deep: four levels before the arrays.
+    let item = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "deep-item"}, "deep": nested(depth - 4)});
+    json!({"apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": name, "namespace": OPS},
+        "spec": {"namespaceSelector": {"matchNames": ["team-.*"]}, "syncItems": [item]}})
+}
+
+/// Creates an object from its JSON over plain HTTP (a typed client would
+/// fail to decode the answer).
+async fn post_raw(env: &Env, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!(
+            "{}/apis/sync.appuio.ch/v1alpha1/namespaces/{OPS}/syncconfigs",
+            env.sb.url()
+        ))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(body).unwrap())
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn list_text(env: &Env) -> String {
+    reqwest::get(format!(
+        "{}/apis/sync.appuio.ch/v1alpha1/namespaces/{OPS}/syncconfigs",
+        env.sb.url()
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_deeply_nested_syncconfig_does_not_stop_the_others() {
+    let env = Env::new().await;
+    env.create_ns("team-a", &[("team", "a")]).await;
+    // The deepest object the API server accepts here.
+    let mut depth = 128;
+    while !post_raw(&env, &deep_config("deep", depth))
+        .await
+        .status()
+        .is_success()
+    {
+        depth -= 1;
+        assert!(depth > 100, "the server refuses every deep SyncConfig");
+    }
+    // The precondition of the test: a list holding it is too deep for a
+    // client that decodes lists whole (as kube-runtime's watcher does).
+    let text = list_text(&env).await;
+    assert!(serde_json::from_str::<ObjectList<DynamicObject>>(&text).is_err());
+
+    env.create_sc(
+        "plain",
+        json!({}),
+        spec_for_team("a", vec![cm_item("shared", json!({"k": "v"}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("plain copy", || async {
+        env.cm_data("team-a", "shared")
+            .await
+            .map(|d| d["k"].clone())
+            == Some("v".into())
+    })
+    .await;
+    // The deep one was read and planned: it has a status, and its item's
+    // fate is reported there.
+    wait_for("deep status", || async {
+        // The object alone is within the decoder's reach; its list is not.
+        let text = reqwest::get(format!(
+            "{}/apis/sync.appuio.ch/v1alpha1/namespaces/{OPS}/syncconfigs/deep",
+            env.sb.url()
+        ))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+        let object: Value = serde_json::from_str(&text).unwrap();
+        object["status"]["conditions"].is_array()
+    })
+    .await;
+    // Edits after the deep one arrived still sync.
+    env.patch_sc_spec(
+        "plain",
+        spec_for_team("a", vec![cm_item("shared", json!({"k": "w"}))]),
+    )
+    .await;
+    wait_for("plain edit", || async {
+        env.cm_data("team-a", "shared")
+            .await
+            .map(|d| d["k"].clone())
+            == Some("w".into())
+    })
+    .await;
+    assert_eq!(ctl.metric("mirra_errors_total{class=\"watch\"}"), 0.0);
+    ctl.stop().await;
+}
