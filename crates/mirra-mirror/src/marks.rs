@@ -55,6 +55,10 @@ pub const FIELD_MANAGER: &str = "mirra";
 /// it. Such a copy is released, not deleted, when no longer wanted.
 pub const ADOPTED_ANNOTATION: &str = "sync.appuio.ch/adopted";
 
+/// The `fieldsType` of the compact proof [`ownership_proof`] makes. The
+/// API server accepts no `fieldsType` but `FieldsV1`, so an entry of this
+/// type never comes from the server: only mirra's caches hold it.
+pub const PROOF_FIELDS_TYPE: &str = "mirra.proof/marks";
 /// The `fieldsV1` paths of the marks mirra's apply entry must own.
 fn mark_paths() -> [[String; 3]; 2] {
     [
@@ -91,8 +95,9 @@ pub fn marks_written_by_mirra(managed_fields: Option<&Value>) -> bool {
         return false;
     };
     entries.iter().filter(|e| is_mirra_apply(e)).any(|e| {
-        e.get("fieldsV1")
-            .is_some_and(|f| mark_paths().iter().all(|p| owns(f, p)))
+        e.get("fieldsType").and_then(Value::as_str) == Some(PROOF_FIELDS_TYPE)
+            || e.get("fieldsV1")
+                .is_some_and(|f| mark_paths().iter().all(|p| owns(f, p)))
     })
 }
 
@@ -106,40 +111,18 @@ pub fn has_other_managers(managed_fields: Option<&Value>) -> bool {
 }
 
 /// `managedFields` reduced to the proof [`marks_written_by_mirra`] reads:
-/// mirra's `Apply` entry with its `fieldsV1` cut down to the marks it
-/// owns, or nothing. The caches keep this instead of the whole list (often
-/// larger than the object).
+/// one entry of mirra's apply with the [`PROOF_FIELDS_TYPE`] and no fields
+/// when the whole list proves mirra wrote both marks, or nothing. The
+/// caches keep this instead of the whole list (often larger than the
+/// object); a few dozen bytes per cached copy rather than a field tree.
 pub fn ownership_proof(managed_fields: Option<&Value>) -> Option<Value> {
-    let entry = managed_fields
-        .and_then(Value::as_array)?
-        .iter()
-        .find(|e| is_mirra_apply(e))?;
-    let fields = entry.get("fieldsV1")?;
-    let mut kept = serde_json::Map::new();
-    for path in mark_paths() {
-        if owns(fields, &path) {
-            let [meta, map, key] = path;
-            let section = kept
-                .entry(meta)
-                .or_insert_with(|| Value::Object(serde_json::Map::new()));
-            if let Value::Object(section) = section {
-                let inner = section
-                    .entry(map)
-                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
-                if let Value::Object(inner) = inner {
-                    inner.insert(key, Value::Object(serde_json::Map::new()));
-                }
-            }
-        }
-    }
-    if kept.is_empty() {
+    if !marks_written_by_mirra(managed_fields) {
         return None;
     }
     Some(serde_json::json!([{
         "manager": FIELD_MANAGER,
         "operation": "Apply",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": Value::Object(kept),
+        "fieldsType": PROOF_FIELDS_TYPE,
     }]))
 }
 
@@ -298,11 +281,9 @@ mod tests {
         ]);
         let proof = ownership_proof(Some(&all)).unwrap();
         assert_eq!(
-            proof[0]["fieldsV1"],
-            json!({"f:metadata": {
-                "f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}},
-                "f:annotations": {format!("f:{OWNER_ANNOTATION}"): {}}
-            }})
+            proof,
+            json!([{"manager": FIELD_MANAGER, "operation": "Apply",
+                    "fieldsType": PROOF_FIELDS_TYPE}])
         );
         assert!(marks_written_by_mirra(Some(&proof)));
         assert!(has_other_managers(Some(&all)));
@@ -312,6 +293,14 @@ mod tests {
             ownership_proof(Some(&json!([mirra_entry(json!({"f:data": {}}))]))),
             None
         );
+        // One mark is no proof, so nothing is kept.
+        let one = json!([mirra_entry(json!({"f:metadata": {
+            "f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}}}}))]);
+        assert_eq!(ownership_proof(Some(&one)), None);
+        // The compact type proves only in mirra's own Apply entry.
+        let borrowed = json!([{"manager": FIELD_MANAGER, "operation": "Update",
+                               "fieldsType": PROOF_FIELDS_TYPE}]);
+        assert!(!marks_written_by_mirra(Some(&borrowed)));
     }
 
     #[test]
