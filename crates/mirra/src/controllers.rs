@@ -68,6 +68,11 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     );
     let consul_config = args.catalog.consul_config()?;
     let consul = mirra_consul::Client::new(consul_config).context("Consul client")?;
+    serve::check_write_timeout(
+        &args.serve.client,
+        "the Consul request timeout (CONSUL_API_TIMEOUT, -api-timeout)",
+        consul.request_timeout(),
+    )?;
     let client = serve::kube_client(&args.serve.client).await?;
     let mut registry = Registry::default();
     let metrics = mirra_catalog_controller::register_metrics(&mut registry);

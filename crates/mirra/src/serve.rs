@@ -158,6 +158,44 @@ pub fn cancel_on_signal(token: CancellationToken) {
 /// again when it is regained. The controller gets the [`LeaseDeadline`] its
 /// writers fence on ([`LeaseDeadline::always`] without election).
 ///
+/// The time a write must fit in under leader election (the Lease's
+/// duration minus its renewal interval, checked right before each write),
+/// or `None` without election (writes are never fenced).
+pub fn fence_budget(args: &ClientArgs) -> Option<std::time::Duration> {
+    args.leader_elect
+        .then(|| LeaderConfig::new("", "", "").fence_budget())
+}
+
+/// Refuses a request timeout that leader election's fence would never let
+/// through: every write would be held back, and nothing synced.
+pub fn check_write_timeout(
+    args: &ClientArgs,
+    what: &str,
+    timeout: std::time::Duration,
+) -> anyhow::Result<()> {
+    if let Some(budget) = fence_budget(args)
+        && timeout >= budget
+    {
+        anyhow::bail!(
+            "{what} is {}, but with --leader-elect a write is sent only while the Lease has \
+             at least its timeout left, at most {} before each renewal: every write would \
+             be held back. Use a timeout under {}",
+            humantime(timeout),
+            humantime(budget),
+            humantime(budget)
+        );
+    }
+    Ok(())
+}
+
+fn humantime(d: std::time::Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
 /// While this replica waits for the Lease, `readiness` reports it ready (a
 /// healthy standby); as the leader it is ready once its controllers are.
 /// With election, readiness also fails while the Lease has not been reached
@@ -231,5 +269,32 @@ mod tests {
             let err = metrics_ip(bad).unwrap_err();
             assert!(err.contains("invalid metrics address"), "{bad:?}: {err}");
         }
+    }
+
+    fn client_args(flags: &[&str]) -> ClientArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            client: ClientArgs,
+        }
+        let argv = std::iter::once("mirra").chain(flags.iter().copied());
+        <Cli as clap::Parser>::parse_from(argv).client
+    }
+
+    #[test]
+    fn a_write_timeout_the_fence_would_always_hold_back_is_refused_under_election() {
+        let sec = std::time::Duration::from_secs;
+        let elected = client_args(&["--leader-elect"]);
+        assert_eq!(fence_budget(&elected), Some(sec(13)));
+        assert!(check_write_timeout(&elected, "t", sec(10)).is_ok());
+        let err = check_write_timeout(&elected, "the Consul request timeout", sec(13))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("is 13s") && err.contains("under 13s"), "{err}");
+        assert!(check_write_timeout(&elected, "t", sec(90)).is_err());
+        // Without election nothing is fenced: any timeout goes.
+        let single = client_args(&[]);
+        assert_eq!(fence_budget(&single), None);
+        assert!(check_write_timeout(&single, "t", sec(90)).is_ok());
     }
 }
