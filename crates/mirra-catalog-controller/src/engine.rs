@@ -1313,8 +1313,6 @@ impl Engine {
                                 // Someone changed what we planned from (or
                                 // our view lagged): expected under
                                 // concurrent writers, so not a warning.
-                                self.metrics
-                                    .cas_conflicts(u64::try_from(stale.len()).unwrap_or(0));
                                 tracing::debug!(
                                     failed = bad.len(),
                                     stale = stale.len(),
@@ -1340,6 +1338,10 @@ impl Engine {
                                 .filter(|(j, _)| stale.contains(j))
                                 .map(|(_, (_, i))| *i)
                                 .collect();
+                            // Counted by plan entry: a registration is two
+                            // operations, usually both refused.
+                            self.metrics
+                                .cas_conflicts(u64::try_from(stale_here.len()).unwrap_or(0));
                             for i in &bad_entries {
                                 if *i == NODE_OP && stale_here.contains(i) {
                                     // Our node is created with `cas` index

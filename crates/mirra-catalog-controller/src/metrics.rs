@@ -159,7 +159,7 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
     );
     reg.register(
         "cas_conflicts",
-        "Operations Consul refused because the catalog changed since mirra planned them (failed cas precondition); read again and planned again",
+        "Planned writes (a registration, a removal, the node's creation) Consul refused because the catalog changed since mirra planned them (failed cas precondition); read again and planned again",
         m.cas_conflicts.clone(),
     );
     m
@@ -243,12 +243,12 @@ impl CatalogMetrics {
         self.write_backoffs.inc();
     }
 
-    /// Operations refused by a failed `cas`/`delete-cas` precondition.
+    /// Planned writes refused by a failed `cas`/`delete-cas` precondition.
     pub(crate) fn cas_conflicts(&self, n: u64) {
         self.cas_conflicts.inc_by(n);
     }
 
-    /// Operations refused by a failed `cas` precondition so far.
+    /// Planned writes refused by a failed `cas` precondition so far.
     pub fn cas_conflicts_total(&self) -> u64 {
         self.cas_conflicts.get()
     }
