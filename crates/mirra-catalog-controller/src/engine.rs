@@ -40,6 +40,14 @@
 //!   writer as a whole backs off (`backoff`): no round starts before the
 //!   jittered, capped, exponentially growing delay has passed, and a round
 //!   in which Consul answered resets it.
+//! - **A failed precondition** (409 `... index is stale`): every write is
+//!   a `cas`/`delete-cas` naming the `ModifyIndex` it was planned from
+//!   (kept in the view, 0 for what does not exist), so Consul refuses one
+//!   planned from a state that changed since. The rest of the transaction
+//!   is sent again at once; the refused instances are read again (a
+//!   read-only `get` transaction, no Raft apply) into the overlay, and
+//!   their Services are planned again after the queue's backoff: never
+//!   resent as they were.
 //!
 //! This module must NOT compute registrations or plans itself (mirra-catalog
 //! does) nor retry individual HTTP requests (mirra-consul does).
