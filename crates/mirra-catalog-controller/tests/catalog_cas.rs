@@ -236,3 +236,47 @@ async fn a_stale_leaders_transaction_arriving_after_a_newer_write_changes_nothin
     old.stop().await;
     new.stop().await;
 }
+
+/// mirra creates its node with `cas` index 0 ("only if absent"). When
+/// someone else registers that node while mirra's first transaction is in
+/// flight, that operation is refused, the node is taken as existing, and
+/// the rest of the transaction commits without it: the other node's
+/// address and meta are never overwritten.
+#[tokio::test]
+async fn a_node_registered_by_someone_else_meanwhile_is_not_rewritten() {
+    let k = kube().await;
+    let (sb, c) = consul().await;
+    cluster_ip(&k.client, "default", "web", tags("v1")).await;
+    put_slice(&k.client, "default", "web", "web-1", &[ep("10.0.0.1")]).await;
+    let before = hold_next_txn(&sb, Duration::from_secs(3)).await;
+    let run = start(&k.client, &c, settings(sync_settings(NODE)));
+    wait_txn_arrived(&sb, before).await;
+    let other = consul_client(&sb.url());
+    other
+        .register(&mirra_consul::RegisterRequest {
+            node: NODE.into(),
+            address: "10.9.9.9".into(),
+            node_meta: [("owner".to_owned(), "someone-else".to_owned())].into(),
+            ..mirra_consul::RegisterRequest::default()
+        })
+        .await
+        .unwrap();
+    let node_of = |nodes: Vec<mirra_consul::Node>| nodes.into_iter().find(|n| n.node == NODE);
+    let theirs = node_of(c.nodes(&QueryOptions::default()).await.unwrap().value).unwrap();
+
+    wait_for("the instance is registered", || async {
+        only_instance(&c).await.is_some()
+    })
+    .await;
+    run.settle(&sb).await;
+    let now = node_of(c.nodes(&QueryOptions::default()).await.unwrap().value).unwrap();
+    assert_eq!(now, theirs, "the node is as its owner registered it");
+    assert_eq!(now.address, "10.9.9.9");
+    assert_eq!(run.metrics.cas_conflicts_total(), 1, "the node's creation");
+    assert_eq!(
+        check_statuses(&c, NODE).await.len(),
+        1,
+        "the instance and its check committed"
+    );
+    run.stop().await;
+}
