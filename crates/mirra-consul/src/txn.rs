@@ -530,6 +530,27 @@ mod tests {
             prop_assert_eq!(flat, ops);
         }
 
+        /// Consul's wording (`agent/consul/state/txn.go`) for any entry:
+        /// a refused precondition is a conflict, an absent `get` is
+        /// missing, and neither is the other.
+        #[test]
+        fn cas_and_missing_wordings_are_recognised(
+            id in "[a-zA-Z0-9/._-]{0,24}",
+            node in "[a-zA-Z0-9._-]{0,24}",
+            verb in prop::sample::select(vec!["set", "delete"]),
+            kind in prop::sample::select(vec!["service", "check"]),
+        ) {
+            let f = |what: String| FailedOp { index: Some(0), op: None, what };
+            let stale = f(format!("failed to {verb} {kind} {id:?} on node {node:?}, index is stale"));
+            prop_assert!(stale.is_cas_conflict());
+            prop_assert!(!stale.is_missing());
+            let stale_node = f(format!("failed to {verb} node {node:?}, index is stale"));
+            prop_assert!(stale_node.is_cas_conflict());
+            let missing = f(format!("{kind} {id:?} on node {node:?} doesn't exist"));
+            prop_assert!(missing.is_missing());
+            prop_assert!(!missing.is_cas_conflict());
+        }
+
         #[test]
         fn map_failed_ops_never_panics(
             indexes in proptest::collection::vec(any::<usize>(), 0..10),
