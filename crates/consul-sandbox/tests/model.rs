@@ -36,6 +36,32 @@ enum TxOp {
         node: usize,
         id: usize,
     },
+    /// A `cas` naming the index the model holds for the instance (0 when
+    /// it is absent: "only if absent"), or, with `current` false, one that
+    /// does not match (0 for an existing instance, a later index else).
+    Cas {
+        node: usize,
+        id: usize,
+        name: usize,
+        port: i64,
+        current: bool,
+    },
+    /// A `delete-cas`, the index chosen as for [`TxOp::Cas`].
+    DeleteCas {
+        node: usize,
+        id: usize,
+        current: bool,
+    },
+}
+
+/// The index a cas op names: the model's, or one that cannot match.
+fn cas_index(existing: Option<u64>, current: bool) -> u64 {
+    match (existing, current) {
+        (Some(m), true) => m,
+        (None, true) => 0,
+        (Some(_), false) => 0,
+        (None, false) => 1_000_000,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +88,10 @@ fn arb_txop() -> impl Strategy<Value = TxOp> {
         4 => (0..3usize, 0..3usize, 0..2usize, 1..4i64).prop_map(|(node, id, name, port)| TxOp::Set { node, id, name, port }),
         2 => (0..3usize, 0..3usize).prop_map(|(node, id)| TxOp::Delete { node, id }),
         1 => (0..3usize, 0..3usize).prop_map(|(node, id)| TxOp::StaleCas { node, id }),
+        3 => (0..3usize, 0..3usize, 0..2usize, 1..4i64, any::<bool>())
+            .prop_map(|(node, id, name, port, current)| TxOp::Cas { node, id, name, port, current }),
+        2 => (0..3usize, 0..3usize, any::<bool>())
+            .prop_map(|(node, id, current)| TxOp::DeleteCas { node, id, current }),
     ]
 }
 
@@ -213,6 +243,47 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             body.push(json!({"Service": {"Verb": "cas", "Node": NODES[node],
                                 "Service": {"ID": IDS[id], "Service": "web", "ModifyIndex": 1_000_000_000u64}}}));
                             ok = false;
+                        }
+                        // Ops of one transaction apply in order: the index
+                        // an op must name is the one after the ops before it.
+                        TxOp::Cas {
+                            node,
+                            id,
+                            name,
+                            port,
+                            current,
+                        } => {
+                            let existing = next
+                                .nodes
+                                .get(NODES[node])
+                                .and_then(|s| s.get(IDS[id]))
+                                .map(|i| i.modify);
+                            let index = cas_index(existing, current);
+                            body.push(json!({"Service": {"Verb": "cas", "Node": NODES[node],
+                                "Service": {"ID": IDS[id], "Service": NAMES[name], "Port": port, "ModifyIndex": index}}}));
+                            if current && next.nodes.contains_key(NODES[node]) {
+                                next.upsert(NODES[node], IDS[id], NAMES[name], port, &[], raft);
+                            } else {
+                                ok = false;
+                            }
+                        }
+                        TxOp::DeleteCas { node, id, current } => {
+                            let existing = next
+                                .nodes
+                                .get(NODES[node])
+                                .and_then(|s| s.get(IDS[id]))
+                                .map(|i| i.modify);
+                            let index = cas_index(existing, current);
+                            body.push(json!({"Service": {"Verb": "delete-cas", "Node": NODES[node],
+                                "Service": {"ID": IDS[id], "Service": "any", "ModifyIndex": index}}}));
+                            // Deleting what is absent fails a delete-cas.
+                            if current && existing.is_some() {
+                                if let Some(s) = next.nodes.get_mut(NODES[node]) {
+                                    s.remove(IDS[id]);
+                                }
+                            } else {
+                                ok = false;
+                            }
                         }
                     }
                 }

@@ -200,3 +200,108 @@ async fn identical_txn_set_moves_no_index_but_counts_an_apply() {
     assert_eq!(second.json(), first.json());
     assert_eq!(api.sb.stats().raft_applies, 2);
 }
+
+/// Consul's `cas` rules (`ensureServiceCASTxn`, `deleteServiceCASTxn` and
+/// their node and check twins): index 0 means "only if absent", any other
+/// index must equal the entry's `ModifyIndex` (an absent entry fails it),
+/// the precondition is checked before the content (an identical write
+/// with a stale index fails too), and a refused precondition rolls back
+/// the whole transaction: one Raft apply that commits nothing, so no
+/// catalog index moves.
+#[tokio::test]
+async fn cas_preconditions_match_consul_for_every_kind() {
+    let api = Api::start().await;
+    api.register("n1", "web-0", "web", 80).await;
+    let svc = |verb: &str, id: &str, port: i64, idx: u64| json!({"Service": {"Verb": verb, "Node": "n1", "Service": {"ID": id, "Service": "web", "Port": port, "ModifyIndex": idx}}});
+    let m = api.get("/v1/catalog/service/web").await.json()[0]["ModifyIndex"]
+        .as_u64()
+        .unwrap();
+    let refused = |what: &str| json!({"Results": null, "Errors": [{"OpIndex": 1, "What": what}]});
+    let cases = [
+        (
+            svc("cas", "web-0", 80, 0),
+            "failed to set service \"web-0\" on node \"n1\", index is stale",
+        ),
+        (
+            svc("cas", "web-0", 80, m + 7),
+            "failed to set service \"web-0\" on node \"n1\", index is stale",
+        ),
+        (
+            svc("cas", "ghost", 80, m),
+            "failed to set service \"ghost\" on node \"n1\", index is stale",
+        ),
+        (
+            svc("delete-cas", "ghost", 0, 0),
+            "failed to delete service \"ghost\" on node \"n1\", index is stale",
+        ),
+        (
+            svc("delete-cas", "web-0", 0, m + 1),
+            "failed to delete service \"web-0\" on node \"n1\", index is stale",
+        ),
+        (
+            json!({"Node": {"Verb": "cas", "Node": {"Node": "n1", "Address": "127.0.0.1", "ModifyIndex": 0}}}),
+            "failed to set node \"n1\", index is stale",
+        ),
+        (
+            json!({"Node": {"Verb": "delete-cas", "Node": {"Node": "n1", "ModifyIndex": m + 3}}}),
+            "failed to delete node \"n1\", index is stale",
+        ),
+        (
+            json!({"Check": {"Verb": "cas", "Check": {"Node": "n1", "CheckID": "c1", "Name": "c1", "ServiceID": "web-0", "ModifyIndex": 5}}}),
+            "failed to set check \"c1\" on node \"n1\", index is stale",
+        ),
+    ];
+    for (op, what) in cases {
+        let before = api.get("/v1/catalog/node-services/n1").await;
+        let applies = api.sb.stats().raft_applies;
+        // A write that would succeed on its own goes first: it is rolled
+        // back with the refused one.
+        let body = json!([svc("set", "web-1", 81, 0), op]);
+        let r = api.put("/v1/txn", &body).await;
+        assert_eq!(r.status, 409, "{body}");
+        assert_eq!(r.json(), refused(what), "{body}");
+        let after = api.get("/v1/catalog/node-services/n1").await;
+        assert_eq!(after.json(), before.json(), "nothing committed: {body}");
+        assert_eq!(after.index(), before.index(), "no index moved: {body}");
+        assert_eq!(
+            api.sb.stats().raft_applies,
+            applies + 1,
+            "checked in the apply: {body}"
+        );
+    }
+    // The same content with the current index passes and, changing
+    // nothing, keeps the index; 0 creates what is absent.
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([svc("cas", "web-0", 80, m), svc("cas", "web-1", 81, 0)]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Results"][0]["Service"]["ModifyIndex"], m);
+    let created = r.json()["Results"][1]["Service"]["ModifyIndex"]
+        .as_u64()
+        .unwrap();
+    assert!(created > m);
+    let r = api
+        .put("/v1/txn", &json!([svc("delete-cas", "web-1", 0, created)]))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    // A get of what is absent: 409 naming it, no results, no Raft apply.
+    let applies = api.sb.stats().raft_applies;
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([
+                {"Service": {"Verb": "get", "Node": "n1", "Service": {"ID": "web-0"}}},
+                {"Service": {"Verb": "get", "Node": "n1", "Service": {"ID": "web-1"}}},
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 409);
+    assert_eq!(
+        r.json(),
+        json!({"Results": null, "Errors": [{"OpIndex": 1, "What": "service \"web-1\" on node \"n1\" doesn't exist"}]})
+    );
+    assert_eq!(api.sb.stats().raft_applies, applies);
+}

@@ -40,6 +40,14 @@
 //!   writer as a whole backs off (`backoff`): no round starts before the
 //!   jittered, capped, exponentially growing delay has passed, and a round
 //!   in which Consul answered resets it.
+//! - **A failed precondition** (409 `... index is stale`): every write is
+//!   a `cas`/`delete-cas` naming the `ModifyIndex` it was planned from
+//!   (kept in the view, 0 for what does not exist), so Consul refuses one
+//!   planned from a state that changed since. The rest of the transaction
+//!   is sent again at once; the refused instances are read again (a
+//!   read-only `get` transaction, no Raft apply) into the overlay, and
+//!   their Services are planned again after the queue's backoff: never
+//!   resent as they were.
 //!
 //! This module must NOT compute registrations or plans itself (mirra-catalog
 //! does) nor retry individual HTTP requests (mirra-consul does).
@@ -65,7 +73,7 @@ use mirra_catalog::{
     Registration, ServiceKey, SyncNode, Warning, desired_for_service, is_owned, key_for_slice,
     keys_for_ingress, keys_for_node_change,
 };
-use mirra_consul::{HealthCheck, NodeServices, QueryOptions, TxnOp, Verb, WatchOptions};
+use mirra_consul::{HealthCheck, QueryOptions, TxnOp, Verb, WatchOptions};
 use mirra_runtime::{
     Cache, Change, FenceError, ObjectKey, Outcome, ReadyFlag, WorkQueue, WriteFence,
 };
@@ -442,10 +450,32 @@ fn keep_expectation(
         && now.duration_since(since) < OVERLAY_TTL
 }
 
-/// One planned operation, with the Service it is for (none for orphans).
+/// One planned operation, with the Service it is for (none for orphans)
+/// and the Raft indexes it was planned from: every write is a `cas` or
+/// `delete-cas` naming them, so that it lands only on the state it was
+/// planned from.
 struct Planned {
     op: CatalogOp,
     key: Option<ServiceKey>,
+    /// `ModifyIndex` of the instance as planned (0: it does not exist).
+    index: u64,
+    /// `ModifyIndex` of the check the operation writes or removes (0: it
+    /// does not exist).
+    check_index: u64,
+}
+
+/// What the writes of one round came to.
+#[derive(Default)]
+struct WriteOutcome {
+    /// Services whose operations did not all commit (Consul unavailable,
+    /// refused, or the round stopped before them).
+    failed: BTreeSet<ServiceKey>,
+    /// Whether an orphan's removal did not commit.
+    orphan_failed: bool,
+    /// Services with an operation refused only because the catalog changed
+    /// since it was planned (a failed `cas`): their instances were read
+    /// again, and they are to be planned again.
+    conflicted: BTreeSet<ServiceKey>,
 }
 
 struct Engine {
@@ -567,12 +597,12 @@ impl Engine {
 
     /// Whether `op` is a registration Consul refused as too large, unchanged
     /// since.
-    fn held_back(&self, op: &CatalogOp) -> bool {
-        let CatalogOp::Register(r) = op else {
+    fn held_back(&self, p: &Planned) -> bool {
+        let CatalogOp::Register(r) = &p.op else {
             return false;
         };
         self.too_large.get(&r.id).is_some_and(|&fp| {
-            let ops = to_txn_ops(op, &self.settings.sync.consul_node_name);
+            let ops = to_txn_ops(p, &self.settings.sync.consul_node_name);
             fingerprint(ops.iter()) == Some(fp)
         })
     }
@@ -693,7 +723,7 @@ impl Engine {
         self.overlay.retain(|id, exp| {
             let confirmed = match (&exp.state, observed.get(id)) {
                 (None, None) => true,
-                (Some(want), Some(have)) => want == have,
+                (Some(want), Some(have)) => want.same_content(have),
                 _ => false,
             };
             keep_expectation(confirmed, exp.index, index, exp.since, now)
@@ -852,14 +882,23 @@ impl Engine {
         self.forget_too_large(&unwanted);
         // Every operation of a key round has a key, so no orphan can fail.
         let started = Instant::now();
-        let (failed, _) = self.write(&planned).await;
+        let WriteOutcome {
+            mut failed,
+            conflicted,
+            ..
+        } = self.write(&planned).await;
         tracing::debug!(
             keys = keys.len(),
             ops = planned.len(),
             failed = failed.len(),
+            conflicted = conflicted.len(),
             write_ms = started.elapsed().as_millis() as u64,
             "round written"
         );
+        // A Service whose write met a newer catalog state is planned again
+        // from what was just read, after its backoff: never a blind resend,
+        // and a third party changing it over and over meets a growing delay.
+        failed.extend(conflicted);
         let keys_with_ops: BTreeSet<&ServiceKey> =
             planned.iter().filter_map(|p| p.key.as_ref()).collect();
         let now = Instant::now();
@@ -934,7 +973,13 @@ impl Engine {
             .into_iter()
             .map(|op| {
                 let key = key_of(&op);
-                Planned { op, key }
+                let (index, check_index) = planned_indexes(&op, observed);
+                Planned {
+                    op,
+                    key,
+                    index,
+                    check_index,
+                }
             })
             .collect();
         order_by_key(&mut planned);
@@ -1065,15 +1110,26 @@ impl Engine {
             out.orphan_failed |= batch.iter().any(|p| p.key.is_none());
             return;
         }
-        let (failed, orphan_failed) = self.write(&batch).await;
+        let WriteOutcome {
+            failed,
+            orphan_failed,
+            conflicted,
+        } = self.write(&batch).await;
         let now = Instant::now();
         for p in &batch {
             if let Some(k) = &p.key
                 && !failed.contains(k)
+                && !conflicted.contains(k)
                 && let Some(t) = self.first_event.remove(k)
             {
                 self.metrics.latency(now.duration_since(t));
             }
+        }
+        // A write that met a newer catalog state does not stop the pass:
+        // its instances were read again and its Service is planned again
+        // through the queue.
+        for k in conflicted {
+            self.enqueue(k);
         }
         out.stopped = !failed.is_empty() || orphan_failed;
         out.failed.extend(failed);
@@ -1092,9 +1148,9 @@ impl Engine {
     /// transactions touch different instances, so they commute and the
     /// order in which Consul applies concurrent transactions does not
     /// matter.
-    async fn write(&mut self, planned: &[Planned]) -> (BTreeSet<ServiceKey>, bool) {
+    async fn write(&mut self, planned: &[Planned]) -> WriteOutcome {
         if planned.is_empty() {
-            return (BTreeSet::new(), false);
+            return WriteOutcome::default();
         }
         let node = self.settings.sync.consul_node_name.clone();
         let (entries, held) = self.wire_entries(planned);
@@ -1103,10 +1159,13 @@ impl Engine {
         }
         let chunks = pack_entries(&entries, self.batch_limit());
         if chunks.is_empty() {
-            return (BTreeSet::new(), false);
+            return WriteOutcome::default();
         }
         self.pause_reads();
-        let result = self.send_chunks(chunks, planned, &node).await;
+        let (result, stale) = self.send_chunks(chunks, planned, &node).await;
+        if !stale.is_empty() {
+            self.reread(&stale, planned).await;
+        }
         if !self.in_pass {
             self.resume_reads_soon();
         }
@@ -1136,7 +1195,7 @@ impl Engine {
             .iter()
             .enumerate()
             .filter(|(_, p)| {
-                let keep = self.too_large.is_empty() || !self.held_back(&p.op);
+                let keep = self.too_large.is_empty() || !self.held_back(p);
                 held += usize::from(!keep);
                 keep
             })
@@ -1149,16 +1208,20 @@ impl Engine {
         (entries, held)
     }
 
-    /// The sending half of [`Engine::write`].
+    /// The sending half of [`Engine::write`]. Also returns the plan
+    /// entries refused by a failed `cas` (their instances are to be read
+    /// again).
     async fn send_chunks(
         &mut self,
         chunks: Vec<Vec<usize>>,
         planned: &[Planned],
         node: &str,
-    ) -> (BTreeSet<ServiceKey>, bool) {
+    ) -> (WriteOutcome, BTreeSet<usize>) {
         let mut failed = BTreeSet::new();
         let mut orphan_failed = false;
-        let node_op = node_op(&self.settings);
+        let mut conflicted = BTreeSet::new();
+        let mut stale_entries: BTreeSet<usize> = BTreeSet::new();
+        let node_op = node_op(&self.settings.sync);
         let consul = self.consul.clone();
         let fence = self.consul_fence.clone();
         // Set by a failure that is not a rollback or a 413 (Consul down,
@@ -1174,7 +1237,7 @@ impl Engine {
             chunk
                 .iter()
                 .flat_map(|&i| match planned.get(i) {
-                    Some(p) => to_txn_ops(&p.op, node)
+                    Some(p) => to_txn_ops(p, node)
                         .into_iter()
                         .map(|op| (op, i))
                         .collect::<Vec<_>>(),
@@ -1237,17 +1300,33 @@ impl Engine {
                     match res {
                         Ok(results) => {
                             self.metrics.transaction();
-                            self.committed(&chunk, planned, commit_index(&results));
+                            self.committed(&chunk, planned, &results);
                             break;
                         }
                         Err(mirra_consul::Error::TxnRolledBack { failed: bad }) => {
                             self.metrics.consul_error("txn_rolled_back");
                             let bad_idx: BTreeSet<usize> =
                                 bad.iter().filter_map(|f| f.index).collect();
-                            tracing::warn!(
-                                failed = bad.len(),
-                                "transaction rolled back; dropping the refused operations"
-                            );
+                            let stale: BTreeSet<usize> = bad
+                                .iter()
+                                .filter(|f| f.is_cas_conflict())
+                                .filter_map(|f| f.index)
+                                .collect();
+                            if stale.is_empty() {
+                                tracing::warn!(
+                                    failed = bad.len(),
+                                    "transaction rolled back; dropping the refused operations"
+                                );
+                            } else {
+                                // Someone changed what we planned from (or
+                                // our view lagged): expected under
+                                // concurrent writers, so not a warning.
+                                tracing::debug!(
+                                    failed = bad.len(),
+                                    stale = stale.len(),
+                                    "catalog changed since planned; re-reading the refused instances"
+                                );
+                            }
                             if bad_idx.is_empty() {
                                 for (_, i) in &chunk {
                                     mark_failed(*i, &mut failed);
@@ -1261,8 +1340,39 @@ impl Engine {
                                 .filter(|(j, _)| bad_idx.contains(j))
                                 .map(|(_, (_, i))| *i)
                                 .collect();
+                            let stale_here: BTreeSet<usize> = chunk
+                                .iter()
+                                .enumerate()
+                                .filter(|(j, _)| stale.contains(j))
+                                .map(|(_, (_, i))| *i)
+                                .collect();
+                            // Counted by plan entry: a registration is two
+                            // operations, usually both refused.
+                            self.metrics
+                                .cas_conflicts(u64::try_from(stale_here.len()).unwrap_or(0));
                             for i in &bad_entries {
-                                mark_failed(*i, &mut failed);
+                                if *i == NODE_OP && stale_here.contains(i) {
+                                    // Our node is created with `cas` index
+                                    // 0: it exists already (someone else
+                                    // made it, or our read lagged), and an
+                                    // existing node is never rewritten.
+                                    self.node_exists = true;
+                                } else if stale_here.contains(i) {
+                                    // Other refusals of the same entry
+                                    // follow from the stale precondition
+                                    // (e.g. a check on an instance that is
+                                    // gone); a real fault shows again once
+                                    // it is planned from a fresh read.
+                                    stale_entries.insert(*i);
+                                    match planned.get(*i).and_then(|p| p.key.clone()) {
+                                        Some(k) => {
+                                            conflicted.insert(k);
+                                        }
+                                        None => mark_failed(*i, &mut failed),
+                                    }
+                                } else {
+                                    mark_failed(*i, &mut failed);
+                                }
                             }
                             chunk.retain(|(_, i)| !bad_entries.contains(i));
                             if chunk.is_empty() {
@@ -1321,7 +1431,138 @@ impl Engine {
             }
             None => self.write_backoff.succeeded(),
         }
-        (failed, orphan_failed)
+        // A Service with an entry that failed for another reason counts as
+        // failed; conflicted lists only the ones merely behind.
+        conflicted.retain(|k| !failed.contains(k));
+        (
+            WriteOutcome {
+                failed,
+                orphan_failed,
+                conflicted,
+            },
+            stale_entries,
+        )
+    }
+
+    /// Reads again the instances (and their checks) of plan entries that a
+    /// failed `cas` refused, and puts what Consul holds now into the view,
+    /// so that their next plan names the current indexes. The reads are
+    /// read-only transactions of `get`s: only the refused entries, and no
+    /// Raft apply. When the read fails, the entries' expectations are
+    /// dropped instead, so that the next whole-node answer decides.
+    async fn reread(&mut self, stale: &BTreeSet<usize>, planned: &[Planned]) {
+        let node = self.settings.sync.consul_node_name.clone();
+        let mut ids = BTreeSet::new();
+        let mut check_ids = BTreeSet::new();
+        for p in stale.iter().filter_map(|&i| planned.get(i)) {
+            // A check removal names no instance; mirra's and consul-k8s's
+            // readiness check IDs are `<namespace>/<service ID>`.
+            let id = op_service_id(&p.op).to_owned();
+            match &p.op {
+                CatalogOp::Register(r) => {
+                    check_ids.extend(r.check.iter().map(|c| c.check_id.clone()))
+                }
+                CatalogOp::DeregisterCheck { check_id, .. } => {
+                    check_ids.insert(check_id.clone());
+                }
+                CatalogOp::Deregister { .. } => {}
+            }
+            check_ids.extend(self.checks_of(&id).iter().map(|c| c.check_id().to_owned()));
+            ids.insert(id);
+        }
+        let ops: Vec<TxnOp> = ids
+            .iter()
+            .map(|id| TxnOp::Service {
+                verb: Verb::Get,
+                node: node.clone(),
+                service: mirra_consul::Service {
+                    id: id.clone(),
+                    ..mirra_consul::Service::default()
+                },
+            })
+            .chain(check_ids.iter().map(|c| TxnOp::Check {
+                verb: Verb::Get,
+                check: HealthCheck {
+                    node: node.clone(),
+                    check_id: c.clone(),
+                    ..HealthCheck::default()
+                },
+            }))
+            .collect();
+        let now = Instant::now();
+        match read_entries(&self.consul, ops, self.batch_limit()).await {
+            Ok(results) => {
+                let mut services: HashMap<String, mirra_consul::Service> = HashMap::new();
+                let mut checks: HashMap<String, Vec<CompactCheck>> = HashMap::new();
+                for r in results {
+                    if let Some(s) = r.service {
+                        let id = if s.id.is_empty() {
+                            s.service.clone()
+                        } else {
+                            s.id.clone()
+                        };
+                        services.insert(id, s);
+                    }
+                    if let Some(c) = r.check
+                        && !c.service_id.is_empty()
+                    {
+                        let c = observed_check(c);
+                        checks
+                            .entry(c.service_id.clone())
+                            .or_default()
+                            .push(CompactCheck::of_observed(&c));
+                    }
+                }
+                for id in &ids {
+                    let state = services.remove(id).map(|s| {
+                        let index = s.modify_index;
+                        let (_, inst) = observed_instance(&node, s);
+                        CompactInstance::of_observed(&inst, &self.settings.sync)
+                            .with_modify_index(index)
+                    });
+                    // An answer at or past the instance's index shows at
+                    // least this state, and then decides again.
+                    let index = state
+                        .as_ref()
+                        .map(CompactInstance::modify_index)
+                        .filter(|&i| i != 0);
+                    self.overlay.insert(
+                        id.clone(),
+                        Expectation {
+                            state,
+                            since: now,
+                            index,
+                        },
+                    );
+                    let checks = checks.remove(id).unwrap_or_default();
+                    let index = checks
+                        .iter()
+                        .map(CompactCheck::modify_index)
+                        .max()
+                        .filter(|&i| i != 0);
+                    self.check_overlay.insert(
+                        id.clone(),
+                        CheckExpectation {
+                            checks,
+                            since: now,
+                            index,
+                        },
+                    );
+                }
+                tracing::info!(
+                    instances = ids.len(),
+                    "catalog changed since planned; read the refused instances again and planning them again"
+                );
+            }
+            Err(e) => {
+                self.metrics.consul_error(e.class());
+                tracing::warn!(error = %e, "reading refused instances again failed; waiting for the next whole-node read");
+                for id in &ids {
+                    self.overlay.remove(id);
+                    self.check_overlay.remove(id);
+                }
+            }
+        }
     }
 
     /// A 413 named the server's operation limit: later transactions are
@@ -1357,6 +1598,7 @@ impl Engine {
         let Some(Planned {
             op: CatalogOp::Register(r),
             key,
+            ..
         }) = planned.get(entry)
         else {
             tracing::warn!(error = %e, "operation too large for Consul; the work stays queued");
@@ -1384,7 +1626,16 @@ impl Engine {
 
     /// Records committed operations in the overlay, the check memory and
     /// the metrics.
-    fn committed(&mut self, chunk: &[(TxnOp, usize)], planned: &[Planned], index: Option<u64>) {
+    fn committed(
+        &mut self,
+        chunk: &[(TxnOp, usize)],
+        planned: &[Planned],
+        results: &[mirra_consul::TxnResult],
+    ) {
+        let index = commit_index(results);
+        // The indexes Consul gave what we wrote: the preconditions of our
+        // next writes to them, before any read shows them.
+        let written = WrittenIndexes::of(results);
         let now = Instant::now();
         let mut seen = BTreeSet::new();
         for (_, i) in chunk {
@@ -1408,8 +1659,15 @@ impl Engine {
             match &p.op {
                 CatalogOp::Register(r) => {
                     self.metrics.operations("register", 1);
-                    let checks = mirra_catalog::compact::checks_after(r, self.checks_of(&r.id));
-                    let inst = CompactInstance::of_registration(r, &self.settings.sync);
+                    let checks = mirra_catalog::compact::checks_after(r, self.checks_of(&r.id))
+                        .into_iter()
+                        .map(|c| match written.checks.get(c.check_id()) {
+                            Some(&i) => c.with_modify_index(i),
+                            None => c,
+                        })
+                        .collect();
+                    let inst = CompactInstance::of_registration(r, &self.settings.sync)
+                        .with_modify_index(written.services.get(&r.id).copied().unwrap_or(0));
                     self.check_overlay.insert(
                         r.id.clone(),
                         CheckExpectation {
@@ -1663,19 +1921,81 @@ fn op_service_id(op: &CatalogOp) -> &str {
     }
 }
 
+/// Reads entries with read-only transactions of `get`s (no Raft apply), at
+/// most `max` a transaction. Consul rolls such a transaction back when an
+/// entry is absent, naming it, and then returns nothing else: absent
+/// entries are taken out and the rest asked again, so a chunk costs at
+/// most one more request per absent entry, and each round asks less.
+async fn read_entries(
+    consul: &mirra_consul::Client,
+    ops: Vec<TxnOp>,
+    max: usize,
+) -> Result<Vec<mirra_consul::TxnResult>, mirra_consul::Error> {
+    let mut out = Vec::new();
+    for mut chunk in mirra_consul::split_ops(ops, max) {
+        while !chunk.is_empty() {
+            match consul.txn(&chunk).await {
+                Ok(results) => {
+                    out.extend(results);
+                    break;
+                }
+                Err(mirra_consul::Error::TxnRolledBack { failed })
+                    if !failed.is_empty()
+                        && failed.iter().all(|f| f.is_missing() && f.index.is_some()) =>
+                {
+                    let gone: BTreeSet<usize> = failed.iter().filter_map(|f| f.index).collect();
+                    chunk = chunk
+                        .into_iter()
+                        .enumerate()
+                        .filter(|(j, _)| !gone.contains(j))
+                        .map(|(_, op)| op)
+                        .collect();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A check as Consul's typed answers carry it, in the observed form.
+fn observed_check(c: HealthCheck) -> mirra_catalog::ObservedCheck {
+    mirra_catalog::ObservedCheck {
+        node: c.node,
+        check_id: c.check_id,
+        name: c.name,
+        status: c.status,
+        notes: c.notes,
+        output: c.output,
+        service_id: c.service_id,
+        check_type: c.r#type,
+        modify_index: c.modify_index,
+    }
+}
+
 /// Consul's answer as full observed instances (checks `None`: they come
 /// from health/node). Converts the typed answer directly instead of
 /// re-serialising it for `parse_node_services`.
-fn observed_from(snap: NodeServices) -> impl Iterator<Item = (String, ObservedInstance)> {
+#[cfg(test)]
+fn observed_from(
+    snap: mirra_consul::NodeServices,
+) -> impl Iterator<Item = (String, ObservedInstance)> {
     let node = snap.node.map(|n| n.node).unwrap_or_default();
-    snap.services.into_iter().map(move |s| {
+    snap.services
+        .into_iter()
+        .map(move |s| observed_instance(&node, s))
+}
+
+/// One instance on `node` of a typed answer, in the observed form.
+fn observed_instance(node: &str, s: mirra_consul::Service) -> (String, ObservedInstance) {
+    {
         let id = if s.id.is_empty() {
             s.service.clone()
         } else {
             s.id
         };
         let inst = ObservedInstance {
-            node: node.clone(),
+            node: node.to_owned(),
             id: id.clone(),
             name: s.service,
             kind: s.kind,
@@ -1703,7 +2023,7 @@ fn observed_from(snap: NodeServices) -> impl Iterator<Item = (String, ObservedIn
             checks: None,
         };
         (id, inst)
-    })
+    }
 }
 
 /// A body Consul answered that does not parse, as the client reports an
@@ -1766,15 +2086,81 @@ fn wire_len(op: &CatalogOp) -> usize {
 
 /// Whether two check lists hold the same checks, in any order.
 fn same_checks(a: &[CompactCheck], b: &[CompactCheck]) -> bool {
-    a.len() == b.len() && a.iter().all(|c| b.contains(c))
+    a.len() == b.len() && a.iter().all(|c| b.iter().any(|x| x.same_content(c)))
 }
 
-/// The Node `set` that creates our node when it does not exist (an existing
-/// node is never rewritten).
-fn node_op(settings: &Settings) -> TxnOp {
-    let n = SyncNode::from_settings(&settings.sync);
+/// The `ModifyIndex` of every instance and check a committed transaction
+/// wrote, from its results.
+#[derive(Default)]
+struct WrittenIndexes {
+    services: HashMap<String, u64>,
+    checks: HashMap<String, u64>,
+}
+
+impl WrittenIndexes {
+    fn of(results: &[mirra_consul::TxnResult]) -> Self {
+        let mut out = Self::default();
+        for r in results {
+            if let Some(s) = &r.service {
+                let id = if s.id.is_empty() { &s.service } else { &s.id };
+                out.services.insert(id.clone(), s.modify_index);
+            }
+            if let Some(c) = &r.check {
+                out.checks.insert(c.check_id.clone(), c.modify_index);
+            }
+        }
+        out
+    }
+}
+
+/// The indexes an operation is planned from: the instance's and the
+/// written or removed check's `ModifyIndex` in the view the plan saw (0
+/// where the view has none, i.e. "must not exist yet").
+fn planned_indexes(op: &CatalogOp, observed: &BTreeMap<String, CompactView<'_>>) -> (u64, u64) {
+    let check_in = |view: Option<&CompactView<'_>>, check_id: &str| {
+        view.and_then(|v| v.checks.iter().find(|c| c.check_id() == check_id))
+            .map_or(0, CompactCheck::modify_index)
+    };
+    match op {
+        CatalogOp::Register(r) => {
+            let view = observed.get(&r.id);
+            let index = view.map_or(0, |v| v.instance.modify_index());
+            let check = r.check.as_ref().map_or(0, |c| check_in(view, &c.check_id));
+            (index, check)
+        }
+        CatalogOp::Deregister { service_id, .. } => (
+            observed
+                .get(service_id)
+                .map_or(0, |v| v.instance.modify_index()),
+            0,
+        ),
+        CatalogOp::DeregisterCheck { check_id, .. } => {
+            // The check's instance is the one whose view lists it; its ID
+            // is usually the part after the namespace.
+            let index = check_in(observed.get(op_service_id(op)), check_id);
+            let index = if index != 0 {
+                index
+            } else {
+                observed
+                    .values()
+                    .map(|v| check_in(Some(v), check_id))
+                    .find(|&i| i != 0)
+                    .unwrap_or(0)
+            };
+            (0, index)
+        }
+    }
+}
+
+/// The Node operation that creates our node when it does not exist: a
+/// `cas` with index 0, "only if absent", so that a node someone else
+/// registered meanwhile (another tool, or a view that lagged) is never
+/// rewritten; Consul refuses it and the rest of the transaction is sent
+/// without it.
+fn node_op(sync: &mirra_catalog::SyncSettings) -> TxnOp {
+    let n = SyncNode::from_settings(sync);
     TxnOp::Node {
-        verb: Verb::Set,
+        verb: Verb::Cas,
         node: mirra_consul::Node {
             node: n.name,
             address: n.address,
@@ -1784,13 +2170,18 @@ fn node_op(settings: &Settings) -> TxnOp {
     }
 }
 
-/// The wire operations of one catalog operation: a registration is the
-/// instance and its readiness check.
-fn to_txn_ops(op: &CatalogOp, node: &str) -> Vec<TxnOp> {
-    match op {
+/// The wire operations of one planned operation: a registration is the
+/// instance and its readiness check. Each carries its precondition: `cas`
+/// with the `ModifyIndex` it was planned from (0: only if absent), and
+/// `delete-cas` for removals, so that an operation delayed in flight, or
+/// planned from a view that is no longer true, cannot land over a newer
+/// state. The instance's `cas` also guards its check's: both are in one
+/// transaction, which commits whole or not at all.
+fn to_txn_ops(p: &Planned, node: &str) -> Vec<TxnOp> {
+    match &p.op {
         CatalogOp::Register(r) => {
             let mut out = vec![TxnOp::Service {
-                verb: Verb::Set,
+                verb: Verb::Cas,
                 node: node.to_owned(),
                 service: mirra_consul::Service {
                     id: r.id.clone(),
@@ -1815,12 +2206,13 @@ fn to_txn_ops(op: &CatalogOp, node: &str) -> Vec<TxnOp> {
                         passing: r.weights.passing,
                         warning: r.weights.warning,
                     }),
+                    modify_index: p.index,
                     ..mirra_consul::Service::default()
                 },
             }];
             if let Some(c) = &r.check {
                 out.push(TxnOp::Check {
-                    verb: Verb::Set,
+                    verb: Verb::Cas,
                     check: HealthCheck {
                         node: node.to_owned(),
                         check_id: c.check_id.clone(),
@@ -1830,6 +2222,7 @@ fn to_txn_ops(op: &CatalogOp, node: &str) -> Vec<TxnOp> {
                         service_id: c.service_id.clone(),
                         service_name: r.name.clone(),
                         r#type: c.check_type().to_owned(),
+                        modify_index: p.check_index,
                         ..HealthCheck::default()
                     },
                 });
@@ -1841,19 +2234,21 @@ fn to_txn_ops(op: &CatalogOp, node: &str) -> Vec<TxnOp> {
             service_name,
             ..
         } => vec![TxnOp::Service {
-            verb: Verb::Delete,
+            verb: Verb::DeleteCas,
             node: node.to_owned(),
             service: mirra_consul::Service {
                 id: service_id.clone(),
                 service: service_name.clone(),
+                modify_index: p.index,
                 ..mirra_consul::Service::default()
             },
         }],
         CatalogOp::DeregisterCheck { check_id, .. } => vec![TxnOp::Check {
-            verb: Verb::Delete,
+            verb: Verb::DeleteCas,
             check: HealthCheck {
                 node: node.to_owned(),
                 check_id: check_id.clone(),
+                modify_index: p.check_index,
                 ..HealthCheck::default()
             },
         }],
@@ -1868,47 +2263,102 @@ async fn purge(
     metrics: &CatalogMetrics,
 ) -> Result<(), ControllerError> {
     let node = settings.sync.consul_node_name.clone();
-    let snap = consul
-        .node_services(&node, &QueryOptions::default())
-        .await
-        .map_err(ControllerError::Purge)?;
-    let ops: Vec<TxnOp> = observed_from(snap.value)
-        .map(|(_, i)| i)
-        .filter(|i| is_owned(i, &settings.sync))
-        .flat_map(|i| {
-            to_txn_ops(
-                &CatalogOp::Deregister {
-                    node: node.clone(),
-                    service_id: i.id.clone(),
-                    service_name: i.name.clone(),
-                    check_ids: Vec::new(),
-                },
-                &node,
-            )
-        })
-        .collect();
-    let n = ops.len();
     let fence = WriteFence::new(settings.lease.clone(), consul.request_timeout());
-    for chunk in mirra_consul::split_ops(ops, settings.txn_batch.max(1)) {
-        fence
-            .send(consul.txn(&chunk))
+    let mut purged = 0;
+    let mut rereads = 0;
+    'read: loop {
+        let snap = consul
+            .node_services(&node, &QueryOptions::default())
             .await
-            .map_err(ControllerError::PurgeFenced)?
-            .map_err(|e| {
-                metrics.consul_error(e.class());
-                ControllerError::Purge(e)
-            })?;
-        metrics.transaction();
-        metrics.operations("deregister", u64::try_from(chunk.len()).unwrap_or(0));
+            .map_err(ControllerError::Purge)?;
+        let snap_node = snap
+            .value
+            .node
+            .as_ref()
+            .map(|n| n.node.clone())
+            .unwrap_or_default();
+        // Each removal names the index it was read at (`delete-cas`): an
+        // instance changed since, by anyone, is read again rather than
+        // removed blindly.
+        let ops: Vec<TxnOp> = snap
+            .value
+            .services
+            .into_iter()
+            .filter_map(|s| {
+                let index = s.modify_index;
+                let (id, i) = observed_instance(&snap_node, s);
+                is_owned(&i, &settings.sync).then(|| Planned {
+                    op: CatalogOp::Deregister {
+                        node: node.clone(),
+                        service_id: id,
+                        service_name: i.name,
+                        check_ids: Vec::new(),
+                    },
+                    key: None,
+                    index,
+                    check_index: 0,
+                })
+            })
+            .flat_map(|p| to_txn_ops(&p, &node))
+            .collect();
+        for chunk in mirra_consul::split_ops(ops, settings.txn_batch.max(1)) {
+            let sent = fence
+                .send(consul.txn(&chunk))
+                .await
+                .map_err(ControllerError::PurgeFenced)?;
+            match sent {
+                Ok(_) => {}
+                Err(e)
+                    if rereads < PURGE_REREADS
+                        && !e.failed_ops().is_empty()
+                        && e.failed_ops().iter().all(|f| f.is_cas_conflict()) =>
+                {
+                    metrics.cas_conflicts(u64::try_from(e.failed_ops().len()).unwrap_or(0));
+                    tracing::info!(
+                        refused = e.failed_ops().len(),
+                        "instances changed while purging; reading the node again"
+                    );
+                    rereads += 1;
+                    continue 'read;
+                }
+                Err(e) => {
+                    metrics.consul_error(e.class());
+                    return Err(ControllerError::Purge(e));
+                }
+            }
+            metrics.transaction();
+            metrics.operations("deregister", u64::try_from(chunk.len()).unwrap_or(0));
+            purged += chunk.len();
+        }
+        break;
     }
-    tracing::info!(node = %node, instances = n, "purged our instances from the node");
+    tracing::info!(node = %node, instances = purged, "purged our instances from the node");
     Ok(())
 }
+
+/// How often `-purge-k8s-services-from-node` reads the node again after a
+/// removal met a newer state of an instance, before it gives up (and can
+/// be run again).
+const PURGE_REREADS: u32 = 5;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    /// A planned operation with the given indexes.
+    fn at(op: CatalogOp, index: u64, check_index: u64) -> Planned {
+        Planned {
+            op,
+            key: None,
+            index,
+            check_index,
+        }
+    }
+
+    fn plain(op: &CatalogOp) -> Planned {
+        at(op.clone(), 0, 0)
+    }
 
     fn wire(entries: &[usize]) -> Wire {
         entries
@@ -1986,26 +2436,38 @@ mod tests {
             Planned {
                 op: dereg("b-old"),
                 key: key("b"),
+                index: 0,
+                check_index: 0,
             },
             Planned {
                 op: dereg("orphan"),
                 key: None,
+                index: 0,
+                check_index: 0,
             },
             Planned {
                 op: dereg("a-old"),
                 key: key("a"),
+                index: 0,
+                check_index: 0,
             },
             Planned {
                 op: check("ns/a-keep"),
                 key: key("a"),
+                index: 0,
+                check_index: 0,
             },
             Planned {
                 op: reg("b-new"),
                 key: key("b"),
+                index: 0,
+                check_index: 0,
             },
             Planned {
                 op: reg("a-new"),
                 key: key("a"),
+                index: 0,
+                check_index: 0,
             },
         ];
         order_by_key(&mut planned);
@@ -2014,6 +2476,127 @@ mod tests {
             order,
             vec!["a-new", "ns/a-keep", "a-old", "b-new", "b-old", "orphan"]
         );
+    }
+
+    #[test]
+    fn every_wire_operation_carries_the_index_it_was_planned_from() {
+        let mut r = multi_port_registration();
+        r.check = Some(mirra_catalog::ReadinessCheck {
+            check_id: "ns/web-1".into(),
+            service_id: "web-1".into(),
+            status: mirra_catalog::CheckStatus::Passing,
+        });
+        let ops = to_txn_ops(&at(CatalogOp::Register(r), 17, 18), "n");
+        let v = serde_json::to_value(&ops).unwrap();
+        assert_eq!(v[0]["Service"]["Verb"], "cas");
+        assert_eq!(v[0]["Service"]["Service"]["ModifyIndex"], 17);
+        assert_eq!(v[1]["Check"]["Verb"], "cas");
+        assert_eq!(v[1]["Check"]["Check"]["ModifyIndex"], 18);
+        // A new instance names index 0, "only if absent": the field is
+        // left out of the body, which Consul reads as 0.
+        let ops = to_txn_ops(&plain(&CatalogOp::Register(multi_port_registration())), "n");
+        let v = serde_json::to_value(&ops).unwrap();
+        assert_eq!(v[0]["Service"]["Verb"], "cas");
+        assert!(
+            v[0]["Service"]["Service"]
+                .get("ModifyIndex")
+                .is_none_or(|i| *i == 0),
+            "{v}"
+        );
+        let dereg = CatalogOp::Deregister {
+            node: "n".into(),
+            service_id: "web-1".into(),
+            service_name: "web".into(),
+            check_ids: Vec::new(),
+        };
+        let v = serde_json::to_value(to_txn_ops(&at(dereg, 21, 0), "n")).unwrap();
+        assert_eq!(v[0]["Service"]["Verb"], "delete-cas");
+        assert_eq!(v[0]["Service"]["Service"]["ModifyIndex"], 21);
+        let check = CatalogOp::DeregisterCheck {
+            node: "n".into(),
+            check_id: "ns/web-1".into(),
+        };
+        let v = serde_json::to_value(to_txn_ops(&at(check, 0, 9), "n")).unwrap();
+        assert_eq!(v[0]["Check"]["Verb"], "delete-cas");
+        assert_eq!(v[0]["Check"]["Check"]["ModifyIndex"], 9);
+        // The node is only ever created, never rewritten.
+        let node = serde_json::to_value(node_op(&mirra_catalog::SyncSettings::default())).unwrap();
+        assert_eq!(node["Node"]["Verb"], "cas");
+        assert!(
+            node["Node"]["Node"]
+                .get("ModifyIndex")
+                .is_none_or(|i| *i == 0)
+        );
+    }
+
+    #[test]
+    fn plans_take_their_indexes_from_the_view() {
+        let s = mirra_catalog::SyncSettings::default();
+        let mut r = multi_port_registration();
+        r.check = Some(mirra_catalog::ReadinessCheck {
+            check_id: "ns/web-1".into(),
+            service_id: "web-1".into(),
+            status: mirra_catalog::CheckStatus::Passing,
+        });
+        let inst = CompactInstance::of_registration(&r, &s).with_modify_index(30);
+        let checks = vec![
+            CompactCheck::of_registration(&r)
+                .unwrap()
+                .with_modify_index(31),
+        ];
+        let view = CompactView {
+            node: "n",
+            instance: &inst,
+            checks: &checks,
+        };
+        let observed = BTreeMap::from([("web-1".to_owned(), view)]);
+        let reg = CatalogOp::Register(r.clone());
+        assert_eq!(planned_indexes(&reg, &observed), (30, 31));
+        assert_eq!(planned_indexes(&reg, &BTreeMap::new()), (0, 0));
+        let dereg = CatalogOp::Deregister {
+            node: "n".into(),
+            service_id: "web-1".into(),
+            service_name: "web".into(),
+            check_ids: Vec::new(),
+        };
+        assert_eq!(planned_indexes(&dereg, &observed), (30, 0));
+        let check = CatalogOp::DeregisterCheck {
+            node: "n".into(),
+            check_id: "ns/web-1".into(),
+        };
+        assert_eq!(planned_indexes(&check, &observed), (0, 31));
+        // A check whose ID does not name its instance is found by its ID.
+        let other = vec![CompactCheck::of_observed(&mirra_catalog::ObservedCheck {
+            check_id: "legacy-check".into(),
+            service_id: "web-1".into(),
+            modify_index: 44,
+            ..Default::default()
+        })];
+        let view = CompactView {
+            node: "n",
+            instance: &inst,
+            checks: &other,
+        };
+        let observed = BTreeMap::from([("web-1".to_owned(), view)]);
+        let check = CatalogOp::DeregisterCheck {
+            node: "n".into(),
+            check_id: "legacy-check".into(),
+        };
+        assert_eq!(planned_indexes(&check, &observed), (0, 44));
+    }
+
+    #[test]
+    fn written_indexes_come_from_the_results() {
+        let results: Vec<mirra_consul::TxnResult> = serde_json::from_value(serde_json::json!([
+            {"Node": {"Node": "n", "ModifyIndex": 5}},
+            {"Service": {"ID": "web-1", "Service": "web", "ModifyIndex": 6}},
+            {"Check": {"Node": "n", "CheckID": "ns/web-1", "ModifyIndex": 7}},
+        ]))
+        .unwrap();
+        let w = WrittenIndexes::of(&results);
+        assert_eq!(w.services.get("web-1"), Some(&6));
+        assert_eq!(w.checks.get("ns/web-1"), Some(&7));
+        assert_eq!(commit_index(&results), Some(7));
     }
 
     #[test]
@@ -2055,7 +2638,7 @@ mod tests {
             },
         ];
         for op in &ops {
-            assert_eq!(wire_len(op), to_txn_ops(op, "n").len(), "{op:?}");
+            assert_eq!(wire_len(op), to_txn_ops(&plain(op), "n").len(), "{op:?}");
         }
     }
 
@@ -2087,7 +2670,7 @@ mod tests {
 
     #[test]
     fn a_multi_port_registration_writes_its_ports_and_no_port() {
-        let ops = to_txn_ops(&CatalogOp::Register(multi_port_registration()), "n");
+        let ops = to_txn_ops(&plain(&CatalogOp::Register(multi_port_registration())), "n");
         assert_eq!(ops.len(), 1);
         let v = serde_json::to_value(&ops[0]).unwrap();
         assert_eq!(
@@ -2105,7 +2688,7 @@ mod tests {
         let mut r = multi_port_registration();
         r.port = 80;
         r.ports.clear();
-        let v = serde_json::to_value(&to_txn_ops(&CatalogOp::Register(r), "n")[0]).unwrap();
+        let v = serde_json::to_value(&to_txn_ops(&plain(&CatalogOp::Register(r)), "n")[0]).unwrap();
         assert_eq!(v["Service"]["Service"]["Port"], 80);
         assert!(v["Service"]["Service"].get("Ports").is_none(), "{v}");
     }
@@ -2114,7 +2697,7 @@ mod tests {
     fn observed_conversion_keeps_ports_so_the_echo_matches_the_registration() {
         use mirra_catalog::ObservedView;
         let r = multi_port_registration();
-        let snap: NodeServices = serde_json::from_value(serde_json::json!({
+        let snap: mirra_consul::NodeServices = serde_json::from_value(serde_json::json!({
             "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"},
             "Services": [{"ID": "web-1", "Service": "web", "Tags": ["k8s"],
                           "Address": "10.0.0.1", "Port": 0, "Meta": null,
@@ -2157,7 +2740,7 @@ mod tests {
 
     #[test]
     fn observed_conversion_fills_defaults() {
-        let snap: NodeServices = serde_json::from_value(serde_json::json!({
+        let snap: mirra_consul::NodeServices = serde_json::from_value(serde_json::json!({
             "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"},
             "Services": [{"ID": "web-1", "Service": "web", "Tags": null, "Meta": null, "Port": 80}]
         }))

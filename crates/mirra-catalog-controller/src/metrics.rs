@@ -58,6 +58,7 @@ pub struct CatalogMetrics {
     held_back: Counter,
     txn_splits: Counter,
     write_backoffs: Counter,
+    cas_conflicts: Counter,
 }
 
 impl Default for CatalogMetrics {
@@ -77,6 +78,7 @@ impl Default for CatalogMetrics {
             held_back: Counter::default(),
             txn_splits: Counter::default(),
             write_backoffs: Counter::default(),
+            cas_conflicts: Counter::default(),
         }
     }
 }
@@ -154,6 +156,11 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
         "write_backoffs",
         "Rounds after which the Consul writer backed off because Consul was unavailable",
         m.write_backoffs.clone(),
+    );
+    reg.register(
+        "cas_conflicts",
+        "Planned writes (a registration, a removal, the node's creation) Consul refused because the catalog changed since mirra planned them (failed cas precondition); read again and planned again",
+        m.cas_conflicts.clone(),
     );
     m
 }
@@ -234,6 +241,16 @@ impl CatalogMetrics {
     /// The writer started a backoff.
     pub(crate) fn write_backoff(&self) {
         self.write_backoffs.inc();
+    }
+
+    /// Planned writes refused by a failed `cas`/`delete-cas` precondition.
+    pub(crate) fn cas_conflicts(&self, n: u64) {
+        self.cas_conflicts.inc_by(n);
+    }
+
+    /// Planned writes refused by a failed `cas` precondition so far.
+    pub fn cas_conflicts_total(&self) -> u64 {
+        self.cas_conflicts.get()
     }
 
     /// Registrations refused as too large on their own so far.

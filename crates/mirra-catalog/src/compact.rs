@@ -11,7 +11,10 @@
 //! normalisation (Consul's defaults already filled in by the parser). A
 //! registration is fingerprinted the same way, so "is it what mirra wants"
 //! is one comparison of 20 bytes. Checks keep only their IDs and whether
-//! they have the exact shape mirra writes, and with which status.
+//! they have the exact shape mirra writes, and with which status. Each
+//! instance and check also keeps its `ModifyIndex` (8 bytes), because every
+//! write mirra sends is a `cas`/`delete-cas` naming the index it planned
+//! from; the index never takes part in "is it what mirra wants".
 //!
 //! [`ObservedView`] is what the planner needs; [`ObservedInstance`] (the
 //! full form, for tests, `render` and one-off reads) and [`CompactView`]
@@ -230,11 +233,17 @@ pub fn fingerprint_observed(o: &ObservedInstance) -> Fingerprint {
 }
 
 /// An observed instance without its checks, compacted.
+///
+/// Equality includes the `ModifyIndex`; [`CompactInstance::same_content`]
+/// compares what the instance says without it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactInstance {
     name: Box<str>,
     owned: bool,
     fingerprint: Fingerprint,
+    /// Raft index of the instance's last change, the precondition of the
+    /// next `cas`/`delete-cas` on it; 0 when unknown.
+    modify_index: u64,
 }
 
 impl CompactInstance {
@@ -245,6 +254,7 @@ impl CompactInstance {
             name: o.name.as_str().into(),
             owned: is_owned(o, settings),
             fingerprint: fingerprint_observed(o),
+            modify_index: 0,
         }
     }
 
@@ -258,12 +268,34 @@ impl CompactInstance {
                     .get(META_EXTERNAL_SOURCE)
                     .is_some_and(|v| v == EXTERNAL_SOURCE_KUBERNETES),
             fingerprint: fingerprint_registration(r),
+            modify_index: 0,
         }
+    }
+
+    /// The same instance, known to be at Raft index `index`.
+    #[must_use]
+    pub fn with_modify_index(mut self, index: u64) -> Self {
+        self.modify_index = index;
+        self
     }
 
     /// The service name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The Raft index of the instance's last change as read or written
+    /// (0 when unknown): what a `cas` or `delete-cas` on it must name.
+    pub fn modify_index(&self) -> u64 {
+        self.modify_index
+    }
+
+    /// Whether both describe the same instance, whatever their indexes:
+    /// an answer confirms a write by what it shows, not by when.
+    pub fn same_content(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.owned == other.owned
+            && self.fingerprint == other.fingerprint
     }
 }
 
@@ -279,6 +311,8 @@ pub struct CompactCheck {
     /// `Some(status)` when name, type, notes, status and output are exactly
     /// what mirra writes for that status.
     as_written: Option<CheckStatus>,
+    /// Raft index of the check's last change (0 when unknown).
+    modify_index: u64,
 }
 
 impl CompactCheck {
@@ -295,6 +329,7 @@ impl CompactCheck {
             service_id: c.service_id.as_str().into(),
             readiness: c.is_readiness_check(),
             as_written,
+            modify_index: c.modify_index,
         }
     }
 
@@ -305,12 +340,33 @@ impl CompactCheck {
             service_id: c.service_id.as_str().into(),
             readiness: true,
             as_written: Some(c.status),
+            modify_index: 0,
         })
+    }
+
+    /// The same check, known to be at Raft index `index`.
+    #[must_use]
+    pub fn with_modify_index(mut self, index: u64) -> Self {
+        self.modify_index = index;
+        self
     }
 
     /// The check's ID.
     pub fn check_id(&self) -> &str {
         &self.check_id
+    }
+
+    /// The Raft index of the check's last change (0 when unknown).
+    pub fn modify_index(&self) -> u64 {
+        self.modify_index
+    }
+
+    /// Whether both describe the same check, whatever their indexes.
+    pub fn same_content(&self, other: &Self) -> bool {
+        self.check_id == other.check_id
+            && self.service_id == other.service_id
+            && self.readiness == other.readiness
+            && self.as_written == other.as_written
     }
 }
 
@@ -517,8 +573,12 @@ impl<'de> Visitor<'de> for ServicesSeed<'_> {
         let mut out = BTreeMap::new();
         let node = &self.settings.consul_node_name;
         while let Some(wire) = seq.next_element::<WireService>()? {
+            let index = wire.modify_index();
             let (id, instance) = wire.into_observed(node);
-            out.insert(id, CompactInstance::of_observed(&instance, self.settings));
+            out.insert(
+                id,
+                CompactInstance::of_observed(&instance, self.settings).with_modify_index(index),
+            );
         }
         Ok(out)
     }
@@ -611,6 +671,76 @@ mod tests {
         let mut d = reg();
         d.meta.insert("xy".into(), "z".into());
         assert_ne!(fingerprint_registration(&c), fingerprint_registration(&d));
+    }
+
+    #[test]
+    fn modify_indexes_are_kept_but_do_not_change_the_content() {
+        let s = SyncSettings::default();
+        let body = serde_json::json!({
+            "Node": {"Node": s.consul_node_name},
+            "Services": [
+                {"ID": "web-1", "Service": "web", "Port": 80, "ModifyIndex": 42},
+                {"ID": "web-2", "Service": "web", "Port": 80},
+            ]
+        });
+        let parsed = parse_node_services_compact(&serde_json::to_vec(&body).unwrap(), &s).unwrap();
+        let a = &parsed.instances["web-1"];
+        let b = &parsed.instances["web-2"];
+        assert_eq!(a.modify_index(), 42);
+        assert_eq!(b.modify_index(), 0, "no index sent: unknown");
+        let moved = a.clone().with_modify_index(43);
+        assert_ne!(*a, moved);
+        assert!(a.same_content(&moved));
+
+        let checks = serde_json::json!([
+            {"Node": "n", "CheckID": "ns/web-1", "ServiceID": "web-1", "ModifyIndex": 7},
+            {"Node": "n", "CheckID": "serfHealth", "ModifyIndex": 8},
+        ]);
+        let parsed = parse_health_checks_compact(&serde_json::to_vec(&checks).unwrap()).unwrap();
+        let c = &parsed["web-1"][0];
+        assert_eq!(c.modify_index(), 7);
+        assert!(c.same_content(&c.clone().with_modify_index(9)));
+        assert_ne!(*c, c.clone().with_modify_index(9));
+    }
+
+    proptest::proptest! {
+        /// Whatever indexes Consul reports, each instance and check keeps
+        /// its own, and the rest of the compact form does not depend on it.
+        #[test]
+        fn every_instance_keeps_its_own_modify_index(
+            indexes in proptest::collection::btree_map("[a-z]{1,6}", proptest::option::of(0u64..u64::MAX), 0..20),
+        ) {
+            let s = SyncSettings::default();
+            let services: Vec<serde_json::Value> = indexes
+                .iter()
+                .map(|(id, idx)| {
+                    let mut v = serde_json::json!({"ID": id, "Service": "web", "Port": 80});
+                    if let Some(i) = idx {
+                        v["ModifyIndex"] = (*i).into();
+                    }
+                    v
+                })
+                .collect();
+            let checks: Vec<serde_json::Value> = indexes
+                .iter()
+                .map(|(id, idx)| serde_json::json!({
+                    "Node": s.consul_node_name, "CheckID": format!("ns/{id}"),
+                    "ServiceID": id, "ModifyIndex": idx.unwrap_or(0)}))
+                .collect();
+            let body = serde_json::json!({"Node": {"Node": s.consul_node_name}, "Services": services});
+            let parsed = parse_node_services_compact(&serde_json::to_vec(&body).unwrap(), &s).unwrap();
+            let parsed_checks = parse_health_checks_compact(&serde_json::to_vec(&checks).unwrap()).unwrap();
+            proptest::prop_assert_eq!(parsed.instances.len(), indexes.len());
+            for (id, idx) in &indexes {
+                let inst = &parsed.instances[id];
+                proptest::prop_assert_eq!(inst.modify_index(), idx.unwrap_or(0));
+                let plain = parse_node_services_compact(
+                    &serde_json::to_vec(&serde_json::json!({"Node": {"Node": s.consul_node_name},
+                        "Services": [{"ID": id, "Service": "web", "Port": 80}]})).unwrap(), &s).unwrap();
+                proptest::prop_assert!(plain.instances[id].same_content(inst));
+                proptest::prop_assert_eq!(parsed_checks[id][0].modify_index(), idx.unwrap_or(0));
+            }
+        }
     }
 
     #[test]

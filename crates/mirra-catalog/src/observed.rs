@@ -73,6 +73,9 @@ pub struct ObservedCheck {
     /// Check type (reported by Consul 1.7 and later; empty before).
     #[serde(rename = "Type")]
     pub check_type: String,
+    /// Raft index of the check's last change: the precondition of a `cas`
+    /// or `delete-cas` on it (0 when unknown, e.g. a check not yet written).
+    pub modify_index: u64,
 }
 
 impl ObservedCheck {
@@ -153,6 +156,7 @@ pub(crate) struct WireService {
     meta: Option<BTreeMap<String, String>>,
     weights: Option<Weights>,
     enable_tag_override: bool,
+    modify_index: u64,
 }
 
 /// Reads the body of `GET /v1/catalog/node-services/<node>` into instances
@@ -194,6 +198,12 @@ pub fn parse_node_services(
 }
 
 impl WireService {
+    /// The Raft index of the instance's last change (0 when Consul sent
+    /// none).
+    pub(crate) fn modify_index(&self) -> u64 {
+        self.modify_index
+    }
+
     /// The instance on `node`, keyed by its ID, with checks unknown.
     pub(crate) fn into_observed(self, node: &str) -> (String, ObservedInstance) {
         let inst = ObservedInstance {
@@ -360,6 +370,7 @@ pub fn echo(
             output: c.output().to_owned(),
             service_id: c.service_id.clone(),
             check_type: c.check_type().to_owned(),
+            modify_index: 0,
         });
     }
     ObservedInstance {

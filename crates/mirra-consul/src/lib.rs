@@ -41,7 +41,9 @@ pub use config::{
     ConfigError, ConsulConfig, DurationError, Overrides, TlsConfig, Token, TokenConfig, TokenSource,
 };
 pub use error::Error;
-pub use txn::{FailedOp, TxnBatchError, TxnOp, TxnResult, TxnSummary, Verb, split_ops};
+pub use txn::{
+    FailedOp, TxnBatchError, TxnOp, TxnResult, TxnSummary, Verb, is_cas_conflict, split_ops,
+};
 pub use types::{
     CatalogServiceInstance, CheckDefinition, DeregisterRequest, HealthCheck, Meta, Node,
     NodeServices, RegisterRequest, Service, ServiceAddress, ServiceEntry, ServicePort, ServiceTags,

@@ -15,10 +15,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::types::{HealthCheck, Node, Service};
 
-/// What a transaction operation does. Consul spells these `set`, `cas`,
-/// `delete` and `delete-cas`.
+/// What a transaction operation does. Consul spells these `get`, `set`,
+/// `cas`, `delete` and `delete-cas`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Verb {
+    /// Read the entry. A transaction of only `get`s is served without a
+    /// Raft apply; one naming an absent entry is rolled back (409) with
+    /// `... doesn't exist` for that operation and returns no results.
+    #[serde(rename = "get")]
+    Get,
     /// Create or replace. Idempotent: applying it twice leaves the same state.
     #[serde(rename = "set")]
     Set,
@@ -39,7 +44,7 @@ impl Verb {
     /// Whether sending the operation twice has the same effect as once, which
     /// decides whether a request whose outcome is unknown may be retried.
     pub fn is_idempotent(self) -> bool {
-        matches!(self, Self::Set | Self::Delete)
+        matches!(self, Self::Get | Self::Set | Self::Delete)
     }
 }
 
@@ -103,6 +108,7 @@ impl TxnOp {
 
 fn verb_str(v: Verb) -> &'static str {
     match v {
+        Verb::Get => "get",
         Verb::Set => "set",
         Verb::Cas => "cas",
         Verb::Delete => "delete",
@@ -218,6 +224,29 @@ pub struct FailedOp {
     pub op: Option<TxnOp>,
     /// Consul's reason.
     pub what: String,
+}
+
+impl FailedOp {
+    /// Whether Consul refused the operation because its `cas`/`delete-cas`
+    /// precondition no longer holds: the entry changed, appeared or
+    /// vanished since the index the caller named. Consul words this
+    /// `failed to set service "x" on node "n", index is stale` (likewise
+    /// for nodes, checks and deletes). Such a refusal is not a fault: the
+    /// caller's view is older than the catalog and must be read again.
+    pub fn is_cas_conflict(&self) -> bool {
+        is_cas_conflict(&self.what)
+    }
+
+    /// Whether a `get` found nothing (`... doesn't exist`).
+    pub fn is_missing(&self) -> bool {
+        self.what.ends_with("doesn't exist")
+    }
+}
+
+/// Whether an `Errors[].What` of a rolled-back transaction is a failed
+/// `cas`/`delete-cas` precondition (see [`FailedOp::is_cas_conflict`]).
+pub fn is_cas_conflict(what: &str) -> bool {
+    what.starts_with("failed to ") && what.ends_with(", index is stale")
 }
 
 /// Maps `Errors[{OpIndex, What}]` of one transaction back to its operations.
@@ -442,6 +471,45 @@ mod tests {
     }
 
     #[test]
+    fn cas_conflicts_are_told_apart_from_other_refusals() {
+        let op = |what: &str| FailedOp {
+            index: Some(0),
+            op: None,
+            what: what.into(),
+        };
+        for what in [
+            "failed to set service \"web-1\" on node \"k8s-sync\", index is stale",
+            "failed to delete service \"web-1\" on node \"k8s-sync\", index is stale",
+            "failed to set node \"k8s-sync\", index is stale",
+            "failed to delete check \"ns/web-1\" on node \"k8s-sync\", index is stale",
+        ] {
+            assert!(op(what).is_cas_conflict(), "{what}");
+            assert!(!op(what).is_missing(), "{what}");
+        }
+        for what in [
+            "Missing node registration",
+            "Permission denied",
+            "failed inserting service: index is stale-ish",
+        ] {
+            assert!(!op(what).is_cas_conflict(), "{what}");
+        }
+        assert!(op("service \"web-1\" on node \"n\" doesn't exist").is_missing());
+        assert!(Verb::Get.is_idempotent());
+        assert_eq!(
+            serde_json::to_value(TxnOp::Service {
+                verb: Verb::Get,
+                node: "n".into(),
+                service: Service {
+                    id: "web-1".into(),
+                    ..Service::default()
+                },
+            })
+            .unwrap(),
+            json!({"Service": {"Verb": "get", "Node": "n", "Service": {"ID": "web-1", "Service": ""}}})
+        );
+    }
+
+    #[test]
     fn describe_names_the_target() {
         assert_eq!(svc_op(3).describe(), "service set k8s-sync/web-3");
     }
@@ -460,6 +528,27 @@ mod tests {
             prop_assert_eq!(chunks.len(), len.div_ceil(bound));
             let flat: Vec<usize> = chunks.into_iter().flatten().collect();
             prop_assert_eq!(flat, ops);
+        }
+
+        /// Consul's wording (`agent/consul/state/txn.go`) for any entry:
+        /// a refused precondition is a conflict, an absent `get` is
+        /// missing, and neither is the other.
+        #[test]
+        fn cas_and_missing_wordings_are_recognised(
+            id in "[a-zA-Z0-9/._-]{0,24}",
+            node in "[a-zA-Z0-9._-]{0,24}",
+            verb in prop::sample::select(vec!["set", "delete"]),
+            kind in prop::sample::select(vec!["service", "check"]),
+        ) {
+            let f = |what: String| FailedOp { index: Some(0), op: None, what };
+            let stale = f(format!("failed to {verb} {kind} {id:?} on node {node:?}, index is stale"));
+            prop_assert!(stale.is_cas_conflict());
+            prop_assert!(!stale.is_missing());
+            let stale_node = f(format!("failed to {verb} node {node:?}, index is stale"));
+            prop_assert!(stale_node.is_cas_conflict());
+            let missing = f(format!("{kind} {id:?} on node {node:?} doesn't exist"));
+            prop_assert!(missing.is_missing());
+            prop_assert!(!missing.is_cas_conflict());
         }
 
         #[test]
