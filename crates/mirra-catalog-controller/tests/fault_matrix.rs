@@ -121,9 +121,11 @@ impl Relay {
 
     async fn up(&mut self) {
         // The aborted task releases the port once it is dropped.
+        let end = tokio::time::Instant::now() + DEADLINE;
         let listener = loop {
             match TcpListener::bind(self.addr).await {
                 Ok(l) => break l,
+                Err(e) if tokio::time::Instant::now() > end => panic!("port not free: {e}"),
                 Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         };
