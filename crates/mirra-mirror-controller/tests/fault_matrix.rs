@@ -2,8 +2,10 @@
 //! fault. Each row starts from the same synchronized state, starts a fault,
 //! makes an edit and a delete while it lasts, lifts it, and then checks the
 //! exact final state (every copy with its content and marks, nothing else,
-//! nothing of another owner touched, the SyncConfig statuses) and the exact
-//! number of writes of copies, counted by the sandbox.
+//! nothing of another owner touched, the SyncConfig statuses) and the
+//! number of writes of copies, counted by the sandbox: exact where every
+//! refusal is known, bounded where a write in flight when the server
+//! recovered or the process died may or may not have landed.
 //!
 //! The workload: namespaces `a1`..`a3` (team a) and `b1`, `b2` (team b);
 //! SyncConfig `alpha` (team a: ConfigMap `cfg`, Secret `s`), `beta` (team b:
