@@ -12,12 +12,15 @@
 //!   x 20 SyncConfigs, against the espejo strategy.
 //! - `catalog [--services N]`: the catalog controller at 10,000 Services x
 //!   5 endpoints, against the consul-k8s strategy.
+//! - `faults`: recovery times of the mirror (200 namespaces x 5 items) and
+//!   the catalog (1,000 Services) for each row of the failure model.
 //! - `kube-sandbox-memory [MIRRA_BIN]`: the sandbox in its own process
 //!   (default `target/release/mirra`), RSS growth per stored ConfigMap
 //!   against its JSON size.
 
 mod catalog;
 mod consul;
+mod faults;
 mod mirror;
 
 use std::time::Instant;
@@ -220,6 +223,9 @@ scenarios:
   catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
            the catalog controller (a `mirra sync-catalog` process) at N Services (default
            10000) x 5 endpoints, against the consul-k8s strategy
+  faults   [--namespaces N] [--items N] [--services N] [--fault-secs S]
+           recovery times for each row of the failure model: the mirror at N namespaces
+           (default 200) x 5 items, the catalog at N Services (default 1000)
 ";
 
 #[tokio::main]
@@ -244,6 +250,7 @@ async fn main() -> anyhow::Result<()> {
         Some("consul-sandbox") => consul::run().await,
         Some("mirror") => mirror::run(std::env::args().skip(2).collect()).await,
         Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
+        Some("faults") => faults::run(std::env::args().skip(2).collect()).await,
         Some(other) => anyhow::bail!("unknown scenario {other:?}\n\n{USAGE}"),
     }
 }
