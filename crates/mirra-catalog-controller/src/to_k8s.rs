@@ -9,8 +9,9 @@
 //! ```
 //!
 //! Writes are server-side applies as field manager `mirra` (creating or
-//! bringing a labelled Service back to shape) and deletes with the cached
-//! uid as precondition, sent only when the plan is not empty: an idle
+//! bringing a labelled Service back to shape) and deletes, both with the
+//! cached resourceVersion (and a delete with the uid) as precondition,
+//! sent only when the plan is not empty: an idle
 //! catalog costs no Kubernetes writes, and a restart in step costs none.
 //! Each write goes through the [`WriteFence`] it is given (the Lease must
 //! be held with the write timeout left), and a fenced write fails the pass,
@@ -161,8 +162,14 @@ async fn sync_once(
     }
     for op in plan.ops {
         match op {
-            K8sOp::Create(svc) | K8sOp::Update(svc) => {
+            K8sOp::Create(mut svc) | K8sOp::Update(mut svc) => {
                 let name = svc.metadata.name.clone().unwrap_or_default();
+                // An update carries the version it was planned from: one
+                // delayed past a newer edit gets 409, and the next pass
+                // plans from the newer version. A create names none.
+                svc.metadata.resource_version = existing
+                    .get(&name)
+                    .and_then(|s| s.metadata.resource_version.clone());
                 fence
                     .send(api.patch(
                         &name,
@@ -173,11 +180,11 @@ async fn sync_once(
                 tracing::info!(service = %name, "ExternalName Service written");
             }
             K8sOp::Delete { name, .. } => {
-                let uid = existing.get(&name).and_then(|s| s.metadata.uid.clone());
+                let observed = existing.get(&name).map(|s| &s.metadata);
                 let params = DeleteParams {
                     preconditions: Some(Preconditions {
-                        uid,
-                        resource_version: None,
+                        uid: observed.and_then(|m| m.uid.clone()),
+                        resource_version: observed.and_then(|m| m.resource_version.clone()),
                     }),
                     ..DeleteParams::default()
                 };

@@ -435,3 +435,57 @@ async fn a_few_failed_lists_cost_one_retry_each() {
     running.stop.cancel();
     running.task.await.unwrap();
 }
+
+#[tokio::test]
+async fn an_update_planned_from_a_stale_version_does_not_land() {
+    let sb = sandboxes().await;
+    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    sb.consul
+        .register(&register("ext", "db", &[]))
+        .await
+        .unwrap();
+    let (running, _ready) = start(&sb.kube, &sb.consul_sb.url());
+    eventually("db written", || async {
+        services.get_opt("db").await.unwrap().is_some()
+    })
+    .await;
+    let patches = || sb.kube_sb.stats().get("patch services");
+    let before = patches();
+    // mirra's next write is held in the server for a while.
+    sb.kube_sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("patch".into()),
+            resource: Some("services".into()),
+            latency_ms: Some(1500),
+            count: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let edit = |target: &'static str| {
+        let services = services.clone();
+        async move {
+            let mut db = services.get("db").await.unwrap();
+            db.spec.as_mut().unwrap().external_name = Some(target.into());
+            services
+                .replace("db", &PostParams::default(), &db)
+                .await
+                .unwrap();
+        }
+    };
+    // An edit mirra reverts; while its revert waits in the server, a
+    // second edit lands.
+    edit("first.example.com").await;
+    eventually("the revert sent", || async { patches() > before }).await;
+    edit("second.example.com").await;
+    eventually("db reverted", || async {
+        let db = services.get("db").await.unwrap();
+        external_name(&db).as_deref() == Some("db.service.consul")
+    })
+    .await;
+    // The revert planned from the first edit was refused (409) and planned
+    // again from the second: two patches.
+    assert_eq!(patches() - before, 2);
+    running.stop.cancel();
+    running.task.await.unwrap();
+}
