@@ -1233,21 +1233,30 @@ mod tests {
         copy.footprints
     }
 
-    fn team_config(name: &str, items: usize) -> DynamicObject {
+    /// A SyncConfig selecting `team=a`, compiled into `s` as a SyncConfig
+    /// event would (the event wiring is covered by tests/limits.rs).
+    fn add_team_config(s: &mut State, name: &str, items: usize) {
+        let config = CompiledConfig::from_json(&team_config(name, items));
+        let key = config.key.clone();
+        s.compiled.insert(key.clone(), config);
+        s.compiled_list = s.compiled.values().cloned().collect();
+        s.recount_footprint(&key);
+    }
+
+    fn team_config(name: &str, items: usize) -> Value {
         let items: Vec<Value> = (0..items)
             .map(|i| {
                 json!({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": format!("{name}-{i}")}, "data": {"k": "v"}})
             })
             .collect();
-        serde_json::from_value(json!({
+        json!({
             "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
             "metadata": {"name": name, "namespace": "ops", "uid": format!("{name}-uid"),
                          "creationTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"namespaceSelector": {"labelSelector": {"matchLabels": {"team": "a"}}},
                      "syncItems": items},
-        }))
-        .unwrap()
+        })
     }
 
     #[test]
@@ -1257,11 +1266,8 @@ mod tests {
         let mut s = State::new(&settings);
         s.namespaces.apply(Event::Init);
         s.namespaces.apply(Event::InitDone);
-        let now = Instant::now();
-        s.apply_config("ops", Event::Init, now);
-        s.apply_config("ops", Event::InitApply(team_config("big", 2)), now);
-        s.apply_config("ops", Event::InitApply(team_config("small", 1)), now);
-        s.apply_config("ops", Event::InitDone, now);
+        add_team_config(&mut s, "big", 2);
+        add_team_config(&mut s, "small", 1);
         let big = ConfigRef::new("ops", "big");
         let small = ConfigRef::new("ops", "small");
         assert_eq!(s.footprints[&big].items, 2);
@@ -1318,7 +1324,8 @@ mod tests {
         assert_eq!(s.footprints, recounted(&s));
         assert_eq!(s.footprints[&big].namespaces, 1);
         // A deleted SyncConfig leaves no footprint.
-        s.apply_config("ops", Event::Delete(team_config("big", 2)), now);
+        s.compiled.remove(&big);
+        s.recount_footprint(&big);
         assert!(!s.footprints.contains_key(&big));
     }
 }
