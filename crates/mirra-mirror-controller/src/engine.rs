@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event as KubeEvent;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use mirra_mirror::status::{CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID};
+use mirra_mirror::status::{
+    CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
+    REASON_LIMIT_EXCEEDED,
+};
 use mirra_mirror::{
     ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus, desired_status, status_changed,
     summarize,
@@ -120,13 +123,14 @@ pub async fn run(
         backoff_cap: settings.backoff_cap,
     })?;
     let fence = WriteFence::new(settings.lease.clone(), settings.write_timeout);
+    let state = State::new(&settings);
     let shared = Arc::new(Shared {
         fence,
         client,
         settings,
         metrics,
         queue,
-        state: Mutex::new(State::default()),
+        state: Mutex::new(state),
         kinds_changed: tokio::sync::Notify::new(),
         shutdown: shutdown.child_token(),
         events: Mutex::new(BTreeMap::new()),
@@ -562,6 +566,7 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
                     .iter()
                     .filter(|n| shared.queue.is_queued(*n))
                     .count() as i64;
+                summary.limit = s.over_limit(&key).map(|e| e.to_string());
                 if summary.pending > 0 {
                     s.pending_status.insert(key.clone());
                 } else {
@@ -664,7 +669,8 @@ async fn write_status(
 }
 
 /// Raises one Warning Event per condition that became True (or changed its
-/// message): aggregated per SyncConfig and reason, with a count, never one
+/// message), and one when Ready turned False for a limit (or its figures
+/// changed): aggregated per SyncConfig and reason, with a count, never one
 /// per namespace.
 async fn record_events(
     shared: &Shared,
@@ -672,6 +678,19 @@ async fn record_events(
     previous: Option<&SyncConfigStatus>,
     new: &SyncConfigStatus,
 ) {
+    let limited = |s: &SyncConfigStatus| {
+        s.conditions
+            .iter()
+            .find(|c| {
+                c.type_ == CONDITION_READY && c.reason.as_deref() == Some(REASON_LIMIT_EXCEEDED)
+            })
+            .map(|c| c.message.clone().unwrap_or_default())
+    };
+    if let Some(message) = limited(new)
+        && previous.and_then(limited).as_ref() != Some(&message)
+    {
+        emit_event(shared, key, REASON_LIMIT_EXCEEDED, &message).await;
+    }
     for cond in &new.conditions {
         if ![CONDITION_INVALID, CONDITION_ERRORED, CONDITION_CONFLICT]
             .contains(&cond.type_.as_str())

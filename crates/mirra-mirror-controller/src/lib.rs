@@ -61,6 +61,15 @@
 //! - A permanent write failure (403, 404, 422) is retried on its own long
 //!   backoff (30 s doubling to 5 min): RBAC changes cause no event mirra
 //!   sees, and the Errored condition should clear soon after the fix.
+//! - Limits per SyncConfig (`--max-copies-per-syncconfig`,
+//!   `--max-bytes-per-syncconfig`): a SyncConfig over one is held as it
+//!   is. Its writes are taken out of every plan (nothing created, updated,
+//!   pruned or deleted; conflicts still decided with it), its Ready
+//!   condition says `LimitExceeded` with the figures, and a Warning Event
+//!   is raised. Crossing back under the limit re-plans its namespaces.
+//! - Strings of 1 KiB or more in a copy are cached as a digest (the
+//!   planner compares with it), so a large item copied into many
+//!   namespaces is not held once per namespace.
 //! - Events are core/v1 Events named `<syncconfig>.<reason>`, created once
 //!   and then bumped (`count`) on repeat; one whose patch answers 404
 //!   (expired or deleted) is created again, counting from 1. After a

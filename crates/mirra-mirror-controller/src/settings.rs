@@ -95,6 +95,38 @@ pub struct RunArgs {
     #[arg(long = "max-writes-per-pass", value_name = "N", default_value_t = 256)]
     pub max_writes_per_pass: usize,
 
+    /// Copies one SyncConfig may have at most: its syncItems times the
+    /// namespaces it writes into. A SyncConfig over it is Ready=False with
+    /// reason LimitExceeded and gets a Warning Event: nothing of it is
+    /// written, updated or deleted (its existing copies stay as they are)
+    /// until it is back under the limit, by a smaller selector or item list
+    /// or a higher flag; other SyncConfigs are not affected. 20000 lets a
+    /// baseline of four items (quota, limit range, network policy, a
+    /// ConfigMap) reach 5,000 namespaces, and stops a selector mistake that
+    /// fans thousands of items out to every namespace.
+    #[arg(
+        long = "max-copies-per-syncconfig",
+        value_name = "N",
+        default_value_t = DEFAULT_MAX_COPIES
+    )]
+    pub max_copies_per_syncconfig: u64,
+
+    /// Bytes of copies one SyncConfig may have at most: each syncItem's
+    /// size (its JSON in the SyncConfig) times the namespaces it writes
+    /// into, summed over its items. Bytes, or with a suffix Ki, Mi, Gi or
+    /// Ti. Over it, the same as --max-copies-per-syncconfig. 128Mi lets a
+    /// 900 KiB item reach about 145 namespaces and a few kilobytes of
+    /// baseline reach every namespace of a large cluster, while one
+    /// SyncConfig cannot fill a good part of etcd (2 GiB by default) or
+    /// grow mirra's memory without bound.
+    #[arg(
+        long = "max-bytes-per-syncconfig",
+        value_name = "BYTES",
+        default_value = DEFAULT_MAX_BYTES,
+        value_parser = parse_bytes
+    )]
+    pub max_bytes_per_syncconfig: u64,
+
     /// First retry delay in seconds of a namespace whose write failed
     /// permanently (403 Forbidden, 404, 422 Invalid without forceRecreate).
     /// Retrying soon cannot help, but a permission granted or an object fixed
@@ -143,6 +175,44 @@ pub struct RunArgs {
     /// are still pruned. Kinds mirra may not list are skipped silently.
     #[arg(long = "no-startup-sweep")]
     pub no_startup_sweep: bool,
+}
+
+/// Default of `--max-copies-per-syncconfig`.
+pub const DEFAULT_MAX_COPIES: u64 = 20_000;
+
+/// Default of `--max-bytes-per-syncconfig`.
+pub const DEFAULT_MAX_BYTES: &str = "128Mi";
+
+/// Parses a byte count: digits, optionally followed by `Ki`, `Mi`, `Gi` or
+/// `Ti` (powers of 1024, as Kubernetes quantities write them).
+pub fn parse_bytes(value: &str) -> Result<u64, String> {
+    let value = value.trim();
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &value[digits.len()..];
+    let shift = match suffix {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        "Ti" => 40,
+        other => {
+            return Err(format!(
+                "{value:?}: unknown unit {other:?} (write bytes, or a number with Ki, Mi, Gi or \
+                 Ti, e.g. 128Mi)"
+            ));
+        }
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return Err(format!(
+            "{value:?} is not a number of bytes (write bytes, or a number with Ki, Mi, Gi or \
+             Ti, e.g. 128Mi)"
+        ));
+    }
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{value:?} is too large"))?;
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{value:?} is too large"))
 }
 
 /// Which namespaces' SyncConfigs are honoured.
@@ -263,6 +333,8 @@ pub struct Settings {
     /// Writes one reconcile of a namespace sends at most (SyncConfigs
     /// taking turns); the rest wait for its next reconcile.
     pub max_writes_per_pass: usize,
+    /// Copies and bytes one SyncConfig may have at most.
+    pub limits: mirra_mirror::Limits,
     /// First retry delay of a failing namespace; doubles per failure.
     pub backoff_base: Duration,
     /// Largest retry delay of a failing namespace.
@@ -338,6 +410,10 @@ impl Settings {
             status_max_delay: Duration::from_secs(10),
             workers: 8,
             max_writes_per_pass: 256,
+            limits: mirra_mirror::Limits {
+                max_copies: DEFAULT_MAX_COPIES,
+                max_bytes: 128 << 20,
+            },
             backoff_base: queue.backoff_base,
             backoff_cap: queue.backoff_cap,
             // 30 s .. 5 min: a fixed RBAC rule or object shows within
@@ -414,6 +490,24 @@ impl Settings {
                 flag: "--max-writes-per-pass",
                 message: "must be at least 1".into(),
             });
+        }
+        for (flag, value) in [
+            (
+                mirra_mirror::limits::MAX_COPIES_FLAG,
+                args.max_copies_per_syncconfig,
+            ),
+            (
+                mirra_mirror::limits::MAX_BYTES_FLAG,
+                args.max_bytes_per_syncconfig,
+            ),
+        ] {
+            // 0 would hold back every SyncConfig: surely a mistake.
+            if value == 0 {
+                return Err(SettingsError::Invalid {
+                    flag,
+                    message: "must be at least 1".into(),
+                });
+            }
         }
         if args.workers == 0 {
             return Err(SettingsError::Invalid {
@@ -492,6 +586,10 @@ impl Settings {
         s.status_debounce = Duration::from_millis(args.status_debounce_ms);
         s.workers = args.workers;
         s.max_writes_per_pass = args.max_writes_per_pass;
+        s.limits = mirra_mirror::Limits {
+            max_copies: args.max_copies_per_syncconfig,
+            max_bytes: args.max_bytes_per_syncconfig,
+        };
         s.permanent_retry_base = Duration::from_secs(args.permanent_retry_initial_secs);
         s.permanent_retry_cap = Duration::from_secs(args.permanent_retry_max_secs);
         s.watch_retry_base = Duration::from_millis(args.watch_retry_initial_ms);
@@ -602,6 +700,89 @@ mod tests {
         // Not a number: clap refuses it before the settings see it.
         let cli = Cli::try_parse_from(["mirra", "--max-writes-per-pass", "many"]);
         assert!(cli.is_err());
+    }
+
+    #[test]
+    fn limits_per_syncconfig_default_parse_and_refuse_zero_or_malformed() {
+        let ok = |a: &[&str]| Settings::from_args_with(&parse(a), || Some("ops".into()));
+        let defaults = ok(&[]).unwrap();
+        assert_eq!(
+            defaults.limits,
+            mirra_mirror::Limits {
+                max_copies: 20_000,
+                max_bytes: 128 * 1024 * 1024
+            }
+        );
+        assert_eq!(defaults.limits, Settings::new(WatchScope::All).limits);
+        let s = ok(&[
+            "--max-copies-per-syncconfig",
+            "7",
+            "--max-bytes-per-syncconfig",
+            "3Gi",
+        ])
+        .unwrap();
+        assert_eq!(s.limits.max_copies, 7);
+        assert_eq!(s.limits.max_bytes, 3 << 30);
+        for (flag, zero) in [
+            ("--max-copies-per-syncconfig", "0"),
+            ("--max-bytes-per-syncconfig", "0"),
+            ("--max-bytes-per-syncconfig", "0Mi"),
+        ] {
+            assert_eq!(
+                ok(&[flag, zero]).unwrap_err(),
+                SettingsError::Invalid {
+                    flag,
+                    message: "must be at least 1".into()
+                },
+                "{flag} {zero}"
+            );
+        }
+        // Malformed: clap refuses with the flag's name and the reason.
+        for (flag, bad, says) in [
+            ("--max-copies-per-syncconfig", "many", "invalid digit"),
+            ("--max-copies-per-syncconfig", "-1", ""),
+            ("--max-copies-per-syncconfig", "1e4", "invalid digit"),
+            ("--max-bytes-per-syncconfig", "128MB", "unknown unit"),
+            ("--max-bytes-per-syncconfig", "Mi", "not a number of bytes"),
+            (
+                "--max-bytes-per-syncconfig",
+                "1.5Gi",
+                "not a number of bytes",
+            ),
+            ("--max-bytes-per-syncconfig", "", "not a number of bytes"),
+            ("--max-bytes-per-syncconfig", "17179869184Gi", "too large"),
+            (
+                "--max-bytes-per-syncconfig",
+                "99999999999999999999",
+                "too large",
+            ),
+        ] {
+            let arg = format!("{flag}={bad}");
+            let err = Cli::try_parse_from(["mirra", arg.as_str()])
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(err.contains(flag), "{bad}: {err}");
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn byte_counts_parse_exactly_or_fail(n in proptest::prelude::any::<u64>(), unit in 0usize..5) {
+            let (suffix, shift) = [("", 0), ("Ki", 10), ("Mi", 20), ("Gi", 30), ("Ti", 40)][unit];
+            let parsed = parse_bytes(&format!("{n}{suffix}"));
+            let exact = u128::from(n) << shift;
+            match u64::try_from(exact) {
+                Ok(v) => proptest::prop_assert_eq!(parsed, Ok(v)),
+                Err(_) => proptest::prop_assert!(parsed.is_err()),
+            }
+        }
+
+        #[test]
+        fn byte_counts_never_panic(v in "\\PC{0,12}") {
+            let _ = parse_bytes(&v);
+        }
     }
 
     #[test]

@@ -12,9 +12,9 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::watcher::Event;
 use mirra_mirror::{
-    CompiledConfig, ConfigRef, ItemOutcome, NamespacePlan, NamespaceView, ObservedObject,
-    ObservedSet, Op, OutcomeState, SyncConfigStatus, namespaces_for_config_change,
-    plan_namespace_scoped,
+    CompiledConfig, ConfigRef, Footprint, ItemOutcome, LimitExceeded, Limits, NamespacePlan,
+    NamespaceView, ObservedObject, ObservedSet, Op, OutcomeState, SyncConfigStatus,
+    namespaces_for_config_change, plan_namespace_scoped,
 };
 use mirra_runtime::Cache;
 use serde_json::Value;
@@ -159,6 +159,16 @@ pub struct State {
     /// Consecutive passes per namespace that ended with a permanent write
     /// failure (403, 422, ...): the exponent of their retry backoff.
     pub permanent_failures: BTreeMap<String, u32>,
+    /// What each honoured SyncConfig costs (items, item bytes, namespaces
+    /// it writes into), kept current on every change of a SyncConfig
+    /// (recounted over the namespaces) and of a namespace (one step per
+    /// SyncConfig), so checking the limits in a plan costs a lookup.
+    pub footprints: BTreeMap<ConfigRef, Footprint>,
+    /// `--max-copies-per-syncconfig` and `--max-bytes-per-syncconfig`
+    /// (unlimited in a default state).
+    pub limits: Limits,
+    /// The namespaces mirra never writes to: not counted in footprints.
+    pub never_write: BTreeSet<String>,
 }
 
 /// A copy's identity across kinds: `(kind, namespace, name)`.
@@ -275,6 +285,44 @@ fn wanted_delete_watches(
 }
 
 impl State {
+    /// An empty state that checks the limits of `settings`.
+    pub fn new(settings: &Settings) -> State {
+        State {
+            limits: settings.limits,
+            never_write: settings.never_write.clone(),
+            ..State::default()
+        }
+    }
+
+    /// Whether `config` writes into the namespace `view`: counted in its
+    /// footprint. The same conditions as the planner's, bar the
+    /// `--watch-namespace` scope (only honoured SyncConfigs are compiled).
+    fn writes_into(&self, config: &CompiledConfig, view: &NamespaceView<'_>) -> bool {
+        view.active && !self.never_write.contains(view.name) && config.selects(view)
+    }
+
+    /// Recounts the footprint of `key` over every namespace.
+    fn recount_footprint(&mut self, key: &ConfigRef) {
+        let Some(config) = self.compiled.get(key) else {
+            self.footprints.remove(key);
+            return;
+        };
+        let mut f = Footprint::of(config);
+        f.namespaces = self
+            .namespaces
+            .iter()
+            .filter(|(_, ns)| self.writes_into(config, &NamespaceView::from_namespace(ns)))
+            .count() as u64;
+        self.footprints.insert(key.clone(), f);
+    }
+
+    /// The limit `key` is over, if any: its writes are held back.
+    pub fn over_limit(&self, key: &ConfigRef) -> Option<LimitExceeded> {
+        self.footprints
+            .get(key)
+            .and_then(|f| f.exceeded(&self.limits))
+    }
+
     /// Kinds the valid SyncConfigs name, plus kinds whose caches still hold
     /// copies (they must stay watched until pruned).
     pub fn wanted_kinds(&self) -> BTreeSet<KindId> {
@@ -387,6 +435,12 @@ impl State {
     /// Folds a Namespace event; returns the keys it touches.
     pub fn apply_namespace(&mut self, event: Event<Namespace>) -> BTreeSet<String> {
         let mut keys = BTreeSet::new();
+        let held_before: BTreeSet<ConfigRef> = self
+            .footprints
+            .keys()
+            .filter(|k| self.over_limit(k).is_some())
+            .cloned()
+            .collect();
         for change in self.namespaces.apply(event) {
             let view = |n: &Option<Namespace>| {
                 n.as_ref().map(|n| {
@@ -398,9 +452,50 @@ impl State {
             // conditions or annotations changed needs no plan.
             if view(&change.old) != view(&change.new) {
                 keys.insert(change.key.name.clone());
+                self.count_namespace_change(change.old.as_ref(), change.new.as_ref());
             }
         }
+        // A SyncConfig that crossed a limit either way: every namespace it
+        // selects is planned again (held back, or synced fully), and its
+        // status is recomputed even where no outcome changes.
+        let crossed: Vec<ConfigRef> = self
+            .footprints
+            .keys()
+            .filter(|k| held_before.contains(*k) != self.over_limit(k).is_some())
+            .cloned()
+            .collect();
+        let now = Instant::now();
+        for key in crossed {
+            if let Some(c) = self.compiled.get(&key) {
+                keys.extend(self.selected_by(&[c]));
+            }
+            self.dirty_status.entry(key).or_insert(now);
+        }
         keys
+    }
+
+    /// Moves the footprints' namespace counts by one namespace's change:
+    /// a step per SyncConfig, not a recount.
+    fn count_namespace_change(&mut self, old: Option<&Namespace>, new: Option<&Namespace>) {
+        let old = old.map(NamespaceView::from_namespace);
+        let new = new.map(NamespaceView::from_namespace);
+        let mut steps: Vec<(ConfigRef, bool, bool)> = Vec::new();
+        for (key, c) in &self.compiled {
+            let was = old.as_ref().is_some_and(|v| self.writes_into(c, v));
+            let is = new.as_ref().is_some_and(|v| self.writes_into(c, v));
+            if was != is {
+                steps.push((key.clone(), was, is));
+            }
+        }
+        for (key, was, is) in steps {
+            if let Some(f) = self.footprints.get_mut(&key) {
+                if is && !was {
+                    f.namespaces = f.namespaces.saturating_add(1);
+                } else {
+                    f.namespaces = f.namespaces.saturating_sub(1);
+                }
+            }
+        }
     }
 
     /// Folds a SyncConfig event from the watch of `scope`; returns the keys
@@ -441,6 +536,7 @@ impl State {
                 continue;
             }
             kinds_changed = true;
+            self.recount_footprint(&key);
             let views: Vec<NamespaceView<'_>> = self
                 .namespaces
                 .iter()
@@ -782,7 +878,42 @@ impl State {
                 o.state = OutcomeState::Failed { reason };
             }
         }
+        self.hold_over_limit(&mut plan);
         plan
+    }
+
+    /// Takes the writes of SyncConfigs over a limit out of `plan`: nothing
+    /// of such a SyncConfig is created, updated, pruned or deleted. Its
+    /// existing copies are not touched, whatever their content: updating
+    /// them would write the very bytes the limit is there to stop (an item
+    /// that grew), and pruning after a selector mistake would delete the
+    /// copies the old selector wanted. Conflicts are still decided as
+    /// usual, so no other SyncConfig takes its objects over meanwhile.
+    fn hold_over_limit(&self, plan: &mut NamespacePlan) {
+        let held: BTreeSet<ConfigRef> = plan
+            .ops
+            .iter()
+            .map(Op::config)
+            .filter(|c| self.over_limit(c).is_some())
+            .cloned()
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        plan.ops.retain(|op| !held.contains(op.config()));
+        for o in &mut plan.outcomes {
+            if held.contains(&o.config)
+                && matches!(
+                    o.state,
+                    OutcomeState::Applied
+                        | OutcomeState::Deleted
+                        | OutcomeState::Pruned
+                        | OutcomeState::Released
+                )
+            {
+                o.state = OutcomeState::Held;
+            }
+        }
     }
 
     /// Where to send `op`, and what the cache holds of its object.
@@ -1099,5 +1230,130 @@ mod tests {
             .map(|op| (op.target().name.as_str(), matches!(op, Op::Apply { .. })))
             .collect();
         assert_eq!(ops, vec![("c", true), ("other", false)]);
+    }
+
+    fn namespace(name: &str, team: &str, active: bool) -> Namespace {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"team": team}},
+            "status": {"phase": if active { "Active" } else { "Terminating" }},
+        }))
+        .unwrap()
+    }
+
+    /// What `footprints` must hold: a recount of every SyncConfig.
+    fn recounted(s: &State) -> BTreeMap<ConfigRef, Footprint> {
+        let mut copy = State {
+            limits: s.limits,
+            never_write: s.never_write.clone(),
+            ..State::default()
+        };
+        copy.namespaces = Cache::new();
+        copy.namespaces.apply(Event::Init);
+        for (_, ns) in s.namespaces.iter() {
+            copy.namespaces.apply(Event::InitApply(ns.clone()));
+        }
+        copy.namespaces.apply(Event::InitDone);
+        copy.compiled = s.compiled.clone();
+        let keys: Vec<ConfigRef> = copy.compiled.keys().cloned().collect();
+        for k in keys {
+            copy.recount_footprint(&k);
+        }
+        copy.footprints
+    }
+
+    /// A SyncConfig selecting `team=a`, compiled into `s` as a SyncConfig
+    /// event would (the event wiring is covered by tests/limits.rs).
+    fn add_team_config(s: &mut State, name: &str, items: usize) {
+        let config = CompiledConfig::from_json(&team_config(name, items));
+        let key = config.key.clone();
+        s.compiled.insert(key.clone(), config);
+        s.compiled_list = s.compiled.values().cloned().collect();
+        s.recount_footprint(&key);
+    }
+
+    fn team_config(name: &str, items: usize) -> Value {
+        let items: Vec<Value> = (0..items)
+            .map(|i| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": format!("{name}-{i}")}, "data": {"k": "v"}})
+            })
+            .collect();
+        json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+            "metadata": {"name": name, "namespace": "ops", "uid": format!("{name}-uid"),
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"namespaceSelector": {"labelSelector": {"matchLabels": {"team": "a"}}},
+                     "syncItems": items},
+        })
+    }
+
+    #[test]
+    fn footprints_follow_namespaces_and_hold_only_the_syncconfig_over_a_limit() {
+        let mut settings = settings();
+        settings.limits.max_copies = 4;
+        let mut s = State::new(&settings);
+        s.namespaces.apply(Event::Init);
+        s.namespaces.apply(Event::InitDone);
+        add_team_config(&mut s, "big", 2);
+        add_team_config(&mut s, "small", 1);
+        let big = ConfigRef::new("ops", "big");
+        let small = ConfigRef::new("ops", "small");
+        assert_eq!(s.footprints[&big].items, 2);
+        // Two namespaces: 4 copies, at the limit.
+        for n in ["n1", "n2"] {
+            s.apply_namespace(Event::Apply(namespace(n, "a", true)));
+        }
+        s.apply_namespace(Event::Apply(namespace("kube-system", "a", true)));
+        assert_eq!(s.footprints, recounted(&s));
+        assert_eq!(
+            s.footprints[&big].namespaces, 2,
+            "kube-system is not counted"
+        );
+        assert!(s.over_limit(&big).is_none());
+        // A third crosses it: every namespace big selects is planned again.
+        s.dirty_status.clear();
+        let keys = s.apply_namespace(Event::Apply(namespace("n3", "a", true)));
+        // (kube-system among them: the planner leaves it alone.)
+        assert_eq!(
+            keys,
+            ["kube-system", "n1", "n2", "n3"]
+                .iter()
+                .map(|n| n.to_string())
+                .collect()
+        );
+        assert!(s.dirty_status.contains_key(&big));
+        let e = s.over_limit(&big).unwrap();
+        assert_eq!(e.flag(), "--max-copies-per-syncconfig");
+        assert!(s.over_limit(&small).is_none());
+        // Nothing of big is planned; small is.
+        let plan = s.plan("n3", &settings);
+        let ops: Vec<&str> = plan.ops.iter().map(|o| o.target().name.as_str()).collect();
+        assert_eq!(ops, vec!["small-0"]);
+        let held: Vec<&str> = plan
+            .outcomes
+            .iter()
+            .filter(|o| o.state == OutcomeState::Held)
+            .map(|o| o.target.name.as_str())
+            .collect();
+        assert_eq!(held, vec!["big-0", "big-1"]);
+        // Terminating, relabelled and deleted namespaces count no more.
+        s.apply_namespace(Event::Apply(namespace("n3", "a", false)));
+        assert!(s.over_limit(&big).is_none());
+        s.apply_namespace(Event::Apply(namespace("n3", "a", true)));
+        s.apply_namespace(Event::Apply(namespace("n2", "b", true)));
+        assert!(s.over_limit(&big).is_none());
+        s.apply_namespace(Event::Delete(namespace("n1", "a", true)));
+        assert_eq!(s.footprints, recounted(&s));
+        assert_eq!(s.footprints[&big].namespaces, 1);
+        // A relist that misses a namespace counts it out as well.
+        s.apply_namespace(Event::Init);
+        s.apply_namespace(Event::InitApply(namespace("n2", "a", true)));
+        s.apply_namespace(Event::InitDone);
+        assert_eq!(s.footprints, recounted(&s));
+        assert_eq!(s.footprints[&big].namespaces, 1);
+        // A deleted SyncConfig leaves no footprint.
+        s.compiled.remove(&big);
+        s.recount_footprint(&big);
+        assert!(!s.footprints.contains_key(&big));
     }
 }

@@ -246,7 +246,12 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> A
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
     let stream = watcher::watcher(api, config)
         .backoff(WatchBackoff::new(&shared.settings))
-        .modify(|o: &mut DynamicObject| keep_ownership_proof(&mut o.metadata));
+        .modify(|o: &mut DynamicObject| {
+            keep_ownership_proof(&mut o.metadata);
+            // A copy of a large item would otherwise be held whole once per
+            // namespace; the planner compares against the digest as well.
+            mirra_mirror::digest_large_strings(&mut o.data);
+        });
     let shared = shared.clone();
     let ar = ar.clone();
     let task = tokio::spawn(async move {

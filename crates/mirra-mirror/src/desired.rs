@@ -22,7 +22,9 @@
 //!   fills into list elements and elements other managers merged into an
 //!   associative list do not count as drift;
 //! - numbers compare by value (`1` equals `1.0`), strings and booleans
-//!   exactly.
+//!   exactly; an observed string the controller's cache replaced by its
+//!   digest ([`digest_large_strings`]) equals a desired string with that
+//!   digest.
 //!
 //! Because the hash annotation is itself part of the desired copy, a field
 //! REMOVED from the spec changes the hash and is caught, although the
@@ -185,6 +187,53 @@ fn normalise_secret(obj: &mut Map<String, Value>) -> Result<(), String> {
     Ok(())
 }
 
+/// Strings at least this long (bytes) are kept as a digest in the
+/// controller's copy caches. 1 KiB: a digest is about 60 bytes, so shorter
+/// strings would save little, while the values that make copies large (a
+/// certificate bundle, a dashboard, a script) are all longer.
+pub const DIGEST_MIN_LEN: usize = 1024;
+
+/// What starts a digest string. The NUL byte keeps it apart from anything a
+/// user writes by accident; a string deliberately written like a digest
+/// only matches a desired string that has that very digest.
+const DIGEST_PREFIX: &str = "\u{0}mirra-sha1:";
+
+/// The digest a long string is replaced by: SHA-1 of its bytes (a second
+/// preimage, which is what matching a wanted value would take, is not
+/// feasible for SHA-1).
+fn string_digest(s: &str) -> String {
+    let mut out = String::with_capacity(DIGEST_PREFIX.len() + 40);
+    out.push_str(DIGEST_PREFIX);
+    out.push_str(&crate::marks::sha1_hex(s.as_bytes()));
+    out
+}
+
+/// Replaces every string of at least [`DIGEST_MIN_LEN`] bytes outside
+/// `metadata` (and `apiVersion` and `kind`) by its digest, in place. For
+/// caches of copies: [`is_subset`] compares a desired string with such a
+/// digest as it would with the string, so a copy of a megabyte item costs
+/// the cache a few hundred bytes, and drift is still seen. Metadata is left
+/// whole: names, marks and annotations are read as they are.
+pub fn digest_large_strings(object: &mut Value) {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::String(s) if s.len() >= DIGEST_MIN_LEN && !s.starts_with(DIGEST_PREFIX) => {
+                *s = string_digest(s);
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            Value::Object(m) => m.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    if let Value::Object(m) = object {
+        for (k, v) in m.iter_mut() {
+            if !matches!(k.as_str(), "metadata" | "apiVersion" | "kind") {
+                walk(v);
+            }
+        }
+    }
+}
+
 /// Whether every field of `desired` is present and equal in `observed`, by
 /// the rules in the module documentation.
 pub fn is_subset(desired: &Value, observed: &Value) -> bool {
@@ -202,6 +251,12 @@ pub fn is_subset(desired: &Value, observed: &Value) -> bool {
             d.iter().all(|dv| rest.any(|ov| is_subset(dv, ov)))
         }
         (Value::Number(d), Value::Number(o)) => numbers_equal(d, o),
+        (Value::String(d), Value::String(o)) => {
+            d == o
+                || (d.len() >= DIGEST_MIN_LEN
+                    && o.starts_with(DIGEST_PREFIX)
+                    && string_digest(d) == *o)
+        }
         (d, o) if is_empty(d) && o.is_null() => true,
         (d, o) => d == o,
     }
@@ -497,6 +552,53 @@ mod tests {
             let desired = json!({ key.clone(): a });
             let observed = json!({ key: b });
             prop_assert!(!is_subset(&desired, &observed));
+        }
+    }
+
+    #[test]
+    fn digested_long_strings_compare_as_the_strings() {
+        let long = "x".repeat(DIGEST_MIN_LEN);
+        let mut observed = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "annotations": {"a": long.clone()}},
+            "data": {"big": long.clone(), "small": "s"},
+            "list": [long.clone(), 1]});
+        digest_large_strings(&mut observed);
+        // Metadata whole, the rest digested, short strings untouched.
+        assert_eq!(observed["metadata"]["annotations"]["a"], json!(long));
+        let digest = observed["data"]["big"].as_str().unwrap().to_string();
+        assert!(
+            digest.starts_with(DIGEST_PREFIX) && digest.len() < 100,
+            "{digest}"
+        );
+        assert_eq!(observed["data"]["small"], "s");
+        assert_eq!(observed["list"][0], json!(digest));
+        // Idempotent.
+        let again = {
+            let mut v = observed.clone();
+            digest_large_strings(&mut v);
+            v
+        };
+        assert_eq!(again, observed);
+        let desired = json!({"data": {"big": long.clone(), "small": "s"}, "list": [long.clone()]});
+        assert!(is_subset(&desired, &observed));
+        let mut changed = long.clone();
+        changed.replace_range(0..1, "y");
+        assert!(!is_subset(&json!({"data": {"big": changed}}), &observed));
+        // A short desired string never equals a digest.
+        assert!(!is_subset(&json!({"data": {"big": "x"}}), &observed));
+    }
+
+    proptest! {
+        #[test]
+        fn digesting_the_observed_side_never_changes_a_comparison(
+            a in "[a-c]{0,3}", b in "[a-c]{0,3}", pad in 1000usize..1100,
+        ) {
+            let long = |s: &str| format!("{s}{}", "z".repeat(pad));
+            let desired = json!({"data": {"k": long(&a), "s": a.clone()}});
+            let observed = json!({"data": {"k": long(&b), "s": b.clone()}, "extra": long("e")});
+            let mut digested = observed.clone();
+            digest_large_strings(&mut digested);
+            prop_assert_eq!(is_subset(&desired, &observed), is_subset(&desired, &digested));
         }
     }
 }

@@ -24,6 +24,7 @@
 pub mod compile;
 pub mod desired;
 pub mod error;
+pub mod limits;
 pub mod marks;
 pub mod names;
 pub mod plan;
@@ -35,8 +36,11 @@ pub mod status;
 pub mod template;
 
 pub use compile::{CompiledConfig, CompiledSpec, DeleteTemplate, SyncTemplate};
-pub use desired::{DesiredCopy, desired_copy, is_subset, redact_secret_values};
+pub use desired::{
+    DesiredCopy, desired_copy, digest_large_strings, is_subset, redact_secret_values,
+};
 pub use error::{RenderError, ValidationError};
+pub use limits::{Footprint, LimitExceeded, Limits};
 pub use marks::{
     ADOPTED_ANNOTATION, FIELD_MANAGER, HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
     OWNER_ANNOTATION, PRUNE_ANNOTATION,

@@ -157,7 +157,12 @@ pub fn prune_opted_out(value: Option<&str>) -> bool {
 pub fn content_hash(value: &Value) -> String {
     let mut text = String::new();
     canonical_json(value, &mut text);
-    let digest = Sha1::digest(text.as_bytes());
+    sha1_hex(text.as_bytes())
+}
+
+/// SHA-1 of `bytes` as 40 hex digits.
+pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
+    let digest = Sha1::digest(bytes);
     let mut out = String::with_capacity(40);
     for byte in digest {
         let _ = write!(out, "{byte:02x}");

@@ -355,6 +355,10 @@ pub enum OutcomeState {
     /// pass sends a bounded number of writes, SyncConfigs taking turns, so
     /// a large SyncConfig cannot hold back another's edit.
     Pending,
+    /// A write is planned but held back: its SyncConfig is over a limit on
+    /// copies or bytes (see [`crate::limits`]). Nothing of that SyncConfig
+    /// is written, updated or deleted until it is back under the limit.
+    Held,
     /// An orphaned copy is kept (pruning opted out, or its SyncConfig is
     /// invalid).
     Retained {

@@ -15,10 +15,16 @@
 //!
 //! | type     | True when                          | reasons (True / False)                                   |
 //! |----------|------------------------------------|----------------------------------------------------------|
-//! | Ready    | valid, no item failed or lost, and no selected namespace still waits to be synchronized | SynchronizationSucceeded / SynchronizationFailed, SynchronizationPending |
+//! | Ready    | valid, within the limits, no item failed or lost, and no selected namespace still waits to be synchronized | SynchronizationSucceeded / LimitExceeded, SynchronizationFailed, SynchronizationPending |
 //! | Invalid  | the spec is invalid                | InvalidSyncConfigSpec / ValidSyncConfigSpec              |
 //! | Errored  | some item failed                   | SynchronizationFailedWithError / SynchronizationSucceeded|
 //! | Conflict | another SyncConfig wants an object | ConflictLost or ConflictWon / NoConflict                 |
+//!
+//! A SyncConfig over a limit on copies or bytes (the caller says so in
+//! [`StatusSummary::limit`]) is `Ready=False` with reason `LimitExceeded`
+//! and a message naming the limit, the flag and the figures; that reason
+//! comes before failures and pending namespaces, since nothing of it is
+//! written until it is back under the limit.
 //!
 //! `lastTransitionTime` changes only when a condition's status changes, so a
 //! status computed twice from the same outcomes is equal and
@@ -51,6 +57,9 @@ pub const REASON_FAILED: &str = "SynchronizationFailed";
 /// Not Ready yet: some selected namespaces have not been synchronized
 /// since the last change (no failure so far).
 pub const REASON_PENDING: &str = "SynchronizationPending";
+/// Not Ready: the SyncConfig is over a limit on copies or bytes, so its
+/// writes are held back.
+pub const REASON_LIMIT_EXCEEDED: &str = "LimitExceeded";
 /// espejo's reason for failures with an error message.
 pub const REASON_FAILED_WITH_ERROR: &str = "SynchronizationFailedWithError";
 /// espejo's reason for an invalid spec.
@@ -63,6 +72,10 @@ pub const REASON_CONFLICT_LOST: &str = "ConflictLost";
 pub const REASON_CONFLICT_WON: &str = "ConflictWon";
 /// No other SyncConfig wants the same objects.
 pub const REASON_NO_CONFLICT: &str = "NoConflict";
+
+/// What a SyncConfig over a limit means, in its Ready message.
+pub const LIMIT_CONSEQUENCE: &str = "nothing of this SyncConfig is written, updated or deleted \
+     (existing copies are kept as they are) until it is back under the limit";
 
 /// How many failures, errors or SyncConfig names a condition message lists
 /// before summarising the rest as a count: enough to diagnose, small enough
@@ -88,6 +101,9 @@ pub struct StatusSummary {
     /// Selected namespaces whose synchronization is not finished (queued
     /// or in progress); the caller fills it in, the outcomes cannot say.
     pub pending: i64,
+    /// Why the SyncConfig is over a limit, when it is; the caller fills it
+    /// in (the limits and the namespace count are not in the outcomes).
+    pub limit: Option<String>,
 }
 
 /// Summarises the outcomes that belong to `config` (others are skipped, so
@@ -156,18 +172,22 @@ pub fn desired_status(
 ) -> SyncConfigStatus {
     let mut conditions = Vec::new();
     let (synchronized, deleted, failed) = if config.is_valid() {
-        let ready = summary.failed == 0 && summary.pending == 0;
+        let ready = summary.failed == 0 && summary.pending == 0 && summary.limit.is_none();
         conditions.push(cond(
             CONDITION_READY,
             ready,
-            if ready {
+            if summary.limit.is_some() {
+                REASON_LIMIT_EXCEEDED
+            } else if ready {
                 REASON_SUCCEEDED
             } else if summary.failed == 0 {
                 REASON_PENDING
             } else {
                 REASON_FAILED
             },
-            if ready {
+            if let Some(limit) = &summary.limit {
+                format!("{limit}; {LIMIT_CONSEQUENCE}")
+            } else if ready {
                 format!(
                     "{} item(s) synchronized, {} being deleted",
                     summary.synchronized, summary.deleted

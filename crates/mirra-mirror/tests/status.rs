@@ -391,3 +391,54 @@ fn pending_namespaces_keep_ready_false_until_done() {
         Some(REASON_FAILED)
     );
 }
+
+#[test]
+fn a_syncconfig_over_a_limit_is_not_ready_with_the_limit_named_first() {
+    let c = base();
+    // Failures and pending namespaces as well: the limit is what the user
+    // must fix first, nothing is written before.
+    let mut summary = summarize(
+        &c.key,
+        &[outcome(
+            "base",
+            ItemRef::Sync(0),
+            OutcomeState::Failed {
+                reason: "boom".into(),
+            },
+        )],
+    );
+    summary.pending = 3;
+    summary.limit = Some("30000 copies exceed (--max-copies-per-syncconfig)".into());
+    let s = desired_status(&c, &summary, None, T0);
+    let ready = cond(&s, CONDITION_READY);
+    assert_eq!(ready.status, "False");
+    assert_eq!(
+        ready.reason.as_deref(),
+        Some(mirra_mirror::status::REASON_LIMIT_EXCEEDED)
+    );
+    let message = ready.message.as_deref().unwrap();
+    assert!(
+        message.starts_with("30000 copies exceed (--max-copies-per-syncconfig); "),
+        "{message}"
+    );
+    assert!(
+        message.contains(mirra_mirror::status::LIMIT_CONSEQUENCE),
+        "{message}"
+    );
+    // The other conditions are computed as usual.
+    assert_eq!(cond(&s, CONDITION_ERRORED).status, "True");
+    // Back under the limit: the usual reasons again, a transition.
+    summary.limit = None;
+    let again = desired_status(&c, &summary, Some(&s), T1);
+    assert_eq!(
+        cond(&again, CONDITION_READY).reason.as_deref(),
+        Some(REASON_FAILED)
+    );
+    assert!(status_changed(Some(&s), &again));
+    // Held outcomes count as neither synchronized nor failed.
+    let held = summarize(
+        &c.key,
+        &[outcome("base", ItemRef::Sync(0), OutcomeState::Held)],
+    );
+    assert_eq!((held.synchronized, held.failed), (0, 0));
+}
