@@ -61,8 +61,10 @@
 //! with it: it is the independent reference the client is tested against.
 
 mod acl;
+mod acl_auth;
 mod acl_http;
 mod acl_rules;
+mod acl_selector;
 mod catalog;
 mod decode;
 mod error;

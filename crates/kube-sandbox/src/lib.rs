@@ -41,6 +41,7 @@ mod quantity_table;
 mod registry;
 mod review;
 mod route;
+mod sa_token;
 mod semantics;
 mod state;
 mod status;

@@ -91,6 +91,9 @@ pub struct Shared {
     pub watch_closer: tokio::sync::watch::Sender<u64>,
     /// The configuration the sandbox was started with.
     pub config: Config,
+    /// The key ServiceAccount tokens are signed with (made at start, so
+    /// tokens do not survive a restart).
+    pub signer: crate::sa_token::Signer,
 }
 
 impl Shared {
@@ -108,6 +111,7 @@ impl Shared {
             open_watches: AtomicU64::new(0),
             watch_closer,
             config,
+            signer: crate::sa_token::Signer::new().map_err(std::io::Error::other)?,
         })
     }
 
