@@ -254,11 +254,19 @@ def test_service_account_tokens_are_issued_and_reviewed(api_client, core):
 
 
 def test_kubectl_create_token(kubectl):
-    kubectl("create", "serviceaccount", "builder")
-    created = kubectl("create", "token", "builder", "--duration=20m", check=False)
-    if created.returncode != 0:
-        # kubectl sends TokenRequest as protobuf, which the sandbox refuses.
-        assert "415" in created.stderr or "Unsupported Media Type" in created.stderr, created.stderr
-        return
-    token = created.stdout.strip()
+    """kubectl sends the TokenRequest as protobuf; the token it prints is
+    one a TokenReview authenticates."""
+    # `kubectl create serviceaccount` sends protobuf too; apply sends JSON.
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}
+    kubectl("apply", "-f", "-", input=json.dumps(sa))
+    token = kubectl("create", "token", "builder", "--duration=20m").stdout.strip()
     assert token.count(".") == 2
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    out = json.loads(
+        kubectl("create", "--raw", "/apis/authentication.k8s.io/v1/tokenreviews", "-f", "-", input=json.dumps(review)).stdout
+    )
+    assert out["status"]["authenticated"] is True
+    assert out["status"]["user"]["username"] == "system:serviceaccount:default:builder"
+    too_short = kubectl("create", "token", "builder", "--duration=1m", check=False)
+    assert too_short.returncode != 0
+    assert "may not specify a duration less than 10 minutes" in too_short.stderr

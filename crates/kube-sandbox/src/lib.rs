@@ -20,7 +20,9 @@
 //! authenticate or authorize, or persist anything. Those are out of scope;
 //! tests create the objects controllers would. (The review resources
 //! answer accordingly: every caller is the anonymous user and everything
-//! is allowed, as on a server with the AlwaysAllow authorizer.)
+//! is allowed, as on a server with the AlwaysAllow authorizer; only a
+//! TokenReview judges a token, the ServiceAccount tokens the sandbox's
+//! `serviceaccounts/token` issued.)
 
 // `ApiError` carries the whole `Status` (causes, details) the client sees;
 // it is built only on the failure path, where its size costs nothing worth
