@@ -190,6 +190,12 @@ impl Sandbox {
         self.shared.close_watches()
     }
 
+    /// Moves the clock ServiceAccount tokens are issued and reviewed by
+    /// forward (tests of expiry; nothing else in the sandbox reads it).
+    pub fn advance_token_clock(&self, by: std::time::Duration) {
+        self.shared.advance_token_clock(by)
+    }
+
     /// Drops the event history: resuming from an older revision gets 410.
     pub async fn compact(&self) {
         self.shared.store.lock().await.compact()

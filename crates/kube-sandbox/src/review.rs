@@ -86,7 +86,7 @@ pub async fn serve(
         });
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let store = shared.store.lock().await;
-    let secs = chrono::Utc::now().timestamp();
+    let secs = shared.token_now();
     let authn = |token: &str, auds: &[String]| {
         crate::sa_token::review(&store, &shared.signer, token, auds, secs)
     };

@@ -203,7 +203,7 @@ pub async fn serve(
                 ns,
                 name,
                 req,
-                chrono::Utc::now().timestamp(),
+                shared.token_now(),
             )?;
             Ok(value_response(StatusCode::CREATED, &out))
         }

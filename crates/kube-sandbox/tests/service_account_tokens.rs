@@ -310,3 +310,23 @@ async fn discovery_lists_the_token_subresource() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_token_expires_after_its_seconds_and_a_minute_of_leeway() {
+    let (sb, client) = sandbox().await;
+    service_account(&client, "web").await;
+    let t = token(&client, "web", json!({"expirationSeconds": 600}))
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    // Within the leeway (with half a minute to spare for the real clock).
+    sb.advance_token_clock(std::time::Duration::from_secs(600 + 30));
+    assert_eq!(review(&client, &t, &[]).await["authenticated"], true);
+    sb.advance_token_clock(std::time::Duration::from_secs(31));
+    assert_eq!(
+        review(&client, &t, &[]).await,
+        json!({"user": {}, "error": "service account token has expired"})
+    );
+}
