@@ -31,8 +31,11 @@ pub(crate) enum Expr {
     Not(Box<Expr>),
     /// One comparison of a field.
     Match {
+        /// One of [`FIELDS`].
         field: String,
+        /// The comparison.
         op: Op,
+        /// The value compared with (empty for `is empty`).
         value: String,
     },
 }
@@ -40,14 +43,21 @@ pub(crate) enum Expr {
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Op {
+    /// `field == "v"`.
     Equal,
+    /// `field != "v"`.
     NotEqual,
+    /// `field is empty`.
     IsEmpty,
+    /// `field is not empty`.
     IsNotEmpty,
     /// `"v" in field` / `field contains "v"`: substring.
     In,
+    /// `"v" not in field` / `field not contains "v"`.
     NotIn,
+    /// `field matches "re"`.
     Matches,
+    /// `field not matches "re"`.
     NotMatches,
 }
 
