@@ -396,3 +396,92 @@ def test_acl_bad_input_answers_like_consul(consul_acl_sandbox):
     with pytest.raises(consul.ACLPermissionDenied):
         c.acl.policy.list(token="not-a-token")
     assert stats(consul_acl_sandbox)["raft_applies"] == applies
+
+
+# Any PEM certificate: Consul requires one; the sandbox reaches its
+# Kubernetes host over plain HTTP and never uses it.
+TEST_CA = """-----BEGIN CERTIFICATE-----
+MIIBfzCCASWgAwIBAgIUaKdHuwQ8Hh7562B+0QbP7uVGXXYwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKa3ViZXJuZXRlczAeFw0yNjEyMDIxMTM2NDBaFw0zNjExMjkx
+MTM2NDBaMBUxEzARBgNVBAMMCmt1YmVybmV0ZXMwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAARKH67+tQImsWrgQFfCDWiJrctOk5ucIBX6T7X/yYa9yPIaVH7DdHZw
+Xd2kwclVssEhRRmhZMakgsyT6fzGxwsfo1MwUTAdBgNVHQ4EFgQUHEEOnVm3DT/C
+vYZVd5C1kkElAvQwHwYDVR0jBBgwFoAUHEEOnVm3DT/CvYZVd5C1kkElAvQwDwYD
+VR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA6JXW/kPZjP1jZxIy23bn
+vSlOn+sZwrulPn/0DIwCosYCIEM+6beeaTslIiP7yIbKvwHz5so5C4DKa3rPUAla
+ztm1
+-----END CERTIFICATE-----
+"""
+
+
+def kube_post(server, path, body):
+    req = urllib.request.Request(
+        server.url + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read())
+
+
+def sa_token(kube, name, audiences=None):
+    spec = {"audiences": audiences} if audiences else {}
+    out = kube_post(kube, f"/api/v1/namespaces/default/serviceaccounts/{name}/token", {"spec": spec})
+    return out["status"]["token"]
+
+
+def test_kubernetes_auth_method_login_and_logout(consul_acl_sandbox, kube_sandbox):
+    """py-consul's auth-method, binding-rule, login and logout calls against
+    a `kubernetes` auth method whose Host is a kube-sandbox."""
+    for sa in ["web", "consul-auth"]:
+        kube_post(kube_sandbox, "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": sa}})
+    c = client(consul_acl_sandbox)
+    root = ROOT_TOKEN
+    method = c.acl.auth_method.create(
+        "k8s",
+        "kubernetes",
+        token=root,
+        config={"Host": kube_sandbox.url, "CACert": TEST_CA, "ServiceAccountJWT": sa_token(kube_sandbox, "consul-auth")},
+    )
+    assert method["Name"] == "k8s" and method["Config"]["Host"] == kube_sandbox.url
+    assert [m["Name"] for m in c.acl.auth_method.list(token=root)] == ["k8s"]
+    rule = c.acl.binding_rule.create(
+        "k8s", "service", "${serviceaccount.name}", token=root, selector='serviceaccount.name == "web"'
+    )
+    assert rule["BindType"] == "service"
+    assert [r["ID"] for r in c.acl.binding_rule.list(auth_method="k8s", token=root)] == [rule["ID"]]
+
+    applies = stats(consul_acl_sandbox)["raft_applies"]
+    login = c.acl.login("k8s", sa_token(kube_sandbox, "web"), meta={"pod": "web-0"})
+    assert stats(consul_acl_sandbox)["raft_applies"] == applies + 1
+    assert login["AuthMethod"] == "k8s"
+    assert login["ServiceIdentities"] == [{"ServiceName": "web"}]
+    secret = login["SecretID"]
+    assert c.acl.token.read_self(token=secret)["AccessorID"] == login["AccessorID"]
+    # The service identity may register `web`, not `db`.
+    assert client(consul_acl_sandbox, token=root).catalog.register("n1", "10.0.0.1")
+    assert client(consul_acl_sandbox, token=secret).catalog.register(
+        "n1", "10.0.0.1", service={"Service": "web", "Port": 80}
+    ) is True
+    with pytest.raises(consul.ACLPermissionDenied):
+        client(consul_acl_sandbox, token=secret).catalog.register(
+            "n1", "10.0.0.1", service={"Service": "db", "Port": 80}
+        )
+
+    # A token for another audience: Consul's 500 with the review's error.
+    tokens = len(c.acl.token.list(token=root))
+    with pytest.raises(consul.ConsulException) as e:
+        c.acl.login("k8s", sa_token(kube_sandbox, "web", audiences=["vault"]))
+    assert "lookup failed: token audiences" in str(e.value)
+    with pytest.raises(consul.ACLPermissionDenied):
+        c.acl.login("k8s", sa_token(kube_sandbox, "consul-auth"))
+    with pytest.raises(consul.ACLPermissionDenied):
+        c.acl.logout(root)
+    assert len(c.acl.token.list(token=root)) == tokens
+
+    assert c.acl.logout(secret) is True
+    with pytest.raises(consul.ACLPermissionDenied):
+        c.acl.token.read_self(token=secret)
+    assert c.acl.auth_method.delete("k8s", token=root) is True
+    assert c.acl.binding_rule.list(token=root) == []

@@ -1,8 +1,10 @@
 """kube-sandbox's review resources, componentstatuses and pod subresources,
 checked with the official Python client (`kubernetes`) and kubectl.
 
-The sandbox answers as a v1.33 server with no authentication configured:
-every request is the anonymous user and the authorizer allows everything.
+The sandbox answers as a v1.33 server whose only token authenticator is
+the ServiceAccount one: every request is the anonymous user, a TokenReview
+authenticates only the tokens `serviceaccounts/token` issued, and the
+authorizer allows everything.
 """
 
 import json
@@ -38,15 +40,14 @@ def pod(name, containers=("app",), labels=None):
     )
 
 
-def test_typed_reviews_answer_as_the_anonymous_user(api_client, core):
+def test_typed_reviews_answer_as_the_anonymous_user_and_refuse_unknown_tokens(api_client, core):
     before = revision(core)
     authn = client.AuthenticationV1Api(api_client)
     tr = authn.create_token_review(
         client.V1TokenReview(spec=client.V1TokenReviewSpec(token="some-token"))
     )
-    assert tr.status.authenticated is True
-    assert tr.status.user.username == "system:anonymous"
-    assert tr.status.user.groups == ["system:unauthenticated"]
+    assert not tr.status.authenticated
+    assert tr.status.error == "invalid bearer token"
     ssr = authn.create_self_subject_review(client.V1SelfSubjectReview())
     assert ssr.status.user_info.username == "system:anonymous"
 
@@ -214,3 +215,58 @@ def test_kubectl_drain_evicts_through_the_eviction_subresource(kubectl, core):
         core.read_namespaced_pod("on-n1", "default")
     assert e.value.status == 404
     assert core.read_node("n1").spec.unschedulable is True
+
+
+def test_service_account_tokens_are_issued_and_reviewed(api_client, core):
+    core.create_namespaced_service_account(
+        "default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="web"))
+    )
+    uid = core.read_namespaced_service_account("web", "default").metadata.uid
+    before = revision(core)
+    tr = core.create_namespaced_service_account_token(
+        "web",
+        "default",
+        client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=["vault"])),
+    )
+    assert tr.spec.expiration_seconds == 3600
+    assert tr.status.token.count(".") == 2
+    authn = client.AuthenticationV1Api(api_client)
+    review = authn.create_token_review(
+        client.V1TokenReview(spec=client.V1TokenReviewSpec(token=tr.status.token, audiences=["vault"]))
+    )
+    assert review.status.authenticated is True
+    assert review.status.user.username == "system:serviceaccount:default:web"
+    assert review.status.user.uid == uid
+    assert review.status.audiences == ["vault"]
+    # Reviewed for the API server's own audience, the vault token fails.
+    review = authn.create_token_review(
+        client.V1TokenReview(spec=client.V1TokenReviewSpec(token=tr.status.token))
+    )
+    assert not review.status.authenticated
+    assert review.status.error.startswith('token audiences ["vault"] is invalid for the target audiences')
+    with pytest.raises(ApiException) as e:
+        core.create_namespaced_service_account_token(
+            "nope", "default", client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[]))
+        )
+    assert e.value.status == 404
+    assert json.loads(e.value.body)["message"] == 'serviceaccounts "nope" not found'
+    assert revision(core) == before
+
+
+def test_kubectl_create_token(kubectl):
+    """kubectl sends the TokenRequest as protobuf; the token it prints is
+    one a TokenReview authenticates."""
+    # `kubectl create serviceaccount` sends protobuf too; apply sends JSON.
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}}
+    kubectl("apply", "-f", "-", input=json.dumps(sa))
+    token = kubectl("create", "token", "builder", "--duration=20m").stdout.strip()
+    assert token.count(".") == 2
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+    out = json.loads(
+        kubectl("create", "--raw", "/apis/authentication.k8s.io/v1/tokenreviews", "-f", "-", input=json.dumps(review)).stdout
+    )
+    assert out["status"]["authenticated"] is True
+    assert out["status"]["user"]["username"] == "system:serviceaccount:default:builder"
+    too_short = kubectl("create", "token", "builder", "--duration=1m", check=False)
+    assert too_short.returncode != 0
+    assert "may not specify a duration less than 10 minutes" in too_short.stderr

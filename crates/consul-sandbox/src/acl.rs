@@ -204,7 +204,41 @@ pub(crate) struct TokenRec {
     pub policies: Vec<String>,
     pub roles: Vec<String>,
     pub local: bool,
+    /// The auth method that made it through `/v1/acl/login` ("" otherwise).
+    pub auth_method: String,
+    /// Service identities (bound by login).
+    pub service_identities: Vec<String>,
+    /// Node identities (bound by login): node name and datacenter.
+    pub node_identities: Vec<(String, String)>,
     pub create_time: String,
+    pub create_index: u64,
+    pub modify_index: u64,
+}
+
+/// An auth method stored through `/v1/acl/auth-method`.
+#[derive(Debug, Clone)]
+pub(crate) struct AuthMethodRec {
+    pub name: String,
+    pub kind: String,
+    pub display_name: String,
+    pub description: String,
+    pub max_token_ttl: String,
+    pub token_locality: String,
+    /// The type-specific configuration, as sent.
+    pub config: serde_json::Map<String, serde_json::Value>,
+    pub create_index: u64,
+    pub modify_index: u64,
+}
+
+/// A binding rule stored through `/v1/acl/binding-rule`.
+#[derive(Debug, Clone)]
+pub(crate) struct BindingRuleRec {
+    pub id: String,
+    pub description: String,
+    pub auth_method: String,
+    pub selector: String,
+    pub bind_type: String,
+    pub bind_name: String,
     pub create_index: u64,
     pub modify_index: u64,
 }
@@ -212,6 +246,10 @@ pub(crate) struct TokenRec {
 /// The ACL tables written through the HTTP API.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AclState {
+    /// By name.
+    pub auth_methods: BTreeMap<String, AuthMethodRec>,
+    /// By ID.
+    pub binding_rules: BTreeMap<String, BindingRuleRec>,
     pub policies: BTreeMap<String, PolicyRec>,
     pub roles: BTreeMap<String, RoleRec>,
     /// By AccessorID.
@@ -267,6 +305,9 @@ impl AclTable {
                     policies: vec![GLOBAL_MANAGEMENT_ID.to_string()],
                     roles: Vec::new(),
                     local: false,
+                    auth_method: String::new(),
+                    service_identities: Vec::new(),
+                    node_identities: Vec::new(),
                     create_time: now_rfc3339(),
                     create_index: 1,
                     modify_index: 1,
@@ -382,6 +423,25 @@ impl AclState {
             };
         }
         let mut grants = Vec::new();
+        let grant = |resource, name: &str, exact, access| Grant {
+            resource,
+            name: name.to_string(),
+            exact,
+            access,
+            scope: Vec::new(),
+        };
+        // What Consul's service and node identity templates grant.
+        for svc in &token.service_identities {
+            grants.push(grant(AclResource::Service, svc, true, AclAccess::Write));
+            let proxy = format!("{svc}-sidecar-proxy");
+            grants.push(grant(AclResource::Service, &proxy, true, AclAccess::Write));
+            grants.push(grant(AclResource::Service, "", false, AclAccess::Read));
+            grants.push(grant(AclResource::Node, "", false, AclAccess::Read));
+        }
+        for (node, _) in &token.node_identities {
+            grants.push(grant(AclResource::Node, node, true, AclAccess::Write));
+            grants.push(grant(AclResource::Service, "", false, AclAccess::Read));
+        }
         let mut acl: Option<AclAccess> = None;
         for p in self.policies_of(token) {
             grants.extend(

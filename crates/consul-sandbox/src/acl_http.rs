@@ -1,6 +1,7 @@
 //! The ACL endpoints: `/v1/acl/policy`, `/v1/acl/policies`,
 //! `/v1/acl/role`, `/v1/acl/roles`, `/v1/acl/token`, `/v1/acl/tokens` and
-//! `/v1/acl/token/self`, with Consul's JSON shapes and texts.
+//! `/v1/acl/token/self`, with Consul's JSON shapes and texts; auth
+//! methods, binding rules and logout are `crate::acl_auth`'s.
 //!
 //! Every accepted write is one Raft apply (the caller's `apply` hands out
 //! its index); a refused write applies nothing and changes nothing.
@@ -25,6 +26,8 @@ pub(crate) struct AclRequest<'a> {
     pub body: &'a [u8],
     /// The secret the request carried (for `token/self`).
     pub secret: Option<&'a str>,
+    /// `?authmethod=` (the binding-rule list's filter).
+    pub authmethod: Option<&'a str>,
 }
 
 /// The counter-friendly template of an ACL path.
@@ -37,6 +40,12 @@ pub(crate) fn template(rest: &str) -> &'static str {
         "token" if rest == "token/self" => "/v1/acl/token/self",
         "token" => "/v1/acl/token",
         "tokens" => "/v1/acl/tokens",
+        "auth-method" => "/v1/acl/auth-method",
+        "auth-methods" => "/v1/acl/auth-methods",
+        "binding-rule" => "/v1/acl/binding-rule",
+        "binding-rules" => "/v1/acl/binding-rules",
+        "login" => "/v1/acl/login",
+        "logout" => "/v1/acl/logout",
         _ => "unknown",
     }
 }
@@ -80,6 +89,9 @@ pub(crate) fn handle(
         let secret = req.secret.filter(|s| !s.is_empty()).ok_or_else(not_found)?;
         let t = table.token_by_secret(secret).ok_or_else(not_found)?;
         return Ok(token_json(&table.state(), &t, true));
+    }
+    if let Some(out) = crate::acl_auth::handle(table, authz, req, kind, arg, apply) {
+        return out;
     }
     let write = matches!(m, "PUT" | "DELETE");
     if !matches!(m, "GET" | "PUT" | "DELETE") {
@@ -479,6 +491,18 @@ fn put_token(
         policies,
         roles,
         local: field(&m, "Local").and_then(Value::as_bool).unwrap_or(false),
+        auth_method: existing
+            .as_ref()
+            .map(|t| t.auth_method.clone())
+            .unwrap_or_default(),
+        service_identities: existing
+            .as_ref()
+            .map(|t| t.service_identities.clone())
+            .unwrap_or_default(),
+        node_identities: existing
+            .as_ref()
+            .map(|t| t.node_identities.clone())
+            .unwrap_or_default(),
         create_time: existing
             .as_ref()
             .map_or_else(now_rfc3339, |t| t.create_time.clone()),
@@ -551,7 +575,7 @@ fn role_json(st: &AclState, r: &RoleRec) -> Value {
     })
 }
 
-fn token_json(st: &AclState, t: &TokenRec, with_secret: bool) -> Value {
+pub(crate) fn token_json(st: &AclState, t: &TokenRec, with_secret: bool) -> Value {
     let roles: Vec<Value> = t
         .roles
         .iter()
@@ -570,6 +594,23 @@ fn token_json(st: &AclState, t: &TokenRec, with_secret: bool) -> Value {
     });
     if !roles.is_empty() {
         v["Roles"] = Value::Array(roles);
+    }
+    if !t.service_identities.is_empty() {
+        v["ServiceIdentities"] = t
+            .service_identities
+            .iter()
+            .map(|s| json!({"ServiceName": s}))
+            .collect();
+    }
+    if !t.node_identities.is_empty() {
+        v["NodeIdentities"] = t
+            .node_identities
+            .iter()
+            .map(|(n, dc)| json!({"NodeName": n, "Datacenter": dc}))
+            .collect();
+    }
+    if !t.auth_method.is_empty() {
+        v["AuthMethod"] = json!(t.auth_method);
     }
     v["SecretID"] = json!(if with_secret {
         t.secret_id.as_str()

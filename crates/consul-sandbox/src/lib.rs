@@ -17,6 +17,8 @@
 //! | `GET /v1/status/leader`, `/v1/status/peers` | |
 //! | `/v1/acl/policy[/<id>|/name/<name>]`, `/v1/acl/policies` | `PUT` create/update, `GET`, `DELETE`; rules in HCL or JSON; one Raft apply per write |
 //! | `/v1/acl/role[/<id>]`, `/v1/acl/roles`, `/v1/acl/token[/<accessor>]`, `/v1/acl/tokens`, `GET /v1/acl/token/self` | the same; 401 `ACL support disabled` with ACLs off |
+//! | `/v1/acl/auth-method[/<name>]`, `/v1/acl/auth-methods`, `/v1/acl/binding-rule[/<id>]`, `/v1/acl/binding-rules` | `kubernetes` methods only; selectors and bind names checked as Consul checks them |
+//! | `POST /v1/acl/login`, `POST /v1/acl/logout` | a TokenReview against the method's `Host` (an `http://` URL), then one Raft apply |
 //! | `GET /v1/sandbox/stats`, `POST`/`DELETE /v1/sandbox/faults` | sandbox control |
 //!
 //! Limits, as Consul enforces them on `/v1/txn` (`agent/txn_endpoint.go`),
@@ -52,8 +54,9 @@
 //! KV store (KV txn ops are refused), no `filter=` expressions (400), only
 //! the `default` namespace and partition (`ns=default` is accepted, other
 //! values are refused like Consul CE does), an ACL model limited to
-//! node and service rules (no auth methods, binding rules, login, or
-//! namespace and partition enforcement; see `acl`), no Connect or
+//! node and service rules and `kubernetes` auth methods (no other auth
+//! method types, no namespace and partition enforcement; see `acl` and
+//! `acl_auth`), no Connect or
 //! proxy semantics, check `Definition`s stored as sent, and node IDs not
 //! used for renames.
 //!
@@ -61,8 +64,10 @@
 //! with it: it is the independent reference the client is tested against.
 
 mod acl;
+mod acl_auth;
 mod acl_http;
 mod acl_rules;
+mod acl_selector;
 mod catalog;
 mod decode;
 mod error;

@@ -805,11 +805,31 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
     }
 
     let secret = token(&req, &q);
+    if let Route::Acl(rest) = &route
+        && rest == "login"
+    {
+        // A login carries no ACL token (Consul ignores one sent anyway).
+        if req.method() != Method::POST {
+            return Err(ApiError::MethodNotAllowed {
+                method: req.method().to_string(),
+                allow: "OPTIONS,POST",
+            });
+        }
+        let b = body(shared, req).await?;
+        let login = crate::acl_auth::login_request(&b)?;
+        let config = crate::acl_auth::method_for_login(&shared.acl, &login.auth_method)?;
+        // The review goes over the network, so no ACL lock is held.
+        let identity = crate::acl_auth::review_login(&config, &login.bearer_token).await?;
+        let out = crate::acl_auth::finish_login(&shared.acl, &login, &identity, &dc, &mut || {
+            shared.acl_apply()
+        })?;
+        return Ok(json_resp(200, &out, pretty));
+    }
     if let Route::Acl(rest) = &route {
-        // `token/self` answers for an unknown secret itself.
+        // `token/self` and `logout` answer for an unknown secret themselves.
         let authz = match shared.acl.resolve(secret.as_deref()) {
             Ok(a) => a,
-            Err(_) if rest == "token/self" => Authz::Disabled,
+            Err(_) if rest == "token/self" || rest == "logout" => Authz::Disabled,
             Err(e) => return Err(e.into()),
         };
         let method = req.method().to_string();
@@ -823,6 +843,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             rest,
             body: &b,
             secret: secret.as_deref(),
+            authmethod: q.get("authmethod"),
         };
         let out =
             crate::acl_http::handle(&shared.acl, &authz, &acl_req, &mut || shared.acl_apply())?;

@@ -24,9 +24,9 @@
 //! converted view of the same objects (`autoscaling/v1`
 //! HorizontalPodAutoscaler over `autoscaling/v2`, `crate::convert`).
 //!
-//! Left out on purpose (docs/ARCHITECTURE.md lists them):
-//! `serviceaccounts/token` (needs a token signer) and every alpha or beta
-//! API (a v1.33 server serves none of them by default).
+//! Left out on purpose (docs/ARCHITECTURE.md lists them): every alpha or
+//! beta API (a v1.33 server serves none of them by default).
+//! `serviceaccounts/token` is served by `crate::subresources`.
 
 use std::any::TypeId;
 use std::collections::BTreeMap;

@@ -479,7 +479,9 @@ async fn object(
     // Kinds and subresources the registries answer without storing
     // (reviews, component health, the pods' own subresources).
     match res.special {
-        Special::Review => return crate::review::serve(method, headers, q, &o, body),
+        Special::Review => {
+            return crate::review::serve(&shared, method, headers, q, &o, body).await;
+        }
         Special::ComponentStatus => {
             return crate::component_status::serve(shared, method, headers, q, &o).await;
         }

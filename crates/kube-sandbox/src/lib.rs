@@ -20,7 +20,9 @@
 //! authenticate or authorize, or persist anything. Those are out of scope;
 //! tests create the objects controllers would. (The review resources
 //! answer accordingly: every caller is the anonymous user and everything
-//! is allowed, as on a server with the AlwaysAllow authorizer.)
+//! is allowed, as on a server with the AlwaysAllow authorizer; only a
+//! TokenReview judges a token, the ServiceAccount tokens the sandbox's
+//! `serviceaccounts/token` issued.)
 
 // `ApiError` carries the whole `Status` (causes, details) the client sees;
 // it is built only on the failure path, where its size costs nothing worth
@@ -41,6 +43,7 @@ mod quantity_table;
 mod registry;
 mod review;
 mod route;
+mod sa_token;
 mod semantics;
 mod state;
 mod status;
@@ -185,6 +188,12 @@ impl Sandbox {
     /// Ends every open watch.
     pub fn close_watches(&self) {
         self.shared.close_watches()
+    }
+
+    /// Moves the clock ServiceAccount tokens are issued and reviewed by
+    /// forward (tests of expiry; nothing else in the sandbox reads it).
+    pub fn advance_token_clock(&self, by: std::time::Duration) {
+        self.shared.advance_token_clock(by)
     }
 
     /// Drops the event history: resuming from an older revision gets 410.

@@ -1,6 +1,7 @@
-//! Reads the protobuf bodies of the review kinds and of the pods'
-//! Binding and Eviction, which kubectl's typed clients (`kubectl auth
-//! can-i`, `kubectl auth whoami`, `kubectl drain`) send as
+//! Reads the protobuf bodies of the review kinds, of the pods' Binding and
+//! Eviction and of a ServiceAccount's TokenRequest, which kubectl's typed
+//! clients (`kubectl auth can-i`, `kubectl auth whoami`, `kubectl drain`,
+//! `kubectl create token`) send as
 //! `application/vnd.kubernetes.protobuf`, into the JSON the rest of the
 //! sandbox works on.
 //!
@@ -132,6 +133,17 @@ const SELF_SAR_SPEC: &[(u64, &str, Shape)] = &[
 const RULES_SPEC: &[(u64, &str, Shape)] = &[(1, "namespace", Shape::Str)];
 const TOKEN_SPEC: &[(u64, &str, Shape)] =
     &[(1, "token", Shape::Str), (2, "audiences", Shape::Strings)];
+const BOUND_OBJECT: &[(u64, &str, Shape)] = &[
+    (1, "kind", Shape::Str),
+    (2, "apiVersion", Shape::Str),
+    (3, "name", Shape::Str),
+    (4, "uid", Shape::Str),
+];
+const TOKEN_REQUEST_SPEC: &[(u64, &str, Shape)] = &[
+    (1, "audiences", Shape::Strings),
+    (3, "boundObjectRef", Shape::Msg(BOUND_OBJECT)),
+    (4, "expirationSeconds", Shape::Int),
+];
 
 fn object(kind: &str) -> Option<&'static [(u64, &'static str, Shape)]> {
     const fn with_spec(
@@ -146,6 +158,7 @@ fn object(kind: &str) -> Option<&'static [(u64, &'static str, Shape)]> {
     static SELF_SAR: [(u64, &str, Shape); 2] = with_spec(SELF_SAR_SPEC);
     static RULES: [(u64, &str, Shape); 2] = with_spec(RULES_SPEC);
     static TOKEN: [(u64, &str, Shape); 2] = with_spec(TOKEN_SPEC);
+    static TOKEN_REQUEST: [(u64, &str, Shape); 2] = with_spec(TOKEN_REQUEST_SPEC);
     static META_ONLY: [(u64, &str, Shape); 1] = [(1, "metadata", Shape::Msg(META))];
     static BINDING: [(u64, &str, Shape); 2] = [
         (1, "metadata", Shape::Msg(META)),
@@ -160,6 +173,7 @@ fn object(kind: &str) -> Option<&'static [(u64, &'static str, Shape)]> {
         "SelfSubjectAccessReview" => &SELF_SAR,
         "SelfSubjectRulesReview" => &RULES,
         "TokenReview" => &TOKEN,
+        "TokenRequest" => &TOKEN_REQUEST,
         "SelfSubjectReview" => &META_ONLY,
         "Binding" => &BINDING,
         "Eviction" => &EVICTION,
@@ -265,6 +279,30 @@ mod tests {
             let body = [MAGIC.to_vec(), tail].concat();
             let _ = decode(&body, "application/vnd.kubernetes.protobuf");
         }
+    }
+
+    #[test]
+    fn a_token_request_decodes() {
+        let bound = [field(1, b"Pod"), field(2, b"v1"), field(3, b"web-0")].concat();
+        // Field 4 (expirationSeconds) as a varint: 1200.
+        let spec = [
+            field(1, b"vault"),
+            field(3, &bound),
+            vec![4 << 3, 0xB0, 0x09],
+        ]
+        .concat();
+        let raw = [field(1, b""), field(2, &spec)].concat();
+        let tm = [
+            field(1, b"authentication.k8s.io/v1"),
+            field(2, b"TokenRequest"),
+        ]
+        .concat();
+        let body = [MAGIC.to_vec(), field(1, &tm), field(2, &raw)].concat();
+        let v = decode(&body, "application/vnd.kubernetes.protobuf").unwrap();
+        assert_eq!(
+            v["spec"],
+            json!({"audiences": ["vault"], "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web-0"}, "expirationSeconds": 1200})
+        );
     }
 
     #[test]

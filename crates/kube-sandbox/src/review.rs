@@ -3,12 +3,13 @@
 //! SubjectAccessReview, LocalSubjectAccessReview, SelfSubjectAccessReview
 //! and SelfSubjectRulesReview.
 //!
-//! They are answered as a v1.33 server with no authentication configured
-//! answers them: every request is the anonymous user (`system:anonymous`,
-//! group `system:unauthenticated`), the only authenticator is the
-//! anonymous one (so a TokenReview of any token says "authenticated as
-//! the anonymous user") and the authorizer is AlwaysAllow (every access
-//! allowed, with an empty reason; every rule `*`). The registries' own
+//! They are answered as a v1.33 server whose only token authenticator is
+//! the ServiceAccount one answers them: every request to the sandbox is
+//! the anonymous user (`system:anonymous`, group
+//! `system:unauthenticated`), a TokenReview authenticates the tokens the
+//! sandbox issued (`crate::sa_token`) and nothing else, and the
+//! authorizer is AlwaysAllow (every access allowed, with an empty reason;
+//! every rule `*`). The registries' own
 //! checks (`tokenreview/storage.go`, `selfsubjectreview/rest.go`,
 //! `authorization/*/rest.go` and the authorization validation) come
 //! first, with their status codes and texts.
@@ -38,7 +39,8 @@ pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 /// Answers a request to a review resource: a POST to its collection is a
 /// review (201 with the answered object), any other method 405, any other
 /// path 404.
-pub fn serve(
+pub async fn serve(
+    shared: &crate::state::Shared,
     method: &Method,
     headers: &HeaderMap,
     q: &Query,
@@ -83,7 +85,12 @@ pub fn serve(
                 .to_string()
         });
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let out = review(res, ns, v, &manager, &now)?;
+    let store = shared.store.lock().await;
+    let secs = shared.token_now();
+    let authn = |token: &str, auds: &[String]| {
+        crate::sa_token::review(&store, &shared.signer, token, auds, secs)
+    };
+    let out = review(res, ns, v, &manager, &now, &authn)?;
     Ok(with_warnings(
         value_response(StatusCode::CREATED, &out),
         &warnings,
@@ -95,6 +102,10 @@ fn anonymous() -> Value {
     json!({"username": ANONYMOUS_USER, "groups": [UNAUTHENTICATED_GROUP]})
 }
 
+/// How a TokenReview's token is judged: the token and the requested
+/// audiences in, the review's `status` out.
+pub type Authenticate<'a> = dyn Fn(&str, &[String]) -> Value + 'a;
+
 /// Answers one review (the body already decoded and of the right kind).
 /// `ns` is the URL's namespace (LocalSubjectAccessReview only).
 pub fn review(
@@ -103,6 +114,7 @@ pub fn review(
     mut obj: Value,
     manager: &str,
     now: &str,
+    authn: &Authenticate<'_>,
 ) -> Result<Value, ApiError> {
     if !obj.is_object() {
         return Err(ApiError::bad_request(
@@ -136,10 +148,17 @@ pub fn review(
                     "token is required for TokenReview in authentication",
                 ));
             }
-            // The anonymous authenticator accepts any request, so any
-            // token authenticates as the anonymous user; no API audiences
-            // are configured, so none are checked or reported.
-            json!({"authenticated": true, "user": anonymous()})
+            let auds: Vec<String> = obj
+                .pointer("/spec/audiences")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            authn(token, &auds)
         }
         "SelfSubjectReview" => json!({"userInfo": anonymous()}),
         "SubjectAccessReview" => {
@@ -416,22 +435,32 @@ mod tests {
     use super::*;
     use crate::registry::Registry;
 
+    fn no_authn(_: &str, _: &[String]) -> Value {
+        json!({"user": {}, "error": "invalid bearer token"})
+    }
+
     fn res(group: &str, plural: &str) -> std::sync::Arc<Resource> {
         Registry::with_builtins().get(group, "v1", plural).unwrap()
     }
 
     #[test]
-    fn a_token_review_authenticates_any_token_as_the_anonymous_user() {
+    fn a_token_review_passes_the_token_and_audiences_to_the_authenticator() {
         let r = res("authentication.k8s.io", "tokenreviews");
-        let out = review(&r, "", json!({"spec": {"token": "abc"}}), "m", "t").unwrap();
-        assert_eq!(out["status"]["authenticated"], true);
-        assert_eq!(out["status"]["user"]["username"], ANONYMOUS_USER);
+        let seen = std::cell::RefCell::new(None);
+        let record = |t: &str, a: &[String]| {
+            *seen.borrow_mut() = Some((t.to_string(), a.to_vec()));
+            no_authn(t, a)
+        };
+        let body = json!({"spec": {"token": "abc", "audiences": ["x"]}});
+        let out = review(&r, "", body, "m", "t", &record).unwrap();
         assert_eq!(
-            out["status"]["user"]["groups"],
-            json!([UNAUTHENTICATED_GROUP])
+            seen.borrow().clone(),
+            Some(("abc".into(), vec!["x".into()]))
         );
+        assert_eq!(out["status"]["error"], "invalid bearer token");
+        assert!(out["status"].get("authenticated").is_none());
         assert_eq!(out["metadata"]["creationTimestamp"], Value::Null);
-        let e = review(&r, "", json!({"spec": {}}), "m", "t").unwrap_err();
+        let e = review(&r, "", json!({"spec": {}}), "m", "t", &no_authn).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (400, "token is required for TokenReview in authentication")
@@ -441,7 +470,7 @@ mod tests {
     #[test]
     fn access_reviews_are_validated_then_allowed() {
         let r = res("authorization.k8s.io", "subjectaccessreviews");
-        let e = review(&r, "", json!({"spec": {"user": "u"}}), "m", "t").unwrap_err();
+        let e = review(&r, "", json!({"spec": {"user": "u"}}), "m", "t", &no_authn).unwrap_err();
         assert_eq!(e.code, 422);
         assert_eq!(
             e.message,
@@ -453,6 +482,7 @@ mod tests {
             json!({"spec": {"nonResourceAttributes": {"path": "/x", "verb": "get"}}}),
             "m",
             "t",
+            &no_authn,
         )
         .unwrap_err();
         assert!(
@@ -462,7 +492,7 @@ mod tests {
             "{}",
             e.message
         );
-        let ok = review(&r, "", json!({"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}}), "m", "t").unwrap();
+        let ok = review(&r, "", json!({"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}}), "m", "t", &no_authn).unwrap();
         assert_eq!(ok["status"], json!({"allowed": true}));
         assert_eq!(ok["spec"]["user"], "u");
 
@@ -473,6 +503,7 @@ mod tests {
             json!({"spec": {"user": "u", "resourceAttributes": {"namespace": "b", "verb": "get"}}}),
             "m",
             "t",
+            &no_authn,
         )
         .unwrap_err();
         assert_eq!(
@@ -485,12 +516,13 @@ mod tests {
             json!({"spec": {"user": "u", "resourceAttributes": {"namespace": "a", "verb": "get"}}}),
             "m",
             "t",
+            &no_authn,
         )
         .unwrap();
         assert_eq!(ok["metadata"]["namespace"], "a");
 
         let s = res("authorization.k8s.io", "selfsubjectaccessreviews");
-        let e = review(&s, "", json!({"metadata": {"name": "x"}, "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}), "m", "t").unwrap_err();
+        let e = review(&s, "", json!({"metadata": {"name": "x"}, "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}), "m", "t", &no_authn).unwrap_err();
         assert!(
             e.message
                 .contains("metadata: Invalid value: v1.ObjectMeta{Name:\"x\""),
@@ -537,13 +569,13 @@ mod tests {
             for plural in ["subjectaccessreviews", "localsubjectaccessreviews",
                 "selfsubjectaccessreviews", "selfsubjectrulesreviews"] {
                 let r = reg.get("authorization.k8s.io", "v1", plural).unwrap();
-                if let Err(e) = review(&r, "ns", body.clone(), "m", "t") {
+                if let Err(e) = review(&r, "ns", body.clone(), "m", "t", &no_authn) {
                     proptest::prop_assert!(matches!(e.code, 400 | 422), "{e:?}");
                 }
             }
             for plural in ["tokenreviews", "selfsubjectreviews"] {
                 let r = reg.get("authentication.k8s.io", "v1", plural).unwrap();
-                if let Err(e) = review(&r, "", body.clone(), "m", "t") {
+                if let Err(e) = review(&r, "", body.clone(), "m", "t", &no_authn) {
                     proptest::prop_assert_eq!(e.code, 400);
                 }
             }
@@ -553,12 +585,20 @@ mod tests {
     #[test]
     fn a_rules_review_lists_everything_for_its_namespace() {
         let r = res("authorization.k8s.io", "selfsubjectrulesreviews");
-        let e = review(&r, "", json!({"spec": {}}), "m", "t").unwrap_err();
+        let e = review(&r, "", json!({"spec": {}}), "m", "t", &no_authn).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (400, "no namespace on request")
         );
-        let out = review(&r, "", json!({"spec": {"namespace": "a"}}), "m", "t").unwrap();
+        let out = review(
+            &r,
+            "",
+            json!({"spec": {"namespace": "a"}}),
+            "m",
+            "t",
+            &no_authn,
+        )
+        .unwrap();
         assert_eq!(out["spec"], json!({}));
         assert_eq!(out["status"]["resourceRules"][0]["verbs"], json!(["*"]));
         assert_eq!(out["status"]["incomplete"], false);

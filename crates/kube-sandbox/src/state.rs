@@ -91,6 +91,11 @@ pub struct Shared {
     pub watch_closer: tokio::sync::watch::Sender<u64>,
     /// The configuration the sandbox was started with.
     pub config: Config,
+    /// The key ServiceAccount tokens are signed with (made at start, so
+    /// tokens do not survive a restart).
+    pub signer: crate::sa_token::Signer,
+    /// Seconds added to the wall clock for ServiceAccount tokens.
+    token_clock_offset: std::sync::atomic::AtomicI64,
 }
 
 impl Shared {
@@ -108,7 +113,25 @@ impl Shared {
             open_watches: AtomicU64::new(0),
             watch_closer,
             config,
+            signer: crate::sa_token::Signer::new().map_err(std::io::Error::other)?,
+            token_clock_offset: std::sync::atomic::AtomicI64::new(0),
         })
+    }
+
+    /// The time ServiceAccount tokens are issued and reviewed at, in
+    /// seconds since the epoch: the wall clock plus what tests advanced.
+    pub fn token_now(&self) -> i64 {
+        chrono::Utc::now().timestamp()
+            + self
+                .token_clock_offset
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Moves the token clock forward.
+    pub fn advance_token_clock(&self, by: std::time::Duration) {
+        let secs = i64::try_from(by.as_secs()).unwrap_or(i64::MAX);
+        self.token_clock_offset
+            .fetch_add(secs, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Writes the store to the state file, if there is one: to a

@@ -1,6 +1,7 @@
 //! The subresources whose logic is the API server's own, beyond `status`
 //! and `scale`: a pod's `binding`, `eviction`, `ephemeralcontainers` and
-//! `resize`, a CertificateSigningRequest's `approval`, and a pod's
+//! `resize`, a CertificateSigningRequest's `approval`, a ServiceAccount's
+//! `token` (TokenRequest, in `crate::sa_token`), and a pod's
 //! `log`, `exec`, `attach`, `portforward` and `proxy`, which a real server
 //! forwards to the pod's kubelet and which the sandbox answers as a server
 //! answers them when there is no kubelet to reach (most of all for a pod
@@ -109,6 +110,13 @@ const POD_SUBRESOURCES: &[Sub] = &[
     },
 ];
 
+const SERVICE_ACCOUNT_SUBRESOURCES: &[Sub] = &[Sub {
+    name: "token",
+    group_version: Some(("authentication.k8s.io", "v1")),
+    kind: "TokenRequest",
+    verbs: &["create"],
+}];
+
 const CSR_SUBRESOURCES: &[Sub] = &[Sub {
     name: "approval",
     group_version: None,
@@ -124,6 +132,7 @@ pub fn extra(res: &Resource) -> &'static [Sub] {
     }
     match (res.group.as_str(), res.plural.as_str()) {
         ("", "pods") => POD_SUBRESOURCES,
+        ("", "serviceaccounts") => SERVICE_ACCOUNT_SUBRESOURCES,
         ("certificates.k8s.io", "certificatesigningrequests") => CSR_SUBRESOURCES,
         _ => &[],
     }
@@ -177,6 +186,27 @@ pub async fn serve(
         .unwrap_or_default()
         .to_string();
     match sub.name {
+        "token" => {
+            dry_run(q)?;
+            let req = decode::<k8s_openapi::api::authentication::v1::TokenRequest>(
+                &body,
+                &ct,
+                &["authentication.k8s.io/v1"],
+                "authentication.k8s.io/v1",
+                "TokenRequest",
+                ns,
+            )?;
+            let store = shared.store.lock().await;
+            let out = crate::sa_token::request(
+                &store,
+                &shared.signer,
+                ns,
+                name,
+                req,
+                shared.token_now(),
+            )?;
+            Ok(value_response(StatusCode::CREATED, &out))
+        }
         "binding" => {
             let opts = write_options(q, headers, false)?;
             let b = decode::<k8s_openapi::api::core::v1::Binding>(

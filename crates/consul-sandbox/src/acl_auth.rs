@@ -1,0 +1,778 @@
+//! ACL auth methods of type `kubernetes`, binding rules, `/v1/acl/login`
+//! and `/v1/acl/logout`, as Consul's ACL endpoint and kubeauth validator
+//! answer them.
+//!
+//! A login sends the bearer token to the auth method's Kubernetes API
+//! (`Config.Host`) as a TokenReview, reads the ServiceAccount for the
+//! `consul.hashicorp.com/service-name` annotation, evaluates the method's
+//! binding rules over the identity and stores one token linked to the
+//! method (one Raft apply). Unlike Consul, the sandbox also accepts
+//! `http://` hosts (and only those: it has no TLS client), so it can talk
+//! to kube-sandbox; `CACert` is still required and must hold a PEM
+//! certificate block, as Consul requires, but is not used.
+//!
+//! This module must NOT touch the catalog; it reads and writes only the
+//! ACL tables, and it calls the network only from [`review_login`], never
+//! while holding the ACL lock.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+use crate::acl::{AclAccess, AclTable, AuthMethodRec, Authz, BindingRuleRec, TokenRec};
+use crate::acl_selector as sel;
+use crate::error::ApiError;
+
+/// The auth method types Consul registers; only `kubernetes` is modelled.
+const TYPES: &str = "[aws-iam jwt kubernetes oidc]";
+/// The ServiceAccount annotation that overrides the service name.
+const SERVICE_NAME_ANNOTATION: &str = "consul.hashicorp.com/service-name";
+
+fn bad(msg: impl Into<String>) -> ApiError {
+    ApiError::BadRequest(msg.into())
+}
+
+fn not_found() -> ApiError {
+    ApiError::Forbidden(crate::acl::AclError::NotFound)
+}
+
+fn permission_denied() -> ApiError {
+    ApiError::Forbidden(crate::acl::AclError::Denied("Permission denied".into()))
+}
+
+fn decode(body: &[u8], what: &str) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(bad(format!(
+            "{what} decoding failed: json: cannot unmarshal into Go value"
+        ))),
+        Err(e) => Err(bad(format!("{what} decoding failed: {e}"))),
+    }
+}
+
+/// A body field, matched case-insensitively as Go's JSON decoder does.
+fn field<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
+fn str_field(m: &Map<String, Value>, key: &str) -> String {
+    field(m, key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Whether a compact JWS parses (three base64url parts, a JSON header
+/// naming an algorithm), the check go-jose's `ParseSigned` makes.
+fn jws_error(token: &str) -> Option<String> {
+    let parts: Vec<&str> = token.split('.').collect();
+    if parts.len() != 3 {
+        return Some("go-jose/go-jose: compact JWS format must have three parts".into());
+    }
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64
+        .decode(parts[0].trim_end_matches('='))
+        .ok()
+        .and_then(|h| serde_json::from_slice::<Value>(&h).ok());
+    match header {
+        Some(h) if h.get("alg").and_then(Value::as_str).is_some() => None,
+        Some(_) => Some("go-jose/go-jose: unsupported algorithm".into()),
+        None => Some("illegal base64 data at input byte 0".into()),
+    }
+}
+
+/// `cert.ParseCertsPEM`, as far as the PEM framing goes.
+fn has_pem_certificate(pem: &str) -> bool {
+    let Some(start) = pem.find("-----BEGIN CERTIFICATE-----") else {
+        return false;
+    };
+    let body = &pem[start + "-----BEGIN CERTIFICATE-----".len()..];
+    let Some(end) = body.find("-----END CERTIFICATE-----") else {
+        return false;
+    };
+    let b64: String = body[..end].split_whitespace().collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .is_ok_and(|d| !d.is_empty())
+}
+
+/// `kubeauth.NewValidator`'s configuration checks.
+fn validate_config(config: &Map<String, Value>) -> Result<(), String> {
+    let s = |k: &str| field(config, k).and_then(Value::as_str).unwrap_or_default();
+    if s("Host").is_empty() {
+        return Err("Config.Host is required".into());
+    }
+    if s("CACert").is_empty() {
+        return Err("Config.CACert is required".into());
+    }
+    if !has_pem_certificate(s("CACert")) {
+        return Err(
+            "error parsing kubernetes ca cert: data does not contain any valid RSA or ECDSA certificates"
+                .into(),
+        );
+    }
+    let jwt = s("ServiceAccountJWT");
+    if jwt.is_empty() {
+        return Err("Config.ServiceAccountJWT is required".into());
+    }
+    if let Some(e) = jws_error(jwt) {
+        return Err(format!("Config.ServiceAccountJWT is not a valid JWT: {e}"));
+    }
+    Ok(())
+}
+
+fn method_json(m: &AuthMethodRec, with_config: bool) -> Value {
+    let mut v = json!({"Name": m.name, "Type": m.kind});
+    if !m.display_name.is_empty() {
+        v["DisplayName"] = json!(m.display_name);
+    }
+    v["Description"] = json!(m.description);
+    if !m.max_token_ttl.is_empty() {
+        v["MaxTokenTTL"] = json!(m.max_token_ttl);
+    }
+    if !m.token_locality.is_empty() {
+        v["TokenLocality"] = json!(m.token_locality);
+    }
+    if with_config {
+        v["Config"] = Value::Object(m.config.clone());
+    }
+    v["CreateIndex"] = json!(m.create_index);
+    v["ModifyIndex"] = json!(m.modify_index);
+    v
+}
+
+fn rule_json(r: &BindingRuleRec) -> Value {
+    json!({
+        "ID": r.id,
+        "Description": r.description,
+        "AuthMethod": r.auth_method,
+        "Selector": r.selector,
+        "BindType": r.bind_type,
+        "BindName": r.bind_name,
+        "CreateIndex": r.create_index,
+        "ModifyIndex": r.modify_index,
+    })
+}
+
+/// Serves `auth-method(s)`, `binding-rule(s)` and `logout`. `None` when
+/// the path is none of them.
+pub(crate) fn handle(
+    table: &AclTable,
+    authz: &Authz,
+    req: &crate::acl_http::AclRequest<'_>,
+    kind: &str,
+    arg: Option<&str>,
+    apply: &mut dyn FnMut() -> u64,
+) -> Option<Result<Value, ApiError>> {
+    let (method, body, secret, query_authmethod) =
+        (req.method, req.body, req.secret, req.authmethod);
+    let out = match (kind, arg, method) {
+        ("logout", None, "POST") => logout(table, secret, apply),
+        ("logout", _, _) => Err(ApiError::MethodNotAllowed {
+            method: method.to_string(),
+            allow: "OPTIONS,POST",
+        }),
+        ("auth-methods", None, "GET") => authz
+            .require_acl(AclAccess::Read)
+            .map_err(Into::into)
+            .map(|()| {
+                let st = table.state();
+                Value::Array(
+                    st.auth_methods
+                        .values()
+                        .map(|m| method_json(m, false))
+                        .collect(),
+                )
+            }),
+        ("auth-method", Some(name), "GET") if !name.is_empty() => authz
+            .require_acl(AclAccess::Read)
+            .map_err(Into::into)
+            .and_then(|()| {
+                let st = table.state();
+                st.auth_methods
+                    .get(name)
+                    .map(|m| method_json(m, true))
+                    .ok_or_else(not_found)
+            }),
+        ("auth-method", url, "PUT") => authz
+            .require_acl(AclAccess::Write)
+            .map_err(Into::into)
+            .and_then(|()| put_method(table, url.filter(|n| !n.is_empty()), body, apply)),
+        ("auth-method", Some(name), "DELETE") if !name.is_empty() => authz
+            .require_acl(AclAccess::Write)
+            .map_err(Into::into)
+            .map(|()| {
+                let mut st = table.state_mut();
+                if st.auth_methods.contains_key(name) {
+                    apply();
+                    st.auth_methods.remove(name);
+                    st.binding_rules.retain(|_, r| r.auth_method != name);
+                    let gone: Vec<(String, String)> = st
+                        .tokens
+                        .values()
+                        .filter(|t| t.auth_method == name)
+                        .map(|t| (t.accessor_id.clone(), t.secret_id.clone()))
+                        .collect();
+                    for (a, s) in gone {
+                        st.tokens.remove(&a);
+                        st.by_secret.remove(&s);
+                    }
+                }
+                json!(true)
+            }),
+        ("binding-rules", None, "GET") => authz
+            .require_acl(AclAccess::Read)
+            .map_err(Into::into)
+            .map(|()| {
+                let st = table.state();
+                Value::Array(
+                    st.binding_rules
+                        .values()
+                        .filter(|r| {
+                            query_authmethod.is_none_or(|m| m.is_empty() || r.auth_method == m)
+                        })
+                        .map(rule_json)
+                        .collect(),
+                )
+            }),
+        ("binding-rule", Some(id), "GET") if !id.is_empty() => authz
+            .require_acl(AclAccess::Read)
+            .map_err(Into::into)
+            .and_then(|()| {
+                let st = table.state();
+                st.binding_rules
+                    .get(id)
+                    .map(rule_json)
+                    .ok_or_else(not_found)
+            }),
+        ("binding-rule", url, "PUT") => authz
+            .require_acl(AclAccess::Write)
+            .map_err(Into::into)
+            .and_then(|()| put_rule(table, url.filter(|n| !n.is_empty()), body, apply)),
+        ("binding-rule", Some(id), "DELETE") if !id.is_empty() => authz
+            .require_acl(AclAccess::Write)
+            .map_err(Into::into)
+            .map(|()| {
+                let mut st = table.state_mut();
+                if st.binding_rules.contains_key(id) {
+                    apply();
+                    st.binding_rules.remove(id);
+                }
+                json!(true)
+            }),
+        ("auth-method" | "auth-methods" | "binding-rule" | "binding-rules", _, _) => {
+            Err(ApiError::MethodNotAllowed {
+                method: method.to_string(),
+                allow: "OPTIONS,GET,PUT,DELETE",
+            })
+        }
+        _ => return None,
+    };
+    Some(out)
+}
+
+fn put_method(
+    table: &AclTable,
+    url_name: Option<&str>,
+    body: &[u8],
+    apply: &mut dyn FnMut() -> u64,
+) -> Result<Value, ApiError> {
+    let m = decode(body, "AuthMethod")?;
+    let mut name = str_field(&m, "Name");
+    if let Some(u) = url_name {
+        if name.is_empty() {
+            name = u.to_string();
+        } else if name != u {
+            return Err(bad("Auth Method Name in URL and payload do not match"));
+        }
+    }
+    if name.is_empty() {
+        return Err(bad("Invalid Auth Method: no Name is set"));
+    }
+    if !sel::valid_role_name(&name) || name.len() > 128 {
+        return Err(bad(
+            "Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed",
+        ));
+    }
+    let mut st = table.state_mut();
+    let existing = st.auth_methods.get(&name).cloned();
+    let mut kind = str_field(&m, "Type");
+    if let Some(e) = &existing {
+        if kind.is_empty() {
+            kind = e.kind.clone();
+        } else if kind != e.kind {
+            return Err(bad("the Type field of an Auth Method is immutable"));
+        }
+    }
+    if !matches!(kind.as_str(), "aws-iam" | "jwt" | "kubernetes" | "oidc") {
+        return Err(bad(format!(
+            "Invalid Auth Method: Type should be one of: {TYPES}"
+        )));
+    }
+    if kind != "kubernetes" {
+        return Err(bad(format!(
+            "Invalid Auth Method: the sandbox models only kubernetes auth methods, not {kind:?}"
+        )));
+    }
+    let locality = str_field(&m, "TokenLocality");
+    if !matches!(locality.as_str(), "" | "local" | "global") {
+        return Err(bad(
+            "Invalid Auth Method: TokenLocality should be one of 'local' or 'global'",
+        ));
+    }
+    let config = field(&m, "Config")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    validate_config(&config).map_err(|e| bad(format!("Invalid Auth Method: {e}")))?;
+    let index = apply();
+    let rec = AuthMethodRec {
+        name: name.clone(),
+        kind,
+        display_name: str_field(&m, "DisplayName"),
+        description: str_field(&m, "Description"),
+        max_token_ttl: str_field(&m, "MaxTokenTTL"),
+        token_locality: locality,
+        config,
+        create_index: existing.as_ref().map_or(index, |e| e.create_index),
+        modify_index: index,
+    };
+    let out = method_json(&rec, true);
+    st.auth_methods.insert(name, rec);
+    Ok(out)
+}
+
+/// Whether `bind_name` makes a valid name of `bind_type` for some
+/// identity (Consul checks it with every variable set to `fake`).
+fn check_bind_name(bind_type: &str, bind_name: &str) -> Result<(), String> {
+    let fake: BTreeMap<String, String> = sel::FIELDS
+        .iter()
+        .map(|f| (f.to_string(), "fake".to_string()))
+        .collect();
+    let name = sel::interpolate(bind_name, &fake)?;
+    let ok = match bind_type {
+        "service" | "node" => sel::valid_identity_name(&name),
+        _ => sel::valid_role_name(&name),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("invalid bind name: {name:?}"))
+    }
+}
+
+fn put_rule(
+    table: &AclTable,
+    url_id: Option<&str>,
+    body: &[u8],
+    apply: &mut dyn FnMut() -> u64,
+) -> Result<Value, ApiError> {
+    let m = decode(body, "BindingRule")?;
+    let mut id = str_field(&m, "ID");
+    if let Some(u) = url_id {
+        if id.is_empty() {
+            id = u.to_string();
+        } else if id != u {
+            return Err(bad("BindingRule ID in URL and payload do not match"));
+        }
+    }
+    let mut st = table.state_mut();
+    let mut auth_method = str_field(&m, "AuthMethod");
+    let existing = if id.is_empty() {
+        None
+    } else {
+        if uuid::Uuid::parse_str(&id).is_err() {
+            return Err(bad("Binding Rule ID invalid UUID"));
+        }
+        let e = st
+            .binding_rules
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| bad(format!("cannot find binding rule {id}")))?;
+        if auth_method.is_empty() {
+            auth_method = e.auth_method.clone();
+        } else if auth_method != e.auth_method {
+            return Err(bad("the AuthMethod field of an Binding Rule is immutable"));
+        }
+        Some(e)
+    };
+    if auth_method.is_empty() {
+        return Err(bad("Invalid Binding Rule: no AuthMethod is set"));
+    }
+    if !st.auth_methods.contains_key(&auth_method) {
+        return Err(bad(format!(
+            "cannot find auth method with name {auth_method:?}"
+        )));
+    }
+    let selector = str_field(&m, "Selector");
+    if !selector.is_empty()
+        && let Err(e) = sel::parse(&selector)
+    {
+        return Err(bad(format!(
+            "invalid Binding Rule: Selector is invalid: {e}"
+        )));
+    }
+    let bind_type = str_field(&m, "BindType");
+    let bind_name = str_field(&m, "BindName");
+    if bind_type.is_empty() {
+        return Err(bad("Invalid Binding Rule: no BindType is set"));
+    }
+    if bind_name.is_empty() {
+        return Err(bad("Invalid Binding Rule: no BindName is set"));
+    }
+    if bind_type == "templated-policy" {
+        return Err(bad(
+            "Invalid Binding Rule: the sandbox does not model the templated-policy BindType",
+        ));
+    }
+    if !matches!(bind_type.as_str(), "service" | "node" | "role" | "policy") {
+        return Err(bad(format!(
+            "Invalid Binding Rule: unknown BindType {bind_type:?}"
+        )));
+    }
+    if let Err(e) = check_bind_name(&bind_type, &bind_name) {
+        return Err(bad(format!(
+            "Invalid Binding Rule: invalid BindName: failed to validate bindType {bind_type:?}: {e}"
+        )));
+    }
+    let id = if id.is_empty() {
+        uuid::Uuid::new_v4().to_string()
+    } else {
+        id
+    };
+    let index = apply();
+    let rec = BindingRuleRec {
+        id: id.clone(),
+        description: str_field(&m, "Description"),
+        auth_method,
+        selector,
+        bind_type,
+        bind_name,
+        create_index: existing.as_ref().map_or(index, |e| e.create_index),
+        modify_index: index,
+    };
+    let out = rule_json(&rec);
+    st.binding_rules.insert(id, rec);
+    Ok(out)
+}
+
+fn logout(
+    table: &AclTable,
+    secret: Option<&str>,
+    apply: &mut dyn FnMut() -> u64,
+) -> Result<Value, ApiError> {
+    let secret = secret.filter(|s| !s.is_empty()).ok_or_else(not_found)?;
+    let mut st = table.state_mut();
+    let token = st
+        .by_secret
+        .get(secret)
+        .and_then(|a| st.tokens.get(a))
+        .cloned()
+        .ok_or_else(not_found)?;
+    if token.auth_method.is_empty() {
+        return Err(permission_denied());
+    }
+    apply();
+    st.tokens.remove(&token.accessor_id);
+    st.by_secret.remove(&token.secret_id);
+    Ok(json!(true))
+}
+
+/// A decoded `/v1/acl/login` body.
+pub(crate) struct LoginRequest {
+    pub auth_method: String,
+    pub bearer_token: String,
+    pub meta: BTreeMap<String, String>,
+}
+
+/// Decodes the login body (`Invalid Login request` when it has none).
+pub(crate) fn login_request(body: &[u8]) -> Result<LoginRequest, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::Rpc(
+            "Invalid Login request: Missing auth parameters".into(),
+        ));
+    }
+    let m = decode(body, "Failed to decode request body")?;
+    let meta = field(&m, "Meta")
+        .and_then(Value::as_object)
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(LoginRequest {
+        auth_method: str_field(&m, "AuthMethod"),
+        bearer_token: str_field(&m, "BearerToken"),
+        meta,
+    })
+}
+
+/// The auth method's configuration for a login, or Consul's 403.
+pub(crate) fn method_for_login(
+    table: &AclTable,
+    name: &str,
+) -> Result<Map<String, Value>, ApiError> {
+    if !table.enabled() {
+        return Err(ApiError::Injected {
+            status: 401,
+            body: "ACL support disabled".into(),
+        });
+    }
+    let st = table.state();
+    st.auth_methods
+        .get(name)
+        .map(|m| m.config.clone())
+        .ok_or_else(|| {
+            ApiError::Forbidden(crate::acl::AclError::Denied(format!(
+                "ACL not found: auth method {name:?} not found"
+            )))
+        })
+}
+
+/// One HTTP exchange with the Kubernetes API: JSON in, status and JSON out.
+async fn kube_call(
+    host: &str,
+    bearer: &str,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> Result<(u16, Value), String> {
+    use http_body_util::BodyExt;
+    let base = host.trim_end_matches('/');
+    let url = format!("{base}{path}");
+    let verb = if method == "POST" { "Post" } else { "Get" };
+    let fail = |e: &dyn std::fmt::Display| format!("{verb} {url:?}: {e}");
+    let Some(authority) = base.strip_prefix("http://") else {
+        return Err(fail(
+            &"the sandbox reaches Kubernetes only over http:// (Config.Host)",
+        ));
+    };
+    let authority = authority.split('/').next().unwrap_or_default().to_string();
+    let exchange = async {
+        let stream = tokio::net::TcpStream::connect(&authority)
+            .await
+            .map_err(|e| fail(&format!("dial tcp {authority}: {e}")))?;
+        let (mut send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .map_err(|e| fail(&e))?;
+        tokio::spawn(conn);
+        let prefix = base
+            .strip_prefix("http://")
+            .and_then(|r| r.split_once('/'))
+            .map(|(_, p)| format!("/{p}"))
+            .unwrap_or_default();
+        let payload = body.map(|b| b.to_string()).unwrap_or_default();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(format!("{prefix}{path}"))
+            .header(http::header::HOST, authority.as_str())
+            .header(http::header::AUTHORIZATION, format!("Bearer {bearer}"))
+            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(http_body_util::Full::new(bytes::Bytes::from(payload)))
+            .map_err(|e| fail(&e))?;
+        let resp = send.send_request(req).await.map_err(|e| fail(&e))?;
+        let status = resp.status().as_u16();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| fail(&e))?
+            .to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok::<_, String>((status, v))
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), exchange)
+        .await
+        .map_err(|_| fail(&"context deadline exceeded"))?
+}
+
+/// client-go's error for a non-2xx answer: the Status message.
+fn status_error(status: u16, v: &Value) -> String {
+    v.get("message")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("the server returned HTTP {status}"))
+}
+
+/// `kubeauth.Validator.ValidateLogin`: the identity's fields, or the error
+/// Consul answers (500, its text).
+pub(crate) async fn review_login(
+    config: &Map<String, Value>,
+    bearer_token: &str,
+) -> Result<BTreeMap<String, String>, ApiError> {
+    let rpc = ApiError::Rpc;
+    if let Some(e) = jws_error(bearer_token) {
+        return Err(rpc(format!("failed to parse and validate JWT: {e}")));
+    }
+    let s = |k: &str| field(config, k).and_then(Value::as_str).unwrap_or_default();
+    let (host, jwt) = (s("Host"), s("ServiceAccountJWT"));
+    let review = json!({
+        "kind": "TokenReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": null},
+        "spec": {"token": bearer_token},
+        "status": {"user": {}},
+    });
+    let (status, tr) = kube_call(
+        host,
+        jwt,
+        "POST",
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        Some(review),
+    )
+    .await
+    .map_err(rpc)?;
+    if !(200..300).contains(&status) {
+        return Err(rpc(status_error(status, &tr)));
+    }
+    let st = tr.get("status").cloned().unwrap_or(Value::Null);
+    if let Some(e) = st
+        .get("error")
+        .and_then(Value::as_str)
+        .filter(|e| !e.is_empty())
+    {
+        return Err(rpc(format!("lookup failed: {e}")));
+    }
+    if st.get("authenticated").and_then(Value::as_bool) != Some(true) {
+        return Err(rpc("lookup failed: service account jwt not valid".into()));
+    }
+    let username = st
+        .pointer("/user/username")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let parts: Vec<&str> = username.split(':').collect();
+    if parts.len() != 4 {
+        return Err(rpc("lookup failed: unexpected username format".into()));
+    }
+    if parts[0] != "system" || parts[1] != "serviceaccount" {
+        return Err(rpc(
+            "lookup failed: username returned is not a service account".into(),
+        ));
+    }
+    let (ns, mut name) = (parts[2].to_string(), parts[3].to_string());
+    let uid = st
+        .pointer("/user/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let (status, sa) = kube_call(
+        host,
+        jwt,
+        "GET",
+        &format!("/api/v1/namespaces/{ns}/serviceaccounts/{name}"),
+        None,
+    )
+    .await
+    .map_err(|e| rpc(format!("annotation lookup failed: {e}")))?;
+    if !(200..300).contains(&status) {
+        return Err(rpc(format!(
+            "annotation lookup failed: {}",
+            status_error(status, &sa)
+        )));
+    }
+    if let Some(over) = sa
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(SERVICE_NAME_ANNOTATION))
+        .and_then(Value::as_str)
+    {
+        name = over.to_string();
+    }
+    Ok([
+        ("serviceaccount.namespace", ns),
+        ("serviceaccount.name", name),
+        ("serviceaccount.uid", uid),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect())
+}
+
+/// Applies the method's binding rules to a verified identity and stores
+/// the login token (one Raft apply): Consul's binder and token writer.
+pub(crate) fn finish_login(
+    table: &AclTable,
+    req: &LoginRequest,
+    identity: &BTreeMap<String, String>,
+    datacenter: &str,
+    apply: &mut dyn FnMut() -> u64,
+) -> Result<Value, ApiError> {
+    let mut st = table.state_mut();
+    let Some(method) = st.auth_methods.get(&req.auth_method).cloned() else {
+        // Deleted while the review was in flight.
+        return Err(ApiError::Forbidden(crate::acl::AclError::Denied(format!(
+            "ACL not found: auth method {:?} not found",
+            req.auth_method
+        ))));
+    };
+    let (mut services, mut nodes, mut roles, mut policies) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for rule in st
+        .binding_rules
+        .values()
+        .filter(|r| r.auth_method == method.name && sel::matches(&r.selector, identity))
+    {
+        let name = sel::interpolate(&rule.bind_name, identity).map_err(ApiError::Rpc)?;
+        let valid = match rule.bind_type.as_str() {
+            "service" | "node" => sel::valid_identity_name(&name),
+            _ => sel::valid_role_name(&name),
+        };
+        if !valid {
+            return Err(ApiError::Rpc(format!("invalid bind name: {name:?}")));
+        }
+        match rule.bind_type.as_str() {
+            "service" => services.push(name),
+            "node" => nodes.push((name, datacenter.to_string())),
+            "role" => {
+                if let Some(r) = st.roles.values().find(|r| r.name == name) {
+                    roles.push(r.id.clone());
+                }
+            }
+            "policy" => {
+                if let Some(p) = st.policies.values().find(|p| p.name == name) {
+                    policies.push(p.id.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    if services.is_empty() && nodes.is_empty() && roles.is_empty() && policies.is_empty() {
+        return Err(permission_denied());
+    }
+    let description = if req.meta.is_empty() {
+        "token created via login".to_string()
+    } else {
+        format!(
+            "token created via login: {}",
+            serde_json::to_string(&req.meta).unwrap_or_default()
+        )
+    };
+    let index = apply();
+    let accessor_id = uuid::Uuid::new_v4().to_string();
+    let secret_id = uuid::Uuid::new_v4().to_string();
+    let rec = TokenRec {
+        accessor_id: accessor_id.clone(),
+        secret_id: secret_id.clone(),
+        description,
+        policies,
+        roles,
+        local: method.token_locality != "global",
+        auth_method: method.name.clone(),
+        service_identities: services,
+        node_identities: nodes,
+        create_time: crate::acl::now_rfc3339(),
+        create_index: index,
+        modify_index: index,
+    };
+    let out = crate::acl_http::token_json(&st, &rec, true);
+    st.by_secret.insert(secret_id, accessor_id.clone());
+    st.tokens.insert(accessor_id, rec);
+    Ok(out)
+}
