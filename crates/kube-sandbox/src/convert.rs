@@ -39,7 +39,7 @@ pub fn bytes_to_view(res: &Resource, stored: Bytes) -> Bytes {
     if res.stored_as.is_none() {
         return stored;
     }
-    match serde_json::from_slice::<Value>(&stored) {
+    match crate::json::parse(&stored) {
         Ok(v) => match serde_json::to_vec(&to_view(res, v)) {
             Ok(b) => Bytes::from(b),
             Err(_) => stored,

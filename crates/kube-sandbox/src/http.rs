@@ -312,7 +312,7 @@ pub(crate) fn parse_body(body: &[u8], content_type: &str) -> Result<Value, ApiEr
             ))),
         };
     }
-    match serde_json::from_slice::<Value>(body) {
+    match crate::json::parse(body) {
         Ok(v) => Ok(v),
         // kubectl and other clients may send YAML when asked to.
         Err(json_err) => serde_yaml::from_slice::<Value>(body)
@@ -438,7 +438,7 @@ fn check_patch_fields(
     match kind {
         PatchKind::Merge | PatchKind::Strategic => {
             // A body that is not JSON is refused by the store, as before.
-            let Ok(mut v) = serde_json::from_slice::<Value>(&body) else {
+            let Ok(mut v) = crate::json::parse(&body) else {
                 return Ok((body, Vec::new()));
             };
             match check_fields(res, &mut v, validation, false)? {
@@ -521,7 +521,7 @@ async fn object(
             if wants_table(headers) {
                 // Printed from the stored form, whatever version is asked.
                 let obj = store.get(&store.storage_of(&res), &ns, name)?;
-                let v: Value = serde_json::from_slice(&obj).unwrap_or(Value::Null);
+                let v: Value = crate::json::parse(&obj).unwrap_or(Value::Null);
                 return Ok(value_response(
                     StatusCode::OK,
                     &crate::table::table(&res, &[v], store.revision(), None),
@@ -553,7 +553,7 @@ async fn object(
                 let items: Vec<Value> = page
                     .items
                     .iter()
-                    .filter_map(|b| serde_json::from_slice(b).ok())
+                    .filter_map(|b| crate::json::parse(b).ok())
                     .collect();
                 let t = crate::table::table(&res, &items, page.rv, page.continue_token.as_deref());
                 return Ok(value_response(StatusCode::OK, &t));
@@ -747,7 +747,7 @@ async fn scale(
     let mut updated = current;
     updated["spec"]["replicas"] = json!(replicas);
     let out = store.update(res, &ns, name, updated, &opts)?;
-    let v: Value = serde_json::from_slice(&out).unwrap_or(Value::Null);
+    let v: Value = crate::json::parse(&out).unwrap_or(Value::Null);
     Ok(value_response(
         StatusCode::OK,
         &crate::kinds::scale_of(res, &v),
@@ -760,7 +760,7 @@ fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
         ..Default::default()
     };
     if !body.is_empty() {
-        let v: Value = serde_json::from_slice(body)
+        let v: Value = crate::json::parse(body)
             .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
         if !v.is_object() {
             return Err(ApiError::bad_request(
@@ -858,7 +858,7 @@ async fn watch(
                 let _guard = WatchGuard(guard_shared);
                 let render = |kind: &str, obj: &Bytes| -> Bytes {
                     if table {
-                        let v: Value = serde_json::from_slice(obj).unwrap_or(Value::Null);
+                        let v: Value = crate::json::parse(obj).unwrap_or(Value::Null);
                         let t = crate::table::table(&res, &[v], 0, None);
                         event_line(kind, &serde_json::to_vec(&t).unwrap_or_default())
                     } else {

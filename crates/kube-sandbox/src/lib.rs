@@ -37,6 +37,7 @@ mod discovery;
 mod faults;
 mod fields;
 mod http;
+mod json;
 mod kinds;
 mod protobuf;
 mod quantity_table;

@@ -80,7 +80,7 @@ pub fn apply_error(res: &Resource, name: &str, e: kube_semantics::apply::ApplyEr
 /// The body of an apply: YAML or JSON.
 pub fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
     // JSON is YAML, but a JSON parse gives the better error for JSON input.
-    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+    if let Ok(v) = crate::json::parse(body) {
         return Ok(v);
     }
     serde_yaml::from_slice::<Value>(body)
@@ -89,14 +89,14 @@ pub fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
 
 /// RFC 7386 merge patch.
 pub fn merge_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
-    let p: Value = serde_json::from_slice(patch)
+    let p: Value = crate::json::parse(patch)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     Ok(kube_semantics::patch::merge_patch(old, &p))
 }
 
 /// RFC 6902 JSON patch.
 pub fn json_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
-    let p: Value = serde_json::from_slice(patch)
+    let p: Value = crate::json::parse(patch)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     kube_semantics::patch::json_patch(old, &p).map_err(|e| {
         ApiError::with_code(422)
@@ -107,7 +107,7 @@ pub fn json_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
 
 /// Strategic merge patch.
 pub fn strategic_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
-    let p: Value = serde_json::from_slice(patch)
+    let p: Value = crate::json::parse(patch)
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     kube_semantics::patch::strategic_merge_patch(old, &p)
         .map_err(|e| ApiError::bad_request(e.to_string()))

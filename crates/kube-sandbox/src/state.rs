@@ -205,6 +205,6 @@ fn load_state(path: &std::path::Path, config: &Config) -> std::io::Result<Store>
     };
     let bytes = std::fs::read(path)?;
     let snapshot: serde_json::Value =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
+        crate::json::parse(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
     Store::restore(config.store.clone(), &snapshot).map_err(bad)
 }

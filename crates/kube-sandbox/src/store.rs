@@ -253,7 +253,7 @@ impl Filter {
     /// Whether an event's object passes the filter.
     fn matches_event(&self, e: &Event) -> bool {
         self.matches(&e.namespace, &e.labels, || {
-            serde_json::from_slice(&e.object).ok()
+            crate::json::parse(&e.object).ok()
         })
     }
 
@@ -266,7 +266,7 @@ impl Filter {
         let now = self.matches_event(e);
         let before = match (&e.kind, &e.prev) {
             (EventType::Modified, Some((labels, json))) => {
-                self.matches(&e.namespace, labels, || serde_json::from_slice(json).ok())
+                self.matches(&e.namespace, labels, || crate::json::parse(json).ok())
             }
             _ => now,
         };
@@ -432,7 +432,7 @@ impl Store {
         let mut objects = Vec::new();
         for resource in resources {
             for ((namespace, _), stored) in &self.objects[resource] {
-                if let Ok(object) = serde_json::from_slice::<Value>(&stored.json) {
+                if let Ok(object) = crate::json::parse(&stored.json) {
                     objects.push(json!({
                         "resource": &**resource,
                         "namespace": &**namespace,
@@ -627,7 +627,7 @@ impl Store {
     }
 
     fn parse(stored: &Stored) -> Result<Value, ApiError> {
-        serde_json::from_slice(&stored.json).map_err(|e| {
+        crate::json::parse(&stored.json).map_err(|e| {
             ApiError::with_code(500).with_message(format!("stored object is corrupt: {e}"))
         })
     }
@@ -1004,7 +1004,7 @@ impl Store {
             };
             for (key, stored) in range {
                 if !filter.matches(&key.0, &stored.labels, || {
-                    serde_json::from_slice(&stored.json).ok()
+                    crate::json::parse(&stored.json).ok()
                 }) {
                     continue;
                 }
@@ -1404,7 +1404,7 @@ impl Store {
             return;
         };
         for stored in coll.values_mut() {
-            let Ok(mut obj) = serde_json::from_slice::<Value>(&stored.json) else {
+            let Ok(mut obj) = crate::json::parse(&stored.json) else {
                 continue;
             };
             let before = obj.clone();
@@ -1627,7 +1627,7 @@ impl Store {
             .map(|c| {
                 c.iter()
                     .filter(|(k, s)| {
-                        filter.matches(&k.0, &s.labels, || serde_json::from_slice(&s.json).ok())
+                        filter.matches(&k.0, &s.labels, || crate::json::parse(&s.json).ok())
                     })
                     .map(|(k, _)| k.clone())
                     .collect()
@@ -1670,7 +1670,7 @@ impl Store {
                     let resource: Arc<str> = Arc::from(resource.as_str());
                     for (key, stored) in coll {
                         if !filter.matches(&key.0, &stored.labels, || {
-                            serde_json::from_slice(&stored.json).ok()
+                            crate::json::parse(&stored.json).ok()
                         }) {
                             continue;
                         }
@@ -1717,10 +1717,11 @@ impl Store {
 }
 
 /// An encoded object with its `resourceVersion` set to `rv`.
-/// The deepest object the store keeps: the depth serde_json reads back.
-/// The real API server's decoder accepts 10,000 levels; this one stops at
-/// 128, so deeper objects are refused here rather than stored unreadable.
-pub(crate) const MAX_STORED_DEPTH: usize = 127;
+/// The deepest object the store keeps: the depth [`crate::json::parse`]
+/// reads back. The real API server's decoder accepts 10,000 levels;
+/// deeper objects are refused here rather than stored unreadable (an
+/// object built by a patch or an apply can be deeper than any body sent).
+pub(crate) const MAX_STORED_DEPTH: usize = crate::json::MAX_DEPTH;
 
 /// Nesting depth of a value (a scalar is 0, `{}` and `[]` are 1), counted
 /// without recursion.
@@ -1753,7 +1754,7 @@ fn check_depth(object: &Value) -> Result<(), ApiError> {
 }
 
 fn with_revision(json: &Bytes, rv: u64) -> Bytes {
-    match serde_json::from_slice::<Value>(json) {
+    match crate::json::parse(json) {
         Ok(mut v) => {
             metadata_mut(&mut v).insert("resourceVersion".into(), json!(rv.to_string()));
             serde_json::to_vec(&v)
@@ -1837,7 +1838,7 @@ mod tests {
     }
 
     #[test]
-    fn depth_counts_containers_and_the_limit_is_what_serde_json_reads_back() {
+    fn depth_counts_containers_and_the_limit_is_what_the_store_reads_back() {
         assert_eq!(depth(&json!(1)), 0);
         assert_eq!(depth(&json!({})), 1);
         assert_eq!(depth(&json!({"a": [1, {"b": []}]})), 4);
@@ -1852,7 +1853,7 @@ mod tests {
             let v = nested(n);
             assert_eq!(depth(&v), n);
             let text = serde_json::to_vec(&v).unwrap();
-            let reads_back = serde_json::from_slice::<Value>(&text).is_ok();
+            let reads_back = crate::json::parse(&text).is_ok();
             assert_eq!(reads_back, check_depth(&v).is_ok(), "depth {n}");
         }
     }

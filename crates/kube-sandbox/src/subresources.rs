@@ -680,7 +680,7 @@ fn evict(
         .list(&pdb_res, &filter, None, None)?
         .items
         .iter()
-        .filter_map(|b| serde_json::from_slice::<Value>(b).ok())
+        .filter_map(|b| crate::json::parse(b).ok())
         .filter(|b| {
             selects(b.pointer("/spec/selector"), pod.pointer("/metadata/labels")) == Some(true)
         })

@@ -48,6 +48,28 @@ async fn post_raw(env: &Env, body: &Value) -> reqwest::Response {
         .unwrap()
 }
 
+/// Decodes JSON of any depth (the test's own view; serde_json's default
+/// stops at 128 levels).
+fn parse_deep(text: &str) -> Value {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    Value::deserialize(&mut de).unwrap()
+}
+
+async fn get_deep(env: &Env, name: &str) -> Value {
+    let text = reqwest::get(format!(
+        "{}/apis/sync.appuio.ch/v1alpha1/namespaces/{OPS}/syncconfigs/{name}",
+        env.sb.url()
+    ))
+    .await
+    .unwrap()
+    .text()
+    .await
+    .unwrap();
+    parse_deep(&text)
+}
+
 async fn list_text(env: &Env) -> String {
     reqwest::get(format!(
         "{}/apis/sync.appuio.ch/v1alpha1/namespaces/{OPS}/syncconfigs",
@@ -64,16 +86,9 @@ async fn list_text(env: &Env) -> String {
 async fn a_deeply_nested_syncconfig_does_not_stop_the_others() {
     let env = Env::new().await;
     env.create_ns("team-a", &[("team", "a")]).await;
-    // The deepest object the API server accepts here.
-    let mut depth = 128;
-    while !post_raw(&env, &deep_config("deep", depth))
-        .await
-        .status()
-        .is_success()
-    {
-        depth -= 1;
-        assert!(depth > 100, "the server refuses every deep SyncConfig");
-    }
+    // The deepest object mirra's decoder reads whole.
+    let answer = post_raw(&env, &deep_config("deep", 127)).await;
+    assert!(answer.status().is_success(), "{}", answer.status());
     // The precondition of the test: a list holding it is too deep for a
     // client that decodes lists whole (as kube-runtime's watcher does).
     let text = list_text(&env).await;
@@ -107,11 +122,76 @@ async fn a_deeply_nested_syncconfig_does_not_stop_the_others() {
         .text()
         .await
         .unwrap();
-        let object: Value = serde_json::from_str(&text).unwrap();
+        let object = parse_deep(&text);
         object["status"]["conditions"].is_array()
     })
     .await;
     // Edits after the deep one arrived still sync.
+    env.patch_sc_spec(
+        "plain",
+        spec_for_team("a", vec![cm_item("shared", json!({"k": "w"}))]),
+    )
+    .await;
+    wait_for("plain edit", || async {
+        env.cm_data("team-a", "shared")
+            .await
+            .map(|d| d["k"].clone())
+            == Some("w".into())
+    })
+    .await;
+    assert_eq!(ctl.metric("mirra_errors_total{class=\"watch\"}"), 0.0);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn a_syncconfig_too_deep_to_decode_is_reported_and_the_others_sync() {
+    let env = Env::new().await;
+    env.create_ns("team-a", &[("team", "a")]).await;
+    // 200 levels: the API server takes it, serde_json (128) cannot read it.
+    let answer = post_raw(&env, &deep_config("deep", 200)).await;
+    assert!(answer.status().is_success(), "{}", answer.status());
+    env.create_sc(
+        "plain",
+        json!({}),
+        spec_for_team("a", vec![cm_item("shared", json!({"k": "v"}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("plain copy", || async {
+        env.cm_data("team-a", "shared")
+            .await
+            .map(|d| d["k"].clone())
+            == Some("v".into())
+    })
+    .await;
+    // Reported on the SyncConfig itself: Invalid, with the reason...
+    wait_for("deep reported", || async {
+        let object = get_deep(&env, "deep").await;
+        object["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c["type"] == "Invalid"
+                    && c["status"] == "True"
+                    && c["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("nested more than 128 levels"))
+            })
+    })
+    .await;
+    // ... in an Event, and in the metric.
+    wait_for("deep event", || async {
+        env.events("deep")
+            .await
+            .iter()
+            .any(|(reason, _)| reason == "InvalidSyncConfigSpec")
+    })
+    .await;
+    assert!(ctl.metric("mirra_errors_total{class=\"syncconfig-undecodable\"}") >= 1.0);
+    // Nothing of it was written, and the others keep syncing.
+    assert!(env.cm("team-a", "deep-item").await.is_none());
     env.patch_sc_spec(
         "plain",
         spec_for_team("a", vec![cm_item("shared", json!({"k": "w"}))]),
