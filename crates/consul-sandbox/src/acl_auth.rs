@@ -21,6 +21,7 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use crate::acl::{AclAccess, AclTable, AuthMethodRec, Authz, BindingRuleRec, TokenRec};
+use crate::acl_http::{decode, field, str_field};
 use crate::acl_selector as sel;
 use crate::error::ApiError;
 
@@ -39,32 +40,6 @@ fn not_found() -> ApiError {
 
 fn permission_denied() -> ApiError {
     ApiError::Forbidden(crate::acl::AclError::Denied("Permission denied".into()))
-}
-
-fn decode(body: &[u8], what: &str) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(bad(format!(
-            "{what} decoding failed: json: cannot unmarshal into Go value"
-        ))),
-        Err(e) => Err(bad(format!("{what} decoding failed: {e}"))),
-    }
-}
-
-/// A body field, matched case-insensitively as Go's JSON decoder does.
-fn field<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    m.get(key).or_else(|| {
-        m.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key))
-            .map(|(_, v)| v)
-    })
-}
-
-fn str_field(m: &Map<String, Value>, key: &str) -> String {
-    field(m, key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// Whether a compact JWS parses (three base64url parts, a JSON header

@@ -205,7 +205,7 @@ pub(crate) fn handle(
     }
 }
 
-fn decode(body: &[u8], what: &str) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn decode(body: &[u8], what: &str) -> Result<Map<String, Value>, ApiError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(bad(format!(
@@ -217,7 +217,7 @@ fn decode(body: &[u8], what: &str) -> Result<Map<String, Value>, ApiError> {
 
 /// A body field, matched case-insensitively as Go's JSON decoder does
 /// (py-consul, for one, sends `name` and `rules`).
-fn field<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub(crate) fn field<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     m.get(key).or_else(|| {
         m.iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(key))
@@ -225,7 +225,7 @@ fn field<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     })
 }
 
-fn str_field(m: &Map<String, Value>, key: &str) -> String {
+pub(crate) fn str_field(m: &Map<String, Value>, key: &str) -> String {
     field(m, key)
         .and_then(Value::as_str)
         .unwrap_or_default()

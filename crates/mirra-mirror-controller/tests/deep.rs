@@ -82,6 +82,41 @@ async fn list_text(env: &Env) -> String {
     .unwrap()
 }
 
+/// Starts the controller with a plain SyncConfig beside the deep one and
+/// waits for its copy.
+async fn start_with_plain(env: &Env) -> Running {
+    env.create_sc(
+        "plain",
+        json!({}),
+        spec_for_team("a", vec![cm_item("shared", json!({"k": "v"}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("plain copy", || async {
+        plain_value(env).await.as_deref() == Some("v")
+    })
+    .await;
+    ctl
+}
+
+async fn plain_value(env: &Env) -> Option<String> {
+    env.cm_data("team-a", "shared").await?.get("k").cloned()
+}
+
+/// An edit of the plain SyncConfig still reaches its copy.
+async fn plain_edit_syncs(env: &Env) {
+    env.patch_sc_spec(
+        "plain",
+        spec_for_team("a", vec![cm_item("shared", json!({"k": "w"}))]),
+    )
+    .await;
+    wait_for("plain edit", || async {
+        plain_value(env).await.as_deref() == Some("w")
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_deeply_nested_syncconfig_does_not_stop_the_others() {
     let env = Env::new().await;
@@ -94,51 +129,15 @@ async fn a_deeply_nested_syncconfig_does_not_stop_the_others() {
     let text = list_text(&env).await;
     assert!(serde_json::from_str::<ObjectList<DynamicObject>>(&text).is_err());
 
-    env.create_sc(
-        "plain",
-        json!({}),
-        spec_for_team("a", vec![cm_item("shared", json!({"k": "v"}))]),
-    )
-    .await;
-    let ctl = env.start(Settings::for_tests(&[OPS]));
-    ctl.wait_ready().await;
-    wait_for("plain copy", || async {
-        env.cm_data("team-a", "shared")
-            .await
-            .map(|d| d["k"].clone())
-            == Some("v".into())
-    })
-    .await;
+    let ctl = start_with_plain(&env).await;
     // The deep one was read and planned: it has a status, and its item's
     // fate is reported there.
     wait_for("deep status", || async {
-        // The object alone is within the decoder's reach; its list is not.
-        let text = reqwest::get(format!(
-            "{}/apis/sync.appuio.ch/v1alpha1/namespaces/{OPS}/syncconfigs/deep",
-            env.sb.url()
-        ))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-        let object = parse_deep(&text);
-        object["status"]["conditions"].is_array()
+        get_deep(&env, "deep").await["status"]["conditions"].is_array()
     })
     .await;
     // Edits after the deep one arrived still sync.
-    env.patch_sc_spec(
-        "plain",
-        spec_for_team("a", vec![cm_item("shared", json!({"k": "w"}))]),
-    )
-    .await;
-    wait_for("plain edit", || async {
-        env.cm_data("team-a", "shared")
-            .await
-            .map(|d| d["k"].clone())
-            == Some("w".into())
-    })
-    .await;
+    plain_edit_syncs(&env).await;
     assert_eq!(ctl.metric("mirra_errors_total{class=\"watch\"}"), 0.0);
     ctl.stop().await;
 }
@@ -150,21 +149,7 @@ async fn a_syncconfig_too_deep_to_decode_is_reported_and_the_others_sync() {
     // 200 levels: the API server takes it, serde_json (128) cannot read it.
     let answer = post_raw(&env, &deep_config("deep", 200)).await;
     assert!(answer.status().is_success(), "{}", answer.status());
-    env.create_sc(
-        "plain",
-        json!({}),
-        spec_for_team("a", vec![cm_item("shared", json!({"k": "v"}))]),
-    )
-    .await;
-    let ctl = env.start(Settings::for_tests(&[OPS]));
-    ctl.wait_ready().await;
-    wait_for("plain copy", || async {
-        env.cm_data("team-a", "shared")
-            .await
-            .map(|d| d["k"].clone())
-            == Some("v".into())
-    })
-    .await;
+    let ctl = start_with_plain(&env).await;
     // Reported on the SyncConfig itself: Invalid, with the reason...
     wait_for("deep reported", || async {
         let object = get_deep(&env, "deep").await;
@@ -192,18 +177,7 @@ async fn a_syncconfig_too_deep_to_decode_is_reported_and_the_others_sync() {
     assert!(ctl.metric("mirra_errors_total{class=\"syncconfig-undecodable\"}") >= 1.0);
     // Nothing of it was written, and the others keep syncing.
     assert!(env.cm("team-a", "deep-item").await.is_none());
-    env.patch_sc_spec(
-        "plain",
-        spec_for_team("a", vec![cm_item("shared", json!({"k": "w"}))]),
-    )
-    .await;
-    wait_for("plain edit", || async {
-        env.cm_data("team-a", "shared")
-            .await
-            .map(|d| d["k"].clone())
-            == Some("w".into())
-    })
-    .await;
+    plain_edit_syncs(&env).await;
     assert_eq!(ctl.metric("mirra_errors_total{class=\"watch\"}"), 0.0);
     ctl.stop().await;
 }
