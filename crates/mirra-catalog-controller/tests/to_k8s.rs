@@ -236,8 +236,9 @@ fn external_name(svc: &Service) -> Option<String> {
     svc.spec.as_ref().and_then(|s| s.external_name.clone())
 }
 
-#[tokio::test]
-async fn edits_of_a_written_external_name_service_are_reverted() {
+/// Sandboxes with a Consul service `db`, the sync running, and its
+/// ExternalName Service written.
+async fn with_db_written() -> (Sandboxes, Api<Service>, Running) {
     let sb = sandboxes().await;
     let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
     sb.consul
@@ -249,6 +250,12 @@ async fn edits_of_a_written_external_name_service_are_reverted() {
         services.get_opt("db").await.unwrap().is_some()
     })
     .await;
+    (sb, services, running)
+}
+
+#[tokio::test]
+async fn edits_of_a_written_external_name_service_are_reverted() {
+    let (sb, services, running) = with_db_written().await;
     let patches = || sb.kube_sb.stats().get("patch services");
     let before = patches();
 
@@ -438,17 +445,7 @@ async fn a_few_failed_lists_cost_one_retry_each() {
 
 #[tokio::test]
 async fn an_update_planned_from_a_stale_version_does_not_land() {
-    let sb = sandboxes().await;
-    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
-    sb.consul
-        .register(&register("ext", "db", &[]))
-        .await
-        .unwrap();
-    let (running, _ready) = start(&sb.kube, &sb.consul_sb.url());
-    eventually("db written", || async {
-        services.get_opt("db").await.unwrap().is_some()
-    })
-    .await;
+    let (sb, services, running) = with_db_written().await;
     let patches = || sb.kube_sb.stats().get("patch services");
     let before = patches();
     // mirra's next write is held in the server for a while.

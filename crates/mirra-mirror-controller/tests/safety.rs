@@ -247,6 +247,22 @@ async fn a_large_syncconfig_does_not_starve_another_ones_edit() {
 /// someone else edits the copy), the write is refused with 409 instead of
 /// landing over the newer version, and goes through once the cache has
 /// caught up, keeping the other writer's change.
+/// Ends every watch and holds the next one of `resource` back for 1.5 s,
+/// so mirra's cache of it lags behind what the test writes meanwhile.
+async fn hold_watches(env: &Env, resource: &str) {
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some("watch".into()),
+            resource: Some(resource.into()),
+            latency_ms: Some(1500),
+            count: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    env.sb.close_watches();
+}
+
 #[tokio::test]
 async fn an_apply_planned_from_a_stale_version_does_not_land() {
     let env = Env::new().await;
@@ -263,17 +279,7 @@ async fn an_apply_planned_from_a_stale_version_does_not_land() {
     env.settle().await;
     // The ConfigMap watch goes away for a while: mirra's cache keeps the
     // old version.
-    env.sb
-        .inject(kube_sandbox::FaultRule {
-            verb: Some("watch".into()),
-            resource: Some("configmaps".into()),
-            latency_ms: Some(1500),
-            count: Some(1),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    env.sb.close_watches();
+    hold_watches(&env, "configmaps").await;
     env.cms("p")
         .patch(
             "c",
@@ -323,17 +329,7 @@ async fn a_status_planned_from_a_stale_version_does_not_land() {
     env.settle().await;
     // The SyncConfig watch goes away for a while: mirra's cache keeps the
     // version its last status write answered with.
-    env.sb
-        .inject(kube_sandbox::FaultRule {
-            verb: Some("watch".into()),
-            resource: Some("syncconfigs.sync.appuio.ch".into()),
-            latency_ms: Some(1500),
-            count: Some(1),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    env.sb.close_watches();
+    hold_watches(&env, "syncconfigs.sync.appuio.ch").await;
     // Someone else writes the SyncConfig meanwhile.
     env.sc_api()
         .patch(
