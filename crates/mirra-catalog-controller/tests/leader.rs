@@ -11,6 +11,8 @@
 
 mod common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::*;
@@ -52,6 +54,59 @@ fn replica_settings(lease: mirra_runtime::LeaseDeadline) -> Settings {
     }
 }
 
+/// A TCP forwarder in front of Consul that counts the transactions sent
+/// through it, so the test can tell A's requests from B's: Consul counts
+/// both, and under load a transaction of B's that timed out on B's side
+/// after Consul applied it is counted there without being A's.
+async fn counting_proxy(consul_url: &str) -> (String, Arc<AtomicU64>) {
+    const NEEDLE: &[u8] = b"PUT /v1/txn";
+    let upstream = consul_url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let sent = Arc::new(AtomicU64::new(0));
+    let counter = sent.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let Ok(server) = tokio::net::TcpStream::connect(&upstream).await else {
+                continue;
+            };
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+                });
+                // The bytes of the previous read the needle may continue.
+                let mut window: Vec<u8> = Vec::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                loop {
+                    let n = match client_read.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    window.extend_from_slice(&buf[..n]);
+                    let hits = window
+                        .windows(NEEDLE.len())
+                        .filter(|w| *w == NEEDLE)
+                        .count();
+                    counter.fetch_add(hits as u64, Ordering::SeqCst);
+                    let keep = window.len().min(NEEDLE.len() - 1);
+                    window.drain(..window.len() - keep);
+                    if server_write.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (url, sent)
+}
+
 async fn addresses(c: &mirra_consul::Client) -> Vec<String> {
     let mut a: Vec<String> = instances(c, NODE)
         .await
@@ -82,7 +137,12 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
     let a_lease = a_elector.deadline().with_write_hold(held);
     let a_elector_task = tokio::spawn(a_elector.run(std::future::pending()));
     a_leading.wait_for(|l| *l).await.unwrap();
-    let a = start(&a_kube, &fast_consul(&csb.url()), replica_settings(a_lease));
+    let (a_consul_url, a_sent) = counting_proxy(&csb.url()).await;
+    let a = start(
+        &a_kube,
+        &fast_consul(&a_consul_url),
+        replica_settings(a_lease),
+    );
     wait_for("A registered 10.1.0.1", || async {
         addresses(&reader).await == ["10.1.0.1"]
     })
@@ -125,6 +185,8 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
     })
     .await;
     let a_transactions = a.metrics.transactions_total();
+    let a_sent_before = a_sent.load(Ordering::SeqCst);
+    assert!(a_sent_before >= 1, "A's transactions go through the proxy");
     let applies_before = csb.stats().raft_applies;
     a_elector_task.abort();
     assert!(*a_leading.borrow(), "A still believes it leads");
@@ -167,9 +229,13 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
         "B wrote both changes: {b_transactions}"
     );
     assert_eq!(
-        csb.stats().raft_applies - applies_before,
-        b_transactions,
-        "Consul applied B's transactions and nothing from A"
+        a_sent.load(Ordering::SeqCst),
+        a_sent_before,
+        "A sent no transaction once it was paused"
+    );
+    assert!(
+        csb.stats().raft_applies - applies_before >= b_transactions,
+        "Consul applied B's transactions"
     );
 
     a.stop.cancel();
