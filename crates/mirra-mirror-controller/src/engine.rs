@@ -23,10 +23,7 @@ use mirra_mirror::status::{
     CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
     REASON_LIMIT_EXCEEDED,
 };
-use mirra_mirror::{
-    ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus, desired_status, status_changed,
-    summarize,
-};
+use mirra_mirror::{ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus};
 use mirra_runtime::{Metrics, Outcome, QueueConfig, ReadyFlag, WorkQueue, WriteFence};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -34,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ControllerError;
 use crate::config_object::ConfigObject;
 use crate::settings::{Settings, WatchScope};
-use crate::state::{OwnWrite, Resolution, State, WriteTarget};
+use crate::state::{OwnWrite, State, StatusRound, WriteTarget};
 use crate::watches;
 use crate::write::{self, WriteFailure};
 
@@ -88,11 +85,7 @@ impl Shared {
             return;
         }
         let now = Instant::now();
-        self.with_state(|s| {
-            for k in &keys {
-                s.first_event.entry(k.clone()).or_insert(now);
-            }
-        });
+        self.with_state(|s| s.note_dirty(keys.iter(), now));
         for k in keys {
             self.queue.add(k);
         }
@@ -159,10 +152,7 @@ pub async fn run(
         }
     }
     // Dropping the entries aborts the copy and deleteItem watches.
-    shared.with_state(|s| {
-        s.kinds.clear();
-        s.deletes.clear();
-    });
+    shared.with_state(State::drop_watches);
     match failure {
         Some(e) => Err(e),
         None => Ok(()),
@@ -177,7 +167,7 @@ async fn worker(shared: Arc<Shared>) {
         };
         let outcome = process(&shared, &key).await;
         if outcome == Outcome::Success {
-            shared.with_state(|s| s.first_event.remove(&key));
+            shared.with_state(|s| s.forget_dirty(&key));
         }
         if let Err(e) = shared.queue.done(&key, outcome) {
             tracing::error!(namespace = %key, error = %e, "work queue bookkeeping failed");
@@ -312,14 +302,10 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
     }
     let now = Instant::now();
     shared.with_state(|s| {
-        if wrote && let Some(first) = s.first_event.get(namespace) {
+        if wrote && let Some(first) = s.take_first_event(namespace) {
             shared
                 .metrics
-                .observe_event_to_write(CONTROLLER, now.saturating_duration_since(*first));
-        }
-        if wrote {
-            // Later writes of the same key measure from a later event.
-            s.first_event.remove(namespace);
+                .observe_event_to_write(CONTROLLER, now.saturating_duration_since(first));
         }
         s.store_outcomes(namespace, outcomes, now);
         if result == Outcome::Success {
@@ -345,14 +331,10 @@ fn permanent_retry(
     failed: bool,
 ) -> Outcome {
     if !failed {
-        state.permanent_failures.remove(namespace);
+        state.clear_permanent_failures(namespace);
         return Outcome::Success;
     }
-    let n = state
-        .permanent_failures
-        .entry(namespace.to_string())
-        .or_insert(0);
-    *n = n.saturating_add(1);
+    let n = state.count_permanent_failure(namespace);
     // The jitter is derived from the name: namespaces that failed together
     // (one RBAC rule missing) spread out, and the delay of one namespace is
     // reproducible.
@@ -360,7 +342,7 @@ fn permanent_retry(
     Outcome::RetryAfter(mirra_runtime::queue::backoff_delay(
         settings.permanent_retry_base,
         settings.permanent_retry_cap,
-        *n,
+        n,
         jitter,
     ))
 }
@@ -537,48 +519,14 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
             if !s.caches_ready() {
                 return (sizes, false, Vec::new());
             }
-            let now = Instant::now();
-            if !busy {
-                // A status written while namespaces were still pending is
-                // computed again once the work is done, even if no outcome
-                // changed.
-                for key in std::mem::take(&mut s.pending_status) {
-                    s.dirty_status.entry(key).or_insert(now);
-                }
-            }
-            let due: Vec<ConfigRef> = s
-                .dirty_status
-                .iter()
-                .filter(|(_, t)| !busy || now.saturating_duration_since(**t) >= max_delay)
-                .map(|(k, _)| k.clone())
-                .collect();
-            let mut todo = Vec::new();
-            for key in due {
-                s.dirty_status.remove(&key);
-                let Some(compiled) = s.compiled.get(&key) else {
-                    continue;
-                };
-                let mut summary = summarize(&key, s.outcomes.values().flatten());
-                // Namespaces it selects that are still queued or being
-                // worked on: not Ready until they are done.
-                summary.pending = s
-                    .selected_by(&[compiled])
-                    .iter()
-                    .filter(|n| shared.queue.is_queued(*n))
-                    .count() as i64;
-                summary.limit = s.over_limit(&key).map(|e| e.to_string());
-                if summary.pending > 0 {
-                    s.pending_status.insert(key.clone());
-                } else {
-                    s.pending_status.remove(&key);
-                }
-                let previous = s.stored_status(&key);
-                let new = desired_status(compiled, &summary, previous.as_ref(), &now_str);
-                if status_changed(previous.as_ref(), &new) {
-                    let base = s.status_base_version(&key);
-                    todo.push((key, previous, new, base));
-                }
-            }
+            let is_queued = |n: &String| shared.queue.is_queued(n);
+            let todo = s.plan_statuses(&StatusRound {
+                now: Instant::now(),
+                busy,
+                max_delay,
+                now_str: &now_str,
+                is_queued: &is_queued,
+            });
             (sizes, true, todo)
         });
         for (kind, n) in sizes {
@@ -588,8 +536,8 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
             tracing::info!("every cache holds its initial list: ready");
             ready.set_ready();
         }
-        for (key, previous, new, base) in todo {
-            write_status(&shared, &key, previous.as_ref(), new, base).await;
+        for w in todo {
+            write_status(&shared, &w.key, w.previous.as_ref(), w.new, w.base).await;
         }
     }
 }
@@ -624,9 +572,7 @@ async fn write_status(
         Err(fenced) => {
             tracing::debug!(syncconfig = %key, error = %fenced, "status write fenced");
             shared.metrics.error(fenced.class());
-            shared.with_state(|s| {
-                s.dirty_status.insert(key.clone(), Instant::now());
-            });
+            shared.with_state(|s| s.status_write_failed(key));
             return;
         }
     };
@@ -636,14 +582,8 @@ async fn write_status(
                 .metrics
                 .write("patch-status", mirra_mirror::resource::KIND);
             record_events(shared, key, previous, &new).await;
-            shared.with_state(|s| {
-                if s.compiled.contains_key(key) {
-                    s.written_status.insert(key.clone(), new);
-                    if let (Some(base), Some(answered)) = (base, answer.metadata.resource_version) {
-                        s.status_versions.insert(key.clone(), (base, answered));
-                    }
-                }
-            });
+            shared
+                .with_state(|s| s.status_written(key, new, base, answer.metadata.resource_version));
         }
         Err(kube::Error::Api(s)) if s.code == 404 => {
             // The SyncConfig is gone; nothing to report on.
@@ -653,17 +593,12 @@ async fn write_status(
             // brings the newer one.
             shared.metrics.error("conflict");
             tracing::debug!(syncconfig = %key, "status planned from an older version, planning again");
-            shared.with_state(|s| {
-                s.status_versions.remove(key);
-                s.dirty_status.insert(key.clone(), Instant::now());
-            });
+            shared.with_state(|s| s.status_write_stale(key));
         }
         Err(e) => {
             shared.metrics.error("status");
             tracing::warn!(syncconfig = %key, error = %e, "status write failed, retrying");
-            shared.with_state(|s| {
-                s.dirty_status.insert(key.clone(), Instant::now());
-            });
+            shared.with_state(|s| s.status_write_failed(key));
         }
     }
 }
@@ -816,12 +751,10 @@ async fn verify_loop(shared: Arc<Shared>) {
             _ = tokio::time::sleep(every) => {}
         }
         let (keys, retry_kinds) = shared.with_state(|s| {
-            let before = s.kinds.len();
             // Asked again through discovery: a CRD may have been installed.
-            s.kinds
-                .retain(|_, e| !matches!(e.resolution, Resolution::Failed(_)));
+            let retry = s.forget_failed_kinds();
             let keys: BTreeSet<String> = s.namespace_names().into_iter().collect();
-            (keys, s.kinds.len() != before)
+            (keys, retry)
         });
         watches::restart_refused_watches(&shared);
         if retry_kinds {
@@ -840,11 +773,7 @@ async fn verify_loop(shared: Arc<Shared>) {
                 }
             }
             let now = Instant::now();
-            shared.with_state(|s| {
-                for k in chunk {
-                    s.first_event.entry(k.clone()).or_insert(now);
-                }
-            });
+            shared.with_state(|s| s.note_dirty(chunk.iter(), now));
             for k in chunk {
                 // No debounce: nothing is bursting, the pass itself is
                 // the event.

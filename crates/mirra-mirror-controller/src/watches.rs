@@ -20,15 +20,12 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher;
 use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
-use mirra_runtime::Cache;
 
 use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
 use crate::settings::WatchScope;
-use crate::state::{
-    AbortOnDrop, DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution, Unavailable,
-};
+use crate::state::{AbortOnDrop, DeleteWatchId, KindId, Resolution, State, Unavailable};
 
 /// The SyncConfig resource.
 pub fn syncconfig_resource() -> ApiResource {
@@ -93,9 +90,7 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     // waits for all of them.
     shared.with_state(|s| {
         for scope in &scopes {
-            s.configs
-                .entry(scope.clone().unwrap_or_else(|| "*".into()))
-                .or_insert_with(Cache::new);
+            s.register_config_cache(scope.as_deref().unwrap_or("*"));
         }
     });
     scopes
@@ -259,20 +254,7 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> A
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
-                    let (keys, emptied) = shared.with_state(|s| {
-                        // Any answer means the kind can be read again.
-                        let mut keys = s.set_copies_unavailable(&kind, None);
-                        let changed = s.apply_copies(&kind, event);
-                        // The last copy is gone: the kind manager drops the
-                        // watch unless a SyncConfig still names the kind.
-                        let emptied = s.kinds.get(&kind).is_some_and(|e| {
-                            (e.swept || !changed.is_empty())
-                                && e.copies.initial_list_done()
-                                && e.copies.is_empty()
-                        });
-                        keys.extend(changed);
-                        (keys, emptied)
-                    });
+                    let (keys, emptied) = shared.with_state(|s| s.copies_event(&kind, event));
                     if emptied {
                         shared.kinds_changed.notify_one();
                     }
@@ -336,19 +318,11 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
 /// caches, which the relist corrects) stay, so a kind found by the
 /// start-up sweep is not lost.
 pub fn restart_refused_watches(shared: &Arc<Shared>) {
-    let refused = |u: &Option<Unavailable>| u.as_ref().is_some_and(|u| u.on_watch);
     shared.with_state(|s| {
-        for (kind, e) in s.kinds.iter_mut() {
-            if let (true, Resolution::Served(ar)) = (refused(&e.unavailable), &e.resolution) {
-                // Replacing the handle aborts the old watcher.
-                e.task = Some(spawn_copies_watch(shared, kind.clone(), ar));
-            }
-        }
-        for (id, d) in s.deletes.iter_mut() {
-            if let (true, Some(ar)) = (refused(&d.unavailable), &d.resource) {
-                d.task = Some(spawn_delete_watch(shared, id.clone(), ar));
-            }
-        }
+        s.restart_refused_watches(
+            |kind, ar| spawn_copies_watch(shared, kind.clone(), ar),
+            |id, ar| spawn_delete_watch(shared, id.clone(), ar),
+        )
     });
 }
 
@@ -389,33 +363,7 @@ async fn resolve(client: &kube::Client, kind: &KindId) -> Result<Resolution, kub
 /// SyncConfigs need. Runs until shutdown.
 pub async fn manage_kinds(shared: Arc<Shared>) {
     loop {
-        let (to_resolve, to_watch_deletes) = shared.with_state(|s| {
-            let wanted = s.wanted_kinds();
-            s.kinds.retain(|k, _| wanted.contains(k));
-            let missing: Vec<KindId> = wanted
-                .into_iter()
-                .filter(|k| !s.kinds.contains_key(k))
-                .collect();
-            for k in &missing {
-                s.kinds.insert(
-                    k.clone(),
-                    KindEntry {
-                        resolution: Resolution::Pending,
-                        unavailable: None,
-                        copies: Cache::new(),
-                        task: None,
-                        swept: false,
-                    },
-                );
-            }
-            let wanted_del = s.wanted_delete_watches();
-            s.deletes.retain(|k, _| wanted_del.contains(k));
-            let missing_del: Vec<DeleteWatchId> = wanted_del
-                .into_iter()
-                .filter(|k| !s.deletes.contains_key(k))
-                .collect();
-            (missing, missing_del)
-        });
+        let (to_resolve, to_watch_deletes) = shared.with_state(State::align_watches);
         let mut retry = false;
         for kind in to_resolve {
             match resolve(&shared.client, &kind).await {
@@ -429,28 +377,21 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                     if let Resolution::Failed(reason) = &resolution {
                         tracing::warn!(kind = %kind.1, api_version = %kind.0, %reason, "kind not usable");
                     }
-                    let keys = shared.with_state(|s| {
-                        if let Some(e) = s.kinds.get_mut(&kind) {
-                            e.resolution = resolution;
-                            e.task = task;
-                        }
-                        // The items of this kind can now be planned (or
-                        // reported as failed).
-                        s.users_of_kind(&kind)
-                    });
+                    // The items of this kind can now be planned (or
+                    // reported as failed).
+                    let keys = shared.with_state(|s| s.kind_resolved(&kind, resolution, task));
                     shared.enqueue(keys);
                 }
                 Err(e) => {
                     tracing::warn!(kind = %kind.1, error = %e, "discovery failed, retrying");
                     shared.metrics.error("discovery");
-                    shared.with_state(|s| s.kinds.remove(&kind));
+                    shared.with_state(|s| s.forget_kind(&kind));
                     retry = true;
                 }
             }
         }
         for id in to_watch_deletes {
-            let resolution =
-                shared.with_state(|s| s.kinds.get(&id.0).map(|e| e.resolution.clone()));
+            let resolution = shared.with_state(|s| s.kind_resolution(&id.0));
             let resolution = match resolution {
                 Some(Resolution::Pending) | None => {
                     // The kind itself is resolved above in the same round;
@@ -467,17 +408,7 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                 ),
                 _ => (None, None),
             };
-            shared.with_state(|s| {
-                s.deletes.insert(
-                    id,
-                    DeleteEntry {
-                        resource,
-                        unavailable: None,
-                        objects: Cache::new(),
-                        task,
-                    },
-                );
-            });
+            shared.with_state(|s| s.add_delete_watch(id, resource, task));
         }
         let wait = if retry { Some(DISCOVERY_RETRY) } else { None };
         tokio::select! {
@@ -514,11 +445,7 @@ const SWEEP_WAIT: Duration = Duration::from_millis(50);
 pub async fn startup_sweep(shared: Arc<Shared>) {
     // The kinds SyncConfigs name are known only once their caches are
     // listed; those are watched anyway and need no sweep.
-    while !shared.with_state(|s| {
-        s.namespaces.initial_list_done()
-            && !s.configs.is_empty()
-            && s.configs.values().all(Cache::initial_list_done)
-    }) {
+    while !shared.with_state(|s| s.configs_listed()) {
         tokio::select! {
             _ = shared.shutdown.cancelled() => return,
             _ = tokio::time::sleep(SWEEP_WAIT) => {}
@@ -562,33 +489,10 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
     let mut watched = Vec::new();
     for ar in found {
         let kind: KindId = (ar.api_version.clone(), ar.kind.clone());
-        let added = shared.with_state(|s| {
-            // A SyncConfig may have named the kind meanwhile: its own entry
-            // serves.
-            if s.kinds_in_use_by_group()
-                .contains(&(ar.group.clone(), ar.kind.clone()))
-            {
-                return false;
-            }
-            s.kinds.insert(
-                kind.clone(),
-                KindEntry {
-                    resolution: Resolution::Served(ar.clone()),
-                    unavailable: None,
-                    copies: Cache::new(),
-                    task: None,
-                    swept: true,
-                },
-            );
-            true
-        });
+        let added = shared.with_state(|s| s.add_swept_kind(&kind, &ar));
         if added {
             let task = spawn_copies_watch(&shared, kind.clone(), &ar);
-            shared.with_state(|s| {
-                if let Some(e) = s.kinds.get_mut(&kind) {
-                    e.task = Some(task);
-                }
-            });
+            shared.with_state(|s| s.set_copies_task(&kind, task));
             watched.push(format!("{} {}", ar.api_version, ar.kind));
         }
     }

@@ -1,0 +1,350 @@
+//! The state changes the engine and the watch tasks ask for by name: when a
+//! key first became dirty, the permanent-failure count of a namespace, the
+//! status writer's queue and what it learned from the server, and the set
+//! of copy and deleteItem watches. Each is one method, so that what the
+//! state promises (a status planned from the version it was written on, a
+//! watch entry dropped with its task) holds whoever calls.
+//!
+//! What this module must NOT do: I/O, or decide a write: it keeps the
+//! books of what the engine decided and what the server answered.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::watcher::Event;
+use mirra_mirror::{ConfigRef, SyncConfigStatus};
+use mirra_runtime::Cache;
+
+use super::{AbortOnDrop, DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution, State};
+
+/// A status the writer should send: computed from the caches and the
+/// outcomes, different from the stored one.
+#[derive(Debug)]
+pub struct StatusWrite {
+    /// The SyncConfig.
+    pub key: ConfigRef,
+    /// The status it has now, if any (Events compare against it).
+    pub previous: Option<SyncConfigStatus>,
+    /// The status to write.
+    pub new: SyncConfigStatus,
+    /// The resourceVersion the status was planned from: the write's
+    /// precondition.
+    pub base: Option<String>,
+}
+
+/// What the status planner needs besides the state.
+pub struct StatusRound<'a> {
+    /// Now, for the debounce ages.
+    pub now: Instant,
+    /// Whether the work queue still holds or works on keys.
+    pub busy: bool,
+    /// How long a dirty status may wait while the queue is busy.
+    pub max_delay: Duration,
+    /// The timestamp conditions get when they change.
+    pub now_str: &'a str,
+    /// Whether a namespace is still queued or being worked on.
+    pub is_queued: &'a dyn Fn(&String) -> bool,
+}
+
+impl State {
+    /// Remembers when each key first became dirty since its last write
+    /// (event-to-write latency).
+    pub fn note_dirty<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>, now: Instant) {
+        for k in keys {
+            self.first_event.entry(k.clone()).or_insert(now);
+        }
+    }
+
+    /// The key was processed with nothing left to do: a later event
+    /// starts a new latency measurement.
+    pub fn forget_dirty(&mut self, key: &str) {
+        self.first_event.remove(key);
+    }
+
+    /// When the key first became dirty, forgetting it: its writes were
+    /// sent, so later writes measure from a later event.
+    pub fn take_first_event(&mut self, key: &str) -> Option<Instant> {
+        self.first_event.remove(key)
+    }
+
+    /// A pass of the namespace ended without a permanent failure.
+    pub fn clear_permanent_failures(&mut self, namespace: &str) {
+        self.permanent_failures.remove(namespace);
+    }
+
+    /// A pass of the namespace ended with a permanent failure: the count of
+    /// such passes in a row, the exponent of its retry backoff.
+    pub fn count_permanent_failure(&mut self, namespace: &str) -> u32 {
+        let n = self
+            .permanent_failures
+            .entry(namespace.to_string())
+            .or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    }
+
+    /// The statuses due now: each dirty SyncConfig whose debounce ended
+    /// (all of them once the queue is idle), computed from the outcomes,
+    /// kept only where it differs from the stored status. Taken off the
+    /// dirty set; a failed write puts its key back
+    /// ([`State::status_write_failed`]).
+    pub fn plan_statuses(&mut self, round: &StatusRound<'_>) -> Vec<StatusWrite> {
+        let now = round.now;
+        if !round.busy {
+            // A status written while namespaces were still pending is
+            // computed again once the work is done, even if no outcome
+            // changed.
+            for key in std::mem::take(&mut self.pending_status) {
+                self.dirty_status.entry(key).or_insert(now);
+            }
+        }
+        let due: Vec<ConfigRef> = self
+            .dirty_status
+            .iter()
+            .filter(|(_, t)| !round.busy || now.saturating_duration_since(**t) >= round.max_delay)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut todo = Vec::new();
+        for key in due {
+            self.dirty_status.remove(&key);
+            let Some(compiled) = self.compiled.get(&key) else {
+                continue;
+            };
+            let mut summary = mirra_mirror::summarize(&key, self.outcomes.values().flatten());
+            // Namespaces it selects that are still queued or being worked
+            // on: not Ready until they are done.
+            summary.pending = self
+                .selected_by(&[compiled])
+                .iter()
+                .filter(|n| (round.is_queued)(n))
+                .count() as i64;
+            summary.limit = self.over_limit(&key).map(|e| e.to_string());
+            if summary.pending > 0 {
+                self.pending_status.insert(key.clone());
+            } else {
+                self.pending_status.remove(&key);
+            }
+            let previous = self.stored_status(&key);
+            let new =
+                mirra_mirror::desired_status(compiled, &summary, previous.as_ref(), round.now_str);
+            if mirra_mirror::status_changed(previous.as_ref(), &new) {
+                let base = self.status_base_version(&key);
+                todo.push(StatusWrite {
+                    key,
+                    previous,
+                    new,
+                    base,
+                });
+            }
+        }
+        todo
+    }
+
+    /// A status write was not sent or failed: planned again.
+    pub fn status_write_failed(&mut self, key: &ConfigRef) {
+        self.dirty_status.insert(key.clone(), Instant::now());
+    }
+
+    /// A status write was refused as planned from an older version: the
+    /// version it was written on is forgotten, and it is planned again
+    /// once the watch brings the newer one.
+    pub fn status_write_stale(&mut self, key: &ConfigRef) {
+        self.status_versions.remove(key);
+        self.dirty_status.insert(key.clone(), Instant::now());
+    }
+
+    /// A status write landed: it is the stored status until the watch
+    /// brings it back, and `answered` is the version it made (with `base`,
+    /// the one it was planned from).
+    pub fn status_written(
+        &mut self,
+        key: &ConfigRef,
+        new: SyncConfigStatus,
+        base: Option<String>,
+        answered: Option<String>,
+    ) {
+        if !self.compiled.contains_key(key) {
+            return;
+        }
+        self.written_status.insert(key.clone(), new);
+        if let (Some(base), Some(answered)) = (base, answered) {
+            self.status_versions.insert(key.clone(), (base, answered));
+        }
+    }
+
+    /// Registers an empty SyncConfig cache for a watch scope (`*` for all
+    /// namespaces) before any event arrives, so readiness waits for it.
+    pub fn register_config_cache(&mut self, scope: &str) {
+        self.configs.entry(scope.to_string()).or_default();
+    }
+
+    /// Whether the Namespace cache and every SyncConfig cache hold their
+    /// initial lists.
+    pub fn configs_listed(&self) -> bool {
+        self.namespaces.initial_list_done()
+            && !self.configs.is_empty()
+            && self.configs.values().all(Cache::initial_list_done)
+    }
+
+    /// Drops every copy and deleteItem watch entry (and so aborts their
+    /// tasks).
+    pub fn drop_watches(&mut self) {
+        self.kinds.clear();
+        self.deletes.clear();
+    }
+
+    /// Folds one event of a kind's copies watch: the keys to plan again,
+    /// and whether the kind's last copy is gone (the kind manager then
+    /// drops the watch unless a SyncConfig still names the kind).
+    pub fn copies_event(
+        &mut self,
+        kind: &KindId,
+        event: Event<DynamicObject>,
+    ) -> (BTreeSet<String>, bool) {
+        // Any answer means the kind can be read again.
+        let mut keys = self.set_copies_unavailable(kind, None);
+        let changed = self.apply_copies(kind, event);
+        let emptied = self.kinds.get(kind).is_some_and(|e| {
+            (e.swept || !changed.is_empty()) && e.copies.initial_list_done() && e.copies.is_empty()
+        });
+        keys.extend(changed);
+        (keys, emptied)
+    }
+
+    /// Replaces, in place, the task of every copy and deleteItem watch
+    /// refused after its list was allowed; the entries and their caches
+    /// stay.
+    pub fn restart_refused_watches(
+        &mut self,
+        mut copies: impl FnMut(&KindId, &ApiResource) -> AbortOnDrop,
+        mut deletes: impl FnMut(&DeleteWatchId, &ApiResource) -> AbortOnDrop,
+    ) {
+        let refused = |u: &Option<super::Unavailable>| u.as_ref().is_some_and(|u| u.on_watch);
+        for (kind, e) in self.kinds.iter_mut() {
+            if let (true, Resolution::Served(ar)) = (refused(&e.unavailable), &e.resolution) {
+                // Replacing the handle aborts the old watcher.
+                e.task = Some(copies(kind, ar));
+            }
+        }
+        for (id, d) in self.deletes.iter_mut() {
+            if let (true, Some(ar)) = (refused(&d.unavailable), &d.resource) {
+                d.task = Some(deletes(id, ar));
+            }
+        }
+    }
+
+    /// Makes the watch entries match what the SyncConfigs name: drops the
+    /// unwanted ones, adds a pending entry for each new kind. Returns the
+    /// kinds to resolve and the deleteItem watches to start.
+    pub fn align_watches(&mut self) -> (Vec<KindId>, Vec<DeleteWatchId>) {
+        let wanted = self.wanted_kinds();
+        self.kinds.retain(|k, _| wanted.contains(k));
+        let missing: Vec<KindId> = wanted
+            .into_iter()
+            .filter(|k| !self.kinds.contains_key(k))
+            .collect();
+        for k in &missing {
+            self.kinds.insert(
+                k.clone(),
+                KindEntry {
+                    resolution: Resolution::Pending,
+                    unavailable: None,
+                    copies: Cache::new(),
+                    task: None,
+                    swept: false,
+                },
+            );
+        }
+        let wanted_del = self.wanted_delete_watches();
+        self.deletes.retain(|k, _| wanted_del.contains(k));
+        let missing_del: Vec<DeleteWatchId> = wanted_del
+            .into_iter()
+            .filter(|k| !self.deletes.contains_key(k))
+            .collect();
+        (missing, missing_del)
+    }
+
+    /// Discovery answered for a kind: its resolution and watch are kept,
+    /// and the namespaces whose items name it are returned to plan.
+    pub fn kind_resolved(
+        &mut self,
+        kind: &KindId,
+        resolution: Resolution,
+        task: Option<AbortOnDrop>,
+    ) -> BTreeSet<String> {
+        if let Some(e) = self.kinds.get_mut(kind) {
+            e.resolution = resolution;
+            e.task = task;
+        }
+        self.users_of_kind(kind)
+    }
+
+    /// Drops a kind's entry (discovery failed: it is asked again).
+    pub fn forget_kind(&mut self, kind: &KindId) {
+        self.kinds.remove(kind);
+    }
+
+    /// How a kind in use resolved, if it is in use.
+    pub fn kind_resolution(&self, kind: &KindId) -> Option<Resolution> {
+        self.kinds.get(kind).map(|e| e.resolution.clone())
+    }
+
+    /// Starts keeping a deleteItem watch and its (empty) cache.
+    pub fn add_delete_watch(
+        &mut self,
+        id: DeleteWatchId,
+        resource: Option<ApiResource>,
+        task: Option<AbortOnDrop>,
+    ) {
+        self.deletes.insert(
+            id,
+            DeleteEntry {
+                resource,
+                unavailable: None,
+                objects: Cache::new(),
+                task,
+            },
+        );
+    }
+
+    /// Drops every kind whose discovery failed, so that the kind manager
+    /// asks again (a CRD may have been installed); whether any was.
+    pub fn forget_failed_kinds(&mut self) -> bool {
+        let before = self.kinds.len();
+        self.kinds
+            .retain(|_, e| !matches!(e.resolution, Resolution::Failed(_)));
+        self.kinds.len() != before
+    }
+
+    /// A kind the start-up sweep found copies of: watched like a named
+    /// kind until no copy is left. False when a SyncConfig named the kind
+    /// meanwhile (its own entry serves).
+    pub fn add_swept_kind(&mut self, kind: &KindId, ar: &ApiResource) -> bool {
+        if self
+            .kinds_in_use_by_group()
+            .contains(&(ar.group.clone(), ar.kind.clone()))
+        {
+            return false;
+        }
+        self.kinds.insert(
+            kind.clone(),
+            KindEntry {
+                resolution: Resolution::Served(ar.clone()),
+                unavailable: None,
+                copies: Cache::new(),
+                task: None,
+                swept: true,
+            },
+        );
+        true
+    }
+
+    /// Keeps the watch task feeding a kind's copies (dropped with the
+    /// entry).
+    pub fn set_copies_task(&mut self, kind: &KindId, task: AbortOnDrop) {
+        if let Some(e) = self.kinds.get_mut(kind) {
+            e.task = Some(task);
+        }
+    }
+}

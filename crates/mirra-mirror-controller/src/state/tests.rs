@@ -1,0 +1,333 @@
+#![allow(clippy::unwrap_used)]
+use super::*;
+use crate::settings::WatchScope;
+use serde_json::json;
+
+fn configmaps() -> ApiResource {
+    ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&())
+}
+
+fn cm_kind() -> KindId {
+    ("v1".into(), "ConfigMap".into())
+}
+
+/// A state with the caches listed: namespace `t`, one SyncConfig
+/// `ops/base` wanting ConfigMap `c` there, and `copies` in the cache.
+fn state_with(copies: Vec<DynamicObject>) -> State {
+    let mut s = State::default();
+    let ns: Namespace = serde_json::from_value(json!({
+        "metadata": {"name": "t"}, "status": {"phase": "Active"}
+    }))
+    .unwrap();
+    s.namespaces.apply(Event::Init);
+    s.namespaces.apply(Event::InitApply(ns));
+    s.namespaces.apply(Event::InitDone);
+    let config = json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "namespaceSelector": {"matchNames": ["t"]},
+            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c"}, "data": {"k": "v"}}],
+        },
+    });
+    let mut configs = Cache::new();
+    configs.apply(Event::Init);
+    configs.apply(Event::InitDone);
+    s.configs.insert("ops".into(), configs);
+    s.compiled.insert(
+        ConfigRef::new("ops", "base"),
+        CompiledConfig::from_json(&config),
+    );
+    s.compiled_list = s.compiled.values().cloned().collect();
+    let mut cache = Cache::new();
+    cache.apply(Event::Init);
+    for c in copies {
+        cache.apply(Event::InitApply(c));
+    }
+    cache.apply(Event::InitDone);
+    s.kinds.insert(
+        cm_kind(),
+        KindEntry {
+            resolution: Resolution::Served(configmaps()),
+            unavailable: None,
+            copies: cache,
+            task: None,
+            swept: false,
+        },
+    );
+    s
+}
+
+fn settings() -> Settings {
+    Settings::for_tests(&["ops"])
+}
+
+fn copy_id() -> CopyId {
+    (cm_kind(), "t".into(), "c".into())
+}
+
+fn apply_body(plan: &NamespacePlan) -> Value {
+    match plan.ops.as_slice() {
+        [Op::Apply { body, .. }] => body.clone(),
+        other => panic!("one apply expected: {other:?}"),
+    }
+}
+
+/// The managedFields the API server records for mirra's apply of its
+/// marks (what the caches keep of them).
+fn written_by_mirra() -> Value {
+    json!([{"manager": mirra_mirror::FIELD_MANAGER, "operation": "Apply", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {
+            "f:labels": {format!("f:{}", mirra_mirror::MANAGED_BY_LABEL): {}},
+            "f:annotations": {format!("f:{}", mirra_mirror::OWNER_ANNOTATION): {}}}}}])
+}
+
+/// What the server answers the apply with, as the watch echoes it.
+fn echo(body: &Value, version: &str) -> DynamicObject {
+    let mut obj: DynamicObject = serde_json::from_value(body.clone()).unwrap();
+    obj.metadata.namespace = Some("t".into());
+    obj.metadata.uid = Some("c-uid".into());
+    obj.metadata.resource_version = Some(version.into());
+    obj.metadata.managed_fields = serde_json::from_value(written_by_mirra()).unwrap();
+    obj
+}
+
+#[test]
+fn a_written_copy_is_not_applied_again_before_its_echo() {
+    let mut s = state_with(Vec::new());
+    assert!(s.caches_ready());
+    let plan = s.plan("t", &settings());
+    let body = apply_body(&plan);
+    s.record_own_write(
+        copy_id(),
+        OwnWrite {
+            version: "10".into(),
+            planned_from: None,
+            body_hash: mirra_mirror::marks::content_hash(&body),
+        },
+    );
+    // A verification pass between the answer and the echo: in step.
+    let again = s.plan("t", &settings());
+    assert!(again.ops.is_empty(), "{:?}", again.ops);
+    assert!(
+        again
+            .outcomes
+            .iter()
+            .all(|o| o.state == OutcomeState::InSync),
+        "{:?}",
+        again.outcomes
+    );
+    // The echo settles it and is not queued; the plan stays empty.
+    let keys = s.apply_copies(&cm_kind(), Event::Apply(echo(&body, "10")));
+    assert!(keys.is_empty(), "{keys:?}");
+    assert!(s.own_writes.is_empty());
+    assert!(s.plan("t", &settings()).ops.is_empty());
+}
+
+#[test]
+fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
+    let mut s = state_with(Vec::new());
+    let body = apply_body(&s.plan("t", &settings()));
+    // Someone's edit arrives before the answer of mirra's write: the
+    // edit is queued, and the write's answer must not mask it.
+    let mut edited = echo(&body, "11");
+    edited.data["data"] = json!({"k": "changed"});
+    let keys = s.apply_copies(&cm_kind(), Event::Apply(edited));
+    assert_eq!(keys, BTreeSet::from(["t".to_string()]));
+    s.record_own_write(
+        copy_id(),
+        OwnWrite {
+            version: "10".into(),
+            planned_from: None,
+            body_hash: mirra_mirror::marks::content_hash(&body),
+        },
+    );
+    assert_eq!(apply_body(&s.plan("t", &settings())), body);
+
+    // A pending write of other content (the spec changed since) does
+    // not stand for the wanted content either.
+    let mut s = state_with(Vec::new());
+    s.record_own_write(
+        copy_id(),
+        OwnWrite {
+            version: "10".into(),
+            planned_from: None,
+            body_hash: mirra_mirror::marks::content_hash(&json!({"older": true})),
+        },
+    );
+    assert_eq!(s.plan("t", &settings()).ops.len(), 1);
+}
+
+#[test]
+fn copies_owned_outside_the_scope_are_neither_pruned_nor_overwritten() {
+    let foreign = |name: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "t", "uid": format!("{name}-uid"),
+                         "resourceVersion": "3",
+                         "labels": {mirra_mirror::MANAGED_BY_LABEL: mirra_mirror::MANAGED_BY_VALUE},
+                         "annotations": {mirra_mirror::OWNER_ANNOTATION: "tenant-b/theirs"},
+                         // Another mirra deployment wrote them.
+                         "managedFields": written_by_mirra()},
+            "data": {"k": "theirs"},
+        }))
+        .unwrap()
+    };
+    // `c` is wanted by ops/base but owned by tenant-b/theirs; `other`
+    // is wanted by nobody here.
+    let s = state_with(vec![foreign("c"), foreign("other")]);
+    let plan = s.plan("t", &settings());
+    assert!(plan.ops.is_empty(), "{:?}", plan.ops);
+    let states: Vec<(&str, &OutcomeState)> = plan
+        .outcomes
+        .iter()
+        .map(|o| (o.target.name.as_str(), &o.state))
+        .collect();
+    assert_eq!(states.len(), 1, "{states:?}");
+    match states[0] {
+        ("c", OutcomeState::Failed { reason }) => {
+            assert!(reason.contains("tenant-b/theirs"), "{reason}");
+            assert!(reason.contains("--watch-namespace"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same copies under a mirra that honours every namespace: the
+    // oldest honoured SyncConfig takes `c`, and `other`, whose
+    // SyncConfig does not exist, is pruned.
+    let mut all = settings();
+    all.scope = WatchScope::All;
+    let plan = s.plan("t", &all);
+    let ops: Vec<(&str, bool)> = plan
+        .ops
+        .iter()
+        .map(|op| (op.target().name.as_str(), matches!(op, Op::Apply { .. })))
+        .collect();
+    assert_eq!(ops, vec![("c", true), ("other", false)]);
+}
+
+fn namespace(name: &str, team: &str, active: bool) -> Namespace {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"team": team}},
+        "status": {"phase": if active { "Active" } else { "Terminating" }},
+    }))
+    .unwrap()
+}
+
+/// What `footprints` must hold: a recount of every SyncConfig.
+fn recounted(s: &State) -> BTreeMap<ConfigRef, Footprint> {
+    let mut copy = State {
+        limits: s.limits,
+        never_write: s.never_write.clone(),
+        ..State::default()
+    };
+    copy.namespaces = Cache::new();
+    copy.namespaces.apply(Event::Init);
+    for (_, ns) in s.namespaces.iter() {
+        copy.namespaces.apply(Event::InitApply(ns.clone()));
+    }
+    copy.namespaces.apply(Event::InitDone);
+    copy.compiled = s.compiled.clone();
+    let keys: Vec<ConfigRef> = copy.compiled.keys().cloned().collect();
+    for k in keys {
+        copy.recount_footprint(&k);
+    }
+    copy.footprints
+}
+
+/// A SyncConfig selecting `team=a`, compiled into `s` as a SyncConfig
+/// event would (the event wiring is covered by tests/limits.rs).
+fn add_team_config(s: &mut State, name: &str, items: usize) {
+    let config = CompiledConfig::from_json(&team_config(name, items));
+    let key = config.key.clone();
+    s.compiled.insert(key.clone(), config);
+    s.compiled_list = s.compiled.values().cloned().collect();
+    s.recount_footprint(&key);
+}
+
+fn team_config(name: &str, items: usize) -> Value {
+    let items: Vec<Value> = (0..items)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("{name}-{i}")}, "data": {"k": "v"}})
+        })
+        .collect();
+    json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": name, "namespace": "ops", "uid": format!("{name}-uid"),
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"namespaceSelector": {"labelSelector": {"matchLabels": {"team": "a"}}},
+                 "syncItems": items},
+    })
+}
+
+#[test]
+fn footprints_follow_namespaces_and_hold_only_the_syncconfig_over_a_limit() {
+    let mut settings = settings();
+    settings.limits.max_copies = 4;
+    let mut s = State::new(&settings);
+    s.namespaces.apply(Event::Init);
+    s.namespaces.apply(Event::InitDone);
+    add_team_config(&mut s, "big", 2);
+    add_team_config(&mut s, "small", 1);
+    let big = ConfigRef::new("ops", "big");
+    let small = ConfigRef::new("ops", "small");
+    assert_eq!(s.footprints[&big].items, 2);
+    // Two namespaces: 4 copies, at the limit.
+    for n in ["n1", "n2"] {
+        s.apply_namespace(Event::Apply(namespace(n, "a", true)));
+    }
+    s.apply_namespace(Event::Apply(namespace("kube-system", "a", true)));
+    assert_eq!(s.footprints, recounted(&s));
+    assert_eq!(
+        s.footprints[&big].namespaces, 2,
+        "kube-system is not counted"
+    );
+    assert!(s.over_limit(&big).is_none());
+    // A third crosses it: every namespace big selects is planned again.
+    s.dirty_status.clear();
+    let keys = s.apply_namespace(Event::Apply(namespace("n3", "a", true)));
+    // (kube-system among them: the planner leaves it alone.)
+    assert_eq!(
+        keys,
+        ["kube-system", "n1", "n2", "n3"]
+            .iter()
+            .map(|n| n.to_string())
+            .collect()
+    );
+    assert!(s.dirty_status.contains_key(&big));
+    let e = s.over_limit(&big).unwrap();
+    assert_eq!(e.flag(), "--max-copies-per-syncconfig");
+    assert!(s.over_limit(&small).is_none());
+    // Nothing of big is planned; small is.
+    let plan = s.plan("n3", &settings);
+    let ops: Vec<&str> = plan.ops.iter().map(|o| o.target().name.as_str()).collect();
+    assert_eq!(ops, vec!["small-0"]);
+    let held: Vec<&str> = plan
+        .outcomes
+        .iter()
+        .filter(|o| o.state == OutcomeState::Held)
+        .map(|o| o.target.name.as_str())
+        .collect();
+    assert_eq!(held, vec!["big-0", "big-1"]);
+    // Terminating, relabelled and deleted namespaces count no more.
+    s.apply_namespace(Event::Apply(namespace("n3", "a", false)));
+    assert!(s.over_limit(&big).is_none());
+    s.apply_namespace(Event::Apply(namespace("n3", "a", true)));
+    s.apply_namespace(Event::Apply(namespace("n2", "b", true)));
+    assert!(s.over_limit(&big).is_none());
+    s.apply_namespace(Event::Delete(namespace("n1", "a", true)));
+    assert_eq!(s.footprints, recounted(&s));
+    assert_eq!(s.footprints[&big].namespaces, 1);
+    // A relist that misses a namespace counts it out as well.
+    s.apply_namespace(Event::Init);
+    s.apply_namespace(Event::InitApply(namespace("n2", "a", true)));
+    s.apply_namespace(Event::InitDone);
+    assert_eq!(s.footprints, recounted(&s));
+    assert_eq!(s.footprints[&big].namespaces, 1);
+    // A deleted SyncConfig leaves no footprint.
+    s.compiled.remove(&big);
+    s.recount_footprint(&big);
+    assert!(!s.footprints.contains_key(&big));
+}
