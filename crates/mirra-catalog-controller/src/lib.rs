@@ -2,19 +2,32 @@
 //! a drop-in for consul-k8s `sync-catalog` that writes only what changed.
 //!
 //! ```text
-//!  kube watchers (Service, EndpointSlice, Node, [Ingress])     Consul
-//!        │ Cache::apply -> changes -> ServiceKeys               │ TWO blocking queries:
-//!        ▼                                                      │ node-services/<our node>
-//!   WorkQueue<ServiceKey> (dedup, debounce, backoff)            │ health/node/<our node>
-//!        │ batch of keys            desired_for_service ─► KeyIndex ─► plan ◄─ observed
-//!        ▼                                                              │      (+ overlay of
-//!   /v1/txn chunks of -txn-batch-size operations ◄───── CatalogOps ─────┘       our own writes)
+//!  kube watchers (Service, EndpointSlice, Node, [Ingress])     Consul: TWO blocking queries
+//!        │                                                     │ node-services/<our node>
+//!        ▼                                                     ▼ health/node/<our node>
+//!   CatalogIndex (index.rs): caches, slice/node indexes, claims, observed + overlay
+//!        │ ServiceKeys                         ▲ WriteEvent (committed, re-read)
+//!        ▼                                     │
+//!   WorkQueue<ServiceKey> (dedup, debounce, backoff)
+//!        │ batch of keys                       │
+//!        ▼                                     │
+//!   plan_round (round.rs) ──► Round ──► TxnWriter (writer.rs): /v1/txn chunks,
+//!                                      node first, cas preconditions, read pause
 //! ```
 //!
+//! - [`engine`]: [`run`], the event loop wiring the rest together.
+//! - [`index`]: [`index::CatalogIndex`], everything the loop knows, folded
+//!   from watch events, Consul answers and the writer's reports.
+//! - [`round`]: planning a round from the index (claims, winners, the
+//!   indexes each write is conditioned on).
+//! - `writer`: the Consul writer (packing, the node-first transaction,
+//!   concurrency, rollbacks, 413 splits, backoff, the read pause, warning
+//!   Events); `txn`: sending one transaction; `wire`: the wire form of
+//!   plans; `events`: warning Events; `purge`:
+//!   `-purge-k8s-services-from-node`.
 //! - [`flags`]: the command line (consul-k8s flag names, both `-flag` and
 //!   `--flag`), [`Settings`] and the Consul connection settings.
 //! - [`metrics`]: the `/metrics` families of the catalog sync.
-//! - [`engine`]: [`run`], the event loop.
 //! - `backoff`: the Consul writer's own backoff while Consul is
 //!   unavailable.
 //!
@@ -25,9 +38,16 @@
 
 mod backoff;
 pub mod engine;
+mod events;
 pub mod flags;
+pub mod index;
 pub mod metrics;
+mod purge;
+pub mod round;
 pub mod to_k8s;
+mod txn;
+mod wire;
+mod writer;
 
 pub use backoff::{DEFAULT_WRITE_BACKOFF_BASE, DEFAULT_WRITE_BACKOFF_CAP};
 pub use engine::{ControllerError, run};

@@ -79,8 +79,12 @@ pub struct Conflict {
 /// The result of [`plan_detailed`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
-    /// Operations: deregistrations first, then check removals, then
-    /// registrations, each group in service-ID order.
+    /// Operations, grouped by kind: deregistrations, then check removals,
+    /// then registrations, each group in service-ID order. This is not a
+    /// write order: the catalog controller writes a plan Service by
+    /// Service, and within a Service its registrations (new instances)
+    /// before check removals and deregistrations, so that a rollout never
+    /// shows Consul a Service without instances.
     pub ops: Vec<CatalogOp>,
     /// Desired instances that were not written because their ID belongs to
     /// someone else.
