@@ -492,6 +492,34 @@ fn delete(store: &mut Store, authz: &Authz, p: bool, name: &str) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever arrives, a refused request leaves the store as it was
+        /// (no Raft apply either), and nothing panics.
+        #[test]
+        fn malformed_bodies_never_panic_or_apply(
+            body in prop::collection::vec(any::<u8>(), 0..64),
+            name in "[a-z_*-]{0,8}",
+            method in prop::sample::select(vec!["GET", "PUT", "DELETE", "POST"]),
+            partition in any::<bool>(),
+        ) {
+            let mut st = Store::default();
+            st.tenancy = Tenancy::builtin();
+            let before = st.clone();
+            let acl = AclTable::default();
+            let req = TenancyRequest {
+                method,
+                partition,
+                list: false,
+                name: (!name.is_empty()).then_some(name.as_str()),
+                body: &body,
+            };
+            if handle(&mut st, &acl, &Authz::Disabled, &req).is_err() {
+                prop_assert_eq!(st, before);
+            }
+        }
+    }
 
     #[test]
     fn names_must_be_dns_labels() {
