@@ -12,8 +12,12 @@
 //! (`deny` or `allow`). Tokens linked to `global-management` may do
 //! anything; the top-level `acl` rule grants the ACL endpoints. An unknown
 //! secret answers 403 `ACL not found`; no token means the anonymous token.
-//! Rules inside `namespace`/`partition` blocks are parsed and kept but not
-//! enforced (the sandbox has only the default namespace and partition).
+//! With Enterprise features on ([`crate::Config::enterprise`]), rules
+//! inside `namespace`/`partition` blocks apply within the namespaces they
+//! name, top-level rules within the token's own namespace (`default`: the
+//! sandbox's tokens all live there), and `operator` plus the blocks'
+//! `policy` govern namespace and partition management. With them off,
+//! scoped rules are kept and ignored, as Consul CE does.
 //!
 //! This module must NOT touch the catalog store or HTTP; it only answers
 //! "may this token do that?", keeps the ACL tables, and renders denials.
@@ -21,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
-use crate::acl_rules::{Grant, ParsedRules};
+use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies};
 
 use crate::store::ReadFilter;
 
@@ -167,6 +171,8 @@ pub(crate) enum Authz {
         accessor_id: String,
         grants: Vec<Grant>,
         acl: Option<AclAccess>,
+        operator: Option<AclAccess>,
+        scope_policies: Vec<ScopePolicy>,
         default_allow: bool,
     },
 }
@@ -265,6 +271,8 @@ pub(crate) struct AclTable {
     default_policy: AclDefaultPolicy,
     by_secret: BTreeMap<String, AclToken>,
     anonymous: Vec<AclRule>,
+    /// Enterprise features on: scoped rules are enforced.
+    enterprise: bool,
     state: RwLock<AclState>,
 }
 
@@ -328,8 +336,14 @@ impl AclTable {
             anonymous: config
                 .map(|c| c.anonymous_rules.clone())
                 .unwrap_or_default(),
+            enterprise: false,
             state: RwLock::new(state),
         }
+    }
+
+    /// Switches the enforcement of `namespace`/`partition` blocks.
+    pub fn set_enterprise(&mut self, on: bool) {
+        self.enterprise = on;
     }
 
     /// Whether ACLs are enforced.
@@ -362,6 +376,8 @@ impl AclTable {
             accessor_id,
             grants: rules.iter().map(AclRule::grant).collect(),
             acl: None,
+            operator: None,
+            scope_policies: Vec::new(),
             default_allow,
         };
         let Some(s) = secret.filter(|s| !s.is_empty()) else {
@@ -384,7 +400,7 @@ impl AclTable {
             .get(s)
             .and_then(|a| st.tokens.get(a))
             .ok_or(AclError::NotFound)?;
-        Ok(st.authz_of(token, default_allow))
+        Ok(st.authz_of(token, default_allow, self.enterprise))
     }
 
     /// The stored token behind a secret (`/v1/acl/token/self`).
@@ -413,7 +429,7 @@ impl AclState {
             .filter_map(|p| self.policies.get(p))
     }
 
-    fn authz_of(&self, token: &TokenRec, default_allow: bool) -> Authz {
+    fn authz_of(&self, token: &TokenRec, default_allow: bool, enterprise: bool) -> Authz {
         if self
             .policies_of(token)
             .any(|p| p.id == GLOBAL_MANAGEMENT_ID)
@@ -443,22 +459,33 @@ impl AclState {
             grants.push(grant(AclResource::Service, "", false, AclAccess::Read));
         }
         let mut acl: Option<AclAccess> = None;
+        let mut operator: Option<AclAccess> = None;
+        let mut scope_policies = Vec::new();
         for p in self.policies_of(token) {
+            // Consul CE knows no namespaces: scoped rules never apply.
             grants.extend(
                 p.parsed
                     .grants
                     .iter()
-                    .filter(|g| g.scope.is_empty())
+                    .filter(|g| enterprise || g.scope.is_empty())
                     .cloned(),
             );
             if let Some(a) = p.parsed.acl {
                 acl = Some(acl.map_or(a, |b| merge(a, b)));
+            }
+            if let Some(a) = p.parsed.operator {
+                operator = Some(operator.map_or(a, |b| merge(a, b)));
+            }
+            if enterprise {
+                scope_policies.extend(p.parsed.scope_policies.iter().cloned());
             }
         }
         Authz::Rules {
             accessor_id: token.accessor_id.clone(),
             grants,
             acl,
+            operator,
+            scope_policies,
             default_allow,
         }
     }
@@ -515,7 +542,7 @@ impl Authz {
     /// The access the token has on `resource` `name`: an exact rule wins
     /// over prefix rules, the longest matching prefix over shorter ones;
     /// with no match, the default policy decides.
-    fn access(&self, resource: AclResource, name: &str) -> AclAccess {
+    fn access(&self, resource: AclResource, ns: &str, name: &str) -> AclAccess {
         match self {
             Authz::Disabled | Authz::Management { .. } => AclAccess::Write,
             Authz::Rules {
@@ -525,7 +552,8 @@ impl Authz {
             } => {
                 let mut exact: Option<AclAccess> = None;
                 let mut prefix: Option<(usize, AclAccess)> = None;
-                for g in grants.iter().filter(|g| g.resource == resource) {
+                let applies = |g: &&Grant| g.resource == resource && scope_applies(&g.scope, ns);
+                for g in grants.iter().filter(applies) {
                     if g.exact {
                         if g.name == name {
                             exact = Some(exact.map_or(g.access, |a| merge(a, g.access)));
@@ -599,14 +627,97 @@ impl Authz {
         Err(AclError::Denied(msg))
     }
 
-    /// Checks `access` on `resource` `name`, rendering Consul's denial.
+    /// Checks `access` on `resource` `name` in the default namespace.
     pub fn require(
         &self,
         resource: AclResource,
         name: &str,
         access: AclAccess,
     ) -> Result<(), AclError> {
-        if self.access(resource, name) >= access {
+        self.require_in(resource, crate::model::DEFAULT_TENANCY, name, access)
+    }
+
+    /// The access of the top-level `operator` rule (default policy if none).
+    fn operator_access(&self) -> AclAccess {
+        match self {
+            Authz::Disabled | Authz::Management { .. } => AclAccess::Write,
+            Authz::Rules {
+                operator,
+                default_allow,
+                ..
+            } => operator.unwrap_or(if *default_allow {
+                AclAccess::Write
+            } else {
+                AclAccess::Deny
+            }),
+        }
+    }
+
+    /// Checks `operator:<access>` (namespace and partition writes).
+    pub fn require_operator(&self, access: AclAccess) -> Result<(), AclError> {
+        if self.operator_access() >= access {
+            return Ok(());
+        }
+        let mut msg = format!(
+            "Permission denied: {} lacks permission 'operator:{}'",
+            self.who(),
+            access.as_str()
+        );
+        self.anonymous_hint(&mut msg);
+        Err(AclError::Denied(msg))
+    }
+
+    /// May the token read namespace (`partition` false) or partition
+    /// `name`? `operator:read` reads them all; otherwise a block's own
+    /// `policy` for it, or (namespaces) any rule granting read inside it.
+    pub fn tenancy_read(&self, partition: bool, name: &str) -> bool {
+        if self.operator_access() >= AclAccess::Read {
+            return true;
+        }
+        let Authz::Rules {
+            grants,
+            scope_policies,
+            ..
+        } = self
+        else {
+            return true;
+        };
+        let by_policy = scope_policies
+            .iter()
+            .filter(|p| p.covers(partition, name))
+            .map(|p| p.access)
+            .reduce(merge);
+        if let Some(a) = by_policy {
+            return a >= AclAccess::Read;
+        }
+        !partition
+            && grants.iter().any(|g| {
+                !g.scope.is_empty() && g.access >= AclAccess::Read && scope_applies(&g.scope, name)
+            })
+    }
+
+    /// Renders a denial of reading a namespace or partition.
+    pub fn tenancy_denied(&self, partition: bool, name: &str) -> AclError {
+        let kind = if partition { "partition" } else { "namespace" };
+        let mut msg = format!(
+            "Permission denied: {} lacks permission '{kind}:read' on {}",
+            self.who(),
+            crate::store::go_quote(name)
+        );
+        self.anonymous_hint(&mut msg);
+        AclError::Denied(msg)
+    }
+
+    /// Checks `access` on `resource` `name` in namespace `ns`, rendering
+    /// Consul's denial.
+    pub fn require_in(
+        &self,
+        resource: AclResource,
+        ns: &str,
+        name: &str,
+        access: AclAccess,
+    ) -> Result<(), AclError> {
+        if self.access(resource, ns, name) >= access {
             return Ok(());
         }
         let mut msg = format!(
@@ -622,11 +733,11 @@ impl Authz {
 }
 
 impl ReadFilter for Authz {
-    fn service_read(&self, name: &str) -> bool {
-        self.access(AclResource::Service, name) >= AclAccess::Read
+    fn service_read(&self, ns: &str, name: &str) -> bool {
+        self.access(AclResource::Service, ns, name) >= AclAccess::Read
     }
     fn node_read(&self, name: &str) -> bool {
-        self.access(AclResource::Node, name) >= AclAccess::Read
+        self.access(AclResource::Node, crate::model::DEFAULT_TENANCY, name) >= AclAccess::Read
     }
 }
 

@@ -2,11 +2,13 @@
 //! both in a policy's `Rules`).
 //!
 //! Enforced: `node`, `node_prefix`, `service`, `service_prefix` (with
-//! `policy = "read" | "write" | "deny"`) and the top-level `acl` rule.
-//! Parsed and kept, not enforced: `namespace`, `namespace_prefix`,
-//! `partition`, `partition_prefix` blocks (the rules inside them are kept
-//! with their scope) and every other resource Consul knows (`key_prefix`,
-//! `agent`, `operator`, ...).
+//! `policy = "read" | "write" | "deny"`), the top-level `acl` and
+//! `operator` rules, and, with Enterprise features on, the `namespace`,
+//! `namespace_prefix`, `partition` and `partition_prefix` blocks: the rules
+//! inside one apply only within the namespaces (partitions) it names, and
+//! a block's own `policy` governs reading (`read`) the namespace or
+//! partition itself. Parsed and not enforced: every other resource Consul
+//! knows (`key_prefix`, `agent`, ...).
 //!
 //! This module must NOT know about tokens or HTTP; it only turns rule text
 //! into rules or into Consul's parse error. It never panics, whatever the
@@ -25,9 +27,74 @@ pub(crate) struct Grant {
     /// `node "x"` (true) or `node_prefix "x"` (false).
     pub exact: bool,
     pub access: AclAccess,
-    /// The enclosing `namespace`/`partition` labels, outermost first;
-    /// rules in a scope are kept but only unscoped rules are enforced.
+    /// The enclosing `namespace`/`partition` labels, outermost first.
     pub scope: Vec<(String, String)>,
+}
+
+/// The namespace every record lives in without Enterprise features, and
+/// the one the sandbox's tokens live in: unscoped rules apply there.
+const DEFAULT: &str = "default";
+
+/// Whether a rule with `scope` applies to a resource in namespace `ns` of
+/// the default partition (the only partition holding catalog data).
+/// Unscoped rules apply in the token's own namespace, `default`.
+pub(crate) fn scope_applies(scope: &[(String, String)], ns: &str) -> bool {
+    let mut ns_named = false;
+    for (kind, label) in scope {
+        let ok = match kind.as_str() {
+            "partition" => label.eq_ignore_ascii_case(DEFAULT),
+            "partition_prefix" => DEFAULT.starts_with(label.as_str()),
+            "namespace" => {
+                ns_named = true;
+                label.eq_ignore_ascii_case(ns)
+            }
+            "namespace_prefix" => {
+                ns_named = true;
+                ns.to_lowercase().starts_with(&label.to_lowercase())
+            }
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+    }
+    ns_named || ns.eq_ignore_ascii_case(DEFAULT)
+}
+
+/// A `policy = "..."` inside a `namespace`/`partition` block: access to the
+/// namespace (partition) itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScopePolicy {
+    /// The blocks around the `policy`, outermost first (the last one is
+    /// the namespace or partition it is about).
+    pub scope: Vec<(String, String)>,
+    pub access: AclAccess,
+}
+
+impl ScopePolicy {
+    /// Whether this grants `want` on namespace `ns` (`partition`: false)
+    /// or on partition `name` (`partition`: true).
+    pub fn covers(&self, partition: bool, name: &str) -> bool {
+        let Some((kind, _)) = self.scope.last() else {
+            return false;
+        };
+        if kind.starts_with("partition") != partition {
+            return false;
+        }
+        if partition {
+            let mut named = true;
+            for (kind, label) in &self.scope {
+                named &= match kind.as_str() {
+                    "partition" => label.eq_ignore_ascii_case(name),
+                    "partition_prefix" => name.to_lowercase().starts_with(&label.to_lowercase()),
+                    _ => false,
+                };
+            }
+            named
+        } else {
+            scope_applies(&self.scope, name)
+        }
+    }
 }
 
 /// Everything a policy's rules say, as far as the sandbox models it.
@@ -36,6 +103,11 @@ pub(crate) struct ParsedRules {
     pub grants: Vec<Grant>,
     /// The top-level `acl = "..."` rule (ACL management).
     pub acl: Option<AclAccess>,
+    /// The top-level `operator = "..."` rule (namespace and partition
+    /// management, among Consul's operator endpoints).
+    pub operator: Option<AclAccess>,
+    /// `policy` lines of `namespace`/`partition` blocks.
+    pub scope_policies: Vec<ScopePolicy>,
 }
 
 /// A tree of HCL/JSON values: strings, or objects with ordered entries.
@@ -173,18 +245,22 @@ fn interpret(
                     interpret(inner, &s, out)?;
                 }
             }
-            "acl" if scope.is_empty() => {
+            "acl" | "operator" if scope.is_empty() => {
                 if let Node::Str(v) = value {
-                    out.acl = Some(match v.as_str() {
-                        "read" => AclAccess::Read,
-                        "write" => AclAccess::Write,
-                        "deny" => AclAccess::Deny,
-                        other => {
-                            return Err(format!(
-                                "failed to parse rules: Invalid acl policy: {}",
-                                crate::store::go_quote(other)
-                            ));
-                        }
+                    let a = top_level_access(key, v)?;
+                    if key == "acl" {
+                        out.acl = Some(a);
+                    } else {
+                        out.operator = Some(a);
+                    }
+                }
+            }
+            "policy" if !scope.is_empty() => {
+                if let Node::Str(v) = value {
+                    let access = top_level_access(&scope[scope.len() - 1].0, v)?;
+                    out.scope_policies.push(ScopePolicy {
+                        scope: scope.to_vec(),
+                        access,
                     });
                 }
             }
@@ -194,6 +270,20 @@ fn interpret(
         }
     }
     Ok(())
+}
+
+/// `acl = "..."`, `operator = "..."`, or a block's `policy = "..."`.
+fn top_level_access(kind: &str, v: &str) -> Result<AclAccess, String> {
+    match v {
+        "read" => Ok(AclAccess::Read),
+        "write" => Ok(AclAccess::Write),
+        "deny" => Ok(AclAccess::Deny),
+        other => Err(format!(
+            "failed to parse rules: Invalid {} policy: {}",
+            kind.trim_end_matches("_prefix"),
+            crate::store::go_quote(other)
+        )),
+    }
 }
 
 /// A small HCL (version 1) reader: `key "label"... { body }`,
@@ -434,5 +524,42 @@ mod tests {
         assert!(parse("{not json").is_err());
         assert!(parse("node \"x\" { policy = \"read\" }}").is_err());
         assert_eq!(parse("").unwrap(), ParsedRules::default());
+        let e = parse(r#"namespace "team" { policy = "admin" }"#).unwrap_err();
+        assert_eq!(
+            e,
+            "failed to parse rules: Invalid namespace policy: \"admin\""
+        );
+        assert!(parse(r#"operator = "sudo""#).is_err());
+    }
+
+    #[test]
+    fn scopes_apply_only_where_they_name() {
+        let team = vec![("namespace".to_string(), "team".to_string())];
+        assert!(scope_applies(&team, "team"));
+        assert!(scope_applies(&team, "TEAM"));
+        assert!(!scope_applies(&team, "default"));
+        assert!(scope_applies(&[], "default"));
+        assert!(
+            !scope_applies(&[], "team"),
+            "top-level rules: own namespace"
+        );
+        let pre = vec![("namespace_prefix".to_string(), "te".to_string())];
+        assert!(scope_applies(&pre, "team") && !scope_applies(&pre, "ops"));
+        let other_partition = vec![
+            ("partition".to_string(), "eu".to_string()),
+            ("namespace".to_string(), "team".to_string()),
+        ];
+        assert!(!scope_applies(&other_partition, "team"));
+        let p = parse(
+            r#"operator = "write"
+               namespace_prefix "" { policy = "read" }
+               partition "eu" { policy = "write" }"#,
+        )
+        .unwrap();
+        assert_eq!(p.operator, Some(AclAccess::Write));
+        assert!(p.scope_policies[0].covers(false, "anything"));
+        assert!(!p.scope_policies[0].covers(true, "eu"));
+        assert!(p.scope_policies[1].covers(true, "eu"));
+        assert!(!p.scope_policies[1].covers(true, "us"));
     }
 }

@@ -12,8 +12,9 @@
 use crate::acl::{AclAccess, AclResource, Authz};
 use crate::decode::{CheckIn, DeregisterReq, RegisterReq, ServiceIn};
 use crate::error::ApiError;
-use crate::model::{CheckRec, NodeRec, ServiceRec, Weights};
+use crate::model::{CheckRec, DEFAULT_TENANCY, NodeRec, ServiceRec, Weights};
 use crate::store::{Store, go_quote};
+use crate::tenancy::Scope;
 
 /// Result of a write that reached Raft: whether any content changed.
 pub(crate) type Applied = bool;
@@ -67,7 +68,7 @@ pub(crate) fn service_pre_apply(s: &mut ServiceIn) -> Result<(), String> {
 }
 
 /// Builds the stored record of a service instance on `node`.
-pub(crate) fn service_rec(node: &str, s: &ServiceIn) -> ServiceRec {
+pub(crate) fn service_rec(node: &str, s: &ServiceIn, ns: Option<String>) -> ServiceRec {
     ServiceRec {
         node: node.to_string(),
         kind: s.kind.clone(),
@@ -81,6 +82,7 @@ pub(crate) fn service_rec(node: &str, s: &ServiceIn) -> ServiceRec {
         ports: s.ports.clone(),
         weights: Weights::normalized(s.weights),
         enable_tag_override: s.enable_tag_override,
+        ns,
         create_index: 0,
         modify_index: 0,
     }
@@ -88,7 +90,9 @@ pub(crate) fn service_rec(node: &str, s: &ServiceIn) -> ServiceRec {
 
 /// Builds the stored record of a check (indexes and service fields are
 /// filled in by the store).
-pub(crate) fn check_rec(c: &CheckIn) -> CheckRec {
+/// `ns`: the namespace of a node-level check (a service check takes its
+/// service's when stored).
+pub(crate) fn check_rec(c: &CheckIn, ns: Option<String>) -> CheckRec {
     CheckRec {
         node: c.node.clone(),
         check_id: c.check_id.clone(),
@@ -104,6 +108,7 @@ pub(crate) fn check_rec(c: &CheckIn) -> CheckRec {
             .definition
             .clone()
             .unwrap_or_else(|| serde_json::json!({})),
+        ns,
         create_index: 0,
         modify_index: 0,
     }
@@ -120,7 +125,12 @@ fn check_datacenter(dc: &str, local_dc: &str) -> Result<(), ApiError> {
 
 /// Consul's `RegisterRequest.ChangesNode`: would this registration rewrite
 /// the stored node?
-fn changes_node(req: &RegisterReq, dc: &str, existing: Option<&NodeRec>) -> bool {
+fn changes_node(
+    req: &RegisterReq,
+    dc: &str,
+    partition: &Option<String>,
+    existing: Option<&NodeRec>,
+) -> bool {
     let Some(n) = existing else { return true };
     if req.skip_node_update {
         return false;
@@ -132,6 +142,7 @@ fn changes_node(req: &RegisterReq, dc: &str, existing: Option<&NodeRec>) -> bool
         datacenter: dc.to_string(),
         tagged_addresses: req.tagged_addresses.clone(),
         meta: req.node_meta.clone(),
+        partition: partition.clone(),
         create_index: 0,
         modify_index: 0,
     };
@@ -144,8 +155,16 @@ pub(crate) fn register(
     mut req: RegisterReq,
     authz: &Authz,
     local_dc: &str,
+    scope: &Scope,
 ) -> Result<Applied, ApiError> {
     check_datacenter(&req.datacenter, local_dc)?;
+    let partition = scope.data_partition(store, &[&req.partition])?;
+    let ns = match &req.service {
+        Some(s) => scope.write_ns(store, &[&s.namespace, &req.namespace])?,
+        None => scope.write_ns(store, &[&req.namespace])?,
+    };
+    // Node-level checks live in the default namespace.
+    let node_ns = scope.enterprise.then(|| DEFAULT_TENANCY.to_string());
     let dc = local_dc.to_string();
     if req.node.is_empty() {
         return Err(ApiError::Rpc("Must provide node".into()));
@@ -171,9 +190,9 @@ pub(crate) fn register(
             c.check_id = c.name.clone();
         }
     }
-    let needs_node = changes_node(&req, &dc, store.node(&req.node));
+    let needs_node = changes_node(&req, &dc, &partition, store.node(&req.node));
     if authz.enforced() {
-        vet_register(store, &req, needs_node, authz)?;
+        vet_register(store, &req, needs_node, authz, &ns)?;
     }
 
     let (result, changed) = store.apply(true, |tx| {
@@ -185,12 +204,13 @@ pub(crate) fn register(
                 datacenter: dc.clone(),
                 tagged_addresses: req.tagged_addresses.clone(),
                 meta: req.node_meta.clone(),
+                partition: partition.clone(),
                 create_index: 0,
                 modify_index: 0,
             });
         }
         if let Some(s) = &req.service {
-            tx.ensure_service(service_rec(&req.node, s))?;
+            tx.ensure_service(service_rec(&req.node, s, ns.clone()))?;
         }
         for c in &req.checks {
             if !c.node.eq_ignore_ascii_case(&req.node) {
@@ -199,7 +219,7 @@ pub(crate) fn register(
                     node: go_quote(&req.node),
                 });
             }
-            tx.ensure_check(check_rec(c))?;
+            tx.ensure_check(check_rec(c, node_ns.clone()))?;
         }
         Ok(())
     });
@@ -213,15 +233,22 @@ fn vet_register(
     req: &RegisterReq,
     needs_node: bool,
     authz: &Authz,
+    ns: &Option<String>,
 ) -> Result<(), ApiError> {
+    let ns = ns.as_deref().unwrap_or(DEFAULT_TENANCY);
     if needs_node {
         authz.require(AclResource::Node, &req.node, AclAccess::Write)?;
     }
     if let Some(s) = &req.service {
-        authz.require(AclResource::Service, &s.service, AclAccess::Write)?;
+        authz.require_in(AclResource::Service, ns, &s.service, AclAccess::Write)?;
         if let Some(other) = store.service(&req.node, &s.id) {
             // Overwriting an instance of another service is a delete of it.
-            authz.require(AclResource::Service, &other.name, AclAccess::Write)?;
+            authz.require_in(
+                AclResource::Service,
+                other.namespace(),
+                &other.name,
+                AclAccess::Write,
+            )?;
         }
     }
     for c in &req.checks {
@@ -244,7 +271,12 @@ fn vet_register(
                 c.service_id, c.check_id
             )));
         };
-        authz.require(AclResource::Service, &other.name, AclAccess::Write)?;
+        authz.require_in(
+            AclResource::Service,
+            other.namespace(),
+            &other.name,
+            AclAccess::Write,
+        )?;
     }
     Ok(())
 }
@@ -257,10 +289,34 @@ pub(crate) fn deregister(
     req: DeregisterReq,
     authz: &Authz,
     local_dc: &str,
+    scope: &Scope,
 ) -> Result<Applied, ApiError> {
     check_datacenter(&req.datacenter, local_dc)?;
+    scope.data_partition(store, &[&req.partition])?;
+    let ns = scope.write_ns(store, &[&req.namespace])?;
     if req.node.is_empty() {
         return Err(ApiError::Rpc("Must provide node".into()));
+    }
+    // A service of another namespace is not found from this one.
+    let in_ns = |st: &Store| {
+        st.service(&req.node, &req.service_id).is_some_and(|s| {
+            ns.as_deref()
+                .is_none_or(|n| s.namespace().eq_ignore_ascii_case(n))
+        })
+    };
+    if !req.service_id.is_empty() && !in_ns(store) && ns.is_some() {
+        if authz
+            .require(AclResource::Node, &req.node, AclAccess::Write)
+            .is_err()
+        {
+            return Err(ApiError::Rpc(format!(
+                "Unknown service ID '{}'",
+                req.service_id
+            )));
+        }
+        let (result, changed) = store.apply(true, |_| Ok::<_, crate::store::StoreError>(()));
+        result.map_err(|e| ApiError::Rpc(e.to_string()))?;
+        return Ok(changed);
     }
     if authz.enforced() {
         vet_deregister(store, &req, authz)?;
@@ -294,7 +350,12 @@ fn vet_deregister(store: &Store, req: &DeregisterReq, authz: &Authz) -> Result<(
                 req.service_id
             )));
         };
-        authz.require(AclResource::Service, &s.name, AclAccess::Write)?;
+        authz.require_in(
+            AclResource::Service,
+            s.namespace(),
+            &s.name,
+            AclAccess::Write,
+        )?;
         Ok(())
     } else if !req.check_id.is_empty() {
         let Some(c) = store.check(&req.node, &req.check_id) else {
@@ -306,7 +367,12 @@ fn vet_deregister(store: &Store, req: &DeregisterReq, authz: &Authz) -> Result<(
         if c.service_id.is_empty() {
             node_write?;
         } else {
-            authz.require(AclResource::Service, &c.service_name, AclAccess::Write)?;
+            authz.require_in(
+                AclResource::Service,
+                c.namespace(),
+                &c.service_name,
+                AclAccess::Write,
+            )?;
         }
         Ok(())
     } else {
@@ -326,6 +392,7 @@ mod tests {
             decode::register(body.as_bytes()).unwrap(),
             &Authz::Disabled,
             "dc1",
+            &Scope::ce(),
         )
     }
 
@@ -436,6 +503,7 @@ mod tests {
                 decode::deregister(body.as_bytes()).unwrap(),
                 &Authz::Disabled,
                 "dc1",
+                &Scope::ce(),
             )
         };
         assert!(d(&mut st, r#"{"Node":"n","ServiceID":"s","CheckID":"nc"}"#).unwrap());
@@ -481,6 +549,7 @@ mod tests {
             decode::register(body.as_bytes()).unwrap(),
             &authz,
             "dc1",
+            &Scope::ce(),
         )
         .unwrap_err();
         assert!(matches!(&e, ApiError::Forbidden(_)), "{e:?}");
@@ -493,6 +562,7 @@ mod tests {
             decode::register(body.as_bytes()).unwrap(),
             &authz,
             "dc1",
+            &Scope::ce(),
         )
         .unwrap();
         let other = r#"{"Node":"n","Address":"a","Service":{"Service":"db"}}"#;
@@ -501,6 +571,7 @@ mod tests {
             decode::register(other.as_bytes()).unwrap(),
             &authz,
             "dc1",
+            &Scope::ce(),
         )
         .unwrap_err();
         assert!(e.to_string().contains("'service:write' on \"db\""), "{e}");

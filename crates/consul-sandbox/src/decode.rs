@@ -62,6 +62,8 @@ pub(crate) struct NodeIn {
     pub tagged_addresses: OptMap,
     pub meta: OptMap,
     pub modify_index: u64,
+    /// `Partition` (Enterprise; ignored by CE).
+    pub partition: String,
 }
 
 /// A service instance as registrations and transactions carry it.
@@ -79,6 +81,9 @@ pub(crate) struct ServiceIn {
     pub weights: Option<Weights>,
     pub enable_tag_override: bool,
     pub modify_index: u64,
+    /// `Namespace` and `Partition` (Enterprise; ignored by CE).
+    pub namespace: String,
+    pub partition: String,
 }
 
 /// A health check as registrations and transactions carry it.
@@ -96,6 +101,9 @@ pub(crate) struct CheckIn {
     pub check_type: String,
     pub definition: Option<Value>,
     pub modify_index: u64,
+    /// `Namespace` (Enterprise): a node-level check's; a service check
+    /// takes its service's.
+    pub namespace: String,
 }
 
 /// Body of `PUT /v1/catalog/register` (`structs.RegisterRequest`).
@@ -111,6 +119,9 @@ pub(crate) struct RegisterReq {
     pub check: Option<CheckIn>,
     pub checks: Vec<CheckIn>,
     pub skip_node_update: bool,
+    /// `Namespace` and `Partition` of the request (Enterprise).
+    pub namespace: String,
+    pub partition: String,
 }
 
 /// Body of `PUT /v1/catalog/deregister` (`structs.DeregisterRequest`).
@@ -120,6 +131,9 @@ pub(crate) struct DeregisterReq {
     pub node: String,
     pub service_id: String,
     pub check_id: String,
+    /// `Namespace` and `Partition` of the request (Enterprise).
+    pub namespace: String,
+    pub partition: String,
 }
 
 /// One element of a `PUT /v1/txn` body (`api.TxnOp`).
@@ -185,6 +199,8 @@ pub(crate) fn register(body: &[u8]) -> Result<RegisterReq, DecodeError> {
         },
         checks: o.list("Checks", check_in)?,
         skip_node_update: o.boolean("SkipNodeUpdate")?,
+        namespace: o.string("Namespace")?,
+        partition: o.string("Partition")?,
     })
 }
 
@@ -199,6 +215,8 @@ pub(crate) fn deregister(body: &[u8]) -> Result<DeregisterReq, DecodeError> {
         node: o.string("Node")?,
         service_id: o.string("ServiceID")?,
         check_id: o.string("CheckID")?,
+        namespace: o.string("Namespace")?,
+        partition: o.string("Partition")?,
     })
 }
 
@@ -281,6 +299,7 @@ fn node_in(o: &Obj<'_>) -> Result<NodeIn, DecodeError> {
         tagged_addresses: o.string_map("TaggedAddresses")?,
         meta: o.string_map("Meta")?,
         modify_index: o.uint("ModifyIndex")?,
+        partition: o.string("Partition")?,
     })
 }
 
@@ -331,6 +350,8 @@ fn service_in(o: &Obj<'_>) -> Result<ServiceIn, DecodeError> {
         weights,
         enable_tag_override: o.boolean("EnableTagOverride")?,
         modify_index: o.uint("ModifyIndex")?,
+        namespace: o.string("Namespace")?,
+        partition: o.string("Partition")?,
     })
 }
 
@@ -360,6 +381,7 @@ fn check_in(o: &Obj<'_>) -> Result<CheckIn, DecodeError> {
             .object("Definition")?
             .map(|d| Value::Object(d.map.clone())),
         modify_index: o.uint("ModifyIndex")?,
+        namespace: o.string("Namespace")?,
     })
 }
 

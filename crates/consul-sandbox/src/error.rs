@@ -19,6 +19,10 @@ pub enum ApiError {
     /// 404: no such endpoint. Not retryable.
     #[error("Invalid URL path: not a recognized HTTP API endpoint\n")]
     NotFound,
+    /// 404 with a text of its own: a named object that does not exist (a
+    /// namespace or partition). Not retryable until it is created.
+    #[error("{0}")]
+    NotFoundText(String),
     /// 405: the endpoint exists but not for this method. Not retryable.
     #[error("method {method} not allowed")]
     MethodNotAllowed {
@@ -57,7 +61,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => 400,
             ApiError::Forbidden(_) => 403,
-            ApiError::NotFound => 404,
+            ApiError::NotFound | ApiError::NotFoundText(_) => 404,
             ApiError::MethodNotAllowed { .. } => 405,
             ApiError::TooLarge(_) => 413,
             ApiError::Rpc(_) | ApiError::NoLeader => 500,

@@ -18,6 +18,7 @@
 //! | `/v1/acl/policy[/<id>|/name/<name>]`, `/v1/acl/policies` | `PUT` create/update, `GET`, `DELETE`; rules in HCL or JSON; one Raft apply per write |
 //! | `/v1/acl/role[/<id>]`, `/v1/acl/roles`, `/v1/acl/token[/<accessor>]`, `/v1/acl/tokens`, `GET /v1/acl/token/self` | the same; 401 `ACL support disabled` with ACLs off |
 //! | `/v1/acl/auth-method[/<name>]`, `/v1/acl/auth-methods`, `/v1/acl/binding-rule[/<id>]`, `/v1/acl/binding-rules` | `kubernetes` methods only; selectors and bind names checked as Consul checks them |
+//! | `/v1/namespace[/<name>]`, `/v1/namespaces`, `/v1/partition[/<name>]`, `/v1/partitions` | with [`Config::enterprise`] only (404 without); one Raft apply per write |
 //! | `POST /v1/acl/login`, `POST /v1/acl/logout` | a TokenReview against the method's `Host` (an `http://` URL), then one Raft apply |
 //! | `GET /v1/sandbox/stats`, `POST`/`DELETE /v1/sandbox/faults` | sandbox control |
 //!
@@ -51,12 +52,13 @@
 //! Deliberate differences from Consul, all documented where they live:
 //! `health/node` reports the node's own index where Consul reports the
 //! checks table's (both only grow when the answer may have changed); no
-//! KV store (KV txn ops are refused), no `filter=` expressions (400), only
-//! the `default` namespace and partition (`ns=default` is accepted, other
-//! values are refused like Consul CE does), an ACL model limited to
-//! node and service rules and `kubernetes` auth methods (no other auth
-//! method types, no namespace and partition enforcement; see `acl` and
-//! `acl_auth`), no Connect or
+//! KV store (KV txn ops are refused), no `filter=` expressions (400);
+//! namespaces and partitions only with [`Config::enterprise`] (without it
+//! `ns=default` is accepted and other values are refused like Consul CE
+//! does; with it see `tenancy`: catalog data lives in the `default`
+//! partition only); an ACL model limited to node, service, operator and
+//! namespace-scoped rules and `kubernetes` auth methods (no other auth
+//! method types; see `acl` and `acl_auth`), no Connect or
 //! proxy semantics, check `Definition`s stored as sent, and node IDs not
 //! used for renames.
 //!
@@ -76,6 +78,7 @@ mod model;
 mod router;
 mod server;
 mod store;
+mod tenancy;
 mod txn;
 
 use std::collections::BTreeMap;
@@ -135,6 +138,12 @@ pub struct Config {
     pub register_agent_node: bool,
     /// Seed of the generator behind fractional faults, for reproducible runs.
     pub fault_seed: u64,
+    /// Consul Enterprise's namespaces and admin partitions: `?ns=` and
+    /// `?partition=` on the catalog, health and txn endpoints, `Namespace`
+    /// and `Partition` in bodies and answers, `/v1/namespace[s]` and
+    /// `/v1/partition[s]`, and ACL rules scoped by `namespace`/`partition`
+    /// blocks. Off (the default) answers as Consul CE does.
+    pub enterprise: bool,
 }
 
 impl Default for Config {
@@ -149,6 +158,7 @@ impl Default for Config {
             acl_initial_management_token: None,
             register_agent_node: true,
             fault_seed: 0,
+            enterprise: false,
         }
     }
 }

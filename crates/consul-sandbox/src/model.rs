@@ -92,6 +92,9 @@ pub(crate) struct NodeRec {
     pub tagged_addresses: OptMap,
     /// Node metadata (`Meta`, registered as `NodeMeta`).
     pub meta: OptMap,
+    /// The admin partition, `Some` only with Enterprise features on (it is
+    /// then rendered as `Partition`); `None` renders what Consul CE does.
+    pub partition: Option<String>,
     /// Raft index that created the node.
     pub create_index: u64,
     /// Raft index of the last real change.
@@ -113,7 +116,7 @@ impl NodeRec {
     /// The node as `/v1/catalog/nodes` and the `Node` member of other
     /// responses render it.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "ID": self.id,
             "Node": self.name,
             "Address": self.address,
@@ -122,7 +125,11 @@ impl NodeRec {
             "Meta": opt_map_json(&self.meta),
             "CreateIndex": self.create_index,
             "ModifyIndex": self.modify_index,
-        })
+        });
+        if let (Some(p), Some(o)) = (&self.partition, v.as_object_mut()) {
+            o.insert("Partition".into(), Value::String(p.clone()));
+        }
+        v
     }
 }
 
@@ -154,6 +161,9 @@ pub(crate) struct ServiceRec {
     pub weights: Weights,
     /// `EnableTagOverride`.
     pub enable_tag_override: bool,
+    /// The namespace, `Some` only with Enterprise features on (rendered
+    /// with `Namespace` and `Partition`); `None` is the CE default.
+    pub ns: Option<String>,
     /// Raft index that created the instance.
     pub create_index: u64,
     /// Raft index of the last real change.
@@ -176,6 +186,18 @@ impl ServiceRec {
             && self.ports == other.ports
             && self.weights == other.weights
             && self.enable_tag_override == other.enable_tag_override
+            && self.ns == other.ns
+    }
+
+    /// The namespace the instance lives in (`default` without Enterprise
+    /// features).
+    pub fn namespace(&self) -> &str {
+        ns_or_default(&self.ns)
+    }
+
+    /// The instance's service name as the store indexes it.
+    pub fn key(&self) -> String {
+        crate::store::svc_key(self.namespace(), &self.name)
     }
 
     fn ports_json(&self) -> Value {
@@ -219,6 +241,7 @@ impl ServiceRec {
         );
         obj.insert("Proxy".into(), empty_proxy_json());
         obj.insert("Connect".into(), json!({}));
+        insert_tenancy(&mut obj, &self.ns);
         obj.insert("CreateIndex".into(), json!(self.create_index));
         obj.insert("ModifyIndex".into(), json!(self.modify_index));
         Value::Object(obj)
@@ -262,6 +285,7 @@ impl ServiceRec {
         );
         obj.insert("ServiceProxy".into(), empty_proxy_json());
         obj.insert("ServiceConnect".into(), json!({}));
+        insert_tenancy(&mut obj, &self.ns);
         obj.insert("CreateIndex".into(), json!(self.create_index));
         obj.insert("ModifyIndex".into(), json!(self.modify_index));
         Value::Object(obj)
@@ -293,6 +317,9 @@ pub(crate) struct CheckRec {
     pub check_type: String,
     /// The `Definition` object, kept as the client sent it.
     pub definition: Value,
+    /// The namespace (a service check's is its service's), `Some` only
+    /// with Enterprise features on.
+    pub ns: Option<String>,
     /// Raft index that created the check.
     pub create_index: u64,
     /// Raft index of the last real change.
@@ -314,11 +341,17 @@ impl CheckRec {
                 == other.service_tags.as_deref().unwrap_or_default()
             && self.check_type == other.check_type
             && self.definition == other.definition
+            && self.ns == other.ns
+    }
+
+    /// The namespace the check lives in.
+    pub fn namespace(&self) -> &str {
+        ns_or_default(&self.ns)
     }
 
     /// The `HealthCheck` shape.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "Node": self.node,
             "CheckID": self.check_id,
             "Name": self.name,
@@ -335,7 +368,31 @@ impl CheckRec {
             "Definition": self.definition,
             "CreateIndex": self.create_index,
             "ModifyIndex": self.modify_index,
-        })
+        });
+        if let Some(o) = v.as_object_mut() {
+            insert_tenancy(o, &self.ns);
+        }
+        v
+    }
+}
+
+/// The namespace and partition every record lives in without Enterprise
+/// features (and the default with them).
+pub(crate) const DEFAULT_TENANCY: &str = "default";
+
+pub(crate) fn ns_or_default(ns: &Option<String>) -> &str {
+    ns.as_deref().unwrap_or(DEFAULT_TENANCY)
+}
+
+/// Consul Enterprise renders `Namespace` and `Partition` on every
+/// namespaced record; the sandbox models data in the default partition only.
+fn insert_tenancy(obj: &mut Map<String, Value>, ns: &Option<String>) {
+    if let Some(ns) = ns {
+        obj.insert("Namespace".into(), Value::String(ns.clone()));
+        obj.insert(
+            "Partition".into(),
+            Value::String(DEFAULT_TENANCY.to_string()),
+        );
     }
 }
 
@@ -387,6 +444,7 @@ mod tests {
             datacenter: "dc1".into(),
             tagged_addresses: None,
             meta: Some(BTreeMap::from([("k".to_string(), "v".to_string())])),
+            partition: None,
             create_index: 3,
             modify_index: 4,
         }
@@ -406,6 +464,7 @@ mod tests {
             ports: Vec::new(),
             weights: Weights::DEFAULT,
             enable_tag_override: false,
+            ns: None,
             create_index: 5,
             modify_index: 6,
         }

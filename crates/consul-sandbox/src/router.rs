@@ -24,6 +24,13 @@ pub(crate) enum Route {
     AgentSelf,
     /// `/v1/acl/...`: the path after `/v1/acl/`.
     Acl(String),
+    /// `/v1/namespace[/<name>]`, `/v1/namespaces` and the same for
+    /// partitions (Enterprise; 404 without).
+    Tenancy {
+        partition: bool,
+        list: bool,
+        name: Option<String>,
+    },
     StatusLeader,
     StatusPeers,
     Txn,
@@ -51,6 +58,26 @@ impl Route {
             Route::HealthChecks(_) => "/v1/health/checks",
             Route::AgentSelf => "/v1/agent/self",
             Route::Acl(rest) => crate::acl_http::template(rest),
+            Route::Tenancy {
+                partition: false,
+                list: false,
+                ..
+            } => "/v1/namespace",
+            Route::Tenancy {
+                partition: false,
+                list: true,
+                ..
+            } => "/v1/namespaces",
+            Route::Tenancy {
+                partition: true,
+                list: false,
+                ..
+            } => "/v1/partition",
+            Route::Tenancy {
+                partition: true,
+                list: true,
+                ..
+            } => "/v1/partitions",
             Route::StatusLeader => "/v1/status/leader",
             Route::StatusPeers => "/v1/status/peers",
             Route::Txn => "/v1/txn",
@@ -65,7 +92,7 @@ impl Route {
         match self {
             Route::Register | Route::Deregister | Route::Txn => &["PUT"],
             Route::SandboxFaults => &["POST", "DELETE"],
-            Route::Acl(_) => &["GET", "PUT", "DELETE"],
+            Route::Acl(_) | Route::Tenancy { .. } => &["GET", "PUT", "DELETE"],
             Route::NotFound => &[],
             _ => &["GET"],
         }
@@ -97,6 +124,25 @@ pub(crate) fn route(path: &str) -> Route {
     };
     if let Some(r) = exact {
         return r;
+    }
+    for (partition, one, many) in [
+        (false, "/v1/namespace", "/v1/namespaces"),
+        (true, "/v1/partition", "/v1/partitions"),
+    ] {
+        let tenancy = |list, name| Route::Tenancy {
+            partition,
+            list,
+            name,
+        };
+        if path == many {
+            return tenancy(true, None);
+        }
+        if path == one {
+            return tenancy(false, None);
+        }
+        if let Some(rest) = path.strip_prefix(one).and_then(|r| r.strip_prefix('/')) {
+            return tenancy(false, Some(rest.to_string()));
+        }
     }
     type MakeRoute = fn(String) -> Route;
     let prefixed: [(&str, MakeRoute); 7] = [
@@ -333,6 +379,17 @@ mod tests {
             "/v1/catalog/node-services"
         );
         assert_eq!(Route::Register.allowed(), &["PUT"]);
+        assert_eq!(
+            route("/v1/namespace/team"),
+            Route::Tenancy {
+                partition: false,
+                list: false,
+                name: Some("team".into())
+            }
+        );
+        assert_eq!(route("/v1/partitions").template(), "/v1/partitions");
+        assert_eq!(route("/v1/namespace").template(), "/v1/namespace");
+        assert_eq!(route("/v1/namespacesx"), Route::NotFound);
     }
 
     #[test]

@@ -58,7 +58,8 @@ use crate::error::ApiError;
 use crate::faults::{FaultAction, FaultRequest, FaultsHandle, parse_request};
 use crate::model::{CheckRec, NodeRec, ServiceRec, Weights};
 use crate::router::{self, JITTER_FRACTION, Query, Route};
-use crate::store::{ChangeSet, ListFilter, ReadResult, Store, WatchKey};
+use crate::store::{ChangeSet, ListFilter, NsSel, ReadResult, Store, WatchKey};
+use crate::tenancy::{self, Scope, TenancyRequest};
 use crate::txn;
 use crate::{Config, Stats};
 
@@ -102,17 +103,22 @@ impl Shared {
     pub fn new(config: Config) -> Arc<Shared> {
         let node_id = uuid::Uuid::new_v4().to_string();
         let mut store = Store::default();
+        if config.enterprise {
+            store.tenancy = tenancy::Tenancy::builtin();
+        }
         if config.register_agent_node {
             bootstrap(&mut store, &config, &node_id);
         }
         let _ = store.take_changes();
         let (shutdown, _) = watch::channel(false);
+        let mut acl = AclTable::new(
+            config.acl.as_ref(),
+            config.acl_default_policy,
+            config.acl_initial_management_token.as_deref(),
+        );
+        acl.set_enterprise(config.enterprise);
         Arc::new(Shared {
-            acl: AclTable::new(
-                config.acl.as_ref(),
-                config.acl_default_policy,
-                config.acl_initial_management_token.as_deref(),
-            ),
+            acl,
             faults: FaultsHandle::new(config.fault_seed),
             config,
             node_id,
@@ -247,6 +253,9 @@ impl Watchers {
 /// entry 1 and is not counted as an API Raft apply.
 fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
     let lan = "127.0.0.1".to_string();
+    let tenancy = config
+        .enterprise
+        .then(|| crate::model::DEFAULT_TENANCY.to_string());
     let tagged = ["lan", "lan_ipv4", "wan", "wan_ipv4"]
         .iter()
         .map(|k| (k.to_string(), lan.clone()));
@@ -266,6 +275,7 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             ),
+            partition: tenancy.clone(),
             create_index: 0,
             modify_index: 0,
         });
@@ -282,6 +292,7 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
             ports: Vec::new(),
             weights: Weights::DEFAULT,
             enable_tag_override: false,
+            ns: tenancy.clone(),
             create_index: 0,
             modify_index: 0,
         })?;
@@ -297,6 +308,7 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
             service_tags: None,
             check_type: String::new(),
             definition: json!({}),
+            ns: tenancy.clone(),
             create_index: 0,
             modify_index: 0,
         })
@@ -520,7 +532,7 @@ fn without_leader(route: &Route, method: &Method, query: Option<&str>) -> Leader
             Leaderless::Serve
         }
         Route::Register | Route::Deregister | Route::Txn => Leaderless::Refuse,
-        Route::Acl(_) if *method != Method::GET => Leaderless::Refuse,
+        Route::Acl(_) | Route::Tenancy { .. } if *method != Method::GET => Leaderless::Refuse,
         _ if *method == Method::GET => {
             let stale = Query::parse(query).is_ok_and(|q| q.has("stale"));
             if stale {
@@ -607,11 +619,13 @@ fn consistency(q: &Query) -> Result<&'static str, ApiError> {
     })
 }
 
-/// Checks `dc`, `ns`, `partition` and `filter`. The sandbox is one
-/// datacenter with only the default namespace and partition: `default` is
-/// accepted (as Consul Enterprise does), any other value answers like
-/// Consul CE, and the `filter` expression language is not implemented.
-fn check_scope(shared: &Shared, q: &Query) -> Result<(), ApiError> {
+/// Checks `dc`, `ns`, `partition` and `filter`, and returns the namespace
+/// and partition asked for. The sandbox is one datacenter. Without
+/// Enterprise features `default` is accepted for `ns` and `partition` (as
+/// Consul Enterprise does) and any other value answers like Consul CE;
+/// with them, the values are checked where they are used. The `filter`
+/// expression language is not implemented.
+fn check_scope(shared: &Shared, q: &Query) -> Result<Scope, ApiError> {
     if let Some(dc) = q.get("dc")
         && !dc.is_empty()
         && dc != shared.config.datacenter
@@ -619,6 +633,9 @@ fn check_scope(shared: &Shared, q: &Query) -> Result<(), ApiError> {
         return Err(ApiError::Rpc("No path to datacenter".into()));
     }
     for (param, feature) in [("ns", "Namespaces"), ("partition", "Partitions")] {
+        if shared.config.enterprise {
+            break;
+        }
         if let Some(v) = q.get(param)
             && !v.is_empty()
             && !v.eq_ignore_ascii_case("default")
@@ -634,7 +651,38 @@ fn check_scope(shared: &Shared, q: &Query) -> Result<(), ApiError> {
                 .into(),
         ));
     }
-    Ok(())
+    if !shared.config.enterprise {
+        return Ok(Scope::ce());
+    }
+    Ok(Scope {
+        enterprise: true,
+        ns: q.get("ns").unwrap_or_default().to_string(),
+        partition: q.get("partition").unwrap_or_default().to_string(),
+    })
+}
+
+/// The namespaces a catalog or health read covers. `ns=*` (every
+/// namespace) is accepted where `wildcard`; an unknown namespace reads as
+/// empty, as Consul's state store finds nothing there.
+fn read_ns(shared: &Shared, scope: &Scope, wildcard: bool) -> Result<NsSel, ApiError> {
+    if !scope.enterprise {
+        return Ok(NsSel::default_ns());
+    }
+    scope.data_partition(&shared.read(), &[])?;
+    match scope.ns.as_str() {
+        "" => Ok(NsSel::default_ns()),
+        "*" if wildcard => Ok(NsSel::All),
+        n if tenancy::valid_name(n) => Ok(NsSel::One(n.to_string())),
+        n => Err(tenancy::invalid_name(false, n)),
+    }
+}
+
+/// `read_ns` for endpoints about one service name: one namespace's name.
+fn read_one_ns(shared: &Shared, scope: &Scope) -> Result<String, ApiError> {
+    match read_ns(shared, scope, false)? {
+        NsSel::One(n) => Ok(n),
+        NsSel::All => Ok(crate::model::DEFAULT_TENANCY.to_string()),
+    }
 }
 
 fn list_filter(q: &Query, with_passing: bool) -> Result<ListFilter, ApiError> {
@@ -777,7 +825,11 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         set_header(&mut r, "Allow", &allow);
         return Ok(r);
     }
-    if !matches!(route, Route::Acl(_)) {
+    if matches!(route, Route::Tenancy { .. }) && !shared.config.enterprise {
+        // Consul CE has no such endpoints.
+        return Err(ApiError::NotFound);
+    }
+    if !matches!(route, Route::Acl(_) | Route::Tenancy { .. }) {
         ensure_method(&route, req.method())?;
     }
     // Go's url.ParseQuery failing makes Consul answer a bare 500.
@@ -851,22 +903,50 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
     }
     let authz = shared.acl.resolve(secret.as_deref())?;
     match route {
+        Route::Tenancy {
+            partition,
+            list,
+            name,
+        } => {
+            let method = req.method().to_string();
+            let b = if method == "PUT" {
+                body(shared, req).await?
+            } else {
+                Bytes::new()
+            };
+            let treq = TenancyRequest {
+                method: &method,
+                partition,
+                list,
+                name: name.as_deref(),
+                body: &b,
+            };
+            let out =
+                shared.write_then_notify(|st| tenancy::handle(st, &shared.acl, &authz, &treq))?;
+            if out.is_null() {
+                // A delete answers with an empty body.
+                return Ok(text(200, ""));
+            }
+            Ok(json_resp(200, &out, pretty))
+        }
         Route::Register => {
+            let scope = check_scope(shared, &q)?;
             let b = body(shared, req).await?;
             let r = decode::register(&b)
                 .map_err(|e| ApiError::BadRequest(format!("Request decode failed: {e}")))?;
-            shared.write_then_notify(|st| catalog::register(st, r, &authz, &dc))?;
+            shared.write_then_notify(|st| catalog::register(st, r, &authz, &dc, &scope))?;
             Ok(json_resp(200, &json!(true), pretty))
         }
         Route::Deregister => {
+            let scope = check_scope(shared, &q)?;
             let b = body(shared, req).await?;
             let r = decode::deregister(&b)
                 .map_err(|e| ApiError::BadRequest(format!("Request decode failed: {e}")))?;
-            shared.write_then_notify(|st| catalog::deregister(st, r, &authz, &dc))?;
+            shared.write_then_notify(|st| catalog::deregister(st, r, &authz, &dc, &scope))?;
             Ok(json_resp(200, &json!(true), pretty))
         }
         Route::Txn => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
             let max = shared.config.max_body_bytes;
             let b = body(shared, req).await.map_err(|e| match e {
                 ApiError::TooLarge(_) => {
@@ -883,7 +963,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                     ops.len()
                 )));
             }
-            let outcome = shared.write_then_notify(|st| txn::run(st, ops, &authz, &dc));
+            let outcome = shared.write_then_notify(|st| txn::run(st, ops, &authz, &dc, &scope));
             let mut resp = json_resp(outcome.status, &outcome.body, pretty);
             if !outcome.raft_applied {
                 // Read-only (or refused) transactions carry read metadata.
@@ -893,16 +973,23 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             Ok(resp)
         }
         Route::Services => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_ns(shared, &scope, true)?;
             let f = list_filter(&q, false)?;
             let key = WatchKey::Services {
                 node_meta: !f.node_meta.is_empty(),
+                ns: match &ns {
+                    NsSel::One(n) => Some(n.clone()),
+                    NsSel::All => None,
+                },
             };
-            let r = read_blocking(shared, &q, key, |st| st.read_services(&f, &authz)).await?;
+            let r = read_blocking(shared, &q, key, |st| st.read_services(&ns, &f, &authz)).await?;
             Ok(read_response(r, &q))
         }
         Route::Nodes => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            // Nodes live in a partition, not a namespace.
+            read_ns(shared, &scope, true)?;
             let f = list_filter(&q, false)?;
             let r =
                 read_blocking(shared, &q, WatchKey::Nodes, |st| st.read_nodes(&f, &authz)).await?;
@@ -917,42 +1004,52 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             Err(ApiError::BadRequest("Missing node name".into()))
         }
         Route::ServiceNodes(name) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_one_ns(shared, &scope)?;
             let f = list_filter(&q, false)?;
-            let key = WatchKey::Service(name.clone());
+            let key = WatchKey::Service(crate::store::svc_key(&ns, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_service_nodes(&name, &f, &authz)
+                st.read_service_nodes(&ns, &name, &f, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthService(name) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_one_ns(shared, &scope)?;
             let f = list_filter(&q, true)?;
-            let key = WatchKey::Service(name.clone());
+            let key = WatchKey::Service(crate::store::svc_key(&ns, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_health_service(&name, &f, &authz)
+                st.read_health_service(&ns, &name, &f, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::NodeServices(name) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_ns(shared, &scope, true)?;
             let key = WatchKey::Node(name.clone());
-            let r =
-                read_blocking(shared, &q, key, |st| st.read_node_services(&name, &authz)).await?;
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_node_services(&ns, &name, &authz)
+            })
+            .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthNode(name) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_ns(shared, &scope, true)?;
             // Every check on the node lives under the node's index, so a
             // blocked reader waits on the node alone.
             let key = WatchKey::Node(name.clone());
-            let r = read_blocking(shared, &q, key, |st| st.read_health_node(&name, &authz)).await?;
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_health_node(&ns, &name, &authz)
+            })
+            .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthState(state) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_ns(shared, &scope, true)?;
             if state.is_empty() {
                 return Err(ApiError::BadRequest("Missing check state".into()));
             }
@@ -962,28 +1059,30 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             }
             let meta = q.node_meta();
             let r = read_blocking(shared, &q, WatchKey::Checks, |st| {
-                st.read_health_state(&state, &meta, &authz)
+                st.read_health_state(&ns, &state, &meta, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthChecks(name) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_one_ns(shared, &scope)?;
             if name.is_empty() {
                 return Err(ApiError::BadRequest("Missing service name".into()));
             }
             let meta = q.node_meta();
-            let key = WatchKey::Service(name.clone());
+            let key = WatchKey::Service(crate::store::svc_key(&ns, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_health_checks(&name, &meta, &authz)
+                st.read_health_checks(&ns, &name, &meta, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::Node(name) => {
-            check_scope(shared, &q)?;
+            let scope = check_scope(shared, &q)?;
+            let ns = read_ns(shared, &scope, true)?;
             let key = WatchKey::Node(name.clone());
-            let r = read_blocking(shared, &q, key, |st| st.read_node(&name, &authz)).await?;
+            let r = read_blocking(shared, &q, key, |st| st.read_node(&ns, &name, &authz)).await?;
             Ok(read_response(r, &q))
         }
         Route::AgentSelf => {

@@ -40,6 +40,34 @@ pub(crate) fn fold(s: &str) -> String {
     s.to_lowercase()
 }
 
+/// Index key of a service name within a namespace: `ns/name`, folded.
+/// Namespace names are DNS labels, so the first `/` always ends the
+/// namespace even when the service name holds one.
+pub(crate) fn svc_key(ns: &str, name: &str) -> String {
+    format!("{}/{}", fold(ns), fold(name))
+}
+
+/// Which namespaces a read covers: one, or every one (`ns=*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NsSel {
+    One(String),
+    All,
+}
+
+impl NsSel {
+    /// The default namespace (every read without Enterprise features).
+    pub fn default_ns() -> NsSel {
+        NsSel::One(crate::model::DEFAULT_TENANCY.to_string())
+    }
+
+    pub fn matches(&self, ns: &str) -> bool {
+        match self {
+            NsSel::All => true,
+            NsSel::One(n) => n.eq_ignore_ascii_case(ns),
+        }
+    }
+}
+
 /// Key of a service instance or check: (folded node, folded id).
 pub(crate) type RecKey = (String, String);
 
@@ -76,6 +104,9 @@ struct Indexes {
     node_extinction: u64,
     per_service: BTreeMap<String, u64>,
     per_node: BTreeMap<String, u64>,
+    /// The `services` index of each namespace (folded) that ever held a
+    /// service: a listing of one namespace moves only with its own changes.
+    per_ns_services: BTreeMap<String, u64>,
 }
 
 /// What a blocking query waits on. Names are compared case-insensitively
@@ -85,9 +116,10 @@ pub(crate) enum WatchKey {
     /// `/v1/catalog/nodes`.
     Nodes,
     /// `/v1/catalog/services`; with a `node-meta` filter it also depends on
-    /// node changes.
-    Services { node_meta: bool },
-    /// `/v1/catalog/service/<name>` and `/v1/health/service/<name>`.
+    /// node changes. `ns`: one namespace or every one (`None`).
+    Services { node_meta: bool, ns: Option<String> },
+    /// `/v1/catalog/service/<name>` and `/v1/health/service/<name>`: the
+    /// [`svc_key`] of the name in its namespace.
     Service(String),
     /// `/v1/catalog/node/<node>`, `/v1/catalog/node-services/<node>` and
     /// `/v1/health/node/<node>` (check changes move the node's index too).
@@ -103,6 +135,10 @@ impl WatchKey {
         match self {
             WatchKey::Service(n) => WatchKey::Service(fold(n)),
             WatchKey::Node(n) => WatchKey::Node(fold(n)),
+            WatchKey::Services { node_meta, ns } => WatchKey::Services {
+                node_meta: *node_meta,
+                ns: ns.as_deref().map(fold),
+            },
             other => other.clone(),
         }
     }
@@ -116,8 +152,10 @@ pub(crate) struct ChangeSet {
     pub nodes_table: bool,
     /// The `services` table index moved.
     pub services_table: bool,
-    /// Folded service names whose index moved (or that went extinct).
+    /// [`svc_key`]s whose index moved (or that went extinct).
     pub service_names: BTreeSet<String>,
+    /// Folded namespaces whose `services` index moved.
+    pub service_namespaces: BTreeSet<String>,
     /// Folded node names whose index moved (or that were deleted).
     pub nodes: BTreeSet<String>,
 }
@@ -128,6 +166,7 @@ impl ChangeSet {
         !self.nodes_table
             && !self.services_table
             && self.service_names.is_empty()
+            && self.service_namespaces.is_empty()
             && self.nodes.is_empty()
     }
 
@@ -140,8 +179,15 @@ impl ChangeSet {
             out.push(WatchKey::Nodes);
         }
         if self.services_table {
-            out.push(WatchKey::Services { node_meta: false });
+            out.push(WatchKey::Services {
+                node_meta: false,
+                ns: None,
+            });
         }
+        out.extend(self.service_namespaces.iter().map(|ns| WatchKey::Services {
+            node_meta: false,
+            ns: Some(ns.clone()),
+        }));
         out.extend(self.service_names.iter().cloned().map(WatchKey::Service));
         out.extend(self.nodes.iter().cloned().map(WatchKey::Node));
         out
@@ -164,13 +210,15 @@ pub(crate) struct Store {
     raft_index: u64,
     raft_applies: u64,
     pending: ChangeSet,
+    /// Namespaces and partitions (empty without Enterprise features).
+    pub tenancy: crate::tenancy::Tenancy,
 }
 
 /// Read-side permission checks, implemented by the ACL layer. Results the
 /// caller may not read are filtered out, as Consul does.
 pub(crate) trait ReadFilter {
-    /// May the caller see service `name`?
-    fn service_read(&self, name: &str) -> bool;
+    /// May the caller see service `name` in namespace `ns`?
+    fn service_read(&self, ns: &str, name: &str) -> bool;
     /// May the caller see node `name`?
     fn node_read(&self, name: &str) -> bool;
 }
@@ -181,7 +229,7 @@ pub(crate) struct AllowAll;
 
 #[cfg(test)]
 impl ReadFilter for AllowAll {
-    fn service_read(&self, _: &str) -> bool {
+    fn service_read(&self, _: &str, _: &str) -> bool {
         true
     }
     fn node_read(&self, _: &str) -> bool {
@@ -317,8 +365,14 @@ impl Store {
     /// (a table, or a name that currently has its own index entry).
     pub fn has_own_index(&self, key: &WatchKey) -> bool {
         match key {
-            WatchKey::Nodes | WatchKey::Services { node_meta: false } => true,
-            WatchKey::Services { node_meta: true } | WatchKey::Checks => false,
+            WatchKey::Nodes
+            | WatchKey::Services {
+                node_meta: false, ..
+            } => true,
+            WatchKey::Services {
+                node_meta: true, ..
+            }
+            | WatchKey::Checks => false,
             WatchKey::Service(name) => self.idx.per_service.contains_key(&fold(name)),
             WatchKey::Node(name) => self.idx.per_node.contains_key(&fold(name)),
         }
@@ -329,8 +383,22 @@ impl Store {
     pub fn index_for(&self, key: &WatchKey) -> u64 {
         match key {
             WatchKey::Nodes => self.idx.nodes,
-            WatchKey::Services { node_meta: false } => self.idx.services,
-            WatchKey::Services { node_meta: true } => self.idx.services.max(self.idx.nodes),
+            WatchKey::Services { node_meta, ns } => {
+                let services = match ns {
+                    None => self.idx.services,
+                    Some(ns) => self
+                        .idx
+                        .per_ns_services
+                        .get(&fold(ns))
+                        .copied()
+                        .unwrap_or(0),
+                };
+                if *node_meta {
+                    services.max(self.idx.nodes)
+                } else {
+                    services
+                }
+            }
             WatchKey::Checks => self.idx.checks,
             WatchKey::Service(name) => match self.idx.per_service.get(&fold(name)) {
                 Some(i) => *i,
@@ -345,13 +413,25 @@ impl Store {
     }
 
     /// `GET /v1/catalog/services`: service name -> sorted union of tags.
-    pub fn read_services(&self, filter: &ListFilter, acl: &dyn ReadFilter) -> ReadResult {
+    pub fn read_services(
+        &self,
+        ns: &NsSel,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
         let key = WatchKey::Services {
             node_meta: !filter.node_meta.is_empty(),
+            ns: match ns {
+                NsSel::One(n) => Some(n.clone()),
+                NsSel::All => None,
+            },
         };
         let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         let mut filtered = false;
         for s in self.services.values() {
+            if !ns.matches(s.namespace()) {
+                continue;
+            }
             if !filter.node_meta.is_empty() {
                 let meta = self.node(&s.node).and_then(|n| n.meta.as_ref());
                 if !filter
@@ -362,7 +442,7 @@ impl Store {
                     continue;
                 }
             }
-            if !acl.service_read(&s.name) {
+            if !acl.service_read(s.namespace(), &s.name) {
                 filtered = true;
                 continue;
             }
@@ -385,9 +465,9 @@ impl Store {
         }
     }
 
-    fn instances<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
+    fn instances<'a>(&'a self, ns: &str, name: &str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
         self.by_name
-            .get(&fold(name))
+            .get(&svc_key(ns, name))
             .into_iter()
             .flatten()
             .filter_map(|k| self.services.get(k))
@@ -396,26 +476,27 @@ impl Store {
     /// `GET /v1/catalog/service/<name>`: flattened `ServiceNode`s.
     pub fn read_service_nodes(
         &self,
+        ns: &str,
         name: &str,
         filter: &ListFilter,
         acl: &dyn ReadFilter,
     ) -> ReadResult {
         let mut out = Vec::new();
         let mut filtered = false;
-        for s in self.instances(name) {
+        for s in self.instances(ns, name) {
             let Some(node) = self.node(&s.node) else {
                 continue;
             };
             if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
                 continue;
             }
-            if !acl.service_read(&s.name) || !acl.node_read(&node.name) {
+            if !acl.service_read(s.namespace(), &s.name) || !acl.node_read(&node.name) {
                 filtered = true;
                 continue;
             }
             out.push(s.to_service_node_json(node));
         }
-        let index = self.index_for(&WatchKey::Service(name.to_string()));
+        let index = self.index_for(&WatchKey::Service(svc_key(ns, name)));
         ReadResult {
             index,
             body: Value::Array(out),
@@ -426,20 +507,21 @@ impl Store {
     /// `GET /v1/health/service/<name>`: `[{Node, Service, Checks}]`.
     pub fn read_health_service(
         &self,
+        ns: &str,
         name: &str,
         filter: &ListFilter,
         acl: &dyn ReadFilter,
     ) -> ReadResult {
         let mut out = Vec::new();
         let mut filtered = false;
-        for s in self.instances(name) {
+        for s in self.instances(ns, name) {
             let Some(node) = self.node(&s.node) else {
                 continue;
             };
             if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
                 continue;
             }
-            if !acl.service_read(&s.name) || !acl.node_read(&node.name) {
+            if !acl.service_read(s.namespace(), &s.name) || !acl.node_read(&node.name) {
                 filtered = true;
                 continue;
             }
@@ -458,7 +540,7 @@ impl Store {
                 "Checks": checks.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
             }));
         }
-        let index = self.index_for(&WatchKey::Service(name.to_string()));
+        let index = self.index_for(&WatchKey::Service(svc_key(ns, name)));
         ReadResult {
             index,
             body: Value::Array(out),
@@ -469,7 +551,7 @@ impl Store {
     /// `GET /v1/catalog/node-services/<node>`: `{Node, Services: [...]}`;
     /// both members are `null` for an unknown node, and `Services` is `null`
     /// for a node without services (Consul's nil slice).
-    pub fn read_node_services(&self, node: &str, acl: &dyn ReadFilter) -> ReadResult {
+    pub fn read_node_services(&self, ns: &NsSel, node: &str, acl: &dyn ReadFilter) -> ReadResult {
         let index = self.index_for(&WatchKey::Node(node.to_string()));
         let Some(n) = self.node(node) else {
             return ReadResult {
@@ -488,8 +570,11 @@ impl Store {
         let lnode = fold(&n.name);
         let mut filtered = false;
         let mut services = Vec::new();
-        for s in self.services_on(&lnode) {
-            if acl.service_read(&s.name) {
+        for s in self
+            .services_on(&lnode)
+            .filter(|s| ns.matches(s.namespace()))
+        {
+            if acl.service_read(s.namespace(), &s.name) {
                 services.push(s.to_node_service_json(true));
             } else {
                 filtered = true;
@@ -511,7 +596,7 @@ impl Store {
     /// service-level) as `HealthCheck`s; an empty array (never `null`) for
     /// an unknown or unreadable node, as Consul answers. Checks of services
     /// the caller may not read are filtered out.
-    pub fn read_health_node(&self, node: &str, acl: &dyn ReadFilter) -> ReadResult {
+    pub fn read_health_node(&self, ns: &NsSel, node: &str, acl: &dyn ReadFilter) -> ReadResult {
         let index = self.index_for(&WatchKey::Node(node.to_string()));
         let Some(n) = self.node(node) else {
             return ReadResult {
@@ -530,8 +615,8 @@ impl Store {
         let lnode = fold(&n.name);
         let mut filtered = false;
         let mut out = Vec::new();
-        for c in self.checks_on(&lnode) {
-            if !c.service_name.is_empty() && !acl.service_read(&c.service_name) {
+        for c in self.checks_on(&lnode).filter(|c| ns.matches(c.namespace())) {
+            if !c.service_name.is_empty() && !acl.service_read(c.namespace(), &c.service_name) {
                 filtered = true;
                 continue;
             }
@@ -550,6 +635,7 @@ impl Store {
     /// or service) are left out, as Consul's ACL filter does.
     pub fn read_health_state(
         &self,
+        ns: &NsSel,
         state: &str,
         node_meta: &[(String, String)],
         acl: &dyn ReadFilter,
@@ -557,7 +643,7 @@ impl Store {
         let mut filtered = false;
         let mut out = Vec::new();
         for c in self.checks.values() {
-            if state != "any" && c.status != state {
+            if (state != "any" && c.status != state) || !ns.matches(c.namespace()) {
                 continue;
             }
             let Some(n) = self.nodes.get(&fold(&c.node)) else {
@@ -567,7 +653,7 @@ impl Store {
                 continue;
             }
             if !acl.node_read(&n.name)
-                || (!c.service_name.is_empty() && !acl.service_read(&c.service_name))
+                || (!c.service_name.is_empty() && !acl.service_read(c.namespace(), &c.service_name))
             {
                 filtered = true;
                 continue;
@@ -587,12 +673,13 @@ impl Store {
     /// not read are dropped.
     pub fn read_health_checks(
         &self,
+        ns: &str,
         service: &str,
         node_meta: &[(String, String)],
         acl: &dyn ReadFilter,
     ) -> ReadResult {
-        let index = self.index_for(&WatchKey::Service(service.to_string()));
-        if !acl.service_read(service) {
+        let index = self.index_for(&WatchKey::Service(svc_key(ns, service)));
+        if !acl.service_read(ns, service) {
             return ReadResult {
                 index,
                 body: Value::Array(Vec::new()),
@@ -601,7 +688,12 @@ impl Store {
         }
         let mut filtered = false;
         let mut out = Vec::new();
-        for key in self.by_name.get(&fold(service)).into_iter().flatten() {
+        for key in self
+            .by_name
+            .get(&svc_key(ns, service))
+            .into_iter()
+            .flatten()
+        {
             let Some(n) = self.nodes.get(&key.0) else {
                 continue;
             };
@@ -623,7 +715,7 @@ impl Store {
 
     /// `GET /v1/catalog/node/<node>`: `{Node, Services: {id: ...}}`, or
     /// `null` for an unknown node.
-    pub fn read_node(&self, node: &str, acl: &dyn ReadFilter) -> ReadResult {
+    pub fn read_node(&self, ns: &NsSel, node: &str, acl: &dyn ReadFilter) -> ReadResult {
         let index = self.index_for(&WatchKey::Node(node.to_string()));
         let Some(n) = self.node(node) else {
             return ReadResult {
@@ -642,8 +734,11 @@ impl Store {
         let lnode = fold(&n.name);
         let mut filtered = false;
         let mut services = Map::new();
-        for s in self.services_on(&lnode) {
-            if acl.service_read(&s.name) {
+        for s in self
+            .services_on(&lnode)
+            .filter(|s| ns.matches(s.namespace()))
+        {
+            if acl.service_read(s.namespace(), &s.name) {
                 services.insert(s.id.clone(), s.to_node_service_json(true));
             } else {
                 filtered = true;
@@ -677,6 +772,15 @@ impl Store {
         }
     }
 
+    /// `(node, ID)` of every instance in namespace `ns`.
+    pub fn services_in_namespace(&self, ns: &str) -> Vec<(String, String)> {
+        self.services
+            .values()
+            .filter(|s| s.namespace().eq_ignore_ascii_case(ns))
+            .map(|s| (s.node.clone(), s.id.clone()))
+            .collect()
+    }
+
     /// Number of nodes, services and checks (for tests and stats).
     pub fn counts(&self) -> (usize, usize, usize) {
         (self.nodes.len(), self.services.len(), self.checks.len())
@@ -692,18 +796,15 @@ impl Store {
     fn raw_put_service(&mut self, key: &RecKey, rec: Option<ServiceRec>) -> Option<ServiceRec> {
         let old = match rec {
             Some(r) => {
-                let lname = fold(&r.name);
+                let lname = r.key();
                 self.by_name.entry(lname).or_default().insert(key.clone());
                 self.services.insert(key.clone(), r)
             }
             None => self.services.remove(key),
         };
         if let Some(o) = &old {
-            let lname = fold(&o.name);
-            let still_named = self
-                .services
-                .get(key)
-                .is_some_and(|n| fold(&n.name) == lname);
+            let lname = o.key();
+            let still_named = self.services.get(key).is_some_and(|n| n.key() == lname);
             if !still_named && let Some(set) = self.by_name.get_mut(&lname) {
                 set.remove(key);
                 if set.is_empty() {
@@ -755,6 +856,7 @@ struct Changes {
     check_table: bool,
     nodes: BTreeSet<String>,
     service_names: BTreeSet<String>,
+    namespaces: BTreeSet<String>,
 }
 
 impl Changes {
@@ -779,10 +881,7 @@ impl Tx<'_> {
     }
 
     fn service_names_on(&self, lnode: &str) -> Vec<String> {
-        self.store
-            .services_on(lnode)
-            .map(|s| fold(&s.name))
-            .collect()
+        self.store.services_on(lnode).map(ServiceRec::key).collect()
     }
 
     fn put_node(&mut self, key: String, rec: Option<NodeRec>) {
@@ -798,11 +897,13 @@ impl Tx<'_> {
 
     fn put_service(&mut self, key: RecKey, rec: Option<ServiceRec>) {
         if let Some(r) = &rec {
-            self.changes.service_names.insert(fold(&r.name));
+            self.changes.service_names.insert(r.key());
+            self.changes.namespaces.insert(fold(r.namespace()));
         }
         let old = self.store.raw_put_service(&key, rec);
         if let Some(o) = &old {
-            self.changes.service_names.insert(fold(&o.name));
+            self.changes.service_names.insert(o.key());
+            self.changes.namespaces.insert(fold(o.namespace()));
         }
         self.undo.push(Undo::Service(key.clone(), old));
         self.changes.service_table = true;
@@ -822,7 +923,7 @@ impl Tx<'_> {
                 self.changes.service_names.insert(name);
             }
         } else if let Some(s) = self.store.services.get(&(key.0.clone(), fold(&service_id))) {
-            self.changes.service_names.insert(fold(&s.name));
+            self.changes.service_names.insert(s.key());
         }
         let old = self.store.raw_put_check(&key, rec);
         self.undo.push(Undo::Check(key.clone(), old));
@@ -848,6 +949,13 @@ impl Tx<'_> {
             store.idx.services = idx;
             store.pending.services_table = true;
         }
+        for ns in &changes.namespaces {
+            store.idx.per_ns_services.insert(ns.clone(), idx);
+        }
+        store
+            .pending
+            .service_namespaces
+            .extend(changes.namespaces.iter().cloned());
         if changes.check_table {
             store.idx.checks = idx;
         }
@@ -950,6 +1058,7 @@ impl Tx<'_> {
             };
             rec.service_name = s.name.clone();
             rec.service_tags = s.tags.clone();
+            rec.ns = s.ns.clone();
         }
         if rec.status.is_empty() {
             rec.status = "critical".into();
@@ -1062,6 +1171,7 @@ mod tests {
             datacenter: "dc1".into(),
             tagged_addresses: None,
             meta: None,
+            partition: None,
             create_index: 0,
             modify_index: 0,
         }
@@ -1081,6 +1191,7 @@ mod tests {
             ports: Vec::new(),
             weights: Weights::DEFAULT,
             enable_tag_override: false,
+            ns: None,
             create_index: 0,
             modify_index: 0,
         }
@@ -1099,6 +1210,7 @@ mod tests {
             service_tags: None,
             check_type: String::new(),
             definition: json!({}),
+            ns: None,
             create_index: 0,
             modify_index: 0,
         }
@@ -1118,18 +1230,24 @@ mod tests {
         let mut st = Store::default();
         assert!(register(&mut st, "n1", svc("n1", "web-1", "web", 80)));
         let before = st.service("n1", "web-1").unwrap().clone();
-        let idx_before = st.index_for(&WatchKey::Service("web".into()));
+        let idx_before = st.index_for(&WatchKey::Service(svc_key("default", "web")));
         assert!(!register(&mut st, "n1", svc("n1", "web-1", "web", 80)));
         assert_eq!(st.raft_applies(), 2);
         assert_eq!(st.raft_index(), 2);
         assert_eq!(st.service("n1", "web-1").unwrap(), &before);
-        assert_eq!(st.index_for(&WatchKey::Service("web".into())), idx_before);
+        assert_eq!(
+            st.index_for(&WatchKey::Service(svc_key("default", "web"))),
+            idx_before
+        );
         assert_eq!(st.index_for(&WatchKey::Node("n1".into())), 1);
         // A real change moves ModifyIndex to the new Raft index only.
         assert!(register(&mut st, "n1", svc("n1", "web-1", "web", 81)));
         let after = st.service("n1", "web-1").unwrap();
         assert_eq!((after.create_index, after.modify_index), (1, 3));
-        assert_eq!(st.index_for(&WatchKey::Service("web".into())), 3);
+        assert_eq!(
+            st.index_for(&WatchKey::Service(svc_key("default", "web"))),
+            3
+        );
     }
 
     #[test]
@@ -1162,7 +1280,7 @@ mod tests {
         register(&mut st, "Node-A", svc("Node-A", "Web-1", "Web", 80));
         assert_eq!(st.node("node-a").unwrap().name, "Node-A");
         assert_eq!(st.service("NODE-A", "web-1").unwrap().id, "Web-1");
-        let r = st.read_service_nodes("web", &ListFilter::default(), &AllowAll);
+        let r = st.read_service_nodes("default", "web", &ListFilter::default(), &AllowAll);
         assert_eq!(r.body.as_array().unwrap().len(), 1);
     }
 
@@ -1175,9 +1293,15 @@ mod tests {
             Ok::<_, StoreError>(())
         });
         r.unwrap();
-        assert_eq!(st.index_for(&WatchKey::Service("web".into())), 2);
+        assert_eq!(
+            st.index_for(&WatchKey::Service(svc_key("default", "web"))),
+            2
+        );
         // A never-registered name reports the extinction index too.
-        assert_eq!(st.index_for(&WatchKey::Service("other".into())), 2);
+        assert_eq!(
+            st.index_for(&WatchKey::Service(svc_key("default", "other"))),
+            2
+        );
     }
 
     #[test]
@@ -1190,9 +1314,18 @@ mod tests {
         });
         r.unwrap();
         assert!(changed);
-        assert_eq!(st.index_for(&WatchKey::Service("web".into())), 2);
+        assert_eq!(
+            st.index_for(&WatchKey::Service(svc_key("default", "web"))),
+            2
+        );
         assert_eq!(st.index_for(&WatchKey::Node("n1".into())), 2);
-        assert_eq!(st.index_for(&WatchKey::Services { node_meta: false }), 1);
+        assert_eq!(
+            st.index_for(&WatchKey::Services {
+                node_meta: false,
+                ns: None
+            }),
+            1
+        );
     }
 
     #[test]
@@ -1210,7 +1343,10 @@ mod tests {
         let c = st.check("n1", "c").unwrap();
         assert_eq!(c.service_name, "web");
         assert_eq!(c.status, "critical");
-        assert_eq!(st.index_for(&WatchKey::Service("web".into())), 4);
+        assert_eq!(
+            st.index_for(&WatchKey::Service(svc_key("default", "web"))),
+            4
+        );
     }
 
     #[test]
@@ -1241,13 +1377,13 @@ mod tests {
             tx.ensure_check(check("n2", "serf", "", "critical"))
         });
         r.unwrap();
-        let all = st.read_health_service("web", &ListFilter::default(), &AllowAll);
+        let all = st.read_health_service("default", "web", &ListFilter::default(), &AllowAll);
         assert_eq!(all.body.as_array().unwrap().len(), 2);
         let f = ListFilter {
             passing: true,
             ..ListFilter::default()
         };
-        let passing = st.read_health_service("web", &f, &AllowAll);
+        let passing = st.read_health_service("default", "web", &f, &AllowAll);
         let arr = passing.body.as_array().unwrap();
         assert_eq!(arr.len(), 1);
         assert_eq!(arr[0]["Node"]["Node"], "n1");
@@ -1271,34 +1407,37 @@ mod tests {
             tags: Some(vec!["primary".into()]),
             ..Default::default()
         };
-        let r = st.read_service_nodes("web", &by_tag, &AllowAll);
+        let r = st.read_service_nodes("default", "web", &by_tag, &AllowAll);
         assert_eq!(r.body.as_array().unwrap().len(), 1);
         let by_meta = ListFilter {
             node_meta: vec![("env".into(), "prod".into())],
             ..Default::default()
         };
-        let r = st.read_service_nodes("web", &by_meta, &AllowAll);
+        let r = st.read_service_nodes("default", "web", &by_meta, &AllowAll);
         assert_eq!(r.body[0]["Node"], "n2");
-        let r = st.read_services(&by_meta, &AllowAll);
+        let r = st.read_services(&NsSel::default_ns(), &by_meta, &AllowAll);
         assert_eq!(r.body, json!({"web": []}));
-        let r = st.read_services(&ListFilter::default(), &AllowAll);
+        let r = st.read_services(&NsSel::default_ns(), &ListFilter::default(), &AllowAll);
         assert_eq!(r.body, json!({"web": ["Primary", "v1"]}));
     }
 
     #[test]
     fn node_services_of_unknown_or_empty_node_render_nulls() {
         let mut st = Store::default();
-        let r = st.read_node_services("nope", &AllowAll);
+        let r = st.read_node_services(&NsSel::default_ns(), "nope", &AllowAll);
         assert_eq!(r.body, json!({"Node": null, "Services": null}));
         let (res, _) = st.apply(true, |tx| {
             tx.ensure_node(node("n1", "a"));
             Ok::<_, StoreError>(())
         });
         res.unwrap();
-        let r = st.read_node_services("n1", &AllowAll);
+        let r = st.read_node_services(&NsSel::default_ns(), "n1", &AllowAll);
         assert_eq!(r.body["Services"], Value::Null);
         assert_eq!(r.body["Node"]["Node"], "n1");
-        assert_eq!(st.read_node("nope", &AllowAll).body, Value::Null);
+        assert_eq!(
+            st.read_node(&NsSel::default_ns(), "nope", &AllowAll).body,
+            Value::Null
+        );
     }
 
     #[test]
@@ -1306,7 +1445,7 @@ mod tests {
         let mut st = Store::default();
         register(&mut st, "n1", svc("n1", "a", "Web", 80));
         let c = st.take_changes();
-        assert_eq!(c.service_names, BTreeSet::from(["web".to_string()]));
+        assert_eq!(c.service_names, BTreeSet::from(["default/web".to_string()]));
         assert_eq!(c.nodes, BTreeSet::from(["n1".to_string()]));
         assert!(c.nodes_table && c.services_table);
         assert!(st.take_changes().is_empty(), "taken once");
@@ -1315,9 +1454,12 @@ mod tests {
         let (r, _) = st.apply(true, |tx| tx.ensure_service(svc("ghost", "x", "x", 1)));
         assert!(r.is_err());
         assert!(st.take_changes().is_empty());
-        assert!(st.has_own_index(&WatchKey::Service("WEB".into())));
-        assert!(!st.has_own_index(&WatchKey::Service("db".into())));
-        assert!(!st.has_own_index(&WatchKey::Services { node_meta: true }));
+        assert!(st.has_own_index(&WatchKey::Service(svc_key("default", "WEB"))));
+        assert!(!st.has_own_index(&WatchKey::Service(svc_key("default", "db"))));
+        assert!(!st.has_own_index(&WatchKey::Services {
+            node_meta: true,
+            ns: None
+        }));
         assert_eq!(
             WatchKey::Node("N1".into()).folded(),
             WatchKey::Node("n1".into())
@@ -1453,7 +1595,7 @@ mod tests {
                 for (lname, keys) in &st.by_name {
                     prop_assert!(!keys.is_empty());
                     for k in keys {
-                        prop_assert_eq!(&fold(&st.services[k].name), lname);
+                        prop_assert_eq!(&st.services[k].key(), lname);
                     }
                 }
                 prop_assert_eq!(st.by_name.values().map(|k| k.len()).sum::<usize>(), st.services.len());

@@ -21,8 +21,15 @@ use serde_json::{Value, json};
 use crate::acl::{AclAccess, AclResource, Authz};
 use crate::catalog::{check_rec, service_pre_apply, service_rec, validate_node_id};
 use crate::decode::{NodeIn, TxnOpIn};
-use crate::model::NodeRec;
+use crate::model::{DEFAULT_TENANCY, NodeRec};
 use crate::store::{ReadFilter, Store, StoreError, Tx, go_quote};
+use crate::tenancy::Scope;
+
+/// A namespace or partition the pre-check resolved ("" without Enterprise
+/// features, which stores none).
+fn opt(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
 
 /// Outcome of a transaction that passed decoding and size limits.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,8 +63,9 @@ pub(crate) fn run(
     mut ops: Vec<TxnOpIn>,
     authz: &Authz,
     local_dc: &str,
+    scope: &Scope,
 ) -> TxnOutcome {
-    let errors = pre_check(store, &mut ops, authz, local_dc);
+    let errors = pre_check(store, &mut ops, authz, local_dc, scope);
     if !errors.is_empty() {
         return TxnOutcome {
             status: 409,
@@ -128,14 +136,17 @@ fn readable(result: &Value, authz: &Authz) -> bool {
         return authz.node_read(n["Node"].as_str().unwrap_or_default());
     }
     if let Some(s) = result.get("Service") {
-        return authz.service_read(s["Service"].as_str().unwrap_or_default());
+        return authz.service_read(
+            s["Namespace"].as_str().unwrap_or(DEFAULT_TENANCY),
+            s["Service"].as_str().unwrap_or_default(),
+        );
     }
     if let Some(c) = result.get("Check") {
         let service = c["ServiceName"].as_str().unwrap_or_default();
         return if service.is_empty() {
             authz.node_read(c["Node"].as_str().unwrap_or_default())
         } else {
-            authz.service_read(service)
+            authz.service_read(c["Namespace"].as_str().unwrap_or(DEFAULT_TENANCY), service)
         };
     }
     true
@@ -145,9 +156,19 @@ fn readable(result: &Value, authz: &Authz) -> bool {
 /// op (all errors are reported). Also applies the defaults Consul fills in
 /// before Raft (service ID from its name, check ID from its name, node
 /// datacenter).
-fn pre_check(store: &Store, ops: &mut [TxnOpIn], authz: &Authz, local_dc: &str) -> Vec<Value> {
+fn pre_check(
+    store: &Store,
+    ops: &mut [TxnOpIn],
+    authz: &Authz,
+    local_dc: &str,
+    scope: &Scope,
+) -> Vec<Value> {
     let mut errors = Vec::new();
     for (i, op) in ops.iter_mut().enumerate() {
+        if let Err(what) = resolve_tenancy(store, op, scope) {
+            errors.push(op_error(i, what));
+            continue;
+        }
         let result: Result<(), String> = match op {
             TxnOpIn::Kv => Err("KV operations are not supported by consul-sandbox".into()),
             TxnOpIn::Empty => Err("unknown operation type".into()),
@@ -193,8 +214,14 @@ fn pre_check(store: &Store, ops: &mut [TxnOpIn], authz: &Authz, local_dc: &str) 
                                 go_quote(node)
                             ));
                         }
+                        let ns = opt(&service.namespace);
                         authz
-                            .require(AclResource::Service, &service.service, AclAccess::Write)
+                            .require_in(
+                                AclResource::Service,
+                                ns.as_deref().unwrap_or(DEFAULT_TENANCY),
+                                &service.service,
+                                AclAccess::Write,
+                            )
                             .map_err(|e| e.to_string())
                     })
                 }
@@ -217,6 +244,37 @@ fn pre_check(store: &Store, ops: &mut [TxnOpIn], authz: &Authz, local_dc: &str) 
         }
     }
     errors
+}
+
+/// Fills in the namespace and partition each op lands in (left empty
+/// without Enterprise features), or the error that refuses the op.
+fn resolve_tenancy(store: &Store, op: &mut TxnOpIn, scope: &Scope) -> Result<(), String> {
+    match op {
+        TxnOpIn::Node { node, .. } => {
+            node.partition = scope
+                .data_partition(store, &[&node.partition])
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+        }
+        TxnOpIn::Service { service, .. } => {
+            scope
+                .data_partition(store, &[&service.partition])
+                .map_err(|e| e.to_string())?;
+            service.namespace = scope
+                .write_ns(store, &[&service.namespace])
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+        }
+        TxnOpIn::Check { check, .. } => {
+            check.namespace = if scope.enterprise {
+                DEFAULT_TENANCY.to_string()
+            } else {
+                String::new()
+            };
+        }
+        TxnOpIn::Kv | TxnOpIn::Empty => {}
+    }
+    Ok(())
 }
 
 /// ACL vetting of a check op against the stored binding when there is one.
@@ -250,7 +308,14 @@ fn vet_check(store: &Store, check: &crate::decode::CheckIn, authz: &Authz) -> Re
         }
     };
     authz
-        .require(AclResource::Service, &name, AclAccess::Write)
+        .require_in(
+            AclResource::Service,
+            store
+                .service(&node, &service_id)
+                .map_or(DEFAULT_TENANCY, |s| s.namespace()),
+            &name,
+            AclAccess::Write,
+        )
         .map_err(|e| e.to_string())
 }
 
@@ -262,6 +327,7 @@ fn node_rec(n: &NodeIn) -> NodeRec {
         datacenter: n.datacenter.clone(),
         tagged_addresses: n.tagged_addresses.clone(),
         meta: n.meta.clone(),
+        partition: opt(&n.partition),
         create_index: 0,
         modify_index: 0,
     }
@@ -345,7 +411,7 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
             match verb.as_str() {
                 "get" => read_op(tx.store(), op),
                 "set" => {
-                    tx.ensure_service(service_rec(node, service))
+                    tx.ensure_service(service_rec(node, service, opt(&service.namespace)))
                         .map_err(store_err)?;
                     Ok(service_result(tx.store(), node, &service.id))
                 }
@@ -357,7 +423,7 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
                     if !cas_ok(service.modify_index, existing) {
                         return Err(stale("set"));
                     }
-                    tx.ensure_service(service_rec(node, service))
+                    tx.ensure_service(service_rec(node, service, opt(&service.namespace)))
                         .map_err(store_err)?;
                     Ok(service_result(tx.store(), node, &service.id))
                 }
@@ -389,7 +455,8 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
             match verb.as_str() {
                 "get" => read_op(tx.store(), op),
                 "set" => {
-                    tx.ensure_check(check_rec(check)).map_err(store_err)?;
+                    tx.ensure_check(check_rec(check, opt(&check.namespace)))
+                        .map_err(store_err)?;
                     Ok(check_result(tx.store(), &check.node, &check.check_id))
                 }
                 "cas" => {
@@ -400,7 +467,8 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
                     if !cas_ok(check.modify_index, existing) {
                         return Err(stale("set"));
                     }
-                    tx.ensure_check(check_rec(check)).map_err(store_err)?;
+                    tx.ensure_check(check_rec(check, opt(&check.namespace)))
+                        .map_err(store_err)?;
                     Ok(check_result(tx.store(), &check.node, &check.check_id))
                 }
                 "delete" => {
@@ -473,7 +541,7 @@ mod tests {
 
     fn run_json(st: &mut Store, body: Value) -> TxnOutcome {
         let ops = decode::txn(&serde_json::to_vec(&body).unwrap()).unwrap();
-        run(st, ops, &Authz::Disabled, "dc1")
+        run(st, ops, &Authz::Disabled, "dc1", &Scope::ce())
     }
 
     fn seed(st: &mut Store) {

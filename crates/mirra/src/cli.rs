@@ -187,6 +187,11 @@ pub struct ConsulSandboxArgs {
     /// default policy is deny.
     #[arg(long, value_name = "TOKEN")]
     pub acl_initial_management_token: Option<String>,
+    /// Serve Consul Enterprise's namespaces and admin partitions (`?ns=`,
+    /// `?partition=`, /v1/namespace, /v1/partition, scoped ACL rules);
+    /// without it the server answers as Consul CE.
+    #[arg(long)]
+    pub enterprise: bool,
 }
 
 /// `--acl-default-policy` values.
@@ -267,12 +272,14 @@ mod tests {
             "deny",
             "--acl-initial-management-token",
             "root",
+            "--enterprise",
         ])
         .unwrap();
         match cli.command {
             Command::Sandbox(SandboxCommand::Consul(a)) => {
                 assert_eq!(a.acl_default_policy, Some(AclDefaultPolicyArg::Deny));
                 assert_eq!(a.acl_initial_management_token.as_deref(), Some("root"));
+                assert!(a.enterprise);
             }
             other => panic!("{other:?}"),
         }
@@ -281,6 +288,7 @@ mod tests {
             Command::Sandbox(SandboxCommand::Consul(a)) => {
                 assert_eq!(a.acl_default_policy, None);
                 assert_eq!(a.acl_initial_management_token, None);
+                assert!(!a.enterprise);
             }
             other => panic!("{other:?}"),
         }

@@ -79,6 +79,7 @@ pub async fn consul(args: ConsulSandboxArgs) -> anyhow::Result<()> {
             AclDefaultPolicyArg::Allow => consul_sandbox::AclDefaultPolicy::Allow,
         }),
         acl_initial_management_token: args.acl_initial_management_token,
+        enterprise: args.enterprise,
         ..Default::default()
     };
     announce(&format!("listening on {url}"))?;

@@ -1,0 +1,616 @@
+//! Enterprise namespaces and admin partitions (`Config::enterprise`): the
+//! `/v1/namespace` and `/v1/partition` endpoints, `?ns=` on catalog,
+//! health and txn, namespace-scoped ACL rules, and what Consul CE answers
+//! with the switch off. Every write is one Raft apply; refused ones apply
+//! nothing.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::{Api, Resp, eventually};
+use consul_sandbox::{AclDefaultPolicy, Config};
+use serde_json::{Value, json};
+
+const ROOT: &str = "root-secret";
+
+async fn ent() -> Api {
+    Api::start_with(Config {
+        enterprise: true,
+        ..Config::default()
+    })
+    .await
+}
+
+async fn ent_acl() -> Api {
+    Api::start_with(Config {
+        enterprise: true,
+        acl_default_policy: Some(AclDefaultPolicy::Deny),
+        acl_initial_management_token: Some(ROOT.into()),
+        ..Config::default()
+    })
+    .await
+}
+
+async fn call(
+    api: &Api,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> Resp {
+    let mut r = api.http.request(method, api.url(path));
+    if !token.is_empty() {
+        r = r.header("X-Consul-Token", token);
+    }
+    if let Some(b) = body {
+        r = r.json(&b);
+    }
+    api.send(r).await
+}
+
+fn applies(api: &Api) -> u64 {
+    api.sb.stats().raft_applies
+}
+
+async fn create_ns(api: &Api, name: &str) {
+    let r = call(
+        api,
+        reqwest::Method::PUT,
+        "/v1/namespace",
+        ROOT,
+        Some(json!({"Name": name})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+async fn register_in(api: &Api, ns: &str, node: &str, id: &str, name: &str) -> Resp {
+    api.put(
+        &format!("/v1/catalog/register?ns={ns}"),
+        &json!({"Node": node, "Address": "10.0.0.1", "Service": {"ID": id, "Service": name}}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn namespace_crud_is_one_apply_per_write() {
+    let api = ent().await;
+    let before = applies(&api);
+    let r = api
+        .put(
+            "/v1/namespace",
+            &json!({"Name": "team-1", "Description": "Team 1", "Meta": {"owner": "a"}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let created = r.json();
+    assert_eq!(created["Name"], "team-1");
+    assert_eq!(created["Description"], "Team 1");
+    assert_eq!(created["Meta"], json!({"owner": "a"}));
+    assert_eq!(created["Partition"], "default");
+    assert_eq!(
+        created["ACLs"],
+        json!({"PolicyDefaults": [], "RoleDefaults": []})
+    );
+    assert_eq!(applies(&api), before + 1);
+
+    // Creating it again is refused and applies nothing.
+    let again = api.put("/v1/namespace", &json!({"Name": "team-1"})).await;
+    assert_eq!(again.status, 400, "{}", again.text);
+    assert_eq!(applies(&api), before + 1);
+
+    let upd = api
+        .put("/v1/namespace/team-1", &json!({"Description": "T1"}))
+        .await;
+    assert_eq!(upd.status, 200, "{}", upd.text);
+    assert_eq!(upd.json()["Description"], "T1");
+    assert_eq!(upd.json()["CreateIndex"], created["CreateIndex"]);
+    assert!(upd.json()["ModifyIndex"].as_u64() > created["ModifyIndex"].as_u64());
+    assert_eq!(applies(&api), before + 2);
+
+    let got = api.get("/v1/namespace/team-1").await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.json()["Description"], "T1");
+    let list = api.get("/v1/namespaces").await.json();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["Name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "team-1"]);
+
+    let del = call(
+        &api,
+        reqwest::Method::DELETE,
+        "/v1/namespace/team-1",
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(del.status, 200, "{}", del.text);
+    assert_eq!(applies(&api), before + 3);
+    assert_eq!(api.get("/v1/namespace/team-1").await.status, 404);
+    let del_default = call(
+        &api,
+        reqwest::Method::DELETE,
+        "/v1/namespace/default",
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(del_default.status, 400);
+    assert_eq!(
+        applies(&api),
+        before + 3,
+        "reads and refusals apply nothing"
+    );
+}
+
+#[tokio::test]
+async fn partitions_are_managed_but_hold_no_catalog_data() {
+    let api = ent().await;
+    let before = applies(&api);
+    let r = api.put("/v1/partition", &json!({"Name": "eu"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Name"], "eu");
+    assert_eq!(applies(&api), before + 1);
+    let list = api.get("/v1/partitions").await.json();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let reg = api
+        .put(
+            "/v1/catalog/register?partition=eu",
+            &json!({"Node": "n1", "Address": "10.0.0.1"}),
+        )
+        .await;
+    assert_eq!(reg.status, 400, "{}", reg.text);
+    let unknown = api
+        .put(
+            "/v1/catalog/register",
+            &json!({"Node": "n1", "Address": "10.0.0.1", "Partition": "nope"}),
+        )
+        .await;
+    assert_eq!(unknown.status, 500);
+    assert_eq!(unknown.text, "Partition \"nope\" does not exist");
+    assert_eq!(applies(&api), before + 1);
+    let nodes = api.get("/v1/catalog/nodes").await.json();
+    assert_eq!(nodes[0]["Partition"], "default");
+}
+
+#[tokio::test]
+async fn malformed_namespace_requests_answer_400_and_change_nothing() {
+    let api = ent().await;
+    let before = applies(&api);
+    for body in [
+        json!({"Name": "bad_name"}),
+        json!({"Name": "-x"}),
+        json!({"Name": "x".repeat(64)}),
+        json!({}),
+        json!({"Name": "ok", "Meta": "nope"}),
+        json!({"Name": "ok", "ACLs": {"PolicyDefaults": "nope"}}),
+    ] {
+        let r = api.put("/v1/namespace", &body).await;
+        assert_eq!(r.status, 400, "{body}: {}", r.text);
+    }
+    let r = api.put_raw("/v1/namespace", "{not json").await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    assert!(
+        r.text.starts_with("Namespace decoding failed"),
+        "{}",
+        r.text
+    );
+    let r = api.put("/v1/namespace/a", &json!({"Name": "b"})).await;
+    assert_eq!(r.status, 400);
+    let r = api.put("/v1/namespace", &json!({"Name": "bad_name"})).await;
+    assert_eq!(
+        r.text,
+        "Invalid Namespace name \"bad_name\": must be a valid DNS hostname label"
+    );
+    let r = api.get("/v1/catalog/services?ns=bad_name").await;
+    assert_eq!(r.status, 400);
+    let r = register_in(&api, "bad_name", "n1", "a", "web").await;
+    assert_eq!(r.status, 400);
+    assert_eq!(applies(&api), before);
+    assert_eq!(
+        api.get("/v1/namespaces")
+            .await
+            .json()
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn services_live_in_their_namespace() {
+    let api = ent().await;
+    create_ns(&api, "team").await;
+    let before = applies(&api);
+    assert_eq!(
+        register_in(&api, "team", "n1", "db-1", "db").await.status,
+        200
+    );
+    // The body's Service.Namespace wins over ?ns=.
+    let r = api
+        .put(
+            "/v1/catalog/register",
+            &json!({"Node": "n1", "Address": "10.0.0.1",
+                    "Service": {"ID": "web-1", "Service": "web", "Namespace": "default"}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(applies(&api), before + 2);
+
+    let team = api.get("/v1/catalog/services?ns=team").await.json();
+    assert_eq!(team, json!({"db": []}));
+    let default = api.get("/v1/catalog/services").await.json();
+    assert!(default.get("db").is_none() && default.get("web").is_some());
+    let all = api.get("/v1/catalog/services?ns=*").await.json();
+    assert!(all.get("db").is_some() && all.get("web").is_some());
+
+    let db = api.get("/v1/catalog/service/db?ns=team").await.json();
+    assert_eq!(db[0]["Namespace"], "team");
+    assert_eq!(db[0]["Partition"], "default");
+    assert_eq!(api.get("/v1/catalog/service/db").await.json(), json!([]));
+    let h = api.get("/v1/health/service/db?ns=team").await.json();
+    assert_eq!(h[0]["Service"]["Namespace"], "team");
+    assert_eq!(h[0]["Node"]["Partition"], "default");
+
+    let ns_team = api.get("/v1/catalog/node-services/n1?ns=team").await.json();
+    assert_eq!(ns_team["Services"].as_array().unwrap().len(), 1);
+    let ns_all = api.get("/v1/catalog/node-services/n1?ns=*").await.json();
+    assert_eq!(ns_all["Services"].as_array().unwrap().len(), 2);
+
+    // An unknown namespace reads as empty and refuses writes.
+    assert_eq!(
+        api.get("/v1/catalog/services?ns=ghost").await.json(),
+        json!({})
+    );
+    let r = register_in(&api, "ghost", "n1", "x", "x").await;
+    assert_eq!(r.status, 500);
+    assert_eq!(r.text, "Namespace \"ghost\" does not exist");
+    assert_eq!(applies(&api), before + 2);
+
+    // A deregistration from another namespace does not find the instance.
+    let r = api
+        .put(
+            "/v1/catalog/deregister",
+            &json!({"Node": "n1", "ServiceID": "db-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        api.get("/v1/catalog/services?ns=team").await.json(),
+        json!({"db": []})
+    );
+    let r = api
+        .put(
+            "/v1/catalog/deregister?ns=team",
+            &json!({"Node": "n1", "ServiceID": "db-1"}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        api.get("/v1/catalog/services?ns=team").await.json(),
+        json!({})
+    );
+    assert_eq!(applies(&api), before + 4);
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_removes_its_services_in_the_same_apply() {
+    let api = ent().await;
+    create_ns(&api, "team").await;
+    register_in(&api, "team", "n1", "db-1", "db").await;
+    let r = api
+        .put(
+            "/v1/catalog/register?ns=team",
+            &json!({"Node": "n1", "Address": "10.0.0.1",
+                    "Checks": [{"CheckID": "db-check", "ServiceID": "db-1", "Status": "passing"}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    register_in(&api, "default", "n1", "web-1", "web").await;
+    let checks = api.get("/v1/health/checks/db?ns=team").await.json();
+    assert_eq!(checks[0]["Namespace"], "team");
+    let before = applies(&api);
+    let del = call(
+        &api,
+        reqwest::Method::DELETE,
+        "/v1/namespace/team",
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(del.status, 200, "{}", del.text);
+    assert_eq!(applies(&api), before + 1);
+    let stats = api.sb.stats();
+    // The agent's own `consul` service and web remain; db and its check went.
+    assert_eq!(stats.services, 2);
+    assert_eq!(stats.checks, 1);
+    let r = register_in(&api, "team", "n1", "db-1", "db").await;
+    assert_eq!(r.status, 500, "a deleted namespace takes no writes");
+}
+
+#[tokio::test]
+async fn txn_ops_carry_their_namespace() {
+    let api = ent().await;
+    create_ns(&api, "team").await;
+    let before = applies(&api);
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([
+                {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "10.0.0.1"}}},
+                {"Service": {"Verb": "set", "Node": "n1",
+                             "Service": {"ID": "db-1", "Service": "db", "Namespace": "team"}}},
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let results = r.json()["Results"].clone();
+    assert_eq!(results[0]["Node"]["Partition"], "default");
+    assert_eq!(results[1]["Service"]["Namespace"], "team");
+    assert_eq!(applies(&api), before + 1);
+    let r = api
+        .put(
+            "/v1/txn",
+            &json!([{"Service": {"Verb": "set", "Node": "n1",
+                                 "Service": {"ID": "x", "Service": "x", "Namespace": "ghost"}}}]),
+        )
+        .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    assert_eq!(
+        r.json()["Errors"][0]["What"],
+        "Namespace \"ghost\" does not exist"
+    );
+    assert_eq!(applies(&api), before + 1);
+}
+
+#[tokio::test]
+async fn a_blocked_read_of_one_namespace_is_not_woken_by_another() {
+    let api = ent().await;
+    create_ns(&api, "a").await;
+    create_ns(&api, "b").await;
+    register_in(&api, "a", "n1", "s-a", "svc-a").await;
+    let idx = api.get("/v1/catalog/services?ns=a").await.index();
+    let url = api.url(&format!("/v1/catalog/services?ns=a&index={idx}&wait=5m"));
+    let http = api.http.clone();
+    let blocked = tokio::spawn(async move {
+        http.get(url)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    });
+    assert!(eventually(|| async { api.sb.stats().blocking_queries_open == 1 }).await);
+    let wakeups = api.sb.stats().blocking_wakeups;
+    register_in(&api, "b", "n1", "s-b", "svc-b").await;
+    // The write to b is done; a's reader must still be waiting, un-woken.
+    assert_eq!(api.sb.stats().blocking_wakeups, wakeups);
+    assert_eq!(api.sb.stats().blocking_queries_open, 1);
+    register_in(&api, "a", "n1", "s-a2", "svc-a2").await;
+    let body = blocked.await.unwrap();
+    assert!(
+        body.get("svc-a2").is_some() && body.get("svc-b").is_none(),
+        "{body}"
+    );
+    assert_eq!(api.sb.stats().blocking_wakeups, wakeups + 1);
+}
+
+#[tokio::test]
+async fn ce_mode_answers_as_consul_ce() {
+    let api = Api::start().await;
+    assert_eq!(api.get("/v1/namespaces").await.status, 404);
+    assert_eq!(
+        api.put("/v1/namespace", &json!({"Name": "x"})).await.status,
+        404
+    );
+    assert_eq!(api.get("/v1/partitions").await.status, 404);
+    let r = api.get("/v1/catalog/services?ns=team").await;
+    assert_eq!(r.status, 400);
+    assert_eq!(api.get("/v1/catalog/services?ns=default").await.status, 200);
+    // Bodies' Namespace fields are ignored and answers carry none.
+    let r = api
+        .put(
+            "/v1/catalog/register",
+            &json!({"Node": "n1", "Address": "10.0.0.1",
+                    "Service": {"Service": "web", "Namespace": "team"}}),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let s = api.get("/v1/catalog/service/web").await.json();
+    assert!(s[0].get("Namespace").is_none() && s[0].get("Partition").is_none());
+}
+
+async fn token_with(api: &Api, name: &str, rules: &str) -> String {
+    let p = call(
+        api,
+        reqwest::Method::PUT,
+        "/v1/acl/policy",
+        ROOT,
+        Some(json!({"Name": name, "Rules": rules})),
+    )
+    .await;
+    assert_eq!(p.status, 200, "{}", p.text);
+    let t = call(
+        api,
+        reqwest::Method::PUT,
+        "/v1/acl/token",
+        ROOT,
+        Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
+    )
+    .await;
+    assert_eq!(t.status, 200, "{}", t.text);
+    t.json()["SecretID"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn rules_inside_a_namespace_block_grant_only_there() {
+    let api = ent_acl().await;
+    create_ns(&api, "team").await;
+    let before = applies(&api);
+    let tok = token_with(
+        &api,
+        "team-db",
+        r#"node_prefix "" { policy = "write" }
+           namespace "team" { service "db" { policy = "write" } }
+           service "web" { policy = "write" }"#,
+    )
+    .await;
+    let reg = |ns: &'static str, name: &'static str| {
+        let api = &api;
+        let tok = tok.clone();
+        async move {
+            call(
+                api,
+                reqwest::Method::PUT,
+                &format!("/v1/catalog/register?ns={ns}"),
+                &tok,
+                Some(json!({"Node": "n1", "Address": "10.0.0.1",
+                            "Service": {"ID": format!("{name}-{ns}"), "Service": name}})),
+            )
+            .await
+        }
+    };
+    let after_token = applies(&api);
+    assert_eq!(after_token, before + 2);
+    assert_eq!(reg("team", "db").await.status, 200);
+    assert_eq!(
+        reg("default", "db").await.status,
+        403,
+        "db is granted in team only"
+    );
+    assert_eq!(
+        reg("default", "web").await.status,
+        200,
+        "top-level: own namespace"
+    );
+    assert_eq!(
+        reg("team", "web").await.status,
+        403,
+        "top-level rules stay in default"
+    );
+    assert_eq!(applies(&api), after_token + 2, "denials apply nothing");
+
+    // Reads are filtered the same way.
+    let r = call(
+        &api,
+        reqwest::Method::GET,
+        "/v1/catalog/services?ns=*",
+        &tok,
+        None,
+    )
+    .await;
+    let body = r.json();
+    assert!(
+        body.get("db").is_some() && body.get("web").is_some(),
+        "{body}"
+    );
+    assert!(body.get("consul").is_none());
+    assert_eq!(
+        r.header("X-Consul-Results-Filtered-By-ACLs").as_deref(),
+        Some("true")
+    );
+}
+
+#[tokio::test]
+async fn namespace_management_needs_operator_write() {
+    let api = ent_acl().await;
+    let reader = token_with(&api, "ns-reader", r#"namespace "team" { policy = "read" }"#).await;
+    let op = token_with(&api, "op", r#"operator = "write""#).await;
+    let before = applies(&api);
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/namespace",
+        &reader,
+        Some(json!({"Name": "team"})),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(
+        r.text.contains("lacks permission 'operator:write'"),
+        "{}",
+        r.text
+    );
+    assert_eq!(applies(&api), before);
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/namespace",
+        &op,
+        Some(json!({"Name": "team"})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/namespace",
+        &op,
+        Some(json!({"Name": "other"})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(applies(&api), before + 2);
+    // The reader sees its namespace only.
+    let r = call(
+        &api,
+        reqwest::Method::GET,
+        "/v1/namespace/team",
+        &reader,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = call(
+        &api,
+        reqwest::Method::GET,
+        "/v1/namespace/other",
+        &reader,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    let list = call(&api, reqwest::Method::GET, "/v1/namespaces", &reader, None)
+        .await
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["Name"], "team");
+
+    // Policy links resolve by name to the policy's ID.
+    let pol = call(
+        &api,
+        reqwest::Method::GET,
+        "/v1/acl/policy/name/op",
+        ROOT,
+        None,
+    )
+    .await
+    .json();
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/namespace/team",
+        ROOT,
+        Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "op"}]}})),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["ACLs"]["PolicyDefaults"][0]["ID"], pol["ID"]);
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/namespace/team",
+        ROOT,
+        Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "missing"}]}})),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+}
