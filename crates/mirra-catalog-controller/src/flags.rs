@@ -196,6 +196,31 @@ pub struct SyncCatalogArgs {
     /// Default: `CONSUL_PARTITION`.
     #[arg(long = "partition")]
     pub partition: Option<String>,
+    /// Log in to this auth method for the ACL token (wins over every
+    /// token setting); the token is deleted again at shutdown. Default:
+    /// `CONSUL_LOGIN_AUTH_METHOD`.
+    #[arg(long = "auth-method-name")]
+    pub auth_method_name: Option<String>,
+    /// Bearer token presented at login, read at each login. Default:
+    /// `CONSUL_LOGIN_BEARER_TOKEN_FILE`, else the pod's ServiceAccount
+    /// token.
+    #[arg(long = "consul-login-bearer-token-file")]
+    pub consul_login_bearer_token_file: Option<PathBuf>,
+    /// Datacenter of the auth method. Default: `CONSUL_LOGIN_DATACENTER`,
+    /// else `-datacenter`.
+    #[arg(long = "consul-login-datacenter")]
+    pub consul_login_datacenter: Option<String>,
+    /// Partition of the auth method. Default: `CONSUL_LOGIN_PARTITION`,
+    /// else `-partition`.
+    #[arg(long = "consul-login-partition")]
+    pub consul_login_partition: Option<String>,
+    /// Namespace of the auth method. Default: `CONSUL_LOGIN_NAMESPACE`.
+    #[arg(long = "consul-login-namespace")]
+    pub consul_login_namespace: Option<String>,
+    /// Metadata of the login token, `key=value`; repeatable. Default:
+    /// `CONSUL_LOGIN_META` (comma-separated pairs).
+    #[arg(long = "consul-login-meta")]
+    pub consul_login_meta: Vec<String>,
 }
 
 /// Parses `-port-layout` in clap, so that a bad value is refused with the
@@ -457,6 +482,14 @@ impl SyncCatalogArgs {
             http_port: self.http_port,
             use_tls: self.use_tls,
             api_timeout: self.api_timeout,
+            login_auth_method: self.auth_method_name.clone(),
+            login_bearer_token_file: self.consul_login_bearer_token_file.clone(),
+            login_datacenter: self.consul_login_datacenter.clone(),
+            login_partition: self.consul_login_partition.clone(),
+            login_namespace: self.consul_login_namespace.clone(),
+            // Each flag is one pair; joined, they read like the variable.
+            login_meta: (!self.consul_login_meta.is_empty())
+                .then(|| self.consul_login_meta.join(",")),
         }
     }
 
@@ -577,6 +610,56 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn consul_k8s_login_flags_reach_the_consul_settings() {
+        let bearer = std::env::temp_dir().join(format!("mirra-flags-jwt-{}", std::process::id()));
+        std::fs::write(&bearer, "jwt").unwrap();
+        let path = bearer.to_str().unwrap().to_owned();
+        let a = parse(&[
+            "-auth-method-name=consul-k8s-component-auth-method",
+            "-consul-login-bearer-token-file",
+            &path,
+            "-consul-login-datacenter=dc1",
+            "-consul-login-partition=p1",
+            "-consul-login-namespace=ns1",
+            "-consul-login-meta=component=sync-catalog",
+            "-consul-login-meta",
+            "pod=consul/sync-0",
+            "-token=static",
+        ])
+        .unwrap();
+        let c = ConsulConfig::from_sources(&Default::default(), &a.consul_overrides()).unwrap();
+        let l = c.login.unwrap();
+        assert_eq!(l.auth_method, "consul-k8s-component-auth-method");
+        assert_eq!(l.bearer_token_file, bearer);
+        assert_eq!(
+            (
+                l.datacenter.as_deref(),
+                l.partition.as_deref(),
+                l.namespace.as_deref()
+            ),
+            (Some("dc1"), Some("p1"), Some("ns1"))
+        );
+        assert_eq!(l.meta.len(), 2);
+        assert_eq!(l.meta["pod"], "consul/sync-0");
+        assert!(
+            c.token.is_none(),
+            "a login wins over -token, as in consul-k8s"
+        );
+        let a = parse(&[
+            "-auth-method-name=m",
+            "-consul-login-bearer-token-file",
+            &path,
+            "-consul-login-meta=novalue",
+        ])
+        .unwrap();
+        let err = ConsulConfig::from_sources(&Default::default(), &a.consul_overrides())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"novalue\""), "{err}");
+        std::fs::remove_file(&bearer).unwrap();
     }
 
     #[test]

@@ -29,13 +29,22 @@
 //! applied is not resent. The client stays on the server that answered
 //! last, so a dead server costs one failed attempt, not one per request.
 //!
-//! This module must NOT log or format the token, and must NOT hold state
-//! about the catalog: it is a transport, callers own the logic.
+//! Login: with [`crate::LoginConfig`] the token comes from
+//! `POST /v1/acl/login` (the bearer token file read at each login), made
+//! before the first request that needs it (or by [`Client::login`]) and
+//! kept in memory only. A request refused with `403 ACL not found` (the
+//! token was deleted, expired or logged out) causes one new login and one
+//! resend; concurrent requests that saw the same token vanish share that
+//! login. [`Client::logout`] deletes the token at shutdown.
+//!
+//! This module must NOT log or format the token (nor the bearer token),
+//! and must NOT hold state about the catalog: it is a transport, callers
+//! own the logic.
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -44,9 +53,10 @@ use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
 use tracing::{debug, warn};
 
+use crate::acl::{LoginRequest, LoginToken, Namespace};
 use crate::backoff::RetryPolicy;
 use crate::blocking::{QueryOptions, Versioned, blocking_timeout};
-use crate::config::{ConfigError, ConsulConfig, MAX_TXN_MAX_OPS, TlsConfig, Token};
+use crate::config::{ConfigError, ConsulConfig, LoginConfig, MAX_TXN_MAX_OPS, TlsConfig, Token};
 use crate::endpoint::{CommonParams, build_url};
 use crate::error::{Error, ErrorContext, error_from_response, error_from_transport};
 use crate::txn::{
@@ -97,9 +107,11 @@ struct Inner {
     /// answered, so a dead server costs one failed attempt, not one per
     /// request.
     current: AtomicUsize,
-    token: Option<Token>,
-    token_header: Option<HeaderValue>,
-    token_hint: String,
+    /// The configured token (or none): what requests carry when no login
+    /// is configured.
+    fixed: Arc<Credentials>,
+    /// The auth-method login, when configured: its token replaces `fixed`.
+    login: Option<Login>,
     common: CommonParams,
     retry: RetryPolicy,
     request_timeout: Duration,
@@ -118,7 +130,11 @@ impl fmt::Debug for Client {
                     .map(|s| s.base.as_str())
                     .collect::<Vec<_>>(),
             )
-            .field("token", &self.inner.token_hint)
+            .field("token", &self.inner.fixed.hint)
+            .field(
+                "login",
+                &self.inner.login.as_ref().map(|l| &l.config.auth_method),
+            )
             .field("common", &self.inner.common)
             .field("retry", &self.inner.retry)
             .field("request_timeout", &self.inner.request_timeout)
@@ -132,6 +148,73 @@ impl fmt::Debug for Client {
 struct Server {
     http: reqwest::Client,
     base: Url,
+}
+
+/// What a request carries to prove who sends it. Cloned out of the client
+/// per request, so that a concurrent re-login cannot change the token under
+/// a request in flight (and the request knows which login it used).
+struct Credentials {
+    /// The `X-Consul-Token` header (marked sensitive), or none.
+    header: Option<HeaderValue>,
+    /// The secret, only to scrub it from error texts.
+    secret: Option<Token>,
+    /// How errors name the token (its source, or the login's accessor).
+    hint: String,
+    /// Which login produced it (0: not a login token).
+    generation: u64,
+    /// The login token's AccessorID.
+    accessor_id: Option<String>,
+}
+
+/// The login configuration and the current login token.
+struct Login {
+    config: LoginConfig,
+    /// `dc`, `ns` and `partition` of login and logout.
+    params: CommonParams,
+    /// The current login token; `None` before the first login and after
+    /// `logout`.
+    session: RwLock<Option<Arc<Credentials>>>,
+    /// Serialises logins: requests that find the token gone together
+    /// cause one login, not one each.
+    gate: tokio::sync::Mutex<()>,
+    /// Generation of the last login.
+    logins: AtomicU64,
+}
+
+impl Login {
+    fn current(&self) -> Option<Arc<Credentials>> {
+        self.session
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set(&self, creds: Option<Arc<Credentials>>) -> Option<Arc<Credentials>> {
+        let mut guard = self
+            .session
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::replace(&mut *guard, creds)
+    }
+}
+
+/// Credentials from a secret: the sensitive header and the hint.
+fn credentials(
+    secret: &Token,
+    hint: String,
+    generation: u64,
+    not_header_safe: impl FnOnce() -> ConfigError,
+) -> Result<Credentials, ConfigError> {
+    let mut value = HeaderValue::from_str(secret.expose()).map_err(|_| not_header_safe())?;
+    // Keeps the value out of the HTTP library's Debug output.
+    value.set_sensitive(true);
+    Ok(Credentials {
+        header: Some(value),
+        secret: Some(secret.clone()),
+        hint,
+        generation,
+        accessor_id: None,
+    })
 }
 
 /// One request, ready to send (and resend).
@@ -167,33 +250,51 @@ impl Client {
             );
         }
         let servers = build_servers(&config)?;
-        let token_hint = config.token_hint();
-        let (token, token_header) = match &config.token {
-            Some(t) => {
-                let mut value = HeaderValue::from_str(t.secret.expose()).map_err(|_| {
-                    ConfigError::TokenNotHeaderSafe {
-                        source_hint: t.source.to_string(),
-                    }
-                })?;
-                // Keeps the value out of the HTTP library's Debug output.
-                value.set_sensitive(true);
-                (Some(t.secret.clone()), Some(value))
-            }
-            None => (None, None),
+        let fixed = match (&config.login, &config.token) {
+            (None, Some(t)) => credentials(&t.secret, config.token_hint(), 0, || {
+                ConfigError::TokenNotHeaderSafe {
+                    source_hint: t.source.to_string(),
+                }
+            })?,
+            _ => Credentials {
+                header: None,
+                secret: None,
+                hint: config.token_hint(),
+                generation: 0,
+                accessor_id: None,
+            },
         };
+        let common = CommonParams {
+            datacenter: config.datacenter,
+            namespace: config.namespace,
+            partition: config.partition,
+        };
+        let login = config.login.map(|l| {
+            let or = |own: &Option<String>, fallback: &Option<String>| {
+                own.clone()
+                    .filter(|v| !v.is_empty())
+                    .or_else(|| fallback.clone())
+            };
+            Login {
+                params: CommonParams {
+                    datacenter: or(&l.datacenter, &common.datacenter),
+                    namespace: or(&l.namespace, &common.namespace),
+                    partition: or(&l.partition, &common.partition),
+                },
+                config: l,
+                session: RwLock::new(None),
+                gate: tokio::sync::Mutex::new(()),
+                logins: AtomicU64::new(0),
+            }
+        });
 
         Ok(Self {
             inner: Arc::new(Inner {
                 servers,
                 current: AtomicUsize::new(0),
-                token,
-                token_header,
-                token_hint,
-                common: CommonParams {
-                    datacenter: config.datacenter,
-                    namespace: config.namespace,
-                    partition: config.partition,
-                },
+                fixed: Arc::new(fixed),
+                login,
+                common,
                 retry: config.retry,
                 request_timeout: config.request_timeout,
                 txn_max_ops: config.txn_max_ops,
@@ -236,6 +337,254 @@ impl Client {
     /// The retry policy (also used by watches between failed attempts).
     pub fn retry_policy(&self) -> &RetryPolicy {
         &self.inner.retry
+    }
+
+    // ----- ACL login ----------------------------------------------------------
+
+    /// The auth method the client logs in with, if one is configured.
+    pub fn login_auth_method(&self) -> Option<&str> {
+        self.inner
+            .login
+            .as_ref()
+            .map(|l| l.config.auth_method.as_str())
+    }
+
+    /// The AccessorID of the current login token (not a secret), if logged
+    /// in.
+    pub fn login_accessor_id(&self) -> Option<String> {
+        self.inner.login.as_ref()?.current()?.accessor_id.clone()
+    }
+
+    /// `POST /v1/acl/login`: exchanges a bearer token for an ACL token of
+    /// `req.auth_method`. Sent without a token, with the `dc`, `ns` and
+    /// `partition` of the configured login (each falling back to the
+    /// client's). Not resent after a timeout or a broken connection: a
+    /// second login could leave a token behind that nobody logs out.
+    /// Failures are [`Error::Login`] (retryable), scrubbed of the bearer
+    /// token. The client's own token is not changed; see
+    /// [`Client::login`] for that.
+    pub async fn acl_login(&self, req: &LoginRequest) -> Result<LoginToken, Error> {
+        let fail = |source: Error| Error::Login {
+            auth_method: req.auth_method.clone(),
+            source: Box::new(source),
+        };
+        let body = req.to_body().map_err(|e| {
+            fail(Error::Encode {
+                operation: "acl.login",
+                message: e.to_string(),
+            })
+        })?;
+        let anonymous = Credentials {
+            header: None,
+            // Scrubbed from any error text: Consul's answer or a proxy's
+            // could quote the bearer token.
+            secret: Some(req.bearer_token.clone()),
+            hint: format!("login to auth method {:?}", req.auth_method),
+            generation: 0,
+            accessor_id: None,
+        };
+        let call = Call {
+            operation: "acl.login",
+            method: Method::POST,
+            url: self
+                .url_with(self.login_params(), "acl.login", &["acl", "login"], None)
+                .map_err(fail)?,
+            body: Some(Bytes::from(body)),
+            timeout: self.inner.request_timeout,
+            idempotent: false,
+            txn_ops: None,
+        };
+        let answer = self.execute_with(&call, &anonymous).await.map_err(fail)?;
+        LoginToken::from_body(&answer.body).map_err(|e| {
+            fail(Error::Decode {
+                operation: "acl.login",
+                message: e.to_string(),
+            })
+        })
+    }
+
+    /// `POST /v1/acl/logout`: deletes a token made by a login. Consul
+    /// answers `403 ACL not found` for a token it does not know (already
+    /// logged out or deleted) and `403 Permission denied` for a token not
+    /// made by a login.
+    pub async fn acl_logout(&self, secret: &Token) -> Result<(), Error> {
+        let creds = credentials(secret, "the token to log out".into(), 0, || {
+            ConfigError::TokenNotHeaderSafe {
+                source_hint: "the token to log out".into(),
+            }
+        })?;
+        let call = Call {
+            operation: "acl.logout",
+            method: Method::POST,
+            url: self.url_with(self.login_params(), "acl.logout", &["acl", "logout"], None)?,
+            body: None,
+            timeout: self.inner.request_timeout,
+            // Deleting a token twice leaves it deleted.
+            idempotent: true,
+            txn_ops: None,
+        };
+        self.execute_with(&call, &creds).await.map(|_| ())
+    }
+
+    /// Logs in to the configured auth method unless already logged in, so
+    /// that a wrong setting shows at start rather than at the first write.
+    /// Without a configured login it does nothing. Requests log in by
+    /// themselves when needed, so calling this is optional.
+    pub async fn login(&self) -> Result<(), Error> {
+        if self.inner.login.is_some() {
+            self.credentials().await?;
+        }
+        Ok(())
+    }
+
+    /// Logs out the current login token (at shutdown), so that it does not
+    /// outlive the program in Consul. A token Consul no longer knows counts
+    /// as logged out. Without a login token it sends nothing. A request
+    /// made after this logs in again.
+    pub async fn logout(&self) -> Result<(), Error> {
+        let Some(login) = &self.inner.login else {
+            return Ok(());
+        };
+        let _gate = login.gate.lock().await;
+        let Some(creds) = login.set(None) else {
+            return Ok(());
+        };
+        let Some(secret) = &creds.secret else {
+            return Ok(());
+        };
+        match self.acl_logout(secret).await {
+            Err(e) if e.is_acl_not_found() => Ok(()),
+            Err(e) => Err(e),
+            Ok(()) => {
+                tracing::info!(
+                    auth_method = %login.config.auth_method,
+                    token = %creds.hint,
+                    "logged out of Consul"
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn login_params(&self) -> &CommonParams {
+        self.inner
+            .login
+            .as_ref()
+            .map_or(&self.inner.common, |l| &l.params)
+    }
+
+    /// The credentials for the next request: the configured token, or the
+    /// login token (logging in first if there is none).
+    async fn credentials(&self) -> Result<Arc<Credentials>, Error> {
+        match &self.inner.login {
+            None => Ok(self.inner.fixed.clone()),
+            Some(login) => match login.current() {
+                Some(creds) => Ok(creds),
+                None => self.log_in(login, None).await,
+            },
+        }
+    }
+
+    /// Logs in, unless another request already replaced the login token
+    /// `stale` (or, with `stale` None, already logged in).
+    async fn log_in(&self, login: &Login, stale: Option<u64>) -> Result<Arc<Credentials>, Error> {
+        let _gate = login.gate.lock().await;
+        if let Some(current) = login.current()
+            && Some(current.generation) != stale
+        {
+            return Ok(current);
+        }
+        let config = &login.config;
+        let bearer_token = config.read_bearer_token().map_err(|e| Error::Login {
+            auth_method: config.auth_method.clone(),
+            source: Box::new(Error::Config(e)),
+        })?;
+        let token = self
+            .acl_login(&LoginRequest {
+                auth_method: config.auth_method.clone(),
+                bearer_token,
+                meta: config.meta.clone(),
+            })
+            .await?;
+        let generation = login.logins.fetch_add(1, Ordering::Relaxed) + 1;
+        let hint = format!(
+            "login token {} (auth method {:?})",
+            token.accessor_id, config.auth_method
+        );
+        let mut creds = credentials(&token.secret_id, hint, generation, || {
+            ConfigError::TokenNotHeaderSafe {
+                source_hint: format!("the token from auth method {:?}", config.auth_method),
+            }
+        })
+        .map_err(|e| Error::Login {
+            auth_method: config.auth_method.clone(),
+            source: Box::new(Error::Config(e)),
+        })?;
+        creds.accessor_id = Some(token.accessor_id.clone());
+        let creds = Arc::new(creds);
+        login.set(Some(creds.clone()));
+        tracing::info!(
+            auth_method = %config.auth_method,
+            accessor_id = %token.accessor_id,
+            "logged in to Consul"
+        );
+        Ok(creds)
+    }
+
+    // ----- Enterprise namespaces ------------------------------------------------
+
+    /// `PUT /v1/namespace`: creates a Consul Enterprise namespace (for
+    /// example with [`Namespace::with_policy_defaults`]) in the client's
+    /// partition. Needs `operator:write`, and `acl:write` on linked
+    /// policies. Not resent after a timeout: the first attempt may have
+    /// created it, and the second would then be refused.
+    pub async fn create_namespace(&self, ns: &Namespace) -> Result<Namespace, Error> {
+        let params = self.partition_only();
+        let body = serde_json::to_vec(ns).map_err(|e| Error::Encode {
+            operation: "namespace.create",
+            message: e.to_string(),
+        })?;
+        let call = Call {
+            operation: "namespace.create",
+            method: Method::PUT,
+            url: self.url_with(&params, "namespace.create", &["namespace"], None)?,
+            body: Some(Bytes::from(body)),
+            timeout: self.inner.request_timeout,
+            idempotent: false,
+            txn_ops: None,
+        };
+        let answer = self.execute(call).await?;
+        decode("namespace.create", &answer.body)
+    }
+
+    /// `GET /v1/namespace/:name` in the client's partition; `None` when it
+    /// does not exist (Consul answers 404).
+    pub async fn namespace(&self, name: &str) -> Result<Option<Namespace>, Error> {
+        let params = self.partition_only();
+        let call = Call {
+            operation: "namespace.read",
+            method: Method::GET,
+            url: self.url_with(&params, "namespace.read", &["namespace", name], None)?,
+            body: None,
+            timeout: self.inner.request_timeout,
+            idempotent: true,
+            txn_ops: None,
+        };
+        match self.execute(call).await {
+            Ok(answer) => decode::<Option<Namespace>>("namespace.read", &answer.body),
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Namespaces live in a partition, not in a namespace or (as far as
+    /// the address goes) a datacenter.
+    fn partition_only(&self) -> CommonParams {
+        CommonParams {
+            datacenter: None,
+            namespace: None,
+            partition: self.inner.common.partition.clone(),
+        }
     }
 
     // ----- catalog writes -------------------------------------------------
@@ -506,23 +855,54 @@ impl Client {
         segments: &[&str],
         q: Option<&QueryOptions>,
     ) -> Result<Url, Error> {
-        build_url(&self.inner.servers[0].base, segments, &self.inner.common, q).map_err(|e| {
-            Error::Encode {
-                operation,
-                message: e.to_string(),
-            }
+        self.url_with(&self.inner.common, operation, segments, q)
+    }
+
+    fn url_with(
+        &self,
+        params: &CommonParams,
+        operation: &'static str,
+        segments: &[&str],
+        q: Option<&QueryOptions>,
+    ) -> Result<Url, Error> {
+        build_url(&self.inner.servers[0].base, segments, params, q).map_err(|e| Error::Encode {
+            operation,
+            message: e.to_string(),
         })
     }
 
-    /// Sends `call`, retrying per the rules in the module docs.
+    /// Sends `call` with the client's token. With a login configured, a
+    /// `403 ACL not found` (the login token was deleted, expired or logged
+    /// out) causes one new login and one resend; a second failure is
+    /// returned. Resending is safe for any request: Consul refused it
+    /// before applying anything.
     async fn execute(&self, call: Call<'_>) -> Result<Answer, Error> {
+        let creds = self.credentials().await?;
+        match (self.execute_with(&call, &creds).await, &self.inner.login) {
+            (Err(e), Some(login)) if e.is_acl_not_found() => {
+                warn!(
+                    operation = call.operation,
+                    auth_method = %login.config.auth_method,
+                    token = %creds.hint,
+                    "Consul does not know the login token any more; logging in again"
+                );
+                let fresh = self.log_in(login, Some(creds.generation)).await?;
+                self.execute_with(&call, &fresh).await
+            }
+            (result, _) => result,
+        }
+    }
+
+    /// Sends `call` with `creds`, retrying per the rules in the module
+    /// docs.
+    async fn execute_with(&self, call: &Call<'_>, creds: &Credentials) -> Result<Answer, Error> {
         let max_attempts = self.inner.retry.max_attempts.max(1);
         let servers = self.inner.servers.len();
         let mut attempt = 0u32;
         let mut switches = 0usize;
         loop {
             let server = self.current_index();
-            let err = match self.attempt(&call, server).await {
+            let err = match self.attempt(call, server, creds).await {
                 Ok(answer) => return Ok(answer),
                 Err(e) => e,
             };
@@ -576,9 +956,14 @@ impl Client {
         }
     }
 
-    async fn attempt(&self, call: &Call<'_>, server: usize) -> Result<Answer, Error> {
+    async fn attempt(
+        &self,
+        call: &Call<'_>,
+        server: usize,
+        creds: &Credentials,
+    ) -> Result<Answer, Error> {
         let target = &self.inner.servers[server];
-        let secret = self.inner.token.as_ref().map(Token::expose);
+        let secret = creds.secret.as_ref().map(Token::expose);
         let transport =
             |e: reqwest::Error| error_from_transport(call.operation, call.timeout, &e, secret);
 
@@ -590,7 +975,7 @@ impl Client {
             .http
             .request(call.method.clone(), url)
             .timeout(call.timeout);
-        if let Some(h) = &self.inner.token_header {
+        if let Some(h) = &creds.header {
             req = req.header(TOKEN_HEADER, h.clone());
         }
         if let Some(body) = &call.body {
@@ -619,7 +1004,7 @@ impl Client {
         }
         let ctx = ErrorContext {
             operation: call.operation,
-            token_hint: &self.inner.token_hint,
+            token_hint: &creds.hint,
             secret,
             txn_ops: call.txn_ops,
         };

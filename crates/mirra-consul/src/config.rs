@@ -90,6 +90,117 @@ pub mod env {
     pub const ACL_TOKEN: &str = "CONSUL_ACL_TOKEN";
     /// consul-k8s 1.x: path of a file holding the ACL token.
     pub const ACL_TOKEN_FILE: &str = "CONSUL_ACL_TOKEN_FILE";
+    /// consul-k8s 1.x: name of the auth method to log in with; when set,
+    /// the token comes from `/v1/acl/login` and the ACL token variables
+    /// are not used.
+    pub const LOGIN_AUTH_METHOD: &str = "CONSUL_LOGIN_AUTH_METHOD";
+    /// consul-k8s 1.x: file holding the bearer token (a Kubernetes
+    /// ServiceAccount JWT) presented at login.
+    pub const LOGIN_BEARER_TOKEN_FILE: &str = "CONSUL_LOGIN_BEARER_TOKEN_FILE";
+    /// consul-k8s 1.x: datacenter of the auth method (`dc` of the login).
+    pub const LOGIN_DATACENTER: &str = "CONSUL_LOGIN_DATACENTER";
+    /// consul-k8s 1.x: admin partition of the auth method.
+    pub const LOGIN_PARTITION: &str = "CONSUL_LOGIN_PARTITION";
+    /// consul-k8s 1.x: namespace of the auth method.
+    pub const LOGIN_NAMESPACE: &str = "CONSUL_LOGIN_NAMESPACE";
+    /// consul-k8s 1.x: metadata of the login token, `key=value` pairs
+    /// separated by commas.
+    pub const LOGIN_META: &str = "CONSUL_LOGIN_META";
+}
+
+/// Where a Kubernetes pod finds its ServiceAccount token; the bearer token
+/// file when `CONSUL_LOGIN_BEARER_TOKEN_FILE` is not set (as in
+/// consul-k8s).
+pub const DEFAULT_BEARER_TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// How to obtain an ACL token by logging in to an auth method
+/// (`/v1/acl/login`) instead of configuring one.
+///
+/// The bearer token file is read at every login, not once: Kubernetes
+/// rotates projected ServiceAccount tokens, and a login after the rotation
+/// must present the new one. [`ConsulConfig::from_sources`] reads it once
+/// up front only so that a wrong path stops the program at start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoginConfig {
+    /// The auth method's name.
+    pub auth_method: String,
+    /// File holding the bearer token.
+    pub bearer_token_file: PathBuf,
+    /// `dc` of the login and logout requests; the client's datacenter
+    /// when `None`.
+    pub datacenter: Option<String>,
+    /// `ns` of the login and logout requests; the client's namespace when
+    /// `None`.
+    pub namespace: Option<String>,
+    /// `partition` of the login and logout requests; the client's
+    /// partition when `None`.
+    pub partition: Option<String>,
+    /// `Meta` of the login: Consul stores it on the token it creates.
+    pub meta: BTreeMap<String, String>,
+}
+
+impl LoginConfig {
+    /// A login with `auth_method`, the default bearer token file and no
+    /// meta.
+    pub fn new(auth_method: impl Into<String>) -> Self {
+        Self {
+            auth_method: auth_method.into(),
+            bearer_token_file: PathBuf::from(DEFAULT_BEARER_TOKEN_FILE),
+            datacenter: None,
+            namespace: None,
+            partition: None,
+            meta: BTreeMap::new(),
+        }
+    }
+
+    /// Reads the bearer token file. The error names the file, never its
+    /// content.
+    pub fn read_bearer_token(&self) -> Result<Token, ConfigError> {
+        let hint = format!(
+            "bearer token file {} ({})",
+            self.bearer_token_file.display(),
+            env::LOGIN_BEARER_TOKEN_FILE
+        );
+        let text = std::fs::read_to_string(&self.bearer_token_file).map_err(|e| {
+            ConfigError::TokenFileUnreadable {
+                source_hint: hint.clone(),
+                reason: e.to_string(),
+            }
+        })?;
+        let secret = Token::new(text);
+        if secret.expose().is_empty() {
+            return Err(ConfigError::TokenFileEmpty { source_hint: hint });
+        }
+        Ok(secret)
+    }
+}
+
+/// Parses `CONSUL_LOGIN_META`: `key=value` pairs separated by commas, as
+/// consul-k8s reads it. Blanks around keys and values and empty entries
+/// (`a=b,`) are ignored; a later key wins over an earlier one. A pair
+/// without `=`, with a second `=` or with an empty key is an error
+/// (consul-k8s silently drops such a pair; a dropped pair would go
+/// unnoticed on every token).
+pub fn parse_login_meta(value: &str) -> Result<BTreeMap<String, String>, ConfigError> {
+    let mut meta = BTreeMap::new();
+    for entry in value.split(',').filter(|e| !e.trim().is_empty()) {
+        let bad = |reason: &str| ConfigError::BadLoginMeta {
+            pair: entry.trim().to_owned(),
+            reason: reason.to_owned(),
+        };
+        let Some((k, v)) = entry.split_once('=') else {
+            return Err(bad("expected key=value"));
+        };
+        if v.contains('=') {
+            return Err(bad("more than one '='"));
+        }
+        let k = k.trim();
+        if k.is_empty() {
+            return Err(bad("empty key"));
+        }
+        meta.insert(k.to_owned(), v.trim().to_owned());
+    }
+    Ok(meta)
 }
 
 /// Port of the servers named by `CONSUL_ADDRESSES` when `CONSUL_HTTP_PORT`
@@ -224,6 +335,18 @@ pub struct Overrides {
     /// Timeout of one request (`CONSUL_API_TIMEOUT`); zero means the
     /// default.
     pub api_timeout: Option<Duration>,
+    /// Auth method to log in with (`CONSUL_LOGIN_AUTH_METHOD`).
+    pub login_auth_method: Option<String>,
+    /// Bearer token file of the login (`CONSUL_LOGIN_BEARER_TOKEN_FILE`).
+    pub login_bearer_token_file: Option<PathBuf>,
+    /// Datacenter of the login (`CONSUL_LOGIN_DATACENTER`).
+    pub login_datacenter: Option<String>,
+    /// Partition of the login (`CONSUL_LOGIN_PARTITION`).
+    pub login_partition: Option<String>,
+    /// Namespace of the login (`CONSUL_LOGIN_NAMESPACE`).
+    pub login_namespace: Option<String>,
+    /// Meta of the login token, in `CONSUL_LOGIN_META`'s format.
+    pub login_meta: Option<String>,
 }
 
 impl fmt::Debug for Overrides {
@@ -244,6 +367,12 @@ impl fmt::Debug for Overrides {
             .field("http_port", &self.http_port)
             .field("use_tls", &self.use_tls)
             .field("api_timeout", &self.api_timeout)
+            .field("login_auth_method", &self.login_auth_method)
+            .field("login_bearer_token_file", &self.login_bearer_token_file)
+            .field("login_datacenter", &self.login_datacenter)
+            .field("login_partition", &self.login_partition)
+            .field("login_namespace", &self.login_namespace)
+            .field("login_meta", &self.login_meta)
             .finish()
     }
 }
@@ -260,8 +389,11 @@ pub struct ConsulConfig {
     /// becomes one server; requests go to one server until it fails to
     /// connect or times out, then to the next.
     pub addresses: Vec<Url>,
-    /// ACL token, if any.
+    /// ACL token, if any. Not used when [`ConsulConfig::login`] is set.
     pub token: Option<TokenConfig>,
+    /// Log in to an auth method for the token (consul-k8s's
+    /// `CONSUL_LOGIN_*`); wins over [`ConsulConfig::token`].
+    pub login: Option<LoginConfig>,
     /// TLS settings (ignored for http addresses except `insecure_skip_verify`).
     pub tls: TlsConfig,
     /// `dc` query parameter sent with every request, if set.
@@ -377,6 +509,14 @@ pub enum ConfigError {
         /// Each name and why it did not resolve.
         reason: String,
     },
+    /// A `CONSUL_LOGIN_META` entry is not `key=value`.
+    #[error("invalid pair {pair:?} in {}: {reason}", env::LOGIN_META)]
+    BadLoginMeta {
+        /// The entry as given.
+        pair: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl ConsulConfig {
@@ -385,7 +525,7 @@ impl ConsulConfig {
     /// loopback (a node-local agent on 127.0.0.1 is the usual, safe use of
     /// http). The client warns once when this is so.
     pub fn token_in_clear(&self) -> bool {
-        if self.token.is_none() || self.address.scheme() != "http" {
+        if (self.token.is_none() && self.login.is_none()) || self.address.scheme() != "http" {
             return false;
         }
         let Some(host) = self.address.host_str() else {
@@ -404,6 +544,7 @@ impl ConsulConfig {
             address: parse_address(address, false, "explicit address")?,
             addresses: Vec::new(),
             token: None,
+            login: None,
             tls: TlsConfig::default(),
             datacenter: None,
             namespace: None,
@@ -425,7 +566,10 @@ impl ConsulConfig {
     /// - servers: the explicit address, `CONSUL_ADDRESSES` (with
     ///   `CONSUL_HTTP_PORT` and `CONSUL_USE_TLS`), `CONSUL_HTTP_ADDR` (with
     ///   `CONSUL_HTTP_SSL`), `127.0.0.1:8500`;
-    /// - token: an explicit token file, an explicit token,
+    /// - token: a login to an auth method when one is named (explicitly or
+    ///   by `CONSUL_LOGIN_AUTH_METHOD`, with the other `CONSUL_LOGIN_*`
+    ///   variables; see [`LoginConfig`]), as consul-k8s does; else
+    ///   an explicit token file, an explicit token,
     ///   `CONSUL_ACL_TOKEN`, `CONSUL_ACL_TOKEN_FILE`,
     ///   `CONSUL_HTTP_TOKEN_FILE`, `CONSUL_HTTP_TOKEN`;
     /// - CA file: explicit, `CONSUL_CACERT_FILE`, `CONSUL_CACERT`;
@@ -496,7 +640,13 @@ impl ConsulConfig {
             (None, None, None) => parse_address(DEFAULT_ADDRESS, ssl, "default address")?,
         };
 
-        let token = if let Some(path) = &overrides.token_file {
+        let login = login_from_sources(&get, overrides)?;
+        // consul-k8s uses the login's token whenever an auth method is
+        // named, and does not read the static token then; a broken token
+        // variable next to a login is therefore not an error either.
+        let token = if login.is_some() {
+            None
+        } else if let Some(path) = &overrides.token_file {
             Some(read_token_file(
                 TokenSource::ExplicitFile(path.clone()),
                 path,
@@ -581,6 +731,7 @@ impl ConsulConfig {
             address,
             addresses,
             token,
+            login,
             tls,
             datacenter: non_empty(&overrides.datacenter).or_else(|| get(env::DATACENTER)),
             namespace: non_empty(&overrides.namespace).or_else(|| get(env::NAMESPACE)),
@@ -601,11 +752,53 @@ impl ConsulConfig {
 
     /// The hint naming the token in errors: its source, or "anonymous".
     pub fn token_hint(&self) -> String {
-        match &self.token {
-            Some(t) => t.source.to_string(),
-            None => "no token (anonymous)".to_owned(),
+        match (&self.login, &self.token) {
+            (Some(l), _) => format!("token from login with auth method {:?}", l.auth_method),
+            (None, Some(t)) => t.source.to_string(),
+            (None, None) => "no token (anonymous)".to_owned(),
         }
     }
+}
+
+/// The login settings: `None` unless an auth method is named (by the
+/// program or `CONSUL_LOGIN_AUTH_METHOD`). The other login variables are
+/// read only then, as consul-k8s does, so that they cannot break a setup
+/// that does not log in.
+fn login_from_sources(
+    get: &dyn Fn(&str) -> Option<String>,
+    overrides: &Overrides,
+) -> Result<Option<LoginConfig>, ConfigError> {
+    let pick = |explicit: &Option<String>, name: &str| {
+        explicit
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+            .or_else(|| get(name))
+    };
+    let Some(auth_method) = pick(&overrides.login_auth_method, env::LOGIN_AUTH_METHOD) else {
+        return Ok(None);
+    };
+    let meta = match pick(&overrides.login_meta, env::LOGIN_META) {
+        Some(v) => parse_login_meta(&v)?,
+        None => BTreeMap::new(),
+    };
+    let login = LoginConfig {
+        auth_method,
+        bearer_token_file: overrides
+            .login_bearer_token_file
+            .clone()
+            .or_else(|| get(env::LOGIN_BEARER_TOKEN_FILE).map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_BEARER_TOKEN_FILE)),
+        datacenter: pick(&overrides.login_datacenter, env::LOGIN_DATACENTER),
+        namespace: pick(&overrides.login_namespace, env::LOGIN_NAMESPACE),
+        partition: pick(&overrides.login_partition, env::LOGIN_PARTITION),
+        meta,
+    };
+    // Read once now so that a wrong path or an empty file stops the
+    // program at start instead of failing every login later.
+    login.read_bearer_token()?;
+    Ok(Some(login))
 }
 
 /// Parses a boolean the way Go's `strconv.ParseBool` does, since Consul's
@@ -1551,6 +1744,212 @@ mod tests {
         ));
     }
 
+    fn bearer_file(content: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        write!(f, "{content}").unwrap();
+        f
+    }
+
+    #[test]
+    fn login_variables_are_read_when_an_auth_method_is_named() {
+        let bearer = bearer_file("eyJhbGciOi.jwt.sig\n");
+        let path = bearer.path().to_str().unwrap().to_owned();
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                (
+                    "CONSUL_LOGIN_AUTH_METHOD",
+                    "consul-k8s-component-auth-method",
+                ),
+                ("CONSUL_LOGIN_BEARER_TOKEN_FILE", path.as_str()),
+                ("CONSUL_LOGIN_DATACENTER", "dc1"),
+                ("CONSUL_LOGIN_PARTITION", "team-p"),
+                ("CONSUL_LOGIN_NAMESPACE", "apps"),
+                (
+                    "CONSUL_LOGIN_META",
+                    "component=sync-catalog,pod=consul/sync-0",
+                ),
+                ("CONSUL_DATACENTER", "dc2"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let l = c.login.as_ref().unwrap();
+        assert_eq!(l.auth_method, "consul-k8s-component-auth-method");
+        assert_eq!(l.bearer_token_file, bearer.path());
+        assert_eq!(l.datacenter.as_deref(), Some("dc1"));
+        assert_eq!(l.partition.as_deref(), Some("team-p"));
+        assert_eq!(l.namespace.as_deref(), Some("apps"));
+        assert_eq!(
+            l.meta,
+            env(&[("component", "sync-catalog"), ("pod", "consul/sync-0")])
+        );
+        assert_eq!(
+            l.read_bearer_token().unwrap().expose(),
+            "eyJhbGciOi.jwt.sig"
+        );
+        // The login's datacenter is the login's only.
+        assert_eq!(c.datacenter.as_deref(), Some("dc2"));
+        assert_eq!(
+            c.token_hint(),
+            "token from login with auth method \"consul-k8s-component-auth-method\""
+        );
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("eyJhbGciOi"), "{shown}");
+    }
+
+    #[test]
+    fn the_bearer_token_file_defaults_to_the_service_account_token() {
+        let l = LoginConfig::new("k8s");
+        assert_eq!(
+            l.bearer_token_file,
+            Path::new("/var/run/secrets/kubernetes.io/serviceaccount/token")
+        );
+        // Outside a pod the default file is missing: an error naming the
+        // variable that would fix it, at start.
+        if !l.bearer_token_file.exists() {
+            let err = ConsulConfig::from_sources(
+                &env(&[("CONSUL_LOGIN_AUTH_METHOD", "k8s")]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            assert!(
+                matches!(err, ConfigError::TokenFileUnreadable { .. }),
+                "{err}"
+            );
+            let text = err.to_string();
+            assert!(text.contains("CONSUL_LOGIN_BEARER_TOKEN_FILE"), "{text}");
+            assert!(text.contains("serviceaccount/token"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_login_wins_over_every_static_token_as_in_consul_k8s() {
+        let bearer = bearer_file("jwt");
+        let path = bearer.path().to_str().unwrap().to_owned();
+        let e = env(&[
+            ("CONSUL_LOGIN_AUTH_METHOD", "k8s"),
+            ("CONSUL_LOGIN_BEARER_TOKEN_FILE", path.as_str()),
+            ("CONSUL_ACL_TOKEN", "acl-secret"),
+            // Not even read: a login does not use it.
+            ("CONSUL_ACL_TOKEN_FILE", "/nonexistent/acl-token"),
+            ("CONSUL_HTTP_TOKEN", "http-secret"),
+        ]);
+        let o = Overrides {
+            token: Some("flag-secret".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        assert!(c.token.is_none());
+        assert_eq!(c.login.as_ref().unwrap().auth_method, "k8s");
+        // Without an auth method the login variables are ignored, however
+        // malformed, and the static token is used.
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_LOGIN_META", "no-equals-sign"),
+                ("CONSUL_LOGIN_BEARER_TOKEN_FILE", "/nonexistent/jwt"),
+                ("CONSUL_ACL_TOKEN", "acl-secret"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert!(c.login.is_none());
+        assert_eq!(c.token.unwrap().secret.expose(), "acl-secret");
+        // An explicit auth method and file win over the variables.
+        let other = bearer_file("other-jwt");
+        let o = Overrides {
+            login_auth_method: Some("explicit".into()),
+            login_bearer_token_file: Some(other.path().to_owned()),
+            login_meta: Some("a=1".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&e, &o).unwrap();
+        let l = c.login.unwrap();
+        assert_eq!(l.auth_method, "explicit");
+        assert_eq!(l.bearer_token_file, other.path());
+        assert_eq!(l.meta, env(&[("a", "1")]));
+    }
+
+    #[test]
+    fn unreadable_or_empty_bearer_token_files_are_errors_naming_the_variable() {
+        let empty = bearer_file(" \n");
+        let empty_path = empty.path().to_str().unwrap().to_owned();
+        let dir = tempfile::tempdir().unwrap();
+        let dir_path = dir.path().to_str().unwrap().to_owned();
+        for (path, want_empty) in [
+            ("/nonexistent/mirra/jwt", false),
+            (dir_path.as_str(), false),
+            (empty_path.as_str(), true),
+        ] {
+            let err = ConsulConfig::from_sources(
+                &env(&[
+                    ("CONSUL_LOGIN_AUTH_METHOD", "k8s"),
+                    ("CONSUL_LOGIN_BEARER_TOKEN_FILE", path),
+                ]),
+                &Overrides::default(),
+            )
+            .unwrap_err();
+            if want_empty {
+                assert!(matches!(err, ConfigError::TokenFileEmpty { .. }), "{err}");
+            } else {
+                assert!(
+                    matches!(err, ConfigError::TokenFileUnreadable { .. }),
+                    "{err}"
+                );
+            }
+            let text = err.to_string();
+            assert!(text.contains("CONSUL_LOGIN_BEARER_TOKEN_FILE"), "{text}");
+            assert!(text.contains(path), "{text}");
+        }
+    }
+
+    #[test]
+    fn login_meta_is_comma_separated_key_value_pairs() {
+        let m = |v: &str| parse_login_meta(v).unwrap();
+        assert_eq!(m(""), BTreeMap::new());
+        assert_eq!(m("a=b"), env(&[("a", "b")]));
+        assert_eq!(m(" a = b , c=d,"), env(&[("a", "b"), ("c", "d")]));
+        assert_eq!(m("a=,b=2"), env(&[("a", ""), ("b", "2")]));
+        assert_eq!(m("a=1,a=2"), env(&[("a", "2")]));
+        assert_eq!(m("pod=ns/name-0"), env(&[("pod", "ns/name-0")]));
+        for (bad, reason) in [
+            ("novalue", "expected key=value"),
+            ("a=b,oops", "expected key=value"),
+            ("a=b=c", "more than one '='"),
+            ("=v", "empty key"),
+            (" =v", "empty key"),
+        ] {
+            let err = parse_login_meta(bad).unwrap_err();
+            assert!(
+                matches!(err, ConfigError::BadLoginMeta { .. }),
+                "{bad}: {err}"
+            );
+            let text = err.to_string();
+            assert!(text.contains("CONSUL_LOGIN_META"), "{text}");
+            assert!(text.contains(reason), "{bad}: {text}");
+        }
+        let bearer = bearer_file("jwt");
+        let path = bearer.path().to_str().unwrap().to_owned();
+        let err = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_LOGIN_AUTH_METHOD", "k8s"),
+                ("CONSUL_LOGIN_BEARER_TOKEN_FILE", path.as_str()),
+                ("CONSUL_LOGIN_META", "component=sync-catalog,pod"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("\"pod\""), "{err}");
+    }
+
+    #[test]
+    fn a_login_over_plain_http_to_another_host_is_in_clear() {
+        let mut c = ConsulConfig::new("http://10.0.0.5:8500").unwrap();
+        c.login = Some(LoginConfig::new("k8s"));
+        assert!(c.token_in_clear());
+        c.address = parse_address("https://10.0.0.5:8501", false, "t").unwrap();
+        assert!(!c.token_in_clear());
+    }
+
     #[test]
     fn an_empty_partition_is_not_kept() {
         for p in ["", "  "] {
@@ -1597,6 +1996,16 @@ mod tests {
             prop_assert_eq!(parse_go_duration(&split), Ok(want));
             let in_ms = format!("{}ms", want.as_millis());
             prop_assert_eq!(parse_go_duration(&in_ms), Ok(want));
+        }
+
+        #[test]
+        fn login_meta_parsing_never_panics_and_keeps_what_it_accepts(s in "[a-z=, ]{0,40}") {
+            if let Ok(meta) = parse_login_meta(&s) {
+                for (k, v) in meta {
+                    prop_assert!(!k.is_empty() && !k.contains('=') && !k.contains(','));
+                    prop_assert!(!v.contains('=') && !v.contains(','));
+                }
+            }
         }
 
         #[test]

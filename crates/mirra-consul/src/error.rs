@@ -150,6 +150,22 @@ pub enum Error {
     /// The configuration is invalid. Not retryable: fix the setting named.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Logging in to the auth method failed (the auth method is missing,
+    /// rejected the bearer token, bound no identity, or Consul or the
+    /// Kubernetes API it asks did not answer). Retryable: Kubernetes
+    /// rotates ServiceAccount tokens and the file is read again at every
+    /// login, and an operator may fix the auth method or its binding rules
+    /// while the program waits. Names the auth method, never the bearer
+    /// token.
+    #[error("ACL login with auth method {auth_method:?} failed: {source}")]
+    Login {
+        /// The auth method.
+        auth_method: String,
+        /// What the login got (its message is scrubbed of the bearer
+        /// token).
+        #[source]
+        source: Box<Error>,
+    },
 }
 
 fn describe_failed(failed: &[FailedOp]) -> String {
@@ -197,6 +213,7 @@ impl Error {
             Self::Decode { .. } => "decode",
             Self::Encode { .. } => "encode",
             Self::Config(_) => "config",
+            Self::Login { .. } => "login",
         }
     }
 
@@ -210,7 +227,16 @@ impl Error {
                 | Self::Timeout { .. }
                 | Self::Connect { .. }
                 | Self::Transport { .. }
+                | Self::Login { .. }
         )
+    }
+
+    /// Whether Consul refused the request because it does not know the
+    /// token (`403 ACL not found`): deleted, expired, or logged out. With a
+    /// login configured, the client logs in again and resends the request
+    /// once.
+    pub fn is_acl_not_found(&self) -> bool {
+        matches!(self, Self::PermissionDenied { message, .. } if message.contains("ACL not found"))
     }
 
     /// Whether Consul certainly did not apply the request, so that even a
@@ -254,6 +280,7 @@ impl Error {
             Self::RateLimited { .. } => Some(429),
             Self::LeaderUnavailable { .. } => Some(500),
             Self::BadRequest { status, .. } | Self::Server { status, .. } => Some(*status),
+            Self::Login { source, .. } => source.status(),
             _ => None,
         }
     }
@@ -587,6 +614,40 @@ mod tests {
         ] {
             assert!(!is_handshake_refusal(other), "{other}");
         }
+    }
+
+    #[test]
+    fn acl_not_found_is_told_apart_from_a_missing_permission() {
+        let forbidden = |body: &[u8]| error_from_response(&ctx(None), StatusCode::FORBIDDEN, body);
+        assert!(forbidden(b"ACL not found").is_acl_not_found());
+        assert!(forbidden(b"rpc error making call: ACL not found").is_acl_not_found());
+        assert!(!forbidden(b"Permission denied").is_acl_not_found());
+        assert!(
+            !forbidden(b"Permission denied: token with AccessorID 'a' lacks permission")
+                .is_acl_not_found()
+        );
+        let other = error_from_response(&ctx(None), StatusCode::NOT_FOUND, b"ACL not found");
+        assert!(!other.is_acl_not_found());
+    }
+
+    #[test]
+    fn login_failures_are_retryable_and_name_the_method() {
+        let inner = error_from_response(
+            &ctx(None),
+            StatusCode::INTERNAL_SERVER_ERROR,
+            b"lookup failed: service account jwt not valid",
+        );
+        let e = Error::Login {
+            auth_method: "consul-k8s-auth-method".into(),
+            source: Box::new(inner),
+        };
+        assert!(e.is_retryable());
+        assert!(!e.is_acl_not_found());
+        assert_eq!(e.class(), "login");
+        assert_eq!(e.status(), Some(500));
+        let shown = e.to_string();
+        assert!(shown.contains("\"consul-k8s-auth-method\""), "{shown}");
+        assert!(shown.contains("service account jwt not valid"), "{shown}");
     }
 
     #[test]

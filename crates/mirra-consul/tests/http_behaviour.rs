@@ -669,3 +669,250 @@ async fn health_node_decodes_checks_and_watch_follows_its_index() {
     assert!(q.split('&').any(|kv| kv == "index=15"), "{q}");
     assert!(q.split('&').any(|kv| kv.starts_with("wait=")), "{q}");
 }
+
+// ----- auth-method login against scripted answers ---------------------------
+
+const BEARER: &str = "eyJhbGciOiJSUzI1NiJ9.bearer-payload.sig";
+
+fn login_answer(accessor: &str, secret: &str) -> Canned {
+    canned(
+        200,
+        &serde_json::json!({"AccessorID": accessor, "SecretID": secret,
+                            "AuthMethod": "k8s", "Local": true})
+        .to_string(),
+    )
+}
+
+fn login_client(
+    addr: SocketAddr,
+    bearer: &std::path::Path,
+    edit: impl FnOnce(&mut ConsulConfig),
+) -> Client {
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.login = Some(mirra_consul::LoginConfig {
+        bearer_token_file: bearer.to_owned(),
+        meta: [("pod".to_owned(), "consul/sync-0".to_owned())].into(),
+        ..mirra_consul::LoginConfig::new("k8s")
+    });
+    c.retry = fast_retry(3);
+    edit(&mut c);
+    Client::new(c).unwrap()
+}
+
+fn bearer_file() -> tempfile::NamedTempFile {
+    let f = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(f.path(), format!("{BEARER}\n")).unwrap();
+    f
+}
+
+fn token_of(s: &Seen) -> Option<&str> {
+    s.headers.get("X-Consul-Token").map(|v| v.to_str().unwrap())
+}
+
+#[tokio::test]
+async fn a_second_acl_not_found_after_the_new_login_is_returned() {
+    let (addr, script) = serve(vec![
+        login_answer("acc-1", "secret-1"),
+        canned(403, "ACL not found"),
+        login_answer("acc-2", "secret-2"),
+        canned(403, "ACL not found"),
+        canned(500, "nothing more is expected"),
+    ])
+    .await;
+    let bearer = bearer_file();
+    let client = login_client(addr, bearer.path(), |c| {
+        c.datacenter = Some("dc2".into());
+        c.partition = Some("part-a".into());
+        c.login.as_mut().unwrap().datacenter = Some("dc1".into());
+    });
+    let err = client.register(&register_req()).await.unwrap_err();
+    assert!(err.is_acl_not_found(), "{err}");
+    assert!(!err.is_retryable());
+    assert!(err.to_string().contains("login token acc-2"), "{err}");
+    assert!(!format!("{err} {err:?}").contains("secret-2"));
+    let seen = script.seen();
+    let paths: Vec<(&Method, &str)> = seen.iter().map(|s| (&s.method, s.uri.path())).collect();
+    assert_eq!(
+        paths,
+        [
+            (&Method::POST, "/v1/acl/login"),
+            (&Method::PUT, "/v1/catalog/register"),
+            (&Method::POST, "/v1/acl/login"),
+            (&Method::PUT, "/v1/catalog/register"),
+        ]
+    );
+    // A login carries no token; the login's own datacenter wins over the
+    // client's, its partition falls back to the client's.
+    assert_eq!(token_of(&seen[0]), None);
+    assert_eq!(seen[0].uri.query(), Some("dc=dc1&partition=part-a"));
+    let body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"AuthMethod": "k8s", "BearerToken": BEARER,
+                           "Meta": {"pod": "consul/sync-0"}})
+    );
+    assert_eq!(seen[2].body, seen[0].body);
+    // Each request carries the token of the login before it.
+    assert_eq!(token_of(&seen[1]), Some("secret-1"));
+    assert_eq!(token_of(&seen[3]), Some("secret-2"));
+    assert_eq!(seen[1].uri.query(), Some("dc=dc2&partition=part-a"));
+    assert_eq!(seen[1].body, seen[3].body);
+}
+
+#[tokio::test]
+async fn a_permission_denied_is_not_a_reason_to_log_in_again() {
+    let (addr, script) = serve(vec![
+        login_answer("acc-1", "secret-1"),
+        canned(403, "Permission denied: token with AccessorID 'acc-1' lacks permission 'node:write' on \"k8s-sync\""),
+    ])
+    .await;
+    let bearer = bearer_file();
+    let client = login_client(addr, bearer.path(), |_| {});
+    let err = client.register(&register_req()).await.unwrap_err();
+    assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
+    assert_eq!(script.hits(), 2);
+}
+
+#[tokio::test]
+async fn a_login_is_not_resent_after_a_5xx_and_never_shows_the_bearer_token() {
+    let (addr, script) = serve(vec![canned(
+        500,
+        &format!("failed to parse and validate JWT: {BEARER} is malformed"),
+    )])
+    .await;
+    let bearer = bearer_file();
+    let client = login_client(addr, bearer.path(), |_| {});
+    let err = client.login().await.unwrap_err();
+    assert!(matches!(err, Error::Login { .. }), "{err}");
+    assert!(err.is_retryable());
+    let shown = format!("{err} | {err:?}");
+    assert!(!shown.contains(BEARER), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+    assert_eq!(script.hits(), 1);
+}
+
+#[tokio::test]
+async fn a_garbage_login_answer_is_a_login_error_without_its_text() {
+    let (addr, script) = serve(vec![
+        canned(
+            200,
+            "{\"AccessorID\": \"a\", \"SecretID\": [\"leaked-secret\"]}",
+        ),
+        canned(200, "<html>proxy</html>"),
+    ])
+    .await;
+    let bearer = bearer_file();
+    let client = login_client(addr, bearer.path(), |_| {});
+    for _ in 0..2 {
+        let err = client.login().await.unwrap_err();
+        assert!(matches!(err, Error::Login { .. }), "{err}");
+        assert!(!format!("{err:?}").contains("leaked-secret"));
+    }
+    assert_eq!(script.hits(), 2);
+    assert_eq!(client.login_accessor_id(), None);
+}
+
+#[tokio::test]
+async fn logout_sends_the_login_token_to_the_login_partition() {
+    let (addr, script) = serve(vec![
+        login_answer("acc-1", "secret-1"),
+        canned(200, "true"),
+        login_answer("acc-2", "secret-2"),
+        canned(403, "ACL not found"),
+        canned(500, "nothing more is expected"),
+    ])
+    .await;
+    let bearer = bearer_file();
+    let client = login_client(addr, bearer.path(), |c| {
+        c.login.as_mut().unwrap().partition = Some("login-part".into());
+        c.login.as_mut().unwrap().namespace = Some("login-ns".into());
+        c.namespace = Some("apps".into());
+    });
+    client.login().await.unwrap();
+    client.logout().await.unwrap();
+    let seen = script.seen();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[1].uri.path(), "/v1/acl/logout");
+    assert_eq!(seen[1].method, Method::POST);
+    assert_eq!(token_of(&seen[1]), Some("secret-1"));
+    assert_eq!(
+        seen[1].uri.query(),
+        Some("ns=login-ns&partition=login-part")
+    );
+    // A token Consul no longer knows counts as logged out.
+    client.login().await.unwrap();
+    assert_eq!(client.login_accessor_id().as_deref(), Some("acc-2"));
+    client.logout().await.unwrap();
+    assert_eq!(client.login_accessor_id(), None);
+    assert_eq!(script.hits(), 4);
+}
+
+// ----- Enterprise namespaces -------------------------------------------------
+
+#[tokio::test]
+async fn namespaces_are_created_with_a_policy_link_and_read_in_the_partition() {
+    let stored = serde_json::json!({
+        "Name": "apps", "Description": "", "Partition": "part-a",
+        "ACLs": {"PolicyDefaults": [{"ID": "p-1", "Name": "cross-namespace-policy"}],
+                 "RoleDefaults": []},
+        "CreateIndex": 20, "ModifyIndex": 20
+    })
+    .to_string();
+    let (addr, script) = serve(vec![
+        canned(200, &stored),
+        canned(200, &stored),
+        canned(404, "Namespace not found"),
+        canned(403, "Permission denied"),
+    ])
+    .await;
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.partition = Some("part-a".into());
+    c.namespace = Some("ignored".into());
+    c.datacenter = Some("dc1".into());
+    c.retry = fast_retry(1);
+    let client = Client::new(c).unwrap();
+
+    let ns = mirra_consul::Namespace::with_policy_defaults("apps", ["cross-namespace-policy"]);
+    let created = client.create_namespace(&ns).await.unwrap();
+    assert_eq!(created.create_index, 20);
+    assert_eq!(created.acls.as_ref().unwrap().policy_defaults[0].id, "p-1");
+    let read = client.namespace("apps").await.unwrap().unwrap();
+    assert_eq!(read, created);
+    assert_eq!(client.namespace("missing").await.unwrap(), None);
+    let err = client.namespace("secret-ns").await.unwrap_err();
+    assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
+
+    let seen = script.seen();
+    assert_eq!(seen[0].method, Method::PUT);
+    assert_eq!(seen[0].uri.path(), "/v1/namespace");
+    assert_eq!(seen[0].uri.query(), Some("partition=part-a"));
+    let body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"Name": "apps",
+                           "ACLs": {"PolicyDefaults": [{"Name": "cross-namespace-policy"}]}})
+    );
+    assert_eq!(seen[1].method, Method::GET);
+    assert_eq!(seen[1].uri.path(), "/v1/namespace/apps");
+    assert_eq!(seen[1].uri.query(), Some("partition=part-a"));
+    assert_eq!(seen[2].uri.path(), "/v1/namespace/missing");
+    assert_eq!(seen.len(), 4);
+}
+
+#[tokio::test]
+async fn a_namespace_create_is_not_resent_after_a_5xx() {
+    let (addr, script) = serve(vec![canned(500, "rpc error")]).await;
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.retry = fast_retry(4);
+    let client = Client::new(c).unwrap();
+    let err = client
+        .create_namespace(&mirra_consul::Namespace::with_policy_defaults(
+            "apps",
+            ["p"],
+        ))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Server { status: 500, .. }), "{err}");
+    assert_eq!(script.hits(), 1);
+    assert_eq!(script.seen()[0].uri.query(), None);
+}

@@ -92,6 +92,12 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
         stop.clone(),
     )
     .await?;
+    // With an auth method, the token comes from a login; as consul-k8s
+    // does, nothing syncs until it succeeded (a signal still stops the
+    // wait).
+    if !log_in_until_stopped(&consul, &stop).await {
+        return Ok(());
+    }
     let result = serve::run_controller(
         &args.serve.client,
         client.clone(),
@@ -147,5 +153,41 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     )
     .await;
     stop.cancel();
+    // The login token must not outlive the process in Consul.
+    if let Err(e) = consul.logout().await {
+        tracing::warn!(error = %e, "logging out of Consul failed; the login token stays until deleted");
+    }
     result
+}
+
+/// Logs in to the configured auth method, retrying with the client's
+/// backoff while it fails; `false` if `stop` ended the wait first. Without
+/// a login configured, `true` at once.
+async fn log_in_until_stopped(consul: &mirra_consul::Client, stop: &CancellationToken) -> bool {
+    let Some(method) = consul.login_auth_method().map(str::to_owned) else {
+        return true;
+    };
+    let mut failures = 0u32;
+    loop {
+        let err = tokio::select! {
+            r = consul.login() => match r {
+                Ok(()) => return true,
+                Err(e) => e,
+            },
+            () = stop.cancelled() => return false,
+        };
+        failures = failures.saturating_add(1);
+        let delay = consul.retry_policy().jittered_delay(failures);
+        tracing::warn!(
+            auth_method = %method,
+            error = %err,
+            failures,
+            delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            "logging in to Consul failed; retrying"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = stop.cancelled() => return false,
+        }
+    }
 }
