@@ -61,6 +61,7 @@ use crate::endpoint::{CommonParams, build_url};
 use crate::error::{Error, ErrorContext, error_from_response, error_from_transport};
 use crate::txn::{
     FailedOp, TxnBatchError, TxnOp, TxnResponse, TxnResult, TxnSummary, all_idempotent, split_ops,
+    with_tenancy,
 };
 use crate::types::{
     CatalogServiceInstance, DeregisterRequest, HealthCheck, Node, NodeServices, RegisterRequest,
@@ -621,7 +622,9 @@ impl Client {
 
     // ----- transactions -----------------------------------------------------
 
-    /// `PUT /v1/txn`: applies `ops` atomically in one Raft apply. A rollback
+    /// `PUT /v1/txn`: applies `ops` atomically in one Raft apply. Operations
+    /// that name no namespace or partition get the client's in their body
+    /// (Consul reads them only there on this endpoint). A rollback
     /// (409) is [`Error::TxnRolledBack`] naming the failed operations by
     /// their index in `ops`. The caller keeps `ops` within the server's
     /// limit (see [`Client::apply_ops`] for automatic splitting); an empty
@@ -630,8 +633,16 @@ impl Client {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
+        let common = &self.inner.common;
+        let filled = with_tenancy(
+            ops,
+            common.namespace.as_deref(),
+            common.partition.as_deref(),
+        );
+        let wire = filled.as_deref().unwrap_or(ops);
+        // Errors name the caller's operations: same order, same indexes.
         let answer = self
-            .write("txn", &["txn"], &ops, all_idempotent(ops), Some(ops))
+            .write("txn", &["txn"], &wire, all_idempotent(ops), Some(ops))
             .await?;
         let resp: TxnResponse = decode("txn", &answer.body)?;
         Ok(resp.results)

@@ -294,6 +294,54 @@ pub fn all_idempotent(ops: &[TxnOp]) -> bool {
     ops.iter().all(|op| op.verb().is_idempotent())
 }
 
+/// Puts the client's namespace and partition into every operation that
+/// names none. Consul's `/v1/txn` ignores `?ns=` and `?partition=` on
+/// writes: each catalog operation lands in the tenancy its own body names,
+/// and in `default` when it names none. An operation that names its own
+/// keeps it. Nodes have a partition but no namespace; a node-level check
+/// (no `ServiceID`) is left without a namespace, as Consul keeps node
+/// checks outside namespaces. Returns `None` when nothing changes, so the
+/// common case (no Enterprise tenancy) copies nothing.
+pub fn with_tenancy(
+    ops: &[TxnOp],
+    namespace: Option<&str>,
+    partition: Option<&str>,
+) -> Option<Vec<TxnOp>> {
+    let namespace = namespace.filter(|n| !n.is_empty());
+    let partition = partition.filter(|p| !p.is_empty());
+    if namespace.is_none() && partition.is_none() {
+        return None;
+    }
+    let fill = |field: &mut String, value: Option<&str>| {
+        if let Some(v) = value
+            && field.is_empty()
+        {
+            v.clone_into(field);
+        }
+    };
+    let filled = ops
+        .iter()
+        .cloned()
+        .map(|mut op| {
+            match &mut op {
+                TxnOp::Node { node, .. } => fill(&mut node.partition, partition),
+                TxnOp::Service { service, .. } => {
+                    fill(&mut service.namespace, namespace);
+                    fill(&mut service.partition, partition);
+                }
+                TxnOp::Check { check, .. } => {
+                    if !check.service_id.is_empty() {
+                        fill(&mut check.namespace, namespace);
+                    }
+                    fill(&mut check.partition, partition);
+                }
+            }
+            op
+        })
+        .collect();
+    Some(filled)
+}
+
 /// What [`crate::Client::apply_ops`] did when every transaction committed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TxnSummary {
@@ -401,6 +449,66 @@ mod tests {
                     "ID": "db2", "Service": "", "ModifyIndex": 7}}}
             ])
         );
+    }
+
+    #[test]
+    fn tenancy_fills_only_what_an_op_leaves_empty() {
+        let ops = vec![
+            TxnOp::Node {
+                verb: Verb::Cas,
+                node: Node {
+                    node: "k8s-sync".into(),
+                    ..Node::default()
+                },
+            },
+            svc_op(1),
+            TxnOp::Service {
+                verb: Verb::Delete,
+                node: "k8s-sync".into(),
+                service: Service {
+                    id: "own".into(),
+                    namespace: "other".into(),
+                    partition: "p2".into(),
+                    ..Service::default()
+                },
+            },
+            TxnOp::Check {
+                verb: Verb::Set,
+                check: HealthCheck {
+                    node: "k8s-sync".into(),
+                    check_id: "svc-check".into(),
+                    service_id: "web-1".into(),
+                    ..HealthCheck::default()
+                },
+            },
+            TxnOp::Check {
+                verb: Verb::Set,
+                check: HealthCheck {
+                    node: "k8s-sync".into(),
+                    check_id: "node-check".into(),
+                    ..HealthCheck::default()
+                },
+            },
+        ];
+        assert_eq!(with_tenancy(&ops, None, None), None);
+        assert_eq!(with_tenancy(&ops, Some(""), Some("")), None);
+        let wire =
+            serde_json::to_value(with_tenancy(&ops, Some("team"), Some("p1")).unwrap()).unwrap();
+        assert_eq!(wire[0]["Node"]["Node"]["Partition"], "p1");
+        assert_eq!(wire[0]["Node"]["Node"].get("Namespace"), None);
+        assert_eq!(wire[1]["Service"]["Service"]["Namespace"], "team");
+        assert_eq!(wire[1]["Service"]["Service"]["Partition"], "p1");
+        assert_eq!(wire[2]["Service"]["Service"]["Namespace"], "other");
+        assert_eq!(wire[2]["Service"]["Service"]["Partition"], "p2");
+        assert_eq!(wire[3]["Check"]["Check"]["Namespace"], "team");
+        assert_eq!(wire[3]["Check"]["Check"]["Partition"], "p1");
+        assert_eq!(wire[4]["Check"]["Check"].get("Namespace"), None);
+        assert_eq!(wire[4]["Check"]["Check"]["Partition"], "p1");
+        let only_ns = with_tenancy(&ops, Some("team"), None).unwrap();
+        assert_eq!(only_ns.len(), ops.len());
+        let wire = serde_json::to_value(only_ns).unwrap();
+        assert_eq!(wire[0]["Node"]["Node"].get("Partition"), None);
+        assert_eq!(wire[1]["Service"]["Service"].get("Partition"), None);
     }
 
     #[test]

@@ -916,3 +916,84 @@ async fn a_namespace_create_is_not_resent_after_a_5xx() {
     assert_eq!(script.hits(), 1);
     assert_eq!(script.seen()[0].uri.query(), None);
 }
+
+/// Consul's `/v1/txn` takes the tenancy of a catalog operation from the
+/// operation's body only (it ignores `?ns=` on writes), so a client
+/// configured for a namespace must write it into every operation.
+#[tokio::test]
+async fn txn_ops_carry_the_client_namespace_and_partition_in_their_bodies() {
+    let (addr, script) = serve(vec![canned(200, r#"{"Results":[],"Errors":null}"#)]).await;
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.namespace = Some("team-a".into());
+    c.partition = Some("p1".into());
+    c.retry = fast_retry(1);
+    let client = Client::new(c).unwrap();
+    let check = TxnOp::Check {
+        verb: Verb::Cas,
+        check: mirra_consul::HealthCheck {
+            node: "k8s-sync".into(),
+            check_id: "default/web-1".into(),
+            service_id: "web-1".into(),
+            service_name: "web".into(),
+            ..mirra_consul::HealthCheck::default()
+        },
+    };
+    let node = TxnOp::Node {
+        verb: Verb::Cas,
+        node: mirra_consul::Node {
+            node: "k8s-sync".into(),
+            ..mirra_consul::Node::default()
+        },
+    };
+    let ops = vec![
+        node,
+        svc_op(Verb::Cas, 1),
+        check,
+        svc_op(Verb::DeleteCas, 2),
+    ];
+    let summary = client.apply_ops(ops.clone()).await.unwrap();
+    assert_eq!(summary.transactions, 1);
+
+    let seen = script.seen();
+    assert_eq!(seen.len(), 1);
+    let body: serde_json::Value = serde_json::from_slice(&seen[0].body).unwrap();
+    assert_eq!(body[0]["Node"]["Node"]["Partition"], "p1");
+    assert_eq!(body[0]["Node"]["Node"].get("Namespace"), None);
+    for (i, kind) in [(1, "Service"), (3, "Service"), (2, "Check")] {
+        assert_eq!(body[i][kind][kind]["Namespace"], "team-a", "op {i}");
+        assert_eq!(body[i][kind][kind]["Partition"], "p1", "op {i}");
+    }
+
+    // Without a namespace or partition the bodies are what the caller built.
+    let (addr, script) = serve(vec![canned(200, r#"{"Results":[],"Errors":null}"#)]).await;
+    let plain = client_without_token(addr);
+    plain.apply_ops(ops.clone()).await.unwrap();
+    let body: serde_json::Value = serde_json::from_slice(&script.seen()[0].body).unwrap();
+    assert_eq!(body, serde_json::to_value(&ops).unwrap());
+}
+
+/// A rollback names the caller's operations (not the filled-in copies).
+#[tokio::test]
+async fn a_rolled_back_namespaced_txn_names_the_callers_ops() {
+    let (addr, _script) = serve(vec![canned(
+        409,
+        r#"{"Results":null,"Errors":[{"OpIndex":0,"What":"Permission denied"}]}"#,
+    )])
+    .await;
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.namespace = Some("team-a".into());
+    c.retry = fast_retry(1);
+    let client = Client::new(c).unwrap();
+    let op = svc_op(Verb::Set, 1);
+    let err = client.txn(std::slice::from_ref(&op)).await.unwrap_err();
+    let Error::TxnRolledBack { failed } = err else {
+        panic!("{err}")
+    };
+    assert_eq!(failed[0].op.as_ref(), Some(&op));
+}
+
+fn client_without_token(addr: SocketAddr) -> Client {
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.retry = fast_retry(1);
+    Client::new(c).unwrap()
+}
