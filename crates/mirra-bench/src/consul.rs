@@ -1,5 +1,8 @@
 //! The consul-sandbox scenario: register requests per second over HTTP, and
-//! 1,000 blocking queries parked at once that all wake on one change.
+//! 1,000 blocking queries parked at once that all wake on one change, once
+//! with ACLs off and once with ACLs on (default policy deny, every request
+//! carrying a token whose policy grants what it does), so the figures cover
+//! the cost of resolving a token and checking its rules on every request.
 //!
 //! The sandbox runs in this process, so the load generator and the server
 //! share the machine's cores; the figure is a floor for the server alone.
@@ -34,14 +37,111 @@ fn registration(i: usize) -> serde_json::Value {
     })
 }
 
-/// Runs the scenario and prints a markdown table.
+/// The management token of the ACL-on run.
+const MANAGEMENT: &str = "bench-management-token";
+
+/// What one run measured.
+struct Figures {
+    registers_per_sec: f64,
+    raft_applies: u64,
+    woke: usize,
+    last_answer: Duration,
+}
+
+/// Runs the scenario in both modes and prints a markdown table.
 pub async fn run() -> anyhow::Result<()> {
-    let sandbox = consul_sandbox::Sandbox::start(consul_sandbox::Config::default()).await?;
+    let open = run_mode(false).await.context("ACLs off")?;
+    let acl = run_mode(true).await.context("ACLs on")?;
+    println!("| consul-sandbox | ACLs off | ACLs on (deny, token per request) |");
+    println!("|---|---|---|");
+    println!(
+        "| register requests ({REGISTERS}, {WRITERS} clients) | {:.0} req/s | {:.0} req/s |",
+        open.registers_per_sec, acl.registers_per_sec
+    );
+    println!(
+        "| Raft applies counted | {} | {} |",
+        open.raft_applies, acl.raft_applies
+    );
+    println!("| blocking queries parked at once | {BLOCKING} | {BLOCKING} |");
+    println!(
+        "| woke on one change (index moved) | {} | {} |",
+        open.woke, acl.woke
+    );
+    println!(
+        "| change -> last blocking query answered | {} ms | {} ms |",
+        open.last_answer.as_millis(),
+        acl.last_answer.as_millis()
+    );
+    Ok(())
+}
+
+/// With ACLs on: a policy granting writes on every node and service, and
+/// a token linked to it. Returns the token's SecretID.
+async fn sync_token(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
+    let policy: serde_json::Value = http
+        .put(format!("{url}/v1/acl/policy"))
+        .header("X-Consul-Token", MANAGEMENT)
+        .json(&json!({
+            "Name": "catalog-sync",
+            "Rules": "node_prefix \"\" { policy = \"write\" }\nservice_prefix \"\" { policy = \"write\" }",
+        }))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let token: serde_json::Value = http
+        .put(format!("{url}/v1/acl/token"))
+        .header("X-Consul-Token", MANAGEMENT)
+        .json(&json!({"Policies": [{"ID": policy["ID"]}]}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    let secret = token["SecretID"]
+        .as_str()
+        .context("token answer without SecretID")?
+        .to_string();
+    // The run proves nothing about ACLs unless they refuse a request
+    // without the token.
+    let refused = http
+        .put(format!("{url}/v1/catalog/register"))
+        .json(&registration(0))
+        .send()
+        .await?;
+    anyhow::ensure!(
+        refused.status() == reqwest::StatusCode::FORBIDDEN,
+        "a register without a token answered {}, not 403",
+        refused.status()
+    );
+    Ok(secret)
+}
+
+async fn run_mode(acl: bool) -> anyhow::Result<Figures> {
+    let config = if acl {
+        consul_sandbox::Config {
+            acl_default_policy: Some(consul_sandbox::AclDefaultPolicy::Deny),
+            acl_initial_management_token: Some(MANAGEMENT.to_string()),
+            ..Default::default()
+        }
+    } else {
+        consul_sandbox::Config::default()
+    };
+    let sandbox = consul_sandbox::Sandbox::start(config).await?;
     let url = sandbox.url();
+    let mut headers = reqwest::header::HeaderMap::new();
+    if acl {
+        let anonymous = reqwest::Client::new();
+        let token = sync_token(&anonymous, &url).await?;
+        headers.insert("X-Consul-Token", token.parse()?);
+    }
     let http = reqwest::Client::builder()
         // Longer than the blocking queries' wait below.
         .timeout(Duration::from_secs(120))
+        .default_headers(headers)
         .build()?;
+    let applies_before = sandbox.stats().raft_applies;
 
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -64,11 +164,10 @@ pub async fn run() -> anyhow::Result<()> {
         t.await??;
     }
     let register_secs = start.elapsed().as_secs_f64();
-    let stats = sandbox.stats();
+    let raft_applies = sandbox.stats().raft_applies - applies_before;
     anyhow::ensure!(
-        stats.raft_applies >= REGISTERS as u64,
-        "expected at least {REGISTERS} Raft applies, saw {}",
-        stats.raft_applies
+        raft_applies == REGISTERS as u64,
+        "expected {REGISTERS} Raft applies, saw {raft_applies}",
     );
 
     // Park the blocking queries on one service at its current index.
@@ -148,19 +247,11 @@ pub async fn run() -> anyhow::Result<()> {
         "only {woke} of {BLOCKING} blocking queries woke"
     );
 
-    println!("| consul-sandbox | figure |");
-    println!("|---|---|");
-    println!(
-        "| register requests ({REGISTERS}, {WRITERS} clients) | {:.0} req/s |",
-        REGISTERS as f64 / register_secs
-    );
-    println!("| Raft applies counted | {} |", stats.raft_applies);
-    println!("| blocking queries parked at once | {BLOCKING} |");
-    println!("| woke on one change (index moved) | {woke} |");
-    println!(
-        "| change -> last blocking query answered | {} ms |",
-        last.as_millis()
-    );
     sandbox.shutdown().await;
-    Ok(())
+    Ok(Figures {
+        registers_per_sec: REGISTERS as f64 / register_secs,
+        raft_applies,
+        woke,
+        last_answer: last,
+    })
 }

@@ -7,7 +7,7 @@
 //! - `kube-sandbox`: small ConfigMap writes per second over HTTP while 10
 //!   watches receive every event, and the store's bytes per object.
 //! - `consul-sandbox`: register requests per second and 1,000 blocking
-//!   queries parked at once on the Consul sandbox.
+//!   queries parked at once on the Consul sandbox, with ACLs off and on.
 //! - `mirror [--namespaces N]`: the mirror controller at 1,000 namespaces
 //!   x 20 SyncConfigs, against the espejo strategy.
 //! - `catalog [--services N]`: the catalog controller at 10,000 Services x
@@ -216,7 +216,8 @@ usage: mirra-bench SCENARIO [FLAGS]
 scenarios:
   kube-sandbox                     writes per second with 10 watches, bytes per object (default)
   kube-sandbox-memory [MIRRA_BIN]  the sandbox in its own process: RSS per stored ConfigMap
-  consul-sandbox                   register requests per second, 1,000 parked blocking queries
+  consul-sandbox                   register requests per second, 1,000 parked blocking queries,
+                                   with ACLs off and on (default deny, a token per request)
   mirror   [--namespaces N] [--events N] [--idle-secs S] [--sandbox-bin PATH] [--skip-baseline]
            the mirror controller at N namespaces x 20 SyncConfigs x 2 items (default 1000),
            against the espejo strategy
