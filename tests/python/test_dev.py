@@ -17,12 +17,26 @@ from conftest import ROOT, mirra_bin, stop_process, wait_for
 
 
 
-@pytest.fixture
-def dev():
+# A shell set up for some real Consul: a token, a login through an auth
+# method, a namespace. `mirra dev` talks to its own embedded Consul and must
+# not pick any of these up.
+FOREIGN_CONSUL_ENV = {
+    "CONSUL_HTTP_TOKEN": "a-token-of-another-consul",
+    "CONSUL_LOGIN_AUTH_METHOD": "some-auth-method",
+    "CONSUL_LOGIN_BEARER_TOKEN_FILE": "/nonexistent/token",
+    "CONSUL_NAMESPACE": "team-ns",
+    "CONSUL_HTTP_SSL": "true",
+}
+
+
+@pytest.fixture(params=["clean shell", "shell set up for another Consul"])
+def dev(request):
+    extra = FOREIGN_CONSUL_ENV if request.param != "clean shell" else {}
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = os.path.join(tmp, "kubeconfig")
         proc = subprocess.Popen(
             [mirra_bin(), "dev", "--kubeconfig-out", kubeconfig],
+            env=dict(os.environ, **extra),
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,

@@ -140,8 +140,14 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
     .context("catalog settings")?
     .catalog;
     let catalog_settings = mirra_catalog_controller::Settings::from_args(&catalog_args)?;
-    let consul_client =
-        mirra_consul::Client::new(catalog_args.consul_config()?).context("Consul client")?;
+    // The embedded Consul has no ACLs, namespaces or TLS: the CONSUL_*
+    // variables of the user's shell (a token, a login, a namespace) name
+    // some other Consul, and reading them here would make every dev
+    // request fail against the sandbox.
+    let mut consul_config =
+        mirra_consul::ConsulConfig::new(&consul_url).context("Consul settings")?;
+    consul_config.txn_max_ops = catalog_args.txn_batch_size;
+    let consul_client = mirra_consul::Client::new(consul_config).context("Consul client")?;
     let mirror = tokio::spawn(mirra_mirror_controller::run(
         client.clone(),
         mirror_settings,
