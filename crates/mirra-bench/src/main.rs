@@ -10,6 +10,8 @@
 //!   queries parked at once on the Consul sandbox, with ACLs off and on.
 //! - `mirror [--namespaces N]`: the mirror controller at 1,000 namespaces
 //!   x 20 SyncConfigs, against the espejo strategy.
+//! - `mirror-normalised`: 1,000 namespaces x a LimitRange and a
+//!   ResourceQuota with quantities the server rewrites.
 //! - `catalog [--services N]`: the catalog controller at 10,000 Services x
 //!   5 endpoints, against the consul-k8s strategy.
 //! - `faults`: recovery times of the mirror (200 namespaces x 5 items) and
@@ -22,6 +24,7 @@ mod catalog;
 mod consul;
 mod faults;
 mod mirror;
+mod normalised;
 
 use std::time::Instant;
 
@@ -221,6 +224,9 @@ scenarios:
   mirror   [--namespaces N] [--events N] [--idle-secs S] [--sandbox-bin PATH] [--skip-baseline]
            the mirror controller at N namespaces x 20 SyncConfigs x 2 items (default 1000),
            against the espejo strategy
+  mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
+           N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
+           the server rewrites: requests when idle, across verification passes and after a restart
   catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
            the catalog controller (a `mirra sync-catalog` process) at N Services (default
            10000) x 5 endpoints, against the consul-k8s strategy
@@ -250,6 +256,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Some("consul-sandbox") => consul::run().await,
         Some("mirror") => mirror::run(std::env::args().skip(2).collect()).await,
+        Some("mirror-normalised") => normalised::run(std::env::args().skip(2).collect()).await,
         Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
         Some("faults") => faults::run(std::env::args().skip(2).collect()).await,
         Some(other) => anyhow::bail!("unknown scenario {other:?}\n\n{USAGE}"),

@@ -42,7 +42,7 @@ const ESPEJO_INTERVAL: Duration = Duration::from_secs(10);
 /// cores busy so its time figures are not unfairly bad.
 const BASELINE_CONCURRENCY: usize = 16;
 /// Where the SyncConfigs live.
-const OPS: &str = "ops";
+pub(crate) const OPS: &str = "ops";
 
 struct Args {
     namespaces: usize,
@@ -83,7 +83,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
 }
 
 /// A sandbox in its own process or in this one.
-enum Server {
+pub(crate) enum Server {
     External {
         child: std::process::Child,
         url: String,
@@ -92,7 +92,7 @@ enum Server {
 }
 
 impl Server {
-    async fn start(bin: &str) -> anyhow::Result<Server> {
+    pub(crate) async fn start(bin: &str) -> anyhow::Result<Server> {
         if std::path::Path::new(bin).exists() {
             use std::io::BufRead;
             let mut child = std::process::Command::new(bin)
@@ -124,18 +124,18 @@ impl Server {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         match self {
             Server::External { url, .. } => url.clone(),
             Server::InProcess(sb) => sb.url(),
         }
     }
 
-    fn external(&self) -> bool {
+    pub(crate) fn external(&self) -> bool {
         matches!(self, Server::External { .. })
     }
 
-    async fn stats(&self) -> anyhow::Result<BTreeMap<String, u64>> {
+    pub(crate) async fn stats(&self) -> anyhow::Result<BTreeMap<String, u64>> {
         match self {
             Server::InProcess(sb) => Ok(sb.stats().requests),
             Server::External { url, .. } => {
@@ -148,7 +148,7 @@ impl Server {
         }
     }
 
-    fn stop(self) {
+    pub(crate) fn stop(self) {
         if let Server::External { mut child, .. } = self {
             let _ = child.kill();
             let _ = child.wait();
@@ -157,7 +157,10 @@ impl Server {
 }
 
 /// Requests by verb between two snapshots.
-fn by_verb(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+pub(crate) fn by_verb(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for (k, n) in after {
         let d = n.saturating_sub(before.get(k).copied().unwrap_or(0));
@@ -169,7 +172,7 @@ fn by_verb(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> BTr
     out
 }
 
-fn fmt_verbs(v: &BTreeMap<String, u64>) -> String {
+pub(crate) fn fmt_verbs(v: &BTreeMap<String, u64>) -> String {
     if v.is_empty() {
         return "0".into();
     }
@@ -179,18 +182,18 @@ fn fmt_verbs(v: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-fn total(v: &BTreeMap<String, u64>, skip_watch: bool) -> u64 {
+pub(crate) fn total(v: &BTreeMap<String, u64>, skip_watch: bool) -> u64 {
     v.iter()
         .filter(|(k, _)| !skip_watch || k.as_str() != "watch")
         .map(|(_, n)| n)
         .sum()
 }
 
-fn client(url: &str) -> anyhow::Result<kube::Client> {
+pub(crate) fn client(url: &str) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(kube::Config::new(url.parse()?))?)
 }
 
-fn sc_resource() -> ApiResource {
+pub(crate) fn sc_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("sync.appuio.ch", "v1alpha1", "SyncConfig"),
         "syncconfigs",
@@ -203,7 +206,7 @@ fn item(config: usize, item: usize, version: u32) -> serde_json::Value {
            "data": {"namespace": "${PROJECT_NAME}", "version": version.to_string()}})
 }
 
-fn ns_name(i: usize) -> String {
+pub(crate) fn ns_name(i: usize) -> String {
     format!("ns-{i:04}")
 }
 
@@ -235,7 +238,11 @@ async fn setup(c: &kube::Client, namespaces: usize, with_crd: bool) -> anyhow::R
     Ok(())
 }
 
-async fn create_namespace(c: &kube::Client, name: &str, selected: bool) -> anyhow::Result<()> {
+pub(crate) async fn create_namespace(
+    c: &kube::Client,
+    name: &str,
+    selected: bool,
+) -> anyhow::Result<()> {
     let labels = if selected {
         json!({"bench": "yes"})
     } else {
@@ -250,7 +257,7 @@ async fn create_namespace(c: &kube::Client, name: &str, selected: bool) -> anyho
     Ok(())
 }
 
-async fn create_namespaces(c: &kube::Client, names: Vec<String>) -> anyhow::Result<()> {
+pub(crate) async fn create_namespaces(c: &kube::Client, names: Vec<String>) -> anyhow::Result<()> {
     let results: Vec<anyhow::Result<()>> = futures::stream::iter(names)
         .map(|n| async move { create_namespace(c, &n, true).await })
         .buffer_unordered(16)
@@ -319,7 +326,7 @@ fn spawn_counter(
     (counter, task)
 }
 
-async fn wait_until(
+pub(crate) async fn wait_until(
     what: &str,
     limit: Duration,
     mut f: impl FnMut() -> bool,
@@ -334,7 +341,7 @@ async fn wait_until(
 
 /// Waits until the request counters stay still for 3 s (longer than the
 /// status window), so a phase's figures include its trailing writes.
-async fn settle(server: &Server) -> anyhow::Result<BTreeMap<String, u64>> {
+pub(crate) async fn settle(server: &Server) -> anyhow::Result<BTreeMap<String, u64>> {
     Ok(settle_at(server).await?.0)
 }
 
