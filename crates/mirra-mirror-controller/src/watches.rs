@@ -20,12 +20,13 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher;
 use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use mirra_runtime::TaskGuard;
 
 use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
 use crate::settings::WatchScope;
-use crate::state::{AbortOnDrop, DeleteWatchId, KindId, Resolution, State, Unavailable};
+use crate::state::{DeleteWatchId, KindId, Resolution, State, Unavailable};
 
 /// The SyncConfig resource.
 pub fn syncconfig_resource() -> ApiResource {
@@ -235,7 +236,7 @@ pub fn refusal(ar: &ApiResource, e: &watcher::Error) -> Option<Unavailable> {
     Some(Unavailable { reason, on_watch })
 }
 
-fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> AbortOnDrop {
+fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> TaskGuard {
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), ar);
     let config =
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
@@ -270,10 +271,10 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> A
             }
         }
     });
-    AbortOnDrop(task.abort_handle())
+    mirra_runtime::task::guard(&task)
 }
 
-fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource) -> AbortOnDrop {
+fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource) -> TaskGuard {
     // A metadata-only watch: deleteItems need identity, uid and deletion
     // state, never the content.
     let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(shared.client.clone(), ar);
@@ -308,7 +309,7 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
             }
         }
     });
-    AbortOnDrop(task.abort_handle())
+    mirra_runtime::task::guard(&task)
 }
 
 /// Restarts, in place, every copy and deleteItem watch refused after its
