@@ -329,16 +329,9 @@ where
         // applied object, and at 10,000 Services and slices they would be a
         // large share of the caches.
         .modify(|obj: &mut K| {
-            let meta = obj.meta_mut();
-            meta.managed_fields = None;
-            if let Some(a) = meta.annotations.as_mut() {
-                a.remove(LAST_APPLIED);
-            }
+            mirra_runtime::trim::strip_managed_fields_and_last_applied(obj.meta_mut())
         })
 }
-
-/// The annotation where `kubectl apply` keeps the last applied object.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// A body Consul answered that does not parse, as the client reports an
 /// undecodable answer (not retryable in itself; the watch reads again).

@@ -40,15 +40,9 @@ pub fn syncconfig_resource() -> ApiResource {
     )
 }
 
-fn strip_managed_fields(meta: &mut kube::api::ObjectMeta) {
-    // managedFields are often larger than the object and the planner never
-    // reads them: dropping them bounds the memory of 40,000 cached copies.
-    meta.managed_fields = None;
-}
-
 /// What the planner reads of a copy's managedFields: whether mirra's own
-/// apply wrote its marks. Only that proof is kept (one small entry), for
-/// the same memory reason as above.
+/// apply wrote its marks. Only that proof is kept (one small entry): the
+/// rest is dropped for the memory reason `mirra_runtime::trim` gives.
 fn keep_ownership_proof(meta: &mut kube::api::ObjectMeta) {
     let proof = meta
         .managed_fields
@@ -63,7 +57,7 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let api: Api<Namespace> = Api::all(shared.client.clone());
     let stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
-        .modify(|ns: &mut Namespace| strip_managed_fields(&mut ns.metadata));
+        .modify(|ns: &mut Namespace| mirra_runtime::trim::strip_managed_fields(&mut ns.metadata));
     let shared = shared.clone();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);

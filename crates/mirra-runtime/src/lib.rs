@@ -12,7 +12,8 @@
 //! leader::LeaderElector publishes who leads and until when; campaign runs a
 //! controller only while leading; fence::WriteFence is checked by every
 //! writer right before it sends; health serves /healthz, /readyz, /metrics;
-//! task::TaskGuard stops a spawned watch when its owner drops it.
+//! task::TaskGuard stops a spawned watch when its owner drops it; trim drops
+//! the metadata (managedFields, kubectl's last-applied copy) no cache keeps.
 //! ```
 //!
 //! This crate must NOT know about SyncConfigs, Services or Consul, nor plan
@@ -30,6 +31,7 @@ pub mod metrics;
 pub mod queue;
 pub mod ratelimit;
 pub mod task;
+pub mod trim;
 
 pub use cache::{Cache, Change, ObjectKey};
 pub use campaign::run_while_leading;
