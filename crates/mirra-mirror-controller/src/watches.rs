@@ -160,11 +160,14 @@ fn watch_error(shared: &Shared, what: &str, e: &watcher::Error) {
 
 /// Exponential backoff of the copy and deleteItem watches, reset by every
 /// successful answer. The bounds come from the settings, so that tests see a
-/// granted permission picked up quickly.
+/// granted permission picked up quickly. The delays are
+/// `mirra_runtime::queue::backoff_delay` without jitter (base, 2 base, ...
+/// up to the cap; the settings refuse a cap below the base): kube's
+/// `Backoff` trait is only the iterator and reset around it.
 struct WatchBackoff {
     base: Duration,
     cap: Duration,
-    next: Duration,
+    failures: u32,
 }
 
 impl WatchBackoff {
@@ -172,7 +175,7 @@ impl WatchBackoff {
         WatchBackoff {
             base: settings.watch_retry_base,
             cap: settings.watch_retry_cap,
-            next: settings.watch_retry_base,
+            failures: 0,
         }
     }
 }
@@ -181,15 +184,19 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let now = self.next;
-        self.next = self.next.saturating_mul(2).min(self.cap);
-        Some(now)
+        self.failures = self.failures.saturating_add(1);
+        Some(mirra_runtime::queue::backoff_delay(
+            self.base,
+            self.cap,
+            self.failures,
+            1.0,
+        ))
     }
 }
 
 impl Backoff for WatchBackoff {
     fn reset(&mut self) {
-        self.next = self.base;
+        self.failures = 0;
     }
 }
 
@@ -534,4 +541,24 @@ async fn served_namespaced_kinds(client: &kube::Client) -> Vec<ApiResource> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_backoff_doubles_to_the_cap_without_jitter_and_resets_to_the_base() {
+        let mut s = Settings::for_tests(&["a"]);
+        s.watch_retry_base = Duration::from_millis(50);
+        s.watch_retry_cap = Duration::from_millis(300);
+        let mut b = WatchBackoff::new(&s);
+        let first: Vec<Duration> = b.by_ref().take(5).collect();
+        assert_eq!(
+            first,
+            [50, 100, 200, 300, 300].map(Duration::from_millis).to_vec()
+        );
+        b.reset();
+        assert_eq!(b.next(), Some(Duration::from_millis(50)));
+    }
 }
