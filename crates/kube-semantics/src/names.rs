@@ -11,6 +11,11 @@
 //! is a default table for the kinds mirra meets. This module must NOT
 //! generate randomness (the caller passes the random suffix) and must NOT
 //! check anything but syntax (uniqueness, immutability are the store's job).
+//!
+//! The mirror planner keeps its own checks (`mirra-mirror::names`) rather
+//! than calling these: this crate is the test bed's model of the server,
+//! and a controller that validated with the same model could not have a
+//! misread rule caught by tests against `kube-sandbox`.
 
 use crate::field::FieldError;
 

@@ -14,11 +14,13 @@
 //! number of changes.
 //!
 //! This module must NOT sleep or decide which errors mean "unavailable";
-//! the engine does both. Time and randomness are passed in.
+//! the engine does both. Time and randomness are passed in. The delays
+//! come from `mirra_runtime::queue::backoff_delay`, the controllers' one
+//! backoff formula; this type only keeps the count and the deadline.
 
 use std::time::Duration;
 
-use mirra_consul::RetryPolicy;
+use mirra_runtime::queue::backoff_delay;
 use tokio::time::Instant;
 
 /// Default delay after the first unavailable round. The client has already
@@ -33,7 +35,9 @@ pub const DEFAULT_WRITE_BACKOFF_CAP: Duration = Duration::from_secs(60);
 /// State of the writer's backoff.
 #[derive(Debug, Clone)]
 pub(crate) struct WriterBackoff {
-    policy: RetryPolicy,
+    base: Duration,
+    /// Never below `base`: a cap under the base means "the base".
+    cap: Duration,
     failures: u32,
     until: Option<Instant>,
 }
@@ -42,12 +46,8 @@ impl WriterBackoff {
     /// Starts with no failure: writing is allowed.
     pub(crate) fn new(base: Duration, cap: Duration) -> Self {
         Self {
-            policy: RetryPolicy {
-                // Unused: the writer retries for as long as it runs.
-                max_attempts: u32::MAX,
-                initial_backoff: base,
-                max_backoff: cap.max(base),
-            },
+            base,
+            cap: cap.max(base),
             failures: 0,
             until: None,
         }
@@ -58,7 +58,7 @@ impl WriterBackoff {
     /// after the n-th consecutive such round; `unit` in `[0, 1)`) has passed.
     pub(crate) fn failed(&mut self, now: Instant, unit: f64) -> Duration {
         self.failures = self.failures.saturating_add(1);
-        let delay = self.policy.delay(self.failures, unit);
+        let delay = backoff_delay(self.base, self.cap, self.failures, unit);
         self.until = Some(now + delay);
         delay
     }

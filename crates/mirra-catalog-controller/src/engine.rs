@@ -41,7 +41,7 @@ use kube::runtime::watcher::{self, watcher};
 use mirra_catalog::ServiceKey;
 use mirra_catalog::compact::{parse_health_checks_compact, parse_node_services_compact};
 use mirra_consul::WatchOptions;
-use mirra_runtime::{FenceError, Outcome, ReadyFlag, WorkQueue};
+use mirra_runtime::{FenceError, Outcome, ReadyFlag, TaskGuard, WorkQueue};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -280,25 +280,17 @@ pub async fn run(
     Ok(())
 }
 
-/// Aborts a spawned task when dropped, so that a watch parked in a long
-/// blocking query does not outlive the controller.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// Drives `stream` on its own task, converting each item there. One item
 /// in flight: an answer waits until the loop took the previous one (each
-/// answer is a whole snapshot, so the loop never needs a backlog).
+/// answer is a whole snapshot, so the loop never needs a backlog). The
+/// guard aborts the task when dropped, so a watch parked in a long
+/// blocking query does not outlive the controller.
 fn spawn_converted<T, U>(
     stream: impl Stream<Item = Result<T, mirra_consul::Error>> + Send + 'static,
     convert: impl Fn(T) -> Result<U, mirra_consul::Error> + Send + 'static,
 ) -> (
     tokio::sync::mpsc::Receiver<Result<U, mirra_consul::Error>>,
-    AbortOnDrop,
+    TaskGuard,
 )
 where
     T: Send + 'static,
@@ -313,7 +305,7 @@ where
             }
         }
     });
-    (rx, AbortOnDrop(task))
+    (rx, mirra_runtime::task::guard(&task))
 }
 
 async fn sleep_until_opt(at: Option<Instant>) {
@@ -337,16 +329,9 @@ where
         // applied object, and at 10,000 Services and slices they would be a
         // large share of the caches.
         .modify(|obj: &mut K| {
-            let meta = obj.meta_mut();
-            meta.managed_fields = None;
-            if let Some(a) = meta.annotations.as_mut() {
-                a.remove(LAST_APPLIED);
-            }
+            mirra_runtime::trim::strip_managed_fields_and_last_applied(obj.meta_mut())
         })
 }
-
-/// The annotation where `kubectl apply` keeps the last applied object.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// A body Consul answered that does not parse, as the client reports an
 /// undecodable answer (not retryable in itself; the watch reads again).

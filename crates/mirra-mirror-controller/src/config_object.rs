@@ -55,9 +55,7 @@ impl ConfigObject {
             Ok(mut value) => {
                 let metadata = match value.get_mut("metadata") {
                     Some(m) => {
-                        if let Some(m) = m.as_object_mut() {
-                            m.remove("managedFields");
-                        }
+                        mirra_runtime::trim::strip_managed_fields_json(m);
                         ObjectMeta::deserialize(&*m)?
                     }
                     None => ObjectMeta::default(),
@@ -76,7 +74,7 @@ impl ConfigObject {
                     metadata: ObjectMeta,
                 }
                 let MetadataOnly { mut metadata } = serde_json::from_str(text)?;
-                metadata.managed_fields = None;
+                mirra_runtime::trim::strip_managed_fields(&mut metadata);
                 Ok(Self {
                     metadata,
                     body: Err(undecodable_message(&error)),

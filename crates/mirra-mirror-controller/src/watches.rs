@@ -20,12 +20,13 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher;
 use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
+use mirra_runtime::TaskGuard;
 
 use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
 use crate::settings::WatchScope;
-use crate::state::{AbortOnDrop, DeleteWatchId, KindId, Resolution, State, Unavailable};
+use crate::state::{DeleteWatchId, KindId, Resolution, State, Unavailable};
 
 /// The SyncConfig resource.
 pub fn syncconfig_resource() -> ApiResource {
@@ -39,15 +40,9 @@ pub fn syncconfig_resource() -> ApiResource {
     )
 }
 
-fn strip_managed_fields(meta: &mut kube::api::ObjectMeta) {
-    // managedFields are often larger than the object and the planner never
-    // reads them: dropping them bounds the memory of 40,000 cached copies.
-    meta.managed_fields = None;
-}
-
 /// What the planner reads of a copy's managedFields: whether mirra's own
-/// apply wrote its marks. Only that proof is kept (one small entry), for
-/// the same memory reason as above.
+/// apply wrote its marks. Only that proof is kept (one small entry): the
+/// rest is dropped for the memory reason `mirra_runtime::trim` gives.
 fn keep_ownership_proof(meta: &mut kube::api::ObjectMeta) {
     let proof = meta
         .managed_fields
@@ -62,7 +57,7 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let api: Api<Namespace> = Api::all(shared.client.clone());
     let stream = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
-        .modify(|ns: &mut Namespace| strip_managed_fields(&mut ns.metadata));
+        .modify(|ns: &mut Namespace| mirra_runtime::trim::strip_managed_fields(&mut ns.metadata));
     let shared = shared.clone();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
@@ -165,11 +160,14 @@ fn watch_error(shared: &Shared, what: &str, e: &watcher::Error) {
 
 /// Exponential backoff of the copy and deleteItem watches, reset by every
 /// successful answer. The bounds come from the settings, so that tests see a
-/// granted permission picked up quickly.
+/// granted permission picked up quickly. The delays are
+/// `mirra_runtime::queue::backoff_delay` without jitter (base, 2 base, ...
+/// up to the cap; the settings refuse a cap below the base): kube's
+/// `Backoff` trait is only the iterator and reset around it.
 struct WatchBackoff {
     base: Duration,
     cap: Duration,
-    next: Duration,
+    failures: u32,
 }
 
 impl WatchBackoff {
@@ -177,7 +175,7 @@ impl WatchBackoff {
         WatchBackoff {
             base: settings.watch_retry_base,
             cap: settings.watch_retry_cap,
-            next: settings.watch_retry_base,
+            failures: 0,
         }
     }
 }
@@ -186,15 +184,19 @@ impl Iterator for WatchBackoff {
     type Item = Duration;
 
     fn next(&mut self) -> Option<Duration> {
-        let now = self.next;
-        self.next = self.next.saturating_mul(2).min(self.cap);
-        Some(now)
+        self.failures = self.failures.saturating_add(1);
+        Some(mirra_runtime::queue::backoff_delay(
+            self.base,
+            self.cap,
+            self.failures,
+            1.0,
+        ))
     }
 }
 
 impl Backoff for WatchBackoff {
     fn reset(&mut self) {
-        self.next = self.base;
+        self.failures = 0;
     }
 }
 
@@ -235,7 +237,7 @@ pub fn refusal(ar: &ApiResource, e: &watcher::Error) -> Option<Unavailable> {
     Some(Unavailable { reason, on_watch })
 }
 
-fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> AbortOnDrop {
+fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> TaskGuard {
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), ar);
     let config =
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
@@ -270,10 +272,10 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> A
             }
         }
     });
-    AbortOnDrop(task.abort_handle())
+    mirra_runtime::task::guard(&task)
 }
 
-fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource) -> AbortOnDrop {
+fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource) -> TaskGuard {
     // A metadata-only watch: deleteItems need identity, uid and deletion
     // state, never the content.
     let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(shared.client.clone(), ar);
@@ -308,7 +310,7 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
             }
         }
     });
-    AbortOnDrop(task.abort_handle())
+    mirra_runtime::task::guard(&task)
 }
 
 /// Restarts, in place, every copy and deleteItem watch refused after its
@@ -539,4 +541,24 @@ async fn served_namespaced_kinds(client: &kube::Client) -> Vec<ApiResource> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_backoff_doubles_to_the_cap_without_jitter_and_resets_to_the_base() {
+        let mut s = Settings::for_tests(&["a"]);
+        s.watch_retry_base = Duration::from_millis(50);
+        s.watch_retry_cap = Duration::from_millis(300);
+        let mut b = WatchBackoff::new(&s);
+        let first: Vec<Duration> = b.by_ref().take(5).collect();
+        assert_eq!(
+            first,
+            [50, 100, 200, 300, 300].map(Duration::from_millis).to_vec()
+        );
+        b.reset();
+        assert_eq!(b.next(), Some(Duration::from_millis(50)));
+    }
 }

@@ -6,6 +6,16 @@
 //! 422 from the server on every attempt. What this module must NOT do: reject
 //! names the server would accept. Kinds not listed in [`strict_name_rule`] get
 //! only the rules every Kubernetes object name obeys.
+//!
+//! `kube-semantics::names` checks the same syntax, and this module does not
+//! use it on purpose. That crate is the test bed's model of the API server;
+//! if the controller judged names with the server's own model, a misread
+//! rule would be wrong identically on both sides and no test against
+//! `kube-sandbox` could catch it (the reason `mirra-consul` and
+//! `consul-sandbox` share no code either). The contracts differ too: this
+//! module is permissive by default (an unknown kind gets only the
+//! path-segment rule) and words its messages for a SyncConfig's status,
+//! while `kube-semantics` reproduces the server's 422 texts byte for byte.
 
 /// Longest object name the API server accepts for most kinds (a DNS-1123
 /// subdomain), and the limit mirra applies to every kind.

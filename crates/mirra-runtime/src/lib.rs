@@ -11,7 +11,9 @@
 //!                                        ratelimit (kube client layer), metrics
 //! leader::LeaderElector publishes who leads and until when; campaign runs a
 //! controller only while leading; fence::WriteFence is checked by every
-//! writer right before it sends; health serves /healthz, /readyz, /metrics.
+//! writer right before it sends; health serves /healthz, /readyz, /metrics;
+//! task::TaskGuard stops a spawned watch when its owner drops it; trim drops
+//! the metadata (managedFields, kubectl's last-applied copy) no cache keeps.
 //! ```
 //!
 //! This crate must NOT know about SyncConfigs, Services or Consul, nor plan
@@ -28,6 +30,8 @@ pub mod leader;
 pub mod metrics;
 pub mod queue;
 pub mod ratelimit;
+pub mod task;
+pub mod trim;
 
 pub use cache::{Cache, Change, ObjectKey};
 pub use campaign::run_while_leading;
@@ -37,3 +41,4 @@ pub use leader::{LeaderConfig, LeaderElector, LeaderError, LeaseDeadline, defaul
 pub use metrics::{LeaderMetrics, Metrics};
 pub use queue::{Outcome, QueueConfig, QueueError, WorkQueue};
 pub use ratelimit::{RateLimitConfig, RateLimitError, RateLimitLayer};
+pub use task::TaskGuard;

@@ -129,6 +129,18 @@ impl QueueConfig {
 /// with `jitter` in `[0, 1]` (clamped; NaN counts as 0): keys that failed
 /// together (an API outage) spread out instead of retrying in lockstep,
 /// yet a key never retries sooner than half its nominal delay.
+///
+/// This is the one exponential backoff of both controllers: the queue's
+/// per-key retries, the mirror's permanent-failure retries and its watch
+/// backoff (`jitter` 1), and the catalog writer's pause while Consul is
+/// unavailable all compute their delays here. It is a pure function of the
+/// failure count and a caller-supplied random number, so every caller keeps
+/// its own state on its own (virtual) clock and the bounds are
+/// property-tested; the backoff crates (`backoff`, `backon`) own the clock,
+/// the randomness and the retry loop instead, which none of the callers
+/// wants. `mirra-consul`'s `RetryPolicy` computes the same formula on its
+/// own: the client is a library usable without this runtime and does not
+/// depend on it.
 pub fn backoff_delay(base: Duration, cap: Duration, failures: u32, jitter: f64) -> Duration {
     // Past 2^31 the multiplier overflows, and by then any base has long
     // reached any sensible cap, so overflow simply means "the cap".

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::watcher::Event;
 use mirra_mirror::{ConfigRef, SyncConfigStatus};
-use mirra_runtime::Cache;
+use mirra_runtime::{Cache, TaskGuard};
 
-use super::{AbortOnDrop, DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution, State};
+use super::{DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution, State};
 
 /// A status the writer should send: computed from the caches and the
 /// outcomes, different from the stored one.
@@ -217,8 +217,8 @@ impl State {
     /// stay.
     pub fn restart_refused_watches(
         &mut self,
-        mut copies: impl FnMut(&KindId, &ApiResource) -> AbortOnDrop,
-        mut deletes: impl FnMut(&DeleteWatchId, &ApiResource) -> AbortOnDrop,
+        mut copies: impl FnMut(&KindId, &ApiResource) -> TaskGuard,
+        mut deletes: impl FnMut(&DeleteWatchId, &ApiResource) -> TaskGuard,
     ) {
         let refused = |u: &Option<super::Unavailable>| u.as_ref().is_some_and(|u| u.on_watch);
         for (kind, e) in self.kinds.iter_mut() {
@@ -271,7 +271,7 @@ impl State {
         &mut self,
         kind: &KindId,
         resolution: Resolution,
-        task: Option<AbortOnDrop>,
+        task: Option<TaskGuard>,
     ) -> BTreeSet<String> {
         if let Some(e) = self.kinds.get_mut(kind) {
             e.resolution = resolution;
@@ -295,7 +295,7 @@ impl State {
         &mut self,
         id: DeleteWatchId,
         resource: Option<ApiResource>,
-        task: Option<AbortOnDrop>,
+        task: Option<TaskGuard>,
     ) {
         self.deletes.insert(
             id,
@@ -342,7 +342,7 @@ impl State {
 
     /// Keeps the watch task feeding a kind's copies (dropped with the
     /// entry).
-    pub fn set_copies_task(&mut self, kind: &KindId, task: AbortOnDrop) {
+    pub fn set_copies_task(&mut self, kind: &KindId, task: TaskGuard) {
         if let Some(e) = self.kinds.get_mut(kind) {
             e.task = Some(task);
         }

@@ -16,7 +16,7 @@ use mirra_mirror::{
     NamespaceView, ObservedObject, ObservedSet, Op, OutcomeState, SyncConfigStatus,
     namespaces_for_config_change, plan_namespace_scoped,
 };
-use mirra_runtime::Cache;
+use mirra_runtime::{Cache, TaskGuard};
 use serde_json::Value;
 
 use crate::config_object::ConfigObject;
@@ -64,7 +64,7 @@ pub struct KindEntry {
     pub copies: Cache<DynamicObject>,
     /// The watch feeding `copies`; aborted when the entry is dropped.
     #[allow(dead_code)] // held for its Drop
-    pub task: Option<AbortOnDrop>,
+    pub task: Option<TaskGuard>,
     /// Found by the start-up sweep rather than named by a SyncConfig: kept
     /// until its cache holds its initial list and no copy is left.
     pub swept: bool,
@@ -85,16 +85,7 @@ pub struct DeleteEntry {
     pub objects: Cache<PartialObjectMeta<DynamicObject>>,
     /// The watch feeding `objects`; aborted when the entry is dropped.
     #[allow(dead_code)] // held for its Drop
-    pub task: Option<AbortOnDrop>,
-}
-
-/// Aborts a task when dropped, so removing a cache entry stops its watch.
-pub struct AbortOnDrop(pub tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    pub task: Option<TaskGuard>,
 }
 
 /// The state shared by the watches, the workers and the status writer.
