@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
-use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies};
+use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies, scope_applies_in};
 
 use crate::store::ReadFilter;
 
@@ -667,10 +667,11 @@ impl Authz {
         Err(AclError::Denied(msg))
     }
 
-    /// May the token read namespace (`partition` false) or partition
-    /// `name`? `operator:read` reads them all; otherwise a block's own
-    /// `policy` for it, or (namespaces) any rule granting read inside it.
-    pub fn tenancy_read(&self, partition: bool, name: &str) -> bool {
+    /// May the token read namespace `name` of partition `part`
+    /// (`partition` false) or partition `name`? `operator:read` reads them
+    /// all; otherwise a block's own `policy` for it, or (namespaces) any
+    /// rule granting read inside it.
+    pub fn tenancy_read(&self, partition: bool, part: &str, name: &str) -> bool {
         if self.operator_access() >= AclAccess::Read {
             return true;
         }
@@ -684,7 +685,7 @@ impl Authz {
         };
         let by_policy = scope_policies
             .iter()
-            .filter(|p| p.covers(partition, name))
+            .filter(|p| p.covers(partition, part, name))
             .map(|p| p.access)
             .reduce(merge);
         if let Some(a) = by_policy {
@@ -692,7 +693,9 @@ impl Authz {
         }
         !partition
             && grants.iter().any(|g| {
-                !g.scope.is_empty() && g.access >= AclAccess::Read && scope_applies(&g.scope, name)
+                !g.scope.is_empty()
+                    && g.access >= AclAccess::Read
+                    && scope_applies_in(&g.scope, part, name)
             })
     }
 

@@ -919,6 +919,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 partition,
                 list,
                 name: name.as_deref(),
+                partition_param: q.get("partition").unwrap_or_default(),
                 body: &b,
             };
             let out =
