@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
-use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies, scope_applies_in};
+use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies_in};
 
 use crate::store::ReadFilter;
 
@@ -542,7 +542,7 @@ impl Authz {
     /// The access the token has on `resource` `name`: an exact rule wins
     /// over prefix rules, the longest matching prefix over shorter ones;
     /// with no match, the default policy decides.
-    fn access(&self, resource: AclResource, ns: &str, name: &str) -> AclAccess {
+    fn access(&self, resource: AclResource, partition: &str, ns: &str, name: &str) -> AclAccess {
         match self {
             Authz::Disabled | Authz::Management { .. } => AclAccess::Write,
             Authz::Rules {
@@ -552,7 +552,9 @@ impl Authz {
             } => {
                 let mut exact: Option<AclAccess> = None;
                 let mut prefix: Option<(usize, AclAccess)> = None;
-                let applies = |g: &&Grant| g.resource == resource && scope_applies(&g.scope, ns);
+                let applies = |g: &&Grant| {
+                    g.resource == resource && scope_applies_in(&g.scope, partition, ns)
+                };
                 for g in grants.iter().filter(applies) {
                     if g.exact {
                         if g.name == name {
@@ -711,8 +713,8 @@ impl Authz {
         AclError::Denied(msg)
     }
 
-    /// Checks `access` on `resource` `name` in namespace `ns`, rendering
-    /// Consul's denial.
+    /// Checks `access` on `resource` `name` in namespace `ns` of the
+    /// default partition, rendering Consul's denial.
     pub fn require_in(
         &self,
         resource: AclResource,
@@ -720,7 +722,20 @@ impl Authz {
         name: &str,
         access: AclAccess,
     ) -> Result<(), AclError> {
-        if self.access(resource, ns, name) >= access {
+        self.require_part(resource, crate::model::DEFAULT_TENANCY, ns, name, access)
+    }
+
+    /// Checks `access` on `resource` `name` in namespace `ns` of
+    /// `partition` (nodes: the partition's `default` namespace).
+    pub fn require_part(
+        &self,
+        resource: AclResource,
+        partition: &str,
+        ns: &str,
+        name: &str,
+        access: AclAccess,
+    ) -> Result<(), AclError> {
+        if self.access(resource, partition, ns, name) >= access {
             return Ok(());
         }
         let mut msg = format!(
@@ -736,11 +751,16 @@ impl Authz {
 }
 
 impl ReadFilter for Authz {
-    fn service_read(&self, ns: &str, name: &str) -> bool {
-        self.access(AclResource::Service, ns, name) >= AclAccess::Read
+    fn service_read(&self, partition: &str, ns: &str, name: &str) -> bool {
+        self.access(AclResource::Service, partition, ns, name) >= AclAccess::Read
     }
-    fn node_read(&self, name: &str) -> bool {
-        self.access(AclResource::Node, crate::model::DEFAULT_TENANCY, name) >= AclAccess::Read
+    fn node_read(&self, partition: &str, name: &str) -> bool {
+        self.access(
+            AclResource::Node,
+            partition,
+            crate::model::DEFAULT_TENANCY,
+            name,
+        ) >= AclAccess::Read
     }
 }
 

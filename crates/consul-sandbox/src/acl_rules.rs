@@ -36,8 +36,9 @@ pub(crate) struct Grant {
 const DEFAULT: &str = "default";
 
 /// Whether a rule with `scope` applies to a resource in namespace `ns` of
-/// the default partition (the only partition holding catalog data).
-/// Unscoped rules apply in the token's own namespace, `default`.
+/// the default partition. Unscoped rules apply in the token's own
+/// namespace, `default`.
+#[cfg(test)]
 pub(crate) fn scope_applies(scope: &[(String, String)], ns: &str) -> bool {
     scope_applies_in(scope, DEFAULT, ns)
 }

@@ -20,9 +20,9 @@
 //! Every write is one Raft apply. Consul marks a deleted namespace or
 //! partition with `DeletedAt` and reaps its contents in the background;
 //! the sandbox does both in the delete's own apply, so `DeletedAt` is
-//! never seen (a deleted partition takes its namespaces with it). Catalog
-//! data lives in the `default` partition only: other partitions can be
-//! managed and hold namespaces, but no nodes or services.
+//! never seen: a deleted namespace takes its services (and their checks)
+//! with it, a deleted partition its namespaces and nodes (with everything
+//! on them).
 //!
 //! This module must NOT know about HTTP framing or the catalog's indexes;
 //! it validates, renders and edits the tenancy table.
@@ -103,11 +103,17 @@ impl Scope {
         Scope::default()
     }
 
-    /// The namespace a service write lands in: the first non-empty of
-    /// `given` (the body's fields, innermost first), then `?ns=`, then
-    /// `default`. `None` without Enterprise features. A name that is not a
-    /// DNS label is a 400; an unknown namespace, Consul's refusal.
-    pub fn write_ns(&self, store: &Store, given: &[&str]) -> Result<Option<String>, ApiError> {
+    /// The namespace of `partition` a service write lands in: the first
+    /// non-empty of `given` (the body's fields, innermost first), then
+    /// `?ns=`, then `default`. `None` without Enterprise features. A name
+    /// that is not a DNS label is a 400; an unknown namespace, Consul's
+    /// refusal.
+    pub fn write_ns(
+        &self,
+        store: &Store,
+        partition: &str,
+        given: &[&str],
+    ) -> Result<Option<String>, ApiError> {
         if !self.enterprise {
             return Ok(None);
         }
@@ -120,17 +126,17 @@ impl Scope {
         if !valid_name(name) {
             return Err(invalid_name(false, name));
         }
-        // Catalog data lives in the default partition (see `data_partition`).
-        let key = (DEFAULT_TENANCY.to_string(), fold(name));
+        let key = (fold(partition), fold(name));
         match store.tenancy.namespaces.get(&key) {
             Some(rec) => Ok(Some(rec.name.clone())),
             None => Err(missing(false, name)),
         }
     }
 
-    /// The partition a write or read of catalog data names: it must exist,
-    /// and the sandbox keeps catalog data in `default` only. `None`
-    /// without Enterprise features.
+    /// The partition a write or read of catalog data names: the first
+    /// non-empty of `given` (the body's fields), then `?partition=`, then
+    /// `default`. It must be a DNS label (400) and exist (Consul's
+    /// refusal). `None` without Enterprise features.
     pub fn data_partition(
         &self,
         store: &Store,
@@ -148,16 +154,10 @@ impl Scope {
         if !valid_name(name) {
             return Err(invalid_name(true, name));
         }
-        if !store.tenancy.partitions.contains_key(&fold(name)) {
-            return Err(missing(true, name));
+        match store.tenancy.partitions.get(&fold(name)) {
+            Some(rec) => Ok(Some(rec.name.clone())),
+            None => Err(missing(true, name)),
         }
-        if !name.eq_ignore_ascii_case(DEFAULT_TENANCY) {
-            return Err(ApiError::BadRequest(format!(
-                "consul-sandbox keeps catalog data in the default partition only, not in {}",
-                go_quote(name)
-            )));
-        }
-        Ok(Some(DEFAULT_TENANCY.to_string()))
     }
 }
 
@@ -564,17 +564,19 @@ fn delete(store: &mut Store, authz: &Authz, req: &TenancyRequest<'_>, name: &str
     if !exists {
         return Err(not_found(p, name));
     }
-    // Catalog data lives in the default partition only, so only a
-    // namespace there can hold services.
-    let doomed = if !p && lpart == DEFAULT_TENANCY {
-        store.services_in_namespace(name)
+    let (doomed_services, doomed_nodes) = if p {
+        (Vec::new(), store.nodes_in_partition(&part))
     } else {
-        Vec::new()
+        (store.services_in_namespace(&part, name), Vec::new())
     };
-    // One apply: the namespace's services (and their checks) go with it.
+    // One apply: a namespace's services (and their checks), or a
+    // partition's nodes (with everything on them), go with it.
     let (result, _) = store.apply(true, |tx| {
-        for (node, id) in &doomed {
-            tx.delete_service(node, id);
+        for (node, id) in &doomed_services {
+            tx.delete_service_in(&part, node, id);
+        }
+        for node in &doomed_nodes {
+            tx.delete_node_in(&part, node);
         }
         Ok::<(), ()>(())
     });
