@@ -1003,7 +1003,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             // Nodes live in a partition, not a namespace.
             let (part, _) = read_ns(shared, &scope, true)?;
             let f = list_filter(&q, false)?;
-            let r = read_blocking(shared, &q, WatchKey::Nodes, |st| {
+            let r = read_blocking(shared, &q, WatchKey::Nodes(part.clone()), |st| {
                 st.read_nodes(&part, &f, &authz)
             })
             .await?;

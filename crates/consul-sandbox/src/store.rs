@@ -26,7 +26,8 @@
 //! With Enterprise features, nodes are keyed by partition and name
 //! ([`node_key`]) and service names by partition, namespace and name
 //! ([`svc_key_in`]), so the per-node and per-name indexes are per
-//! partition; the table indexes stay global.
+//! partition, and the `nodes` index has a per-partition copy for node
+//! listings; the `services` and `checks` table indexes stay global.
 //!
 //! Names and IDs are looked up case-insensitively (Consul's memdb indexes
 //! lowercase them); records keep the case they were registered with.
@@ -80,6 +81,14 @@ pub(crate) fn node_key(partition: &str, name: &str) -> String {
         fold(name)
     } else {
         format!("P{}/{}", fold(partition), fold(name))
+    }
+}
+
+/// The folded partition a [`node_key`] belongs to.
+fn partition_of_key(key: &str) -> String {
+    match key.strip_prefix('P').and_then(|k| k.split_once('/')) {
+        Some((p, _)) => p.to_string(),
+        None => crate::model::DEFAULT_TENANCY.to_string(),
     }
 }
 
@@ -143,14 +152,17 @@ struct Indexes {
     /// The `services` index of each namespace (folded) that ever held a
     /// service: a listing of one namespace moves only with its own changes.
     per_ns_services: BTreeMap<String, u64>,
+    /// The `nodes` index of each partition (folded) whose nodes ever
+    /// changed: a node listing of one partition moves only with its own.
+    per_partition_nodes: BTreeMap<String, u64>,
 }
 
 /// What a blocking query waits on. Names are compared case-insensitively
 /// (use [`WatchKey::folded`] before hashing).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum WatchKey {
-    /// `/v1/catalog/nodes`.
-    Nodes,
+    /// `/v1/catalog/nodes` of a partition (folded).
+    Nodes(String),
     /// `/v1/catalog/services`; with a `node-meta` filter it also depends on
     /// node changes. `ns`: one namespace or every one (`None`).
     Services { node_meta: bool, ns: Option<String> },
@@ -172,6 +184,7 @@ impl WatchKey {
         match self {
             WatchKey::Service(n) => WatchKey::Service(fold(n)),
             WatchKey::Node(n) => WatchKey::Node(n.clone()),
+            WatchKey::Nodes(p) => WatchKey::Nodes(fold(p)),
             WatchKey::Services { node_meta, ns } => WatchKey::Services {
                 node_meta: *node_meta,
                 ns: ns.as_deref().map(fold),
@@ -187,6 +200,8 @@ impl WatchKey {
 pub(crate) struct ChangeSet {
     /// The `nodes` table index moved.
     pub nodes_table: bool,
+    /// Folded partitions whose `nodes` index moved.
+    pub node_partitions: BTreeSet<String>,
     /// The `services` table index moved.
     pub services_table: bool,
     /// [`svc_key`]s whose index moved (or that went extinct).
@@ -201,6 +216,7 @@ impl ChangeSet {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
         !self.nodes_table
+            && self.node_partitions.is_empty()
             && !self.services_table
             && self.service_names.is_empty()
             && self.service_namespaces.is_empty()
@@ -212,9 +228,7 @@ impl ChangeSet {
     /// not listed; their readers watch every commit.
     pub fn keys(&self) -> Vec<WatchKey> {
         let mut out = Vec::new();
-        if self.nodes_table {
-            out.push(WatchKey::Nodes);
-        }
+        out.extend(self.node_partitions.iter().cloned().map(WatchKey::Nodes));
         if self.services_table {
             out.push(WatchKey::Services {
                 node_meta: false,
@@ -426,8 +440,8 @@ impl Store {
     /// (a table, or a name that currently has its own index entry).
     pub fn has_own_index(&self, key: &WatchKey) -> bool {
         match key {
-            WatchKey::Nodes
-            | WatchKey::Services {
+            WatchKey::Nodes(p) => self.idx.per_partition_nodes.contains_key(&fold(p)),
+            WatchKey::Services {
                 node_meta: false, ..
             } => true,
             WatchKey::Services {
@@ -443,7 +457,14 @@ impl Store {
     /// as this exceeds the client's `index`.
     pub fn index_for(&self, key: &WatchKey) -> u64 {
         match key {
-            WatchKey::Nodes => self.idx.nodes,
+            // A partition whose nodes never changed reports the table's
+            // index; its readers wait on every commit meanwhile.
+            WatchKey::Nodes(p) => self
+                .idx
+                .per_partition_nodes
+                .get(&fold(p))
+                .copied()
+                .unwrap_or(self.idx.nodes),
             WatchKey::Services { node_meta, ns } => {
                 let services = match ns {
                     None => self.idx.services,
@@ -874,7 +895,7 @@ impl Store {
             out.push(n.to_json());
         }
         ReadResult {
-            index: self.index_for(&WatchKey::Nodes),
+            index: self.index_for(&WatchKey::Nodes(partition.to_string())),
             body: Value::Array(out),
             filtered,
         }
@@ -977,6 +998,7 @@ struct Changes {
     nodes: BTreeSet<String>,
     service_names: BTreeSet<String>,
     namespaces: BTreeSet<String>,
+    node_partitions: BTreeSet<String>,
 }
 
 impl Changes {
@@ -1008,6 +1030,7 @@ impl Tx<'_> {
         let old = self.store.raw_put_node(&key, rec);
         self.undo.push(Undo::Node(key.clone(), old));
         self.changes.node_table = true;
+        self.changes.node_partitions.insert(partition_of_key(&key));
         // The node's fields appear in service and health queries.
         for name in self.service_names_on(&key) {
             self.changes.service_names.insert(name);
@@ -1032,6 +1055,9 @@ impl Tx<'_> {
         self.undo.push(Undo::Service(key.clone(), old));
         self.changes.service_table = true;
         self.changes.node_table = true;
+        self.changes
+            .node_partitions
+            .insert(partition_of_key(&key.0));
         self.changes.nodes.insert(key.0);
     }
 
@@ -1069,6 +1095,13 @@ impl Tx<'_> {
             store.idx.nodes = idx;
             store.pending.nodes_table = true;
         }
+        for p in &changes.node_partitions {
+            store.idx.per_partition_nodes.insert(p.clone(), idx);
+        }
+        store
+            .pending
+            .node_partitions
+            .extend(changes.node_partitions.iter().cloned());
         if changes.service_table {
             store.idx.services = idx;
             store.pending.services_table = true;

@@ -233,7 +233,12 @@ async fn a_blocked_read_in_one_partition_is_not_woken_by_another() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    for path in ["/v1/catalog/service/web", "/v1/catalog/services"] {
+    for path in [
+        "/v1/catalog/service/web",
+        "/v1/catalog/services",
+        "/v1/catalog/nodes",
+        "/v1/catalog/node/n1",
+    ] {
         let idx = api.get(&format!("{path}?partition=eu")).await.index();
         let url = api.url(&format!("{path}?partition=eu&index={idx}&wait=5m"));
         let http = api.http.clone();
