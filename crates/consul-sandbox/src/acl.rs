@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
-use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies};
+use crate::acl_rules::{Grant, ParsedRules, ScopePolicy, scope_applies_in};
 
 use crate::store::ReadFilter;
 
@@ -542,7 +542,7 @@ impl Authz {
     /// The access the token has on `resource` `name`: an exact rule wins
     /// over prefix rules, the longest matching prefix over shorter ones;
     /// with no match, the default policy decides.
-    fn access(&self, resource: AclResource, ns: &str, name: &str) -> AclAccess {
+    fn access(&self, resource: AclResource, partition: &str, ns: &str, name: &str) -> AclAccess {
         match self {
             Authz::Disabled | Authz::Management { .. } => AclAccess::Write,
             Authz::Rules {
@@ -552,7 +552,9 @@ impl Authz {
             } => {
                 let mut exact: Option<AclAccess> = None;
                 let mut prefix: Option<(usize, AclAccess)> = None;
-                let applies = |g: &&Grant| g.resource == resource && scope_applies(&g.scope, ns);
+                let applies = |g: &&Grant| {
+                    g.resource == resource && scope_applies_in(&g.scope, partition, ns)
+                };
                 for g in grants.iter().filter(applies) {
                     if g.exact {
                         if g.name == name {
@@ -667,10 +669,11 @@ impl Authz {
         Err(AclError::Denied(msg))
     }
 
-    /// May the token read namespace (`partition` false) or partition
-    /// `name`? `operator:read` reads them all; otherwise a block's own
-    /// `policy` for it, or (namespaces) any rule granting read inside it.
-    pub fn tenancy_read(&self, partition: bool, name: &str) -> bool {
+    /// May the token read namespace `name` of partition `part`
+    /// (`partition` false) or partition `name`? `operator:read` reads them
+    /// all; otherwise a block's own `policy` for it, or (namespaces) any
+    /// rule granting read inside it.
+    pub fn tenancy_read(&self, partition: bool, part: &str, name: &str) -> bool {
         if self.operator_access() >= AclAccess::Read {
             return true;
         }
@@ -684,7 +687,7 @@ impl Authz {
         };
         let by_policy = scope_policies
             .iter()
-            .filter(|p| p.covers(partition, name))
+            .filter(|p| p.covers(partition, part, name))
             .map(|p| p.access)
             .reduce(merge);
         if let Some(a) = by_policy {
@@ -692,7 +695,9 @@ impl Authz {
         }
         !partition
             && grants.iter().any(|g| {
-                !g.scope.is_empty() && g.access >= AclAccess::Read && scope_applies(&g.scope, name)
+                !g.scope.is_empty()
+                    && g.access >= AclAccess::Read
+                    && scope_applies_in(&g.scope, part, name)
             })
     }
 
@@ -708,8 +713,8 @@ impl Authz {
         AclError::Denied(msg)
     }
 
-    /// Checks `access` on `resource` `name` in namespace `ns`, rendering
-    /// Consul's denial.
+    /// Checks `access` on `resource` `name` in namespace `ns` of the
+    /// default partition, rendering Consul's denial.
     pub fn require_in(
         &self,
         resource: AclResource,
@@ -717,7 +722,20 @@ impl Authz {
         name: &str,
         access: AclAccess,
     ) -> Result<(), AclError> {
-        if self.access(resource, ns, name) >= access {
+        self.require_part(resource, crate::model::DEFAULT_TENANCY, ns, name, access)
+    }
+
+    /// Checks `access` on `resource` `name` in namespace `ns` of
+    /// `partition` (nodes: the partition's `default` namespace).
+    pub fn require_part(
+        &self,
+        resource: AclResource,
+        partition: &str,
+        ns: &str,
+        name: &str,
+        access: AclAccess,
+    ) -> Result<(), AclError> {
+        if self.access(resource, partition, ns, name) >= access {
             return Ok(());
         }
         let mut msg = format!(
@@ -733,11 +751,16 @@ impl Authz {
 }
 
 impl ReadFilter for Authz {
-    fn service_read(&self, ns: &str, name: &str) -> bool {
-        self.access(AclResource::Service, ns, name) >= AclAccess::Read
+    fn service_read(&self, partition: &str, ns: &str, name: &str) -> bool {
+        self.access(AclResource::Service, partition, ns, name) >= AclAccess::Read
     }
-    fn node_read(&self, name: &str) -> bool {
-        self.access(AclResource::Node, crate::model::DEFAULT_TENANCY, name) >= AclAccess::Read
+    fn node_read(&self, partition: &str, name: &str) -> bool {
+        self.access(
+            AclResource::Node,
+            partition,
+            crate::model::DEFAULT_TENANCY,
+            name,
+        ) >= AclAccess::Read
     }
 }
 

@@ -36,14 +36,29 @@ pub(crate) struct Grant {
 const DEFAULT: &str = "default";
 
 /// Whether a rule with `scope` applies to a resource in namespace `ns` of
-/// the default partition (the only partition holding catalog data).
-/// Unscoped rules apply in the token's own namespace, `default`.
+/// the default partition. Unscoped rules apply in the token's own
+/// namespace, `default`.
+#[cfg(test)]
 pub(crate) fn scope_applies(scope: &[(String, String)], ns: &str) -> bool {
+    scope_applies_in(scope, DEFAULT, ns)
+}
+
+/// Whether a rule with `scope` applies in namespace `ns` of partition
+/// `partition`. The sandbox's tokens live in the default partition, so a
+/// rule outside a `partition` block applies there only.
+pub(crate) fn scope_applies_in(scope: &[(String, String)], partition: &str, ns: &str) -> bool {
     let mut ns_named = false;
+    let mut partition_named = false;
     for (kind, label) in scope {
         let ok = match kind.as_str() {
-            "partition" => label.eq_ignore_ascii_case(DEFAULT),
-            "partition_prefix" => DEFAULT.starts_with(label.as_str()),
+            "partition" => {
+                partition_named = true;
+                label.eq_ignore_ascii_case(partition)
+            }
+            "partition_prefix" => {
+                partition_named = true;
+                partition.to_lowercase().starts_with(&label.to_lowercase())
+            }
             "namespace" => {
                 ns_named = true;
                 label.eq_ignore_ascii_case(ns)
@@ -58,7 +73,8 @@ pub(crate) fn scope_applies(scope: &[(String, String)], ns: &str) -> bool {
             return false;
         }
     }
-    ns_named || ns.eq_ignore_ascii_case(DEFAULT)
+    (ns_named || ns.eq_ignore_ascii_case(DEFAULT))
+        && (partition_named || partition.eq_ignore_ascii_case(DEFAULT))
 }
 
 /// A `policy = "..."` inside a `namespace`/`partition` block: access to the
@@ -72,9 +88,10 @@ pub(crate) struct ScopePolicy {
 }
 
 impl ScopePolicy {
-    /// Whether this grants `want` on namespace `ns` (`partition`: false)
-    /// or on partition `name` (`partition`: true).
-    pub fn covers(&self, partition: bool, name: &str) -> bool {
+    /// Whether this grants `want` on namespace `name` of partition `part`
+    /// (`partition`: false) or on partition `name` (`partition`: true,
+    /// `part` unused).
+    pub fn covers(&self, partition: bool, part: &str, name: &str) -> bool {
         let Some((kind, _)) = self.scope.last() else {
             return false;
         };
@@ -92,7 +109,7 @@ impl ScopePolicy {
             }
             named
         } else {
-            scope_applies(&self.scope, name)
+            scope_applies_in(&self.scope, part, name)
         }
     }
 }
@@ -550,6 +567,17 @@ mod tests {
             ("namespace".to_string(), "team".to_string()),
         ];
         assert!(!scope_applies(&other_partition, "team"));
+        assert!(scope_applies_in(&other_partition, "EU", "team"));
+        assert!(!scope_applies_in(&other_partition, "us", "team"));
+        assert!(
+            !scope_applies_in(&team, "eu", "team"),
+            "rules outside a partition block stay in the token's partition"
+        );
+        assert!(!scope_applies_in(&[], "eu", "default"));
+        let eu_pre = vec![("partition_prefix".to_string(), "E".to_string())];
+        assert!(scope_applies_in(&eu_pre, "eu", "default"));
+        assert!(!scope_applies_in(&eu_pre, "eu", "team"));
+        assert!(!scope_applies_in(&eu_pre, "us", "default"));
         let p = parse(
             r#"operator = "write"
                namespace_prefix "" { policy = "read" }
@@ -557,9 +585,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.operator, Some(AclAccess::Write));
-        assert!(p.scope_policies[0].covers(false, "anything"));
-        assert!(!p.scope_policies[0].covers(true, "eu"));
-        assert!(p.scope_policies[1].covers(true, "eu"));
-        assert!(!p.scope_policies[1].covers(true, "us"));
+        assert!(p.scope_policies[0].covers(false, "default", "anything"));
+        assert!(!p.scope_policies[0].covers(true, "", "eu"));
+        assert!(p.scope_policies[1].covers(true, "", "eu"));
+        assert!(!p.scope_policies[1].covers(true, "", "us"));
     }
 }

@@ -68,7 +68,12 @@ pub(crate) fn service_pre_apply(s: &mut ServiceIn) -> Result<(), String> {
 }
 
 /// Builds the stored record of a service instance on `node`.
-pub(crate) fn service_rec(node: &str, s: &ServiceIn, ns: Option<String>) -> ServiceRec {
+pub(crate) fn service_rec(
+    node: &str,
+    s: &ServiceIn,
+    ns: Option<String>,
+    partition: Option<String>,
+) -> ServiceRec {
     ServiceRec {
         node: node.to_string(),
         kind: s.kind.clone(),
@@ -83,6 +88,7 @@ pub(crate) fn service_rec(node: &str, s: &ServiceIn, ns: Option<String>) -> Serv
         weights: Weights::normalized(s.weights),
         enable_tag_override: s.enable_tag_override,
         ns,
+        partition,
         create_index: 0,
         modify_index: 0,
     }
@@ -92,7 +98,7 @@ pub(crate) fn service_rec(node: &str, s: &ServiceIn, ns: Option<String>) -> Serv
 /// filled in by the store).
 /// `ns`: the namespace of a node-level check (a service check takes its
 /// service's when stored).
-pub(crate) fn check_rec(c: &CheckIn, ns: Option<String>) -> CheckRec {
+pub(crate) fn check_rec(c: &CheckIn, ns: Option<String>, partition: Option<String>) -> CheckRec {
     CheckRec {
         node: c.node.clone(),
         check_id: c.check_id.clone(),
@@ -109,6 +115,7 @@ pub(crate) fn check_rec(c: &CheckIn, ns: Option<String>) -> CheckRec {
             .clone()
             .unwrap_or_else(|| serde_json::json!({})),
         ns,
+        partition,
         create_index: 0,
         modify_index: 0,
     }
@@ -159,9 +166,10 @@ pub(crate) fn register(
 ) -> Result<Applied, ApiError> {
     check_datacenter(&req.datacenter, local_dc)?;
     let partition = scope.data_partition(store, &[&req.partition])?;
+    let part = partition.as_deref().unwrap_or(DEFAULT_TENANCY);
     let ns = match &req.service {
-        Some(s) => scope.write_ns(store, &[&s.namespace, &req.namespace])?,
-        None => scope.write_ns(store, &[&req.namespace])?,
+        Some(s) => scope.write_ns(store, part, &[&s.namespace, &req.namespace])?,
+        None => scope.write_ns(store, part, &[&req.namespace])?,
     };
     // Node-level checks live in the default namespace.
     let node_ns = scope.enterprise.then(|| DEFAULT_TENANCY.to_string());
@@ -190,9 +198,9 @@ pub(crate) fn register(
             c.check_id = c.name.clone();
         }
     }
-    let needs_node = changes_node(&req, &dc, &partition, store.node(&req.node));
+    let needs_node = changes_node(&req, &dc, &partition, store.node_in(part, &req.node));
     if authz.enforced() {
-        vet_register(store, &req, needs_node, authz, &ns)?;
+        vet_register(store, &req, needs_node, authz, part, &ns)?;
     }
 
     let (result, changed) = store.apply(true, |tx| {
@@ -210,7 +218,7 @@ pub(crate) fn register(
             });
         }
         if let Some(s) = &req.service {
-            tx.ensure_service(service_rec(&req.node, s, ns.clone()))?;
+            tx.ensure_service(service_rec(&req.node, s, ns.clone(), partition.clone()))?;
         }
         for c in &req.checks {
             if !c.node.eq_ignore_ascii_case(&req.node) {
@@ -219,7 +227,7 @@ pub(crate) fn register(
                     node: go_quote(&req.node),
                 });
             }
-            tx.ensure_check(check_rec(c, node_ns.clone()))?;
+            tx.ensure_check(check_rec(c, node_ns.clone(), partition.clone()))?;
         }
         Ok(())
     });
@@ -233,18 +241,29 @@ fn vet_register(
     req: &RegisterReq,
     needs_node: bool,
     authz: &Authz,
+    part: &str,
     ns: &Option<String>,
 ) -> Result<(), ApiError> {
     let ns = ns.as_deref().unwrap_or(DEFAULT_TENANCY);
+    let node_write = || {
+        authz.require_part(
+            AclResource::Node,
+            part,
+            DEFAULT_TENANCY,
+            &req.node,
+            AclAccess::Write,
+        )
+    };
     if needs_node {
-        authz.require(AclResource::Node, &req.node, AclAccess::Write)?;
+        node_write()?;
     }
     if let Some(s) = &req.service {
-        authz.require_in(AclResource::Service, ns, &s.service, AclAccess::Write)?;
-        if let Some(other) = store.service(&req.node, &s.id) {
+        authz.require_part(AclResource::Service, part, ns, &s.service, AclAccess::Write)?;
+        if let Some(other) = store.service_in(part, &req.node, &s.id) {
             // Overwriting an instance of another service is a delete of it.
-            authz.require_in(
+            authz.require_part(
                 AclResource::Service,
+                part,
                 other.namespace(),
                 &other.name,
                 AclAccess::Write,
@@ -259,20 +278,21 @@ fn vet_register(
             )));
         }
         if c.service_id.is_empty() {
-            authz.require(AclResource::Node, &req.node, AclAccess::Write)?;
+            node_write()?;
             continue;
         }
         if req.service.as_ref().is_some_and(|s| s.id == c.service_id) {
             continue;
         }
-        let Some(other) = store.service(&req.node, &c.service_id) else {
+        let Some(other) = store.service_in(part, &req.node, &c.service_id) else {
             return Err(ApiError::Rpc(format!(
                 "Unknown service ID '{}' for check ID '{}'",
                 c.service_id, c.check_id
             )));
         };
-        authz.require_in(
+        authz.require_part(
             AclResource::Service,
+            part,
             other.namespace(),
             &other.name,
             AclAccess::Write,
@@ -292,21 +312,29 @@ pub(crate) fn deregister(
     scope: &Scope,
 ) -> Result<Applied, ApiError> {
     check_datacenter(&req.datacenter, local_dc)?;
-    scope.data_partition(store, &[&req.partition])?;
-    let ns = scope.write_ns(store, &[&req.namespace])?;
+    let partition = scope.data_partition(store, &[&req.partition])?;
+    let part = partition.as_deref().unwrap_or(DEFAULT_TENANCY);
+    let ns = scope.write_ns(store, part, &[&req.namespace])?;
     if req.node.is_empty() {
         return Err(ApiError::Rpc("Must provide node".into()));
     }
     // A service of another namespace is not found from this one.
     let in_ns = |st: &Store| {
-        st.service(&req.node, &req.service_id).is_some_and(|s| {
-            ns.as_deref()
-                .is_none_or(|n| s.namespace().eq_ignore_ascii_case(n))
-        })
+        st.service_in(part, &req.node, &req.service_id)
+            .is_some_and(|s| {
+                ns.as_deref()
+                    .is_none_or(|n| s.namespace().eq_ignore_ascii_case(n))
+            })
     };
     if !req.service_id.is_empty() && !in_ns(store) && ns.is_some() {
         if authz
-            .require(AclResource::Node, &req.node, AclAccess::Write)
+            .require_part(
+                AclResource::Node,
+                part,
+                DEFAULT_TENANCY,
+                &req.node,
+                AclAccess::Write,
+            )
             .is_err()
         {
             return Err(ApiError::Rpc(format!(
@@ -319,15 +347,15 @@ pub(crate) fn deregister(
         return Ok(changed);
     }
     if authz.enforced() {
-        vet_deregister(store, &req, authz)?;
+        vet_deregister(store, &req, authz, part)?;
     }
     let (result, changed) = store.apply(true, |tx| {
         if !req.service_id.is_empty() {
-            tx.delete_service(&req.node, &req.service_id);
+            tx.delete_service_in(part, &req.node, &req.service_id);
         } else if !req.check_id.is_empty() {
-            tx.delete_check(&req.node, &req.check_id);
+            tx.delete_check_in(part, &req.node, &req.check_id);
         } else {
-            tx.delete_node(&req.node);
+            tx.delete_node_in(part, &req.node);
         }
         Ok::<_, crate::store::StoreError>(())
     });
@@ -338,27 +366,39 @@ pub(crate) fn deregister(
 /// Consul's `vetDeregisterWithACL`: node write allows everything on the
 /// node; otherwise service write on the instance (or on the check's
 /// service) is enough.
-fn vet_deregister(store: &Store, req: &DeregisterReq, authz: &Authz) -> Result<(), ApiError> {
-    let node_write = authz.require(AclResource::Node, &req.node, AclAccess::Write);
+fn vet_deregister(
+    store: &Store,
+    req: &DeregisterReq,
+    authz: &Authz,
+    part: &str,
+) -> Result<(), ApiError> {
+    let node_write = authz.require_part(
+        AclResource::Node,
+        part,
+        DEFAULT_TENANCY,
+        &req.node,
+        AclAccess::Write,
+    );
     if node_write.is_ok() {
         return Ok(());
     }
     if !req.service_id.is_empty() {
-        let Some(s) = store.service(&req.node, &req.service_id) else {
+        let Some(s) = store.service_in(part, &req.node, &req.service_id) else {
             return Err(ApiError::Rpc(format!(
                 "Unknown service ID '{}'",
                 req.service_id
             )));
         };
-        authz.require_in(
+        authz.require_part(
             AclResource::Service,
+            part,
             s.namespace(),
             &s.name,
             AclAccess::Write,
         )?;
         Ok(())
     } else if !req.check_id.is_empty() {
-        let Some(c) = store.check(&req.node, &req.check_id) else {
+        let Some(c) = store.check_in(part, &req.node, &req.check_id) else {
             return Err(ApiError::Rpc(format!(
                 "Unknown check ID '{}'",
                 req.check_id
@@ -367,8 +407,9 @@ fn vet_deregister(store: &Store, req: &DeregisterReq, authz: &Authz) -> Result<(
         if c.service_id.is_empty() {
             node_write?;
         } else {
-            authz.require_in(
+            authz.require_part(
                 AclResource::Service,
+                part,
                 c.namespace(),
                 &c.service_name,
                 AclAccess::Write,

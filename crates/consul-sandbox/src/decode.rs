@@ -104,6 +104,8 @@ pub(crate) struct CheckIn {
     /// `Namespace` (Enterprise): a node-level check's; a service check
     /// takes its service's.
     pub namespace: String,
+    /// `Partition` (Enterprise): its node's (txn check ops).
+    pub partition: String,
 }
 
 /// Body of `PUT /v1/catalog/register` (`structs.RegisterRequest`).
@@ -382,6 +384,7 @@ fn check_in(o: &Obj<'_>) -> Result<CheckIn, DecodeError> {
             .map(|d| Value::Object(d.map.clone())),
         modify_index: o.uint("ModifyIndex")?,
         namespace: o.string("Namespace")?,
+        partition: o.string("Partition")?,
     })
 }
 

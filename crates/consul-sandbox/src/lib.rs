@@ -55,8 +55,8 @@
 //! KV store (KV txn ops are refused), no `filter=` expressions (400);
 //! namespaces and partitions only with [`Config::enterprise`] (without it
 //! `ns=default` is accepted and other values are refused like Consul CE
-//! does; with it see `tenancy`: catalog data lives in the `default`
-//! partition only); an ACL model limited to node, service, operator and
+//! does; with it see `tenancy`: nodes live in a partition, services in
+//! a namespace of it); an ACL model limited to node, service, operator and
 //! namespace-scoped rules and `kubernetes` auth methods (no other auth
 //! method types; see `acl` and `acl_auth`), no Connect or
 //! proxy semantics, check `Definition`s stored as sent, and node IDs not

@@ -102,6 +102,12 @@ pub(crate) struct NodeRec {
 }
 
 impl NodeRec {
+    /// The partition the node lives in (`default` without Enterprise
+    /// features).
+    pub fn partition(&self) -> &str {
+        ns_or_default(&self.partition)
+    }
+
     /// True when the user-visible content equals `other`'s, indexes aside.
     /// Consul skips writes for which this holds (`Node.IsSame`).
     pub fn same_content(&self, other: &NodeRec) -> bool {
@@ -164,6 +170,8 @@ pub(crate) struct ServiceRec {
     /// The namespace, `Some` only with Enterprise features on (rendered
     /// with `Namespace` and `Partition`); `None` is the CE default.
     pub ns: Option<String>,
+    /// The partition (its node's), `Some` only with Enterprise features on.
+    pub partition: Option<String>,
     /// Raft index that created the instance.
     pub create_index: u64,
     /// Raft index of the last real change.
@@ -187,6 +195,12 @@ impl ServiceRec {
             && self.weights == other.weights
             && self.enable_tag_override == other.enable_tag_override
             && self.ns == other.ns
+            && self.partition == other.partition
+    }
+
+    /// The partition the instance lives in (its node's).
+    pub fn partition(&self) -> &str {
+        ns_or_default(&self.partition)
     }
 
     /// The namespace the instance lives in (`default` without Enterprise
@@ -197,7 +211,7 @@ impl ServiceRec {
 
     /// The instance's service name as the store indexes it.
     pub fn key(&self) -> String {
-        crate::store::svc_key(self.namespace(), &self.name)
+        crate::store::svc_key_in(self.partition(), self.namespace(), &self.name)
     }
 
     fn ports_json(&self) -> Value {
@@ -241,7 +255,7 @@ impl ServiceRec {
         );
         obj.insert("Proxy".into(), empty_proxy_json());
         obj.insert("Connect".into(), json!({}));
-        insert_tenancy(&mut obj, &self.ns);
+        insert_tenancy(&mut obj, &self.ns, &self.partition);
         obj.insert("CreateIndex".into(), json!(self.create_index));
         obj.insert("ModifyIndex".into(), json!(self.modify_index));
         Value::Object(obj)
@@ -285,7 +299,7 @@ impl ServiceRec {
         );
         obj.insert("ServiceProxy".into(), empty_proxy_json());
         obj.insert("ServiceConnect".into(), json!({}));
-        insert_tenancy(&mut obj, &self.ns);
+        insert_tenancy(&mut obj, &self.ns, &self.partition);
         obj.insert("CreateIndex".into(), json!(self.create_index));
         obj.insert("ModifyIndex".into(), json!(self.modify_index));
         Value::Object(obj)
@@ -320,6 +334,8 @@ pub(crate) struct CheckRec {
     /// The namespace (a service check's is its service's), `Some` only
     /// with Enterprise features on.
     pub ns: Option<String>,
+    /// The partition (its node's), `Some` only with Enterprise features on.
+    pub partition: Option<String>,
     /// Raft index that created the check.
     pub create_index: u64,
     /// Raft index of the last real change.
@@ -342,6 +358,12 @@ impl CheckRec {
             && self.check_type == other.check_type
             && self.definition == other.definition
             && self.ns == other.ns
+            && self.partition == other.partition
+    }
+
+    /// The partition the check lives in (its node's).
+    pub fn partition(&self) -> &str {
+        ns_or_default(&self.partition)
     }
 
     /// The namespace the check lives in.
@@ -370,7 +392,7 @@ impl CheckRec {
             "ModifyIndex": self.modify_index,
         });
         if let Some(o) = v.as_object_mut() {
-            insert_tenancy(o, &self.ns);
+            insert_tenancy(o, &self.ns, &self.partition);
         }
         v
     }
@@ -385,13 +407,13 @@ pub(crate) fn ns_or_default(ns: &Option<String>) -> &str {
 }
 
 /// Consul Enterprise renders `Namespace` and `Partition` on every
-/// namespaced record; the sandbox models data in the default partition only.
-fn insert_tenancy(obj: &mut Map<String, Value>, ns: &Option<String>) {
+/// namespaced record.
+fn insert_tenancy(obj: &mut Map<String, Value>, ns: &Option<String>, partition: &Option<String>) {
     if let Some(ns) = ns {
         obj.insert("Namespace".into(), Value::String(ns.clone()));
         obj.insert(
             "Partition".into(),
-            Value::String(DEFAULT_TENANCY.to_string()),
+            Value::String(ns_or_default(partition).to_string()),
         );
     }
 }
@@ -465,6 +487,7 @@ mod tests {
             weights: Weights::DEFAULT,
             enable_tag_override: false,
             ns: None,
+            partition: None,
             create_index: 5,
             modify_index: 6,
         }

@@ -293,6 +293,7 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
             weights: Weights::DEFAULT,
             enable_tag_override: false,
             ns: tenancy.clone(),
+            partition: tenancy.clone(),
             create_index: 0,
             modify_index: 0,
         })?;
@@ -309,6 +310,7 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
             check_type: String::new(),
             definition: json!({}),
             ns: tenancy.clone(),
+            partition: tenancy.clone(),
             create_index: 0,
             modify_index: 0,
         })
@@ -661,27 +663,33 @@ fn check_scope(shared: &Shared, q: &Query) -> Result<Scope, ApiError> {
     })
 }
 
-/// The namespaces a catalog or health read covers. `ns=*` (every
-/// namespace) is accepted where `wildcard`; an unknown namespace reads as
-/// empty, as Consul's state store finds nothing there.
-fn read_ns(shared: &Shared, scope: &Scope, wildcard: bool) -> Result<NsSel, ApiError> {
+/// The partition and namespaces a catalog or health read covers. `ns=*`
+/// (every namespace of the partition) is accepted where `wildcard`; an
+/// unknown namespace reads as empty, as Consul's state store finds nothing
+/// there; an unknown partition is refused as on writes.
+fn read_ns(shared: &Shared, scope: &Scope, wildcard: bool) -> Result<(String, NsSel), ApiError> {
+    let default = crate::model::DEFAULT_TENANCY.to_string();
     if !scope.enterprise {
-        return Ok(NsSel::default_ns());
+        return Ok((default, NsSel::default_ns()));
     }
-    scope.data_partition(&shared.read(), &[])?;
-    match scope.ns.as_str() {
-        "" => Ok(NsSel::default_ns()),
-        "*" if wildcard => Ok(NsSel::All),
-        n if tenancy::valid_name(n) => Ok(NsSel::One(n.to_string())),
-        n => Err(tenancy::invalid_name(false, n)),
-    }
+    let partition = scope
+        .data_partition(&shared.read(), &[])?
+        .unwrap_or(default);
+    let ns = match scope.ns.as_str() {
+        "" => NsSel::default_ns(),
+        "*" if wildcard => NsSel::All,
+        n if tenancy::valid_name(n) => NsSel::One(n.to_string()),
+        n => return Err(tenancy::invalid_name(false, n)),
+    };
+    Ok((partition, ns))
 }
 
-/// `read_ns` for endpoints about one service name: one namespace's name.
-fn read_one_ns(shared: &Shared, scope: &Scope) -> Result<String, ApiError> {
+/// `read_ns` for endpoints about one service name: the partition and one
+/// namespace's name.
+fn read_one_ns(shared: &Shared, scope: &Scope) -> Result<(String, String), ApiError> {
     match read_ns(shared, scope, false)? {
-        NsSel::One(n) => Ok(n),
-        NsSel::All => Ok(crate::model::DEFAULT_TENANCY.to_string()),
+        (p, NsSel::One(n)) => Ok((p, n)),
+        (p, NsSel::All) => Ok((p, crate::model::DEFAULT_TENANCY.to_string())),
     }
 }
 
@@ -919,6 +927,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 partition,
                 list,
                 name: name.as_deref(),
+                partition_param: q.get("partition").unwrap_or_default(),
                 body: &b,
             };
             let out =
@@ -974,25 +983,30 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         }
         Route::Services => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_ns(shared, &scope, true)?;
+            let (part, ns) = read_ns(shared, &scope, true)?;
             let f = list_filter(&q, false)?;
             let key = WatchKey::Services {
                 node_meta: !f.node_meta.is_empty(),
                 ns: match &ns {
-                    NsSel::One(n) => Some(n.clone()),
+                    NsSel::One(n) => Some(crate::store::ns_key(&part, n)),
                     NsSel::All => None,
                 },
             };
-            let r = read_blocking(shared, &q, key, |st| st.read_services(&ns, &f, &authz)).await?;
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_services(&part, &ns, &f, &authz)
+            })
+            .await?;
             Ok(read_response(r, &q))
         }
         Route::Nodes => {
             let scope = check_scope(shared, &q)?;
             // Nodes live in a partition, not a namespace.
-            read_ns(shared, &scope, true)?;
+            let (part, _) = read_ns(shared, &scope, true)?;
             let f = list_filter(&q, false)?;
-            let r =
-                read_blocking(shared, &q, WatchKey::Nodes, |st| st.read_nodes(&f, &authz)).await?;
+            let r = read_blocking(shared, &q, WatchKey::Nodes(part.clone()), |st| {
+                st.read_nodes(&part, &f, &authz)
+            })
+            .await?;
             Ok(read_response(r, &q))
         }
         Route::ServiceNodes(name) | Route::HealthService(name) if name.is_empty() => {
@@ -1005,51 +1019,51 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
         }
         Route::ServiceNodes(name) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_one_ns(shared, &scope)?;
+            let (part, ns) = read_one_ns(shared, &scope)?;
             let f = list_filter(&q, false)?;
-            let key = WatchKey::Service(crate::store::svc_key(&ns, &name));
+            let key = WatchKey::Service(crate::store::svc_key_in(&part, &ns, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_service_nodes(&ns, &name, &f, &authz)
+                st.read_service_nodes(&part, &ns, &name, &f, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthService(name) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_one_ns(shared, &scope)?;
+            let (part, ns) = read_one_ns(shared, &scope)?;
             let f = list_filter(&q, true)?;
-            let key = WatchKey::Service(crate::store::svc_key(&ns, &name));
+            let key = WatchKey::Service(crate::store::svc_key_in(&part, &ns, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_health_service(&ns, &name, &f, &authz)
+                st.read_health_service(&part, &ns, &name, &f, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::NodeServices(name) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_ns(shared, &scope, true)?;
-            let key = WatchKey::Node(name.clone());
+            let (part, ns) = read_ns(shared, &scope, true)?;
+            let key = WatchKey::Node(crate::store::node_key(&part, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_node_services(&ns, &name, &authz)
+                st.read_node_services(&part, &ns, &name, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthNode(name) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_ns(shared, &scope, true)?;
+            let (part, ns) = read_ns(shared, &scope, true)?;
             // Every check on the node lives under the node's index, so a
             // blocked reader waits on the node alone.
-            let key = WatchKey::Node(name.clone());
+            let key = WatchKey::Node(crate::store::node_key(&part, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_health_node(&ns, &name, &authz)
+                st.read_health_node(&part, &ns, &name, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthState(state) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_ns(shared, &scope, true)?;
+            let (part, ns) = read_ns(shared, &scope, true)?;
             if state.is_empty() {
                 return Err(ApiError::BadRequest("Missing check state".into()));
             }
@@ -1059,30 +1073,33 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             }
             let meta = q.node_meta();
             let r = read_blocking(shared, &q, WatchKey::Checks, |st| {
-                st.read_health_state(&ns, &state, &meta, &authz)
+                st.read_health_state(&part, &ns, &state, &meta, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::HealthChecks(name) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_one_ns(shared, &scope)?;
+            let (part, ns) = read_one_ns(shared, &scope)?;
             if name.is_empty() {
                 return Err(ApiError::BadRequest("Missing service name".into()));
             }
             let meta = q.node_meta();
-            let key = WatchKey::Service(crate::store::svc_key(&ns, &name));
+            let key = WatchKey::Service(crate::store::svc_key_in(&part, &ns, &name));
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_health_checks(&ns, &name, &meta, &authz)
+                st.read_health_checks(&part, &ns, &name, &meta, &authz)
             })
             .await?;
             Ok(read_response(r, &q))
         }
         Route::Node(name) => {
             let scope = check_scope(shared, &q)?;
-            let ns = read_ns(shared, &scope, true)?;
-            let key = WatchKey::Node(name.clone());
-            let r = read_blocking(shared, &q, key, |st| st.read_node(&ns, &name, &authz)).await?;
+            let (part, ns) = read_ns(shared, &scope, true)?;
+            let key = WatchKey::Node(crate::store::node_key(&part, &name));
+            let r = read_blocking(shared, &q, key, |st| {
+                st.read_node(&part, &ns, &name, &authz)
+            })
+            .await?;
             Ok(read_response(r, &q))
         }
         Route::AgentSelf => {

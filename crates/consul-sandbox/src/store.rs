@@ -23,6 +23,12 @@
 //! - per node: the node, its services and its checks; on node deletion the
 //!   "node extinction" index.
 //!
+//! With Enterprise features, nodes are keyed by partition and name
+//! ([`node_key`]) and service names by partition, namespace and name
+//! ([`svc_key_in`]), so the per-node and per-name indexes are per
+//! partition, and the `nodes` index has a per-partition copy for node
+//! listings; the `services` and `checks` table indexes stay global.
+//!
 //! Names and IDs are looked up case-insensitively (Consul's memdb indexes
 //! lowercase them); records keep the case they were registered with.
 //!
@@ -43,8 +49,47 @@ pub(crate) fn fold(s: &str) -> String {
 /// Index key of a service name within a namespace: `ns/name`, folded.
 /// Namespace names are DNS labels, so the first `/` always ends the
 /// namespace even when the service name holds one.
+#[cfg(test)]
 pub(crate) fn svc_key(ns: &str, name: &str) -> String {
     format!("{}/{}", fold(ns), fold(name))
+}
+
+/// The key of a namespace within a partition, for per-namespace indexes
+/// and [`svc_key_in`]: the folded name in the default partition, else
+/// `~partition/namespace`. Namespace names are DNS labels, so no key of
+/// the default partition starts with `~`; the key is stable under
+/// [`fold`].
+pub(crate) fn ns_key(partition: &str, ns: &str) -> String {
+    if partition.eq_ignore_ascii_case(crate::model::DEFAULT_TENANCY) {
+        fold(ns)
+    } else {
+        format!("~{}/{}", fold(partition), fold(ns))
+    }
+}
+
+/// Index key of a service name within a namespace of a partition.
+pub(crate) fn svc_key_in(partition: &str, ns: &str, name: &str) -> String {
+    format!("{}/{}", ns_key(partition, ns), fold(name))
+}
+
+/// Key of a node within its partition: the folded name in the default
+/// partition, else `P` + partition + `/` + name. A folded name holds no
+/// ASCII capital, so the two never meet; node keys are therefore never
+/// folded again.
+pub(crate) fn node_key(partition: &str, name: &str) -> String {
+    if partition.eq_ignore_ascii_case(crate::model::DEFAULT_TENANCY) {
+        fold(name)
+    } else {
+        format!("P{}/{}", fold(partition), fold(name))
+    }
+}
+
+/// The folded partition a [`node_key`] belongs to.
+fn partition_of_key(key: &str) -> String {
+    match key.strip_prefix('P').and_then(|k| k.split_once('/')) {
+        Some((p, _)) => p.to_string(),
+        None => crate::model::DEFAULT_TENANCY.to_string(),
+    }
 }
 
 /// Which namespaces a read covers: one, or every one (`ns=*`).
@@ -107,14 +152,17 @@ struct Indexes {
     /// The `services` index of each namespace (folded) that ever held a
     /// service: a listing of one namespace moves only with its own changes.
     per_ns_services: BTreeMap<String, u64>,
+    /// The `nodes` index of each partition (folded) whose nodes ever
+    /// changed: a node listing of one partition moves only with its own.
+    per_partition_nodes: BTreeMap<String, u64>,
 }
 
 /// What a blocking query waits on. Names are compared case-insensitively
 /// (use [`WatchKey::folded`] before hashing).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) enum WatchKey {
-    /// `/v1/catalog/nodes`.
-    Nodes,
+    /// `/v1/catalog/nodes` of a partition (folded).
+    Nodes(String),
     /// `/v1/catalog/services`; with a `node-meta` filter it also depends on
     /// node changes. `ns`: one namespace or every one (`None`).
     Services { node_meta: bool, ns: Option<String> },
@@ -122,7 +170,8 @@ pub(crate) enum WatchKey {
     /// [`svc_key`] of the name in its namespace.
     Service(String),
     /// `/v1/catalog/node/<node>`, `/v1/catalog/node-services/<node>` and
-    /// `/v1/health/node/<node>` (check changes move the node's index too).
+    /// `/v1/health/node/<node>` (check changes move the node's index too):
+    /// the [`node_key`], already folded.
     Node(String),
     /// `/v1/health/state/<state>`: the `checks` table index. Readers wait
     /// on every commit (it moves with any check change).
@@ -134,7 +183,8 @@ impl WatchKey {
     pub fn folded(&self) -> WatchKey {
         match self {
             WatchKey::Service(n) => WatchKey::Service(fold(n)),
-            WatchKey::Node(n) => WatchKey::Node(fold(n)),
+            WatchKey::Node(n) => WatchKey::Node(n.clone()),
+            WatchKey::Nodes(p) => WatchKey::Nodes(fold(p)),
             WatchKey::Services { node_meta, ns } => WatchKey::Services {
                 node_meta: *node_meta,
                 ns: ns.as_deref().map(fold),
@@ -150,6 +200,8 @@ impl WatchKey {
 pub(crate) struct ChangeSet {
     /// The `nodes` table index moved.
     pub nodes_table: bool,
+    /// Folded partitions whose `nodes` index moved.
+    pub node_partitions: BTreeSet<String>,
     /// The `services` table index moved.
     pub services_table: bool,
     /// [`svc_key`]s whose index moved (or that went extinct).
@@ -164,6 +216,7 @@ impl ChangeSet {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
         !self.nodes_table
+            && self.node_partitions.is_empty()
             && !self.services_table
             && self.service_names.is_empty()
             && self.service_namespaces.is_empty()
@@ -175,9 +228,7 @@ impl ChangeSet {
     /// not listed; their readers watch every commit.
     pub fn keys(&self) -> Vec<WatchKey> {
         let mut out = Vec::new();
-        if self.nodes_table {
-            out.push(WatchKey::Nodes);
-        }
+        out.extend(self.node_partitions.iter().cloned().map(WatchKey::Nodes));
         if self.services_table {
             out.push(WatchKey::Services {
                 node_meta: false,
@@ -217,10 +268,10 @@ pub(crate) struct Store {
 /// Read-side permission checks, implemented by the ACL layer. Results the
 /// caller may not read are filtered out, as Consul does.
 pub(crate) trait ReadFilter {
-    /// May the caller see service `name` in namespace `ns`?
-    fn service_read(&self, ns: &str, name: &str) -> bool;
-    /// May the caller see node `name`?
-    fn node_read(&self, name: &str) -> bool;
+    /// May the caller see service `name` in namespace `ns` of `partition`?
+    fn service_read(&self, partition: &str, ns: &str, name: &str) -> bool;
+    /// May the caller see node `name` of `partition`?
+    fn node_read(&self, partition: &str, name: &str) -> bool;
 }
 
 /// A filter that allows everything (ACLs off).
@@ -229,10 +280,10 @@ pub(crate) struct AllowAll;
 
 #[cfg(test)]
 impl ReadFilter for AllowAll {
-    fn service_read(&self, _: &str, _: &str) -> bool {
+    fn service_read(&self, _: &str, _: &str, _: &str) -> bool {
         true
     }
-    fn node_read(&self, _: &str) -> bool {
+    fn node_read(&self, _: &str, _: &str) -> bool {
         true
     }
 }
@@ -314,19 +365,43 @@ impl Store {
         (result, changed)
     }
 
-    /// Looks a node up by name (case-insensitive).
+    /// Looks a node of the default partition up by name.
+    #[cfg(test)]
     pub fn node(&self, name: &str) -> Option<&NodeRec> {
-        self.nodes.get(&fold(name))
+        self.node_in(crate::model::DEFAULT_TENANCY, name)
     }
 
-    /// Looks a service instance up by node and ID (case-insensitive).
+    /// Looks a service instance of the default partition up.
+    #[cfg(test)]
     pub fn service(&self, node: &str, id: &str) -> Option<&ServiceRec> {
-        self.services.get(&(fold(node), fold(id)))
+        self.service_in(crate::model::DEFAULT_TENANCY, node, id)
     }
 
-    /// Looks a check up by node and check ID (case-insensitive).
+    /// Looks a check of the default partition up.
+    #[cfg(test)]
     pub fn check(&self, node: &str, check_id: &str) -> Option<&CheckRec> {
-        self.checks.get(&(fold(node), fold(check_id)))
+        self.check_in(crate::model::DEFAULT_TENANCY, node, check_id)
+    }
+
+    /// Looks a node up by partition and name (case-insensitive).
+    pub fn node_in(&self, partition: &str, name: &str) -> Option<&NodeRec> {
+        self.nodes.get(&node_key(partition, name))
+    }
+
+    /// Looks a service instance up by partition, node and ID.
+    pub fn service_in(&self, partition: &str, node: &str, id: &str) -> Option<&ServiceRec> {
+        self.services.get(&(node_key(partition, node), fold(id)))
+    }
+
+    /// Looks a check up by partition, node and check ID.
+    pub fn check_in(&self, partition: &str, node: &str, check_id: &str) -> Option<&CheckRec> {
+        self.checks
+            .get(&(node_key(partition, node), fold(check_id)))
+    }
+
+    /// The node a service or check record lives on.
+    fn node_of(&self, partition: &str, node: &str) -> Option<&NodeRec> {
+        self.nodes.get(&node_key(partition, node))
     }
 
     fn services_on<'a>(&'a self, lnode: &'a str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
@@ -365,8 +440,8 @@ impl Store {
     /// (a table, or a name that currently has its own index entry).
     pub fn has_own_index(&self, key: &WatchKey) -> bool {
         match key {
-            WatchKey::Nodes
-            | WatchKey::Services {
+            WatchKey::Nodes(p) => self.idx.per_partition_nodes.contains_key(&fold(p)),
+            WatchKey::Services {
                 node_meta: false, ..
             } => true,
             WatchKey::Services {
@@ -374,7 +449,7 @@ impl Store {
             }
             | WatchKey::Checks => false,
             WatchKey::Service(name) => self.idx.per_service.contains_key(&fold(name)),
-            WatchKey::Node(name) => self.idx.per_node.contains_key(&fold(name)),
+            WatchKey::Node(key) => self.idx.per_node.contains_key(key),
         }
     }
 
@@ -382,7 +457,14 @@ impl Store {
     /// as this exceeds the client's `index`.
     pub fn index_for(&self, key: &WatchKey) -> u64 {
         match key {
-            WatchKey::Nodes => self.idx.nodes,
+            // A partition whose nodes never changed reports the table's
+            // index; its readers wait on every commit meanwhile.
+            WatchKey::Nodes(p) => self
+                .idx
+                .per_partition_nodes
+                .get(&fold(p))
+                .copied()
+                .unwrap_or(self.idx.nodes),
             WatchKey::Services { node_meta, ns } => {
                 let services = match ns {
                     None => self.idx.services,
@@ -405,7 +487,7 @@ impl Store {
                 None if self.idx.service_extinction > 0 => self.idx.service_extinction,
                 None => self.idx.nodes.max(self.idx.services),
             },
-            WatchKey::Node(name) => match self.idx.per_node.get(&fold(name)) {
+            WatchKey::Node(key) => match self.idx.per_node.get(key) {
                 Some(i) => *i,
                 None => self.idx.node_extinction,
             },
@@ -415,6 +497,7 @@ impl Store {
     /// `GET /v1/catalog/services`: service name -> sorted union of tags.
     pub fn read_services(
         &self,
+        partition: &str,
         ns: &NsSel,
         filter: &ListFilter,
         acl: &dyn ReadFilter,
@@ -422,18 +505,20 @@ impl Store {
         let key = WatchKey::Services {
             node_meta: !filter.node_meta.is_empty(),
             ns: match ns {
-                NsSel::One(n) => Some(n.clone()),
+                NsSel::One(n) => Some(ns_key(partition, n)),
                 NsSel::All => None,
             },
         };
         let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         let mut filtered = false;
         for s in self.services.values() {
-            if !ns.matches(s.namespace()) {
+            if !ns.matches(s.namespace()) || !s.partition().eq_ignore_ascii_case(partition) {
                 continue;
             }
             if !filter.node_meta.is_empty() {
-                let meta = self.node(&s.node).and_then(|n| n.meta.as_ref());
+                let meta = self
+                    .node_of(s.partition(), &s.node)
+                    .and_then(|n| n.meta.as_ref());
                 if !filter
                     .node_meta
                     .iter()
@@ -442,7 +527,7 @@ impl Store {
                     continue;
                 }
             }
-            if !acl.service_read(s.namespace(), &s.name) {
+            if !acl.service_read(partition, s.namespace(), &s.name) {
                 filtered = true;
                 continue;
             }
@@ -465,9 +550,14 @@ impl Store {
         }
     }
 
-    fn instances<'a>(&'a self, ns: &str, name: &str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
+    fn instances<'a>(
+        &'a self,
+        partition: &str,
+        ns: &str,
+        name: &str,
+    ) -> impl Iterator<Item = &'a ServiceRec> + 'a {
         self.by_name
-            .get(&svc_key(ns, name))
+            .get(&svc_key_in(partition, ns, name))
             .into_iter()
             .flatten()
             .filter_map(|k| self.services.get(k))
@@ -476,6 +566,7 @@ impl Store {
     /// `GET /v1/catalog/service/<name>`: flattened `ServiceNode`s.
     pub fn read_service_nodes(
         &self,
+        partition: &str,
         ns: &str,
         name: &str,
         filter: &ListFilter,
@@ -483,20 +574,22 @@ impl Store {
     ) -> ReadResult {
         let mut out = Vec::new();
         let mut filtered = false;
-        for s in self.instances(ns, name) {
-            let Some(node) = self.node(&s.node) else {
+        for s in self.instances(partition, ns, name) {
+            let Some(node) = self.node_of(partition, &s.node) else {
                 continue;
             };
             if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
                 continue;
             }
-            if !acl.service_read(s.namespace(), &s.name) || !acl.node_read(&node.name) {
+            if !acl.service_read(partition, s.namespace(), &s.name)
+                || !acl.node_read(partition, &node.name)
+            {
                 filtered = true;
                 continue;
             }
             out.push(s.to_service_node_json(node));
         }
-        let index = self.index_for(&WatchKey::Service(svc_key(ns, name)));
+        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, name)));
         ReadResult {
             index,
             body: Value::Array(out),
@@ -507,6 +600,7 @@ impl Store {
     /// `GET /v1/health/service/<name>`: `[{Node, Service, Checks}]`.
     pub fn read_health_service(
         &self,
+        partition: &str,
         ns: &str,
         name: &str,
         filter: &ListFilter,
@@ -514,18 +608,20 @@ impl Store {
     ) -> ReadResult {
         let mut out = Vec::new();
         let mut filtered = false;
-        for s in self.instances(ns, name) {
-            let Some(node) = self.node(&s.node) else {
+        for s in self.instances(partition, ns, name) {
+            let Some(node) = self.node_of(partition, &s.node) else {
                 continue;
             };
             if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
                 continue;
             }
-            if !acl.service_read(s.namespace(), &s.name) || !acl.node_read(&node.name) {
+            if !acl.service_read(partition, s.namespace(), &s.name)
+                || !acl.node_read(partition, &node.name)
+            {
                 filtered = true;
                 continue;
             }
-            let lnode = fold(&node.name);
+            let lnode = node_key(partition, &node.name);
             let mut checks: Vec<&CheckRec> = self
                 .checks_of(&lnode, "")
                 .chain(self.checks_of(&lnode, &fold(&s.id)))
@@ -540,7 +636,7 @@ impl Store {
                 "Checks": checks.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
             }));
         }
-        let index = self.index_for(&WatchKey::Service(svc_key(ns, name)));
+        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, name)));
         ReadResult {
             index,
             body: Value::Array(out),
@@ -551,30 +647,36 @@ impl Store {
     /// `GET /v1/catalog/node-services/<node>`: `{Node, Services: [...]}`;
     /// both members are `null` for an unknown node, and `Services` is `null`
     /// for a node without services (Consul's nil slice).
-    pub fn read_node_services(&self, ns: &NsSel, node: &str, acl: &dyn ReadFilter) -> ReadResult {
-        let index = self.index_for(&WatchKey::Node(node.to_string()));
-        let Some(n) = self.node(node) else {
+    pub fn read_node_services(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let Some(n) = self.nodes.get(&lnode) else {
             return ReadResult {
                 index,
                 body: json!({"Node": null, "Services": null}),
                 filtered: false,
             };
         };
-        if !acl.node_read(&n.name) {
+        if !acl.node_read(partition, &n.name) {
             return ReadResult {
                 index,
                 body: json!({"Node": null, "Services": null}),
                 filtered: true,
             };
         }
-        let lnode = fold(&n.name);
         let mut filtered = false;
         let mut services = Vec::new();
         for s in self
             .services_on(&lnode)
             .filter(|s| ns.matches(s.namespace()))
         {
-            if acl.service_read(s.namespace(), &s.name) {
+            if acl.service_read(partition, s.namespace(), &s.name) {
                 services.push(s.to_node_service_json(true));
             } else {
                 filtered = true;
@@ -596,27 +698,35 @@ impl Store {
     /// service-level) as `HealthCheck`s; an empty array (never `null`) for
     /// an unknown or unreadable node, as Consul answers. Checks of services
     /// the caller may not read are filtered out.
-    pub fn read_health_node(&self, ns: &NsSel, node: &str, acl: &dyn ReadFilter) -> ReadResult {
-        let index = self.index_for(&WatchKey::Node(node.to_string()));
-        let Some(n) = self.node(node) else {
+    pub fn read_health_node(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let Some(n) = self.nodes.get(&lnode) else {
             return ReadResult {
                 index,
                 body: Value::Array(Vec::new()),
                 filtered: false,
             };
         };
-        if !acl.node_read(&n.name) {
+        if !acl.node_read(partition, &n.name) {
             return ReadResult {
                 index,
                 body: Value::Array(Vec::new()),
                 filtered: true,
             };
         }
-        let lnode = fold(&n.name);
         let mut filtered = false;
         let mut out = Vec::new();
         for c in self.checks_on(&lnode).filter(|c| ns.matches(c.namespace())) {
-            if !c.service_name.is_empty() && !acl.service_read(c.namespace(), &c.service_name) {
+            if !c.service_name.is_empty()
+                && !acl.service_read(partition, c.namespace(), &c.service_name)
+            {
                 filtered = true;
                 continue;
             }
@@ -635,6 +745,7 @@ impl Store {
     /// or service) are left out, as Consul's ACL filter does.
     pub fn read_health_state(
         &self,
+        partition: &str,
         ns: &NsSel,
         state: &str,
         node_meta: &[(String, String)],
@@ -643,17 +754,21 @@ impl Store {
         let mut filtered = false;
         let mut out = Vec::new();
         for c in self.checks.values() {
-            if (state != "any" && c.status != state) || !ns.matches(c.namespace()) {
+            if (state != "any" && c.status != state)
+                || !ns.matches(c.namespace())
+                || !c.partition().eq_ignore_ascii_case(partition)
+            {
                 continue;
             }
-            let Some(n) = self.nodes.get(&fold(&c.node)) else {
+            let Some(n) = self.node_of(partition, &c.node) else {
                 continue;
             };
             if !meta_matches(&n.meta, node_meta) {
                 continue;
             }
-            if !acl.node_read(&n.name)
-                || (!c.service_name.is_empty() && !acl.service_read(c.namespace(), &c.service_name))
+            if !acl.node_read(partition, &n.name)
+                || (!c.service_name.is_empty()
+                    && !acl.service_read(partition, c.namespace(), &c.service_name))
             {
                 filtered = true;
                 continue;
@@ -673,13 +788,14 @@ impl Store {
     /// not read are dropped.
     pub fn read_health_checks(
         &self,
+        partition: &str,
         ns: &str,
         service: &str,
         node_meta: &[(String, String)],
         acl: &dyn ReadFilter,
     ) -> ReadResult {
-        let index = self.index_for(&WatchKey::Service(svc_key(ns, service)));
-        if !acl.service_read(ns, service) {
+        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, service)));
+        if !acl.service_read(partition, ns, service) {
             return ReadResult {
                 index,
                 body: Value::Array(Vec::new()),
@@ -690,7 +806,7 @@ impl Store {
         let mut out = Vec::new();
         for key in self
             .by_name
-            .get(&svc_key(ns, service))
+            .get(&svc_key_in(partition, ns, service))
             .into_iter()
             .flatten()
         {
@@ -700,7 +816,7 @@ impl Store {
             if !meta_matches(&n.meta, node_meta) {
                 continue;
             }
-            if !acl.node_read(&n.name) {
+            if !acl.node_read(partition, &n.name) {
                 filtered = true;
                 continue;
             }
@@ -715,30 +831,36 @@ impl Store {
 
     /// `GET /v1/catalog/node/<node>`: `{Node, Services: {id: ...}}`, or
     /// `null` for an unknown node.
-    pub fn read_node(&self, ns: &NsSel, node: &str, acl: &dyn ReadFilter) -> ReadResult {
-        let index = self.index_for(&WatchKey::Node(node.to_string()));
-        let Some(n) = self.node(node) else {
+    pub fn read_node(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let Some(n) = self.nodes.get(&lnode) else {
             return ReadResult {
                 index,
                 body: Value::Null,
                 filtered: false,
             };
         };
-        if !acl.node_read(&n.name) {
+        if !acl.node_read(partition, &n.name) {
             return ReadResult {
                 index,
                 body: Value::Null,
                 filtered: true,
             };
         }
-        let lnode = fold(&n.name);
         let mut filtered = false;
         let mut services = Map::new();
         for s in self
             .services_on(&lnode)
             .filter(|s| ns.matches(s.namespace()))
         {
-            if acl.service_read(s.namespace(), &s.name) {
+            if acl.service_read(partition, s.namespace(), &s.name) {
                 services.insert(s.id.clone(), s.to_node_service_json(true));
             } else {
                 filtered = true;
@@ -752,32 +874,51 @@ impl Store {
     }
 
     /// `GET /v1/catalog/nodes`.
-    pub fn read_nodes(&self, filter: &ListFilter, acl: &dyn ReadFilter) -> ReadResult {
+    pub fn read_nodes(
+        &self,
+        partition: &str,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
         let mut out = Vec::new();
         let mut filtered = false;
         for n in self.nodes.values() {
-            if !meta_matches(&n.meta, &filter.node_meta) {
+            if !n.partition().eq_ignore_ascii_case(partition)
+                || !meta_matches(&n.meta, &filter.node_meta)
+            {
                 continue;
             }
-            if !acl.node_read(&n.name) {
+            if !acl.node_read(partition, &n.name) {
                 filtered = true;
                 continue;
             }
             out.push(n.to_json());
         }
         ReadResult {
-            index: self.index_for(&WatchKey::Nodes),
+            index: self.index_for(&WatchKey::Nodes(partition.to_string())),
             body: Value::Array(out),
             filtered,
         }
     }
 
-    /// `(node, ID)` of every instance in namespace `ns`.
-    pub fn services_in_namespace(&self, ns: &str) -> Vec<(String, String)> {
+    /// `(node, ID)` of every instance in namespace `ns` of `partition`.
+    pub fn services_in_namespace(&self, partition: &str, ns: &str) -> Vec<(String, String)> {
         self.services
             .values()
-            .filter(|s| s.namespace().eq_ignore_ascii_case(ns))
+            .filter(|s| {
+                s.namespace().eq_ignore_ascii_case(ns)
+                    && s.partition().eq_ignore_ascii_case(partition)
+            })
             .map(|s| (s.node.clone(), s.id.clone()))
+            .collect()
+    }
+
+    /// The names of the nodes of `partition`.
+    pub fn nodes_in_partition(&self, partition: &str) -> Vec<String> {
+        self.nodes
+            .values()
+            .filter(|n| n.partition().eq_ignore_ascii_case(partition))
+            .map(|n| n.name.clone())
             .collect()
     }
 
@@ -857,6 +998,7 @@ struct Changes {
     nodes: BTreeSet<String>,
     service_names: BTreeSet<String>,
     namespaces: BTreeSet<String>,
+    node_partitions: BTreeSet<String>,
 }
 
 impl Changes {
@@ -888,6 +1030,7 @@ impl Tx<'_> {
         let old = self.store.raw_put_node(&key, rec);
         self.undo.push(Undo::Node(key.clone(), old));
         self.changes.node_table = true;
+        self.changes.node_partitions.insert(partition_of_key(&key));
         // The node's fields appear in service and health queries.
         for name in self.service_names_on(&key) {
             self.changes.service_names.insert(name);
@@ -898,16 +1041,23 @@ impl Tx<'_> {
     fn put_service(&mut self, key: RecKey, rec: Option<ServiceRec>) {
         if let Some(r) = &rec {
             self.changes.service_names.insert(r.key());
-            self.changes.namespaces.insert(fold(r.namespace()));
+            self.changes
+                .namespaces
+                .insert(ns_key(r.partition(), r.namespace()));
         }
         let old = self.store.raw_put_service(&key, rec);
         if let Some(o) = &old {
             self.changes.service_names.insert(o.key());
-            self.changes.namespaces.insert(fold(o.namespace()));
+            self.changes
+                .namespaces
+                .insert(ns_key(o.partition(), o.namespace()));
         }
         self.undo.push(Undo::Service(key.clone(), old));
         self.changes.service_table = true;
         self.changes.node_table = true;
+        self.changes
+            .node_partitions
+            .insert(partition_of_key(&key.0));
         self.changes.nodes.insert(key.0);
     }
 
@@ -945,6 +1095,13 @@ impl Tx<'_> {
             store.idx.nodes = idx;
             store.pending.nodes_table = true;
         }
+        for p in &changes.node_partitions {
+            store.idx.per_partition_nodes.insert(p.clone(), idx);
+        }
+        store
+            .pending
+            .node_partitions
+            .extend(changes.node_partitions.iter().cloned());
         if changes.service_table {
             store.idx.services = idx;
             store.pending.services_table = true;
@@ -1003,7 +1160,7 @@ impl Tx<'_> {
     /// Upserts a node (Consul's `ensureNodeTxn`): identical content is a
     /// no-op that keeps the indexes.
     pub fn ensure_node(&mut self, mut rec: NodeRec) {
-        let key = fold(&rec.name);
+        let key = node_key(rec.partition(), &rec.name);
         if let Some(existing) = self.store.nodes.get(&key) {
             rec.create_index = existing.create_index;
             rec.modify_index = existing.modify_index;
@@ -1020,7 +1177,7 @@ impl Tx<'_> {
 
     /// Upserts a service instance on `rec.node` (`ensureServiceTxn`).
     pub fn ensure_service(&mut self, mut rec: ServiceRec) -> Result<(), StoreError> {
-        let lnode = fold(&rec.node);
+        let lnode = node_key(rec.partition(), &rec.node);
         if !self.store.nodes.contains_key(&lnode) {
             return Err(StoreError::MissingNode);
         }
@@ -1044,7 +1201,7 @@ impl Tx<'_> {
     /// service check) must exist; the service's name and tags are copied in;
     /// an empty status becomes `critical`.
     pub fn ensure_check(&mut self, mut rec: CheckRec) -> Result<(), StoreError> {
-        let lnode = fold(&rec.node);
+        let lnode = node_key(rec.partition(), &rec.node);
         if !self.store.nodes.contains_key(&lnode) {
             return Err(StoreError::MissingNode);
         }
@@ -1079,17 +1236,35 @@ impl Tx<'_> {
         Ok(())
     }
 
+    /// Deletes a service instance of the default partition.
+    #[cfg(test)]
+    pub fn delete_service(&mut self, node: &str, id: &str) {
+        self.delete_service_in(crate::model::DEFAULT_TENANCY, node, id);
+    }
+
+    /// Deletes a node of the default partition.
+    #[cfg(test)]
+    pub fn delete_node(&mut self, node: &str) {
+        self.delete_node_in(crate::model::DEFAULT_TENANCY, node);
+    }
+
     /// Deletes a check; a missing check is a no-op.
-    pub fn delete_check(&mut self, node: &str, check_id: &str) {
-        let key = (fold(node), fold(check_id));
+    pub fn delete_check_in(&mut self, partition: &str, node: &str, check_id: &str) {
+        self.delete_check_key((node_key(partition, node), fold(check_id)));
+    }
+
+    fn delete_check_key(&mut self, key: RecKey) {
         if self.store.checks.contains_key(&key) {
             self.put_check(key, None);
         }
     }
 
     /// Deletes a service instance and its checks; a missing one is a no-op.
-    pub fn delete_service(&mut self, node: &str, id: &str) {
-        let key = (fold(node), fold(id));
+    pub fn delete_service_in(&mut self, partition: &str, node: &str, id: &str) {
+        self.delete_service_key((node_key(partition, node), fold(id)));
+    }
+
+    fn delete_service_key(&mut self, key: RecKey) {
         if !self.store.services.contains_key(&key) {
             return;
         }
@@ -1106,8 +1281,8 @@ impl Tx<'_> {
 
     /// Deletes a node with all its services and checks; a missing node is a
     /// no-op.
-    pub fn delete_node(&mut self, node: &str) {
-        let lnode = fold(node);
+    pub fn delete_node_in(&mut self, partition: &str, node: &str) {
+        let lnode = node_key(partition, node);
         if !self.store.nodes.contains_key(&lnode) {
             return;
         }
@@ -1117,7 +1292,7 @@ impl Tx<'_> {
             .map(|s| s.id.clone())
             .collect();
         for id in services {
-            self.delete_service(&lnode, &id);
+            self.delete_service_key((lnode.clone(), fold(&id)));
         }
         let checks: Vec<String> = self
             .store
@@ -1125,7 +1300,7 @@ impl Tx<'_> {
             .map(|c| c.check_id.clone())
             .collect();
         for id in checks {
-            self.delete_check(&lnode, &id);
+            self.delete_check_key((lnode.clone(), fold(&id)));
         }
         self.put_node(lnode, None);
     }
@@ -1192,6 +1367,7 @@ mod tests {
             weights: Weights::DEFAULT,
             enable_tag_override: false,
             ns: None,
+            partition: None,
             create_index: 0,
             modify_index: 0,
         }
@@ -1211,6 +1387,7 @@ mod tests {
             check_type: String::new(),
             definition: json!({}),
             ns: None,
+            partition: None,
             create_index: 0,
             modify_index: 0,
         }
@@ -1280,7 +1457,13 @@ mod tests {
         register(&mut st, "Node-A", svc("Node-A", "Web-1", "Web", 80));
         assert_eq!(st.node("node-a").unwrap().name, "Node-A");
         assert_eq!(st.service("NODE-A", "web-1").unwrap().id, "Web-1");
-        let r = st.read_service_nodes("default", "web", &ListFilter::default(), &AllowAll);
+        let r = st.read_service_nodes(
+            "default",
+            "default",
+            "web",
+            &ListFilter::default(),
+            &AllowAll,
+        );
         assert_eq!(r.body.as_array().unwrap().len(), 1);
     }
 
@@ -1377,13 +1560,19 @@ mod tests {
             tx.ensure_check(check("n2", "serf", "", "critical"))
         });
         r.unwrap();
-        let all = st.read_health_service("default", "web", &ListFilter::default(), &AllowAll);
+        let all = st.read_health_service(
+            "default",
+            "default",
+            "web",
+            &ListFilter::default(),
+            &AllowAll,
+        );
         assert_eq!(all.body.as_array().unwrap().len(), 2);
         let f = ListFilter {
             passing: true,
             ..ListFilter::default()
         };
-        let passing = st.read_health_service("default", "web", &f, &AllowAll);
+        let passing = st.read_health_service("default", "default", "web", &f, &AllowAll);
         let arr = passing.body.as_array().unwrap();
         assert_eq!(arr.len(), 1);
         assert_eq!(arr[0]["Node"]["Node"], "n1");
@@ -1407,35 +1596,41 @@ mod tests {
             tags: Some(vec!["primary".into()]),
             ..Default::default()
         };
-        let r = st.read_service_nodes("default", "web", &by_tag, &AllowAll);
+        let r = st.read_service_nodes("default", "default", "web", &by_tag, &AllowAll);
         assert_eq!(r.body.as_array().unwrap().len(), 1);
         let by_meta = ListFilter {
             node_meta: vec![("env".into(), "prod".into())],
             ..Default::default()
         };
-        let r = st.read_service_nodes("default", "web", &by_meta, &AllowAll);
+        let r = st.read_service_nodes("default", "default", "web", &by_meta, &AllowAll);
         assert_eq!(r.body[0]["Node"], "n2");
-        let r = st.read_services(&NsSel::default_ns(), &by_meta, &AllowAll);
+        let r = st.read_services("default", &NsSel::default_ns(), &by_meta, &AllowAll);
         assert_eq!(r.body, json!({"web": []}));
-        let r = st.read_services(&NsSel::default_ns(), &ListFilter::default(), &AllowAll);
+        let r = st.read_services(
+            "default",
+            &NsSel::default_ns(),
+            &ListFilter::default(),
+            &AllowAll,
+        );
         assert_eq!(r.body, json!({"web": ["Primary", "v1"]}));
     }
 
     #[test]
     fn node_services_of_unknown_or_empty_node_render_nulls() {
         let mut st = Store::default();
-        let r = st.read_node_services(&NsSel::default_ns(), "nope", &AllowAll);
+        let r = st.read_node_services("default", &NsSel::default_ns(), "nope", &AllowAll);
         assert_eq!(r.body, json!({"Node": null, "Services": null}));
         let (res, _) = st.apply(true, |tx| {
             tx.ensure_node(node("n1", "a"));
             Ok::<_, StoreError>(())
         });
         res.unwrap();
-        let r = st.read_node_services(&NsSel::default_ns(), "n1", &AllowAll);
+        let r = st.read_node_services("default", &NsSel::default_ns(), "n1", &AllowAll);
         assert_eq!(r.body["Services"], Value::Null);
         assert_eq!(r.body["Node"]["Node"], "n1");
         assert_eq!(
-            st.read_node(&NsSel::default_ns(), "nope", &AllowAll).body,
+            st.read_node("default", &NsSel::default_ns(), "nope", &AllowAll)
+                .body,
             Value::Null
         );
     }
@@ -1461,9 +1656,54 @@ mod tests {
             ns: None
         }));
         assert_eq!(
-            WatchKey::Node("N1".into()).folded(),
-            WatchKey::Node("n1".into())
+            WatchKey::Node(node_key("default", "N1")).folded(),
+            WatchKey::Node("n1".into()),
+            "node keys are folded once, when built"
         );
+    }
+
+    #[test]
+    fn node_and_namespace_keys_never_meet_across_partitions() {
+        // A default-partition node whose name looks like another
+        // partition's key stays a different node.
+        assert_ne!(node_key("default", "Peu/n1"), node_key("eu", "n1"));
+        assert_eq!(node_key("EU", "N1"), node_key("eu", "n1"));
+        assert_eq!(node_key("DEFAULT", "N1"), "n1");
+        assert_ne!(
+            svc_key_in("default", "eu", "x"),
+            svc_key_in("eu", "default", "x")
+        );
+        assert_eq!(ns_key("eu", "Team"), ns_key("EU", "team"));
+        assert_eq!(
+            ns_key("eu", "team"),
+            fold(&ns_key("eu", "team")),
+            "stable when folded again"
+        );
+
+        let mut st = Store::default();
+        register(&mut st, "n1", svc("n1", "a", "web", 80));
+        st.take_changes();
+        let mut n = node("N1", "10.0.0.2");
+        n.partition = Some("eu".into());
+        let mut s = svc("n1", "a", "web", 81);
+        s.partition = Some("eu".into());
+        let (r, _) = st.apply(true, |tx| {
+            tx.ensure_node(n);
+            tx.ensure_service(s)
+        });
+        r.unwrap();
+        let changes = st.take_changes();
+        assert_eq!(changes.nodes, BTreeSet::from([node_key("eu", "n1")]));
+        assert_eq!(st.counts(), (2, 2, 0));
+        assert_eq!(st.node_in("eu", "n1").unwrap().address, "10.0.0.2");
+        assert_eq!(st.node("n1").unwrap().address, "10.0.0.1");
+        let (r, _) = st.apply(true, |tx| {
+            tx.delete_node_in("eu", "n1");
+            Ok::<_, StoreError>(())
+        });
+        r.unwrap();
+        assert_eq!(st.counts(), (1, 1, 0));
+        assert_eq!(st.service("n1", "a").unwrap().port, 80);
     }
 
     #[test]

@@ -12,11 +12,17 @@
 //!   (the same for partitions)
 //! ```
 //!
-//! Every write is one Raft apply. Consul marks a deleted namespace with
-//! `DeletedAt` and reaps its contents in the background; the sandbox does
-//! both in the delete's own apply, so `DeletedAt` is never seen. Catalog
-//! data lives in the `default` partition only: other partitions can be
-//! managed but hold no nodes or services.
+//! Namespaces belong to a partition, as in Consul Enterprise: the
+//! namespace endpoints take `?partition=` (or the body's `Partition` on a
+//! write), each partition has its own builtin `default` namespace, and
+//! the same namespace name in two partitions is two namespaces.
+//!
+//! Every write is one Raft apply. Consul marks a deleted namespace or
+//! partition with `DeletedAt` and reaps its contents in the background;
+//! the sandbox does both in the delete's own apply, so `DeletedAt` is
+//! never seen: a deleted namespace takes its services (and their checks)
+//! with it, a deleted partition its namespaces and nodes (with everything
+//! on them).
 //!
 //! This module must NOT know about HTTP framing or the catalog's indexes;
 //! it validates, renders and edits the tenancy table.
@@ -35,6 +41,9 @@ use crate::store::{Store, fold, go_quote};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TenancyRec {
     pub name: String,
+    /// The partition a namespace belongs to (a partition's own name for
+    /// partitions).
+    pub partition: String,
     pub description: String,
     pub meta: BTreeMap<String, String>,
     /// `ACLs.PolicyDefaults` and `ACLs.RoleDefaults` as `(ID, Name)`
@@ -45,10 +54,11 @@ pub(crate) struct TenancyRec {
     pub modify_index: u64,
 }
 
-/// Namespaces and partitions, keyed by folded name.
+/// Namespaces keyed by (folded partition, folded name); partitions by
+/// folded name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Tenancy {
-    pub namespaces: BTreeMap<String, TenancyRec>,
+    pub namespaces: BTreeMap<(String, String), TenancyRec>,
     pub partitions: BTreeMap<String, TenancyRec>,
 }
 
@@ -58,6 +68,7 @@ impl Tenancy {
     pub fn builtin() -> Tenancy {
         let rec = |what: &str| TenancyRec {
             name: DEFAULT_TENANCY.into(),
+            partition: DEFAULT_TENANCY.into(),
             description: format!("Builtin Default {what}"),
             meta: BTreeMap::new(),
             policy_defaults: Vec::new(),
@@ -66,7 +77,10 @@ impl Tenancy {
             modify_index: 1,
         };
         Tenancy {
-            namespaces: BTreeMap::from([(DEFAULT_TENANCY.into(), rec("Namespace"))]),
+            namespaces: BTreeMap::from([(
+                (DEFAULT_TENANCY.into(), DEFAULT_TENANCY.into()),
+                rec("Namespace"),
+            )]),
             partitions: BTreeMap::from([(DEFAULT_TENANCY.into(), rec("Partition"))]),
         }
     }
@@ -89,11 +103,17 @@ impl Scope {
         Scope::default()
     }
 
-    /// The namespace a service write lands in: the first non-empty of
-    /// `given` (the body's fields, innermost first), then `?ns=`, then
-    /// `default`. `None` without Enterprise features. A name that is not a
-    /// DNS label is a 400; an unknown namespace, Consul's refusal.
-    pub fn write_ns(&self, store: &Store, given: &[&str]) -> Result<Option<String>, ApiError> {
+    /// The namespace of `partition` a service write lands in: the first
+    /// non-empty of `given` (the body's fields, innermost first), then
+    /// `?ns=`, then `default`. `None` without Enterprise features. A name
+    /// that is not a DNS label is a 400; an unknown namespace, Consul's
+    /// refusal.
+    pub fn write_ns(
+        &self,
+        store: &Store,
+        partition: &str,
+        given: &[&str],
+    ) -> Result<Option<String>, ApiError> {
         if !self.enterprise {
             return Ok(None);
         }
@@ -106,15 +126,17 @@ impl Scope {
         if !valid_name(name) {
             return Err(invalid_name(false, name));
         }
-        match store.tenancy.namespaces.get(&fold(name)) {
+        let key = (fold(partition), fold(name));
+        match store.tenancy.namespaces.get(&key) {
             Some(rec) => Ok(Some(rec.name.clone())),
             None => Err(missing(false, name)),
         }
     }
 
-    /// The partition a write or read of catalog data names: it must exist,
-    /// and the sandbox keeps catalog data in `default` only. `None`
-    /// without Enterprise features.
+    /// The partition a write or read of catalog data names: the first
+    /// non-empty of `given` (the body's fields), then `?partition=`, then
+    /// `default`. It must be a DNS label (400) and exist (Consul's
+    /// refusal). `None` without Enterprise features.
     pub fn data_partition(
         &self,
         store: &Store,
@@ -132,16 +154,10 @@ impl Scope {
         if !valid_name(name) {
             return Err(invalid_name(true, name));
         }
-        if !store.tenancy.partitions.contains_key(&fold(name)) {
-            return Err(missing(true, name));
+        match store.tenancy.partitions.get(&fold(name)) {
+            Some(rec) => Ok(Some(rec.name.clone())),
+            None => Err(missing(true, name)),
         }
-        if !name.eq_ignore_ascii_case(DEFAULT_TENANCY) {
-            return Err(ApiError::BadRequest(format!(
-                "consul-sandbox keeps catalog data in the default partition only, not in {}",
-                go_quote(name)
-            )));
-        }
-        Ok(Some(DEFAULT_TENANCY.to_string()))
     }
 }
 
@@ -205,7 +221,7 @@ fn render(r: &TenancyRec, partition: bool) -> Value {
                 "RoleDefaults": links(&r.role_defaults),
             }),
         );
-        o.insert("Partition".into(), json!(DEFAULT_TENANCY));
+        o.insert("Partition".into(), json!(r.partition));
     }
     o.insert("Meta".into(), json!(r.meta));
     o.insert("CreateIndex".into(), json!(r.create_index));
@@ -222,6 +238,9 @@ pub(crate) struct TenancyRequest<'a> {
     pub list: bool,
     /// The path name (`None` for `PUT /v1/namespace`).
     pub name: Option<&'a str>,
+    /// `?partition=` ("" when absent): the partition a namespace request
+    /// is about. Ignored by the partition endpoints.
+    pub partition_param: &'a str,
     pub body: &'a [u8],
 }
 
@@ -233,6 +252,24 @@ fn method_not_allowed(method: &str, allow: &'static str) -> ApiError {
         method: method.to_string(),
         allow,
     }
+}
+
+/// The partition a namespace request is about: `given` (the body's
+/// `Partition`), then `?partition=`, then `default`. A name that is not a
+/// DNS label is a 400. Returns the partition's stored name (or the name as
+/// given) and whether it exists.
+fn ns_partition(store: &Store, given: &str, param: &str) -> Result<(String, bool), ApiError> {
+    let name = [given, param]
+        .into_iter()
+        .find(|n| !n.is_empty())
+        .unwrap_or(DEFAULT_TENANCY);
+    if !valid_name(name) {
+        return Err(invalid_name(true, name));
+    }
+    Ok(match store.tenancy.partitions.get(&fold(name)) {
+        Some(r) => (r.name.clone(), true),
+        None => (name.to_string(), false),
+    })
 }
 
 /// Serves one tenancy request against the store (under its write lock).
@@ -247,16 +284,26 @@ pub(crate) fn handle(
         if req.method != "GET" {
             return Err(method_not_allowed(req.method, "OPTIONS,GET"));
         }
-        let table = if p {
-            &store.tenancy.partitions
+        let out: Vec<Value> = if p {
+            store
+                .tenancy
+                .partitions
+                .values()
+                .filter(|r| authz.tenancy_read(true, "", &r.name))
+                .map(|r| render(r, true))
+                .collect()
         } else {
-            &store.tenancy.namespaces
+            // An unknown partition lists as empty: nothing lives there.
+            let (part, _) = ns_partition(store, "", req.partition_param)?;
+            let lpart = fold(&part);
+            store
+                .tenancy
+                .namespaces
+                .iter()
+                .filter(|((kp, _), r)| *kp == lpart && authz.tenancy_read(false, &part, &r.name))
+                .map(|(_, r)| render(r, false))
+                .collect()
         };
-        let out: Vec<Value> = table
-            .values()
-            .filter(|r| authz.tenancy_read(p, &r.name))
-            .map(|r| render(r, p))
-            .collect();
         return Ok(Value::Array(out));
     }
     match (req.method, req.name) {
@@ -266,20 +313,23 @@ pub(crate) fn handle(
             if !valid_name(name) {
                 return Err(invalid_name(p, name));
             }
-            if !authz.tenancy_read(p, name) {
-                return Err(authz.tenancy_denied(p, name).into());
-            }
-            let table = if p {
-                &store.tenancy.partitions
+            let found = if p {
+                if !authz.tenancy_read(true, "", name) {
+                    return Err(authz.tenancy_denied(true, name).into());
+                }
+                store.tenancy.partitions.get(&fold(name))
             } else {
-                &store.tenancy.namespaces
+                let (part, _) = ns_partition(store, "", req.partition_param)?;
+                if !authz.tenancy_read(false, &part, name) {
+                    return Err(authz.tenancy_denied(false, name).into());
+                }
+                store.tenancy.namespaces.get(&(fold(&part), fold(name)))
             };
-            table
-                .get(&fold(name))
+            found
                 .map(|r| render(r, p))
                 .ok_or_else(|| not_found(p, name))
         }
-        ("DELETE", Some(name)) => delete(store, authz, p, name),
+        ("DELETE", Some(name)) => delete(store, authz, req, name),
         ("GET" | "DELETE", None) => Err(ApiError::BadRequest(format!(
             "Missing {} name",
             kind_word(p).to_lowercase()
@@ -402,9 +452,26 @@ fn put(
         // Linking policies or roles is an ACL write.
         authz.require_acl(AclAccess::Write)?;
     }
-    let key = fold(&name);
+    let part = if p {
+        name.clone()
+    } else {
+        let given = match field(&m, "Partition") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(_) => {
+                return Err(ApiError::BadRequest(
+                    "Request decode failed: Partition must be a string".into(),
+                ));
+            }
+        };
+        match ns_partition(store, &given, req.partition_param)? {
+            (part, true) => part,
+            (part, false) => return Err(missing(true, &part)),
+        }
+    };
+    let key = (fold(&part), fold(&name));
     let existing = if p {
-        store.tenancy.partitions.get(&key)
+        store.tenancy.partitions.get(&key.1)
     } else {
         store.tenancy.namespaces.get(&key)
     }
@@ -417,8 +484,11 @@ fn put(
     }
     let _ = store.apply(true, |_| Ok::<(), ()>(()));
     let idx = store.raft_index();
+    let name = existing.as_ref().map_or(name, |e| e.name.clone());
+    let is_new = existing.is_none();
     let mut rec = TenancyRec {
-        name: existing.as_ref().map_or(name, |e| e.name.clone()),
+        partition: if p { name.clone() } else { part },
+        name,
         description,
         meta,
         policy_defaults,
@@ -439,42 +509,74 @@ fn put(
     }
     let out = render(&rec, p);
     if p {
-        store.tenancy.partitions.insert(key, rec);
+        if is_new {
+            // Every partition starts with its own `default` namespace.
+            let ns = TenancyRec {
+                name: DEFAULT_TENANCY.into(),
+                partition: rec.name.clone(),
+                description: "Builtin Default Namespace".into(),
+                meta: BTreeMap::new(),
+                policy_defaults: Vec::new(),
+                role_defaults: Vec::new(),
+                create_index: idx,
+                modify_index: idx,
+            };
+            store
+                .tenancy
+                .namespaces
+                .insert((key.0.clone(), DEFAULT_TENANCY.into()), ns);
+        }
+        store.tenancy.partitions.insert(key.1, rec);
     } else {
         store.tenancy.namespaces.insert(key, rec);
     }
     Ok(out)
 }
 
-fn delete(store: &mut Store, authz: &Authz, p: bool, name: &str) -> Answer {
+fn delete(store: &mut Store, authz: &Authz, req: &TenancyRequest<'_>, name: &str) -> Answer {
+    let p = req.partition;
     if !valid_name(name) {
         return Err(invalid_name(p, name));
     }
     authz.require_operator(AclAccess::Write)?;
-    let key = fold(name);
-    if key == DEFAULT_TENANCY {
+    let lname = fold(name);
+    if lname == DEFAULT_TENANCY {
         return Err(ApiError::BadRequest(format!(
             "Cannot delete the default {}",
             kind_word(p).to_lowercase()
         )));
     }
-    let exists = if p {
-        store.tenancy.partitions.contains_key(&key)
+    let (part, part_exists) = if p {
+        (name.to_string(), true)
     } else {
-        store.tenancy.namespaces.contains_key(&key)
+        ns_partition(store, "", req.partition_param)?
+    };
+    let lpart = fold(&part);
+    let exists = if p {
+        store.tenancy.partitions.contains_key(&lname)
+    } else {
+        part_exists
+            && store
+                .tenancy
+                .namespaces
+                .contains_key(&(lpart.clone(), lname.clone()))
     };
     if !exists {
         return Err(not_found(p, name));
     }
-    let doomed = if p {
-        Vec::new()
+    let (doomed_services, doomed_nodes) = if p {
+        (Vec::new(), store.nodes_in_partition(&part))
     } else {
-        store.services_in_namespace(name)
+        (store.services_in_namespace(&part, name), Vec::new())
     };
-    // One apply: the namespace's services (and their checks) go with it.
+    // One apply: a namespace's services (and their checks), or a
+    // partition's nodes (with everything on them), go with it.
     let (result, _) = store.apply(true, |tx| {
-        for (node, id) in &doomed {
-            tx.delete_service(node, id);
+        for (node, id) in &doomed_services {
+            tx.delete_service_in(&part, node, id);
+        }
+        for node in &doomed_nodes {
+            tx.delete_node_in(&part, node);
         }
         Ok::<(), ()>(())
     });
@@ -482,9 +584,10 @@ fn delete(store: &mut Store, authz: &Authz, p: bool, name: &str) -> Answer {
         return Err(ApiError::Rpc("delete failed".into()));
     }
     if p {
-        store.tenancy.partitions.remove(&key);
+        store.tenancy.partitions.remove(&lname);
+        store.tenancy.namespaces.retain(|(kp, _), _| *kp != lname);
     } else {
-        store.tenancy.namespaces.remove(&key);
+        store.tenancy.namespaces.remove(&(lpart, lname));
     }
     Ok(Value::Null)
 }
@@ -503,6 +606,7 @@ mod tests {
             name in "[a-z_*-]{0,8}",
             method in prop::sample::select(vec!["GET", "PUT", "DELETE", "POST"]),
             partition in any::<bool>(),
+            part in "[a-z_*-]{0,6}",
         ) {
             let mut st = Store::default();
             st.tenancy = Tenancy::builtin();
@@ -513,6 +617,7 @@ mod tests {
                 partition,
                 list: false,
                 name: (!name.is_empty()).then_some(name.as_str()),
+                partition_param: &part,
                 body: &body,
             };
             if handle(&mut st, &acl, &Authz::Disabled, &req).is_err() {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::acl::{AclAccess, AclResource, Authz};
 use crate::catalog::{check_rec, service_pre_apply, service_rec, validate_node_id};
-use crate::decode::{NodeIn, TxnOpIn};
+use crate::decode::{CheckIn, NodeIn, ServiceIn, TxnOpIn};
 use crate::model::{DEFAULT_TENANCY, NodeRec};
 use crate::store::{ReadFilter, Store, StoreError, Tx, go_quote};
 use crate::tenancy::Scope;
@@ -29,6 +29,12 @@ use crate::tenancy::Scope;
 /// features, which stores none).
 fn opt(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
+}
+
+/// The partition an op's resolved `Partition` names (empty without
+/// Enterprise features: the default one).
+fn part(p: &str) -> &str {
+    if p.is_empty() { DEFAULT_TENANCY } else { p }
 }
 
 /// Outcome of a transaction that passed decoding and size limits.
@@ -132,11 +138,18 @@ fn finish(
 }
 
 fn readable(result: &Value, authz: &Authz) -> bool {
+    let partition = |v: &Value| {
+        v["Partition"]
+            .as_str()
+            .unwrap_or(DEFAULT_TENANCY)
+            .to_string()
+    };
     if let Some(n) = result.get("Node") {
-        return authz.node_read(n["Node"].as_str().unwrap_or_default());
+        return authz.node_read(&partition(n), n["Node"].as_str().unwrap_or_default());
     }
     if let Some(s) = result.get("Service") {
         return authz.service_read(
+            &partition(s),
             s["Namespace"].as_str().unwrap_or(DEFAULT_TENANCY),
             s["Service"].as_str().unwrap_or_default(),
         );
@@ -144,9 +157,13 @@ fn readable(result: &Value, authz: &Authz) -> bool {
     if let Some(c) = result.get("Check") {
         let service = c["ServiceName"].as_str().unwrap_or_default();
         return if service.is_empty() {
-            authz.node_read(c["Node"].as_str().unwrap_or_default())
+            authz.node_read(&partition(c), c["Node"].as_str().unwrap_or_default())
         } else {
-            authz.service_read(c["Namespace"].as_str().unwrap_or(DEFAULT_TENANCY), service)
+            authz.service_read(
+                &partition(c),
+                c["Namespace"].as_str().unwrap_or(DEFAULT_TENANCY),
+                service,
+            )
         };
     }
     true
@@ -185,7 +202,13 @@ fn pre_check(
                 } else {
                     validate_node_id(&node.id).and_then(|()| {
                         authz
-                            .require(AclResource::Node, &node.node, AclAccess::Write)
+                            .require_part(
+                                AclResource::Node,
+                                part(&node.partition),
+                                DEFAULT_TENANCY,
+                                &node.node,
+                                AclAccess::Write,
+                            )
                             .map_err(|e| e.to_string())
                     })
                 }
@@ -204,7 +227,8 @@ fn pre_check(
                     Ok(())
                 } else {
                     service_pre_apply(service).and_then(|()| {
-                        if let Some(existing) = store.service(node, &service.id)
+                        if let Some(existing) =
+                            store.service_in(part(&service.partition), node, &service.id)
                             && authz.enforced()
                             && existing.name != service.service
                         {
@@ -216,8 +240,9 @@ fn pre_check(
                         }
                         let ns = opt(&service.namespace);
                         authz
-                            .require_in(
+                            .require_part(
                                 AclResource::Service,
+                                part(&service.partition),
                                 ns.as_deref().unwrap_or(DEFAULT_TENANCY),
                                 &service.service,
                                 AclAccess::Write,
@@ -257,15 +282,20 @@ fn resolve_tenancy(store: &Store, op: &mut TxnOpIn, scope: &Scope) -> Result<(),
                 .unwrap_or_default();
         }
         TxnOpIn::Service { service, .. } => {
-            scope
+            service.partition = scope
                 .data_partition(store, &[&service.partition])
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
             service.namespace = scope
-                .write_ns(store, &[&service.namespace])
+                .write_ns(store, part(&service.partition), &[&service.namespace])
                 .map_err(|e| e.to_string())?
                 .unwrap_or_default();
         }
         TxnOpIn::Check { check, .. } => {
+            check.partition = scope
+                .data_partition(store, &[&check.partition])
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
             check.namespace = if scope.enterprise {
                 DEFAULT_TENANCY.to_string()
             } else {
@@ -279,7 +309,8 @@ fn resolve_tenancy(store: &Store, op: &mut TxnOpIn, scope: &Scope) -> Result<(),
 
 /// ACL vetting of a check op against the stored binding when there is one.
 fn vet_check(store: &Store, check: &crate::decode::CheckIn, authz: &Authz) -> Result<(), String> {
-    let (node, service_id, service_name) = match store.check(&check.node, &check.check_id) {
+    let p = part(&check.partition);
+    let (node, service_id, service_name) = match store.check_in(p, &check.node, &check.check_id) {
         Some(existing) => (
             existing.node.clone(),
             existing.service_id.clone(),
@@ -293,10 +324,16 @@ fn vet_check(store: &Store, check: &crate::decode::CheckIn, authz: &Authz) -> Re
     };
     if service_id.is_empty() {
         return authz
-            .require(AclResource::Node, &node, AclAccess::Write)
+            .require_part(
+                AclResource::Node,
+                p,
+                DEFAULT_TENANCY,
+                &node,
+                AclAccess::Write,
+            )
             .map_err(|e| e.to_string());
     }
-    let name = match store.service(&node, &service_id) {
+    let name = match store.service_in(p, &node, &service_id) {
         Some(s) => s.name.clone(),
         None if !service_name.is_empty() => service_name,
         None => {
@@ -308,10 +345,11 @@ fn vet_check(store: &Store, check: &crate::decode::CheckIn, authz: &Authz) -> Re
         }
     };
     authz
-        .require_in(
+        .require_part(
             AclResource::Service,
+            p,
             store
-                .service(&node, &service_id)
+                .service_in(p, &node, &service_id)
                 .map_or(DEFAULT_TENANCY, |s| s.namespace()),
             &name,
             AclAccess::Write,
@@ -343,19 +381,21 @@ fn cas_ok(wanted: u64, existing: Option<u64>) -> bool {
     }
 }
 
-fn node_result(store: &Store, name: &str) -> Option<Value> {
-    store.node(name).map(|n| json!({ "Node": n.to_json() }))
+fn node_result(store: &Store, n: &NodeIn) -> Option<Value> {
+    store
+        .node_in(part(&n.partition), &n.node)
+        .map(|n| json!({ "Node": n.to_json() }))
 }
 
-fn service_result(store: &Store, node: &str, id: &str) -> Option<Value> {
+fn service_result(store: &Store, node: &str, s: &ServiceIn) -> Option<Value> {
     store
-        .service(node, id)
+        .service_in(part(&s.partition), node, &s.id)
         .map(|s| json!({ "Service": s.to_node_service_json(false) }))
 }
 
-fn check_result(store: &Store, node: &str, id: &str) -> Option<Value> {
+fn check_result(store: &Store, c: &CheckIn) -> Option<Value> {
     store
-        .check(node, id)
+        .check_in(part(&c.partition), &c.node, &c.check_id)
         .map(|c| json!({ "Check": c.to_json() }))
 }
 
@@ -372,26 +412,32 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
                 "get" => read_op(tx.store(), op),
                 "set" => {
                     tx.ensure_node(node_rec(node));
-                    Ok(node_result(tx.store(), &node.node))
+                    Ok(node_result(tx.store(), node))
                 }
                 "cas" => {
-                    let existing = tx.store().node(&node.node).map(|n| n.modify_index);
+                    let existing = tx
+                        .store()
+                        .node_in(part(&node.partition), &node.node)
+                        .map(|n| n.modify_index);
                     if !cas_ok(node.modify_index, existing) {
                         return Err(format!("failed to set node {q}, index is stale"));
                     }
                     tx.ensure_node(node_rec(node));
-                    Ok(node_result(tx.store(), &node.node))
+                    Ok(node_result(tx.store(), node))
                 }
                 "delete" => {
-                    tx.delete_node(&node.node);
+                    tx.delete_node_in(part(&node.partition), &node.node);
                     Ok(None)
                 }
                 _ => {
-                    let existing = tx.store().node(&node.node).map(|n| n.modify_index);
+                    let existing = tx
+                        .store()
+                        .node_in(part(&node.partition), &node.node)
+                        .map(|n| n.modify_index);
                     if existing.is_none() || existing != Some(node.modify_index) {
                         return Err(format!("failed to delete node {q}, index is stale"));
                     }
-                    tx.delete_node(&node.node);
+                    tx.delete_node_in(part(&node.partition), &node.node);
                     Ok(None)
                 }
             }
@@ -411,35 +457,45 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
             match verb.as_str() {
                 "get" => read_op(tx.store(), op),
                 "set" => {
-                    tx.ensure_service(service_rec(node, service, opt(&service.namespace)))
-                        .map_err(store_err)?;
-                    Ok(service_result(tx.store(), node, &service.id))
+                    tx.ensure_service(service_rec(
+                        node,
+                        service,
+                        opt(&service.namespace),
+                        opt(&service.partition),
+                    ))
+                    .map_err(store_err)?;
+                    Ok(service_result(tx.store(), node, service))
                 }
                 "cas" => {
                     let existing = tx
                         .store()
-                        .service(node, &service.id)
+                        .service_in(part(&service.partition), node, &service.id)
                         .map(|s| s.modify_index);
                     if !cas_ok(service.modify_index, existing) {
                         return Err(stale("set"));
                     }
-                    tx.ensure_service(service_rec(node, service, opt(&service.namespace)))
-                        .map_err(store_err)?;
-                    Ok(service_result(tx.store(), node, &service.id))
+                    tx.ensure_service(service_rec(
+                        node,
+                        service,
+                        opt(&service.namespace),
+                        opt(&service.partition),
+                    ))
+                    .map_err(store_err)?;
+                    Ok(service_result(tx.store(), node, service))
                 }
                 "delete" => {
-                    tx.delete_service(node, &service.id);
+                    tx.delete_service_in(part(&service.partition), node, &service.id);
                     Ok(None)
                 }
                 _ => {
                     let existing = tx
                         .store()
-                        .service(node, &service.id)
+                        .service_in(part(&service.partition), node, &service.id)
                         .map(|s| s.modify_index);
                     if existing.is_none() || existing != Some(service.modify_index) {
                         return Err(stale("delete"));
                     }
-                    tx.delete_service(node, &service.id);
+                    tx.delete_service_in(part(&service.partition), node, &service.id);
                     Ok(None)
                 }
             }
@@ -455,35 +511,43 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
             match verb.as_str() {
                 "get" => read_op(tx.store(), op),
                 "set" => {
-                    tx.ensure_check(check_rec(check, opt(&check.namespace)))
-                        .map_err(store_err)?;
-                    Ok(check_result(tx.store(), &check.node, &check.check_id))
+                    tx.ensure_check(check_rec(
+                        check,
+                        opt(&check.namespace),
+                        opt(&check.partition),
+                    ))
+                    .map_err(store_err)?;
+                    Ok(check_result(tx.store(), check))
                 }
                 "cas" => {
                     let existing = tx
                         .store()
-                        .check(&check.node, &check.check_id)
+                        .check_in(part(&check.partition), &check.node, &check.check_id)
                         .map(|c| c.modify_index);
                     if !cas_ok(check.modify_index, existing) {
                         return Err(stale("set"));
                     }
-                    tx.ensure_check(check_rec(check, opt(&check.namespace)))
-                        .map_err(store_err)?;
-                    Ok(check_result(tx.store(), &check.node, &check.check_id))
+                    tx.ensure_check(check_rec(
+                        check,
+                        opt(&check.namespace),
+                        opt(&check.partition),
+                    ))
+                    .map_err(store_err)?;
+                    Ok(check_result(tx.store(), check))
                 }
                 "delete" => {
-                    tx.delete_check(&check.node, &check.check_id);
+                    tx.delete_check_in(part(&check.partition), &check.node, &check.check_id);
                     Ok(None)
                 }
                 _ => {
                     let existing = tx
                         .store()
-                        .check(&check.node, &check.check_id)
+                        .check_in(part(&check.partition), &check.node, &check.check_id)
                         .map(|c| c.modify_index);
                     if existing.is_none() || existing != Some(check.modify_index) {
                         return Err(stale("delete"));
                     }
-                    tx.delete_check(&check.node, &check.check_id);
+                    tx.delete_check_in(part(&check.partition), &check.node, &check.check_id);
                     Ok(None)
                 }
             }
@@ -495,10 +559,10 @@ fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
 /// A `get` op.
 fn read_op(store: &Store, op: &TxnOpIn) -> Result<Option<Value>, String> {
     match op {
-        TxnOpIn::Node { node, .. } => node_result(store, &node.node)
+        TxnOpIn::Node { node, .. } => node_result(store, node)
             .map(Some)
             .ok_or_else(|| format!("node {} doesn't exist", go_quote(&node.node))),
-        TxnOpIn::Service { node, service, .. } => service_result(store, node, &service.id)
+        TxnOpIn::Service { node, service, .. } => service_result(store, node, service)
             .map(Some)
             .ok_or_else(|| {
                 format!(
@@ -507,15 +571,13 @@ fn read_op(store: &Store, op: &TxnOpIn) -> Result<Option<Value>, String> {
                     go_quote(node)
                 )
             }),
-        TxnOpIn::Check { check, .. } => check_result(store, &check.node, &check.check_id)
-            .map(Some)
-            .ok_or_else(|| {
-                format!(
-                    "check {} on node {} doesn't exist",
-                    go_quote(&check.check_id),
-                    go_quote(&check.node)
-                )
-            }),
+        TxnOpIn::Check { check, .. } => check_result(store, check).map(Some).ok_or_else(|| {
+            format!(
+                "check {} on node {} doesn't exist",
+                go_quote(&check.check_id),
+                go_quote(&check.node)
+            )
+        }),
         TxnOpIn::Kv | TxnOpIn::Empty => Err("unknown operation type".into()),
     }
 }

@@ -150,7 +150,7 @@ async fn namespace_crud_is_one_apply_per_write() {
 }
 
 #[tokio::test]
-async fn partitions_are_managed_but_hold_no_catalog_data() {
+async fn partitions_are_managed_with_one_apply_per_write() {
     let api = ent().await;
     let before = applies(&api);
     let r = api.put("/v1/partition", &json!({"Name": "eu"})).await;
@@ -159,13 +159,6 @@ async fn partitions_are_managed_but_hold_no_catalog_data() {
     assert_eq!(applies(&api), before + 1);
     let list = api.get("/v1/partitions").await.json();
     assert_eq!(list.as_array().unwrap().len(), 2);
-    let reg = api
-        .put(
-            "/v1/catalog/register?partition=eu",
-            &json!({"Node": "n1", "Address": "10.0.0.1"}),
-        )
-        .await;
-    assert_eq!(reg.status, 400, "{}", reg.text);
     let unknown = api
         .put(
             "/v1/catalog/register",
@@ -613,4 +606,202 @@ async fn namespace_management_needs_operator_write() {
     )
     .await;
     assert_eq!(r.status, 400, "{}", r.text);
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["Name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn namespaces_belong_to_their_partition() {
+    let api = ent().await;
+    let before = applies(&api);
+    assert_eq!(
+        api.put("/v1/partition", &json!({"Name": "eu"}))
+            .await
+            .status,
+        200
+    );
+    // A new partition has its own default namespace.
+    let d = api.get("/v1/namespace/default?partition=eu").await;
+    assert_eq!(d.status, 200, "{}", d.text);
+    assert_eq!(d.json()["Partition"], "eu");
+    let r = api
+        .put("/v1/namespace?partition=eu", &json!({"Name": "team"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Partition"], "eu");
+    // The body's Partition places it too.
+    let r = api
+        .put("/v1/namespace", &json!({"Name": "ops", "Partition": "EU"}))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Partition"], "eu");
+    assert_eq!(applies(&api), before + 3);
+
+    assert_eq!(api.get("/v1/namespace/team").await.status, 404);
+    assert_eq!(
+        names(&api.get("/v1/namespaces?partition=eu").await.json()),
+        ["default", "ops", "team"]
+    );
+    assert_eq!(names(&api.get("/v1/namespaces").await.json()), ["default"]);
+    // The same name in the default partition is another namespace.
+    let r = api.put("/v1/namespace", &json!({"Name": "team"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Partition"], "default");
+    assert_eq!(applies(&api), before + 4);
+
+    // Deleting team in eu leaves team in default.
+    let del = call(
+        &api,
+        reqwest::Method::DELETE,
+        "/v1/namespace/team?partition=eu",
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(del.status, 200, "{}", del.text);
+    assert_eq!(api.get("/v1/namespace/team?partition=eu").await.status, 404);
+    assert_eq!(api.get("/v1/namespace/team").await.status, 200);
+
+    // A deleted partition takes its namespaces with it, in one apply.
+    let before_del = applies(&api);
+    let del = call(&api, reqwest::Method::DELETE, "/v1/partition/eu", "", None).await;
+    assert_eq!(del.status, 200, "{}", del.text);
+    assert_eq!(applies(&api), before_del + 1);
+    assert_eq!(
+        api.put("/v1/partition", &json!({"Name": "eu"}))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        names(&api.get("/v1/namespaces?partition=eu").await.json()),
+        ["default"]
+    );
+}
+
+#[tokio::test]
+async fn unknown_or_malformed_partitions_on_namespace_requests_change_nothing() {
+    let api = ent().await;
+    let before = applies(&api);
+    let unknown = api
+        .put("/v1/namespace?partition=nope", &json!({"Name": "team"}))
+        .await;
+    assert_eq!(unknown.status, 500);
+    assert_eq!(unknown.text, "Partition \"nope\" does not exist");
+    let unknown = api
+        .put("/v1/namespace/team", &json!({"Partition": "nope"}))
+        .await;
+    assert_eq!(unknown.status, 500);
+    for bad in ["a_b", "-x", "%2A"] {
+        let r = api
+            .put(
+                &format!("/v1/namespace?partition={bad}"),
+                &json!({"Name": "team"}),
+            )
+            .await;
+        assert_eq!(r.status, 400, "{bad}: {}", r.text);
+        assert!(r.text.contains("Invalid Partition name"), "{}", r.text);
+        assert_eq!(
+            api.get(&format!("/v1/namespaces?partition={bad}"))
+                .await
+                .status,
+            400
+        );
+    }
+    let r = api
+        .put("/v1/namespace", &json!({"Name": "team", "Partition": 7}))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text);
+    let del = call(
+        &api,
+        reqwest::Method::DELETE,
+        "/v1/namespace/default?partition=nope",
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(del.status, 400, "the default namespace is never deleted");
+    let del = call(
+        &api,
+        reqwest::Method::DELETE,
+        "/v1/namespace/team?partition=nope",
+        "",
+        None,
+    )
+    .await;
+    assert_eq!(del.status, 404, "{}", del.text);
+    assert_eq!(
+        api.get("/v1/namespace/default?partition=nope").await.status,
+        404
+    );
+    assert_eq!(
+        api.get("/v1/namespaces?partition=nope").await.json(),
+        json!([])
+    );
+    assert_eq!(applies(&api), before, "refusals apply nothing");
+    assert_eq!(names(&api.get("/v1/namespaces").await.json()), ["default"]);
+}
+
+#[tokio::test]
+async fn partition_blocks_grant_namespace_reads_only_in_that_partition() {
+    let api = ent_acl().await;
+    let op = token_with(&api, "op", r#"operator = "write""#).await;
+    for path in [
+        "/v1/partition",
+        "/v1/namespace",
+        "/v1/namespace?partition=eu",
+    ] {
+        let body = if path == "/v1/partition" {
+            json!({"Name": "eu"})
+        } else {
+            json!({"Name": "team"})
+        };
+        let r = call(&api, reqwest::Method::PUT, path, &op, Some(body)).await;
+        assert_eq!(r.status, 200, "{path}: {}", r.text);
+    }
+    let eu = token_with(
+        &api,
+        "eu-team",
+        r#"partition "eu" { namespace "team" { service_prefix "" { policy = "read" } } }"#,
+    )
+    .await;
+    let plain = token_with(
+        &api,
+        "team",
+        r#"namespace "team" { service_prefix "" { policy = "read" } }"#,
+    )
+    .await;
+    let get = |path: &'static str, tok: String| {
+        let api = &api;
+        async move { call(api, reqwest::Method::GET, path, &tok, None).await }
+    };
+    assert_eq!(
+        get("/v1/namespace/team?partition=eu", eu.clone())
+            .await
+            .status,
+        200
+    );
+    assert_eq!(get("/v1/namespace/team", eu.clone()).await.status, 403);
+    assert_eq!(get("/v1/namespace/team", plain.clone()).await.status, 200);
+    assert_eq!(
+        get("/v1/namespace/team?partition=eu", plain.clone())
+            .await
+            .status,
+        403,
+        "rules outside a partition block stay in the token's partition"
+    );
+    assert_eq!(
+        names(&get("/v1/namespaces?partition=eu", eu.clone()).await.json()),
+        ["team"]
+    );
+    assert_eq!(
+        get("/v1/namespaces?partition=eu", plain).await.json(),
+        json!([])
+    );
 }
