@@ -235,6 +235,19 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The same query without the given keys (for an endpoint that does
+    /// not read them).
+    pub fn without(&self, keys: &[&str]) -> Query {
+        Query {
+            pairs: self
+                .pairs
+                .iter()
+                .filter(|(k, _)| !keys.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+        }
+    }
+
     /// Whether `key` is present (with or without a value).
     pub fn has(&self, key: &str) -> bool {
         self.pairs.iter().any(|(k, _)| k == key)

@@ -955,7 +955,15 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             Ok(json_resp(200, &json!(true), pretty))
         }
         Route::Txn => {
-            let scope = check_scope(shared, &q)?;
+            // Consul reads only `dc` and the token from a transaction's
+            // query: each op names its namespace and partition in its own
+            // body (`default` when it names none), and `?ns=` or
+            // `?partition=` are ignored, even by Consul CE.
+            check_scope(shared, &q.without(&["ns", "partition"]))?;
+            let scope = Scope {
+                enterprise: shared.config.enterprise,
+                ..Scope::ce()
+            };
             let max = shared.config.max_body_bytes;
             let b = body(shared, req).await.map_err(|e| match e {
                 ApiError::TooLarge(_) => {

@@ -296,10 +296,17 @@ fn resolve_tenancy(store: &Store, op: &mut TxnOpIn, scope: &Scope) -> Result<(),
                 .data_partition(store, &[&check.partition])
                 .map_err(|e| e.to_string())?
                 .unwrap_or_default();
-            check.namespace = if scope.enterprise {
+            // A service's check lives in the namespace its op names (as the
+            // service op beside it does); a node's check in `default`.
+            check.namespace = if !scope.enterprise {
+                String::new()
+            } else if check.service_id.is_empty() {
                 DEFAULT_TENANCY.to_string()
             } else {
-                String::new()
+                scope
+                    .write_ns(store, part(&check.partition), &[&check.namespace])
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default()
             };
         }
         TxnOpIn::Kv | TxnOpIn::Empty => {}
@@ -344,16 +351,17 @@ fn vet_check(store: &Store, check: &crate::decode::CheckIn, authz: &Authz) -> Re
             ));
         }
     };
+    // As Consul vets a check op: in the namespace the op names (resolved
+    // before this), not the stored service's.
+    let namespace = if check.namespace.is_empty() {
+        store
+            .service_in(p, &node, &service_id)
+            .map_or(DEFAULT_TENANCY, |s| s.namespace())
+    } else {
+        check.namespace.as_str()
+    };
     authz
-        .require_part(
-            AclResource::Service,
-            p,
-            store
-                .service_in(p, &node, &service_id)
-                .map_or(DEFAULT_TENANCY, |s| s.namespace()),
-            &name,
-            AclAccess::Write,
-        )
+        .require_part(AclResource::Service, p, namespace, &name, AclAccess::Write)
         .map_err(|e| e.to_string())
 }
 

@@ -364,6 +364,91 @@ async fn txn_ops_carry_their_namespace() {
 }
 
 #[tokio::test]
+async fn a_txn_ignores_ns_and_partition_in_its_query() {
+    let api = ent().await;
+    create_ns(&api, "team").await;
+    let before = applies(&api);
+    // Consul reads a transaction's tenancy from each op's body only: an
+    // op naming none lands in `default` whatever the query says, and an
+    // unknown namespace in the query is not even looked at.
+    let r = api
+        .put(
+            "/v1/txn?ns=team&partition=ghost",
+            &json!([
+                {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "10.0.0.1"}}},
+                {"Service": {"Verb": "set", "Node": "n1", "Service": {"ID": "db-1", "Service": "db"}}},
+            ]),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    let results = r.json()["Results"].clone();
+    assert_eq!(results[0]["Node"]["Partition"], "default");
+    assert_eq!(results[1]["Service"]["Namespace"], "default");
+    assert_eq!(applies(&api), before + 1);
+    let in_team = api.get("/v1/catalog/service/db?ns=team").await.json();
+    assert_eq!(in_team, json!([]));
+    let in_default = api.get("/v1/catalog/service/db").await.json();
+    assert_eq!(in_default[0]["Namespace"], "default");
+}
+
+#[tokio::test]
+async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
+    let api = ent_acl().await;
+    create_ns(&api, "team").await;
+    let tok = token_with(
+        &api,
+        "team-writer",
+        r#"node_prefix "" { policy = "write" }
+           namespace "team" { service_prefix "" { policy = "write" } }"#,
+    )
+    .await;
+    let before = applies(&api);
+    let ops = |ns: &str| {
+        json!([
+            {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "10.0.0.1"}}},
+            {"Service": {"Verb": "set", "Node": "n1",
+                         "Service": {"ID": "db-1", "Service": "db", "Namespace": ns}}},
+            {"Check": {"Verb": "set", "Check": {"Node": "n1", "CheckID": "db-1-alive",
+                       "Name": "alive", "Status": "passing", "ServiceID": "db-1",
+                       "ServiceName": "db", "Namespace": ns}}},
+        ])
+    };
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/txn",
+        &tok,
+        Some(ops("team")),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.json()["Results"][2]["Check"]["Namespace"], "team");
+    assert_eq!(applies(&api), before + 1);
+    // The same transaction naming `default` is refused whole, service and
+    // check alike, and applies nothing.
+    let r = call(
+        &api,
+        reqwest::Method::PUT,
+        "/v1/txn",
+        &tok,
+        Some(ops("default")),
+    )
+    .await;
+    assert_eq!(r.status, 409, "{}", r.text);
+    let errors = r.json()["Errors"].clone();
+    assert!(
+        errors
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["What"].as_str().unwrap().contains("Permission denied")),
+        "{errors}"
+    );
+    assert_eq!(errors.as_array().unwrap().len(), 2, "{errors}");
+    assert_eq!(applies(&api), before + 1);
+}
+
+#[tokio::test]
 async fn a_blocked_read_of_one_namespace_is_not_woken_by_another() {
     let api = ent().await;
     create_ns(&api, "a").await;

@@ -382,13 +382,11 @@ async fn a_namespace_scoped_token_writes_in_its_namespace_only() {
 
     let team = client(&sandbox, Some("team"), Some(TEAM_SECRET));
     let service_ops = controller_ops("web-1", "web")[1..].to_vec();
-    // The instance and its check in two transactions: consul-sandbox vets
-    // a check op whose service is not stored yet in `default`, not in the
-    // check's own `Namespace` as Consul does, so the controller's single
-    // transaction of both would be refused there.
-    team.txn(&service_ops[..1]).await.unwrap();
-    team.txn(&service_ops[1..]).await.unwrap();
-    assert_eq!(applies(&sandbox), before + 2);
+    // The instance and its check in one transaction, as the controller
+    // sends them: both are vetted in the namespace the client put into
+    // their bodies.
+    team.txn(&service_ops).await.unwrap();
+    assert_eq!(applies(&sandbox), before + 1);
     let root_team = client(&sandbox, Some("team"), Some(ROOT));
     assert_eq!(instances_of(&root_team, "web").await, ["web-1"]);
     let entries = root_team
@@ -415,7 +413,7 @@ async fn a_namespace_scoped_token_writes_in_its_namespace_only() {
         .unwrap_err();
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
     assert!(instances_of(&root, "web").await.is_empty());
-    assert_eq!(applies(&sandbox), before + 2, "refusals apply nothing");
+    assert_eq!(applies(&sandbox), before + 1, "refusals apply nothing");
 }
 
 #[tokio::test]
