@@ -8,12 +8,10 @@
 
 mod common;
 
-use common::{Api, Resp};
+use common::{Api, ROOT, Resp};
 use consul_sandbox::{AclDefaultPolicy, Config};
 use proptest::prelude::*;
 use serde_json::{Value, json};
-
-const ROOT: &str = "root-secret";
 
 async fn acl_api(default: AclDefaultPolicy) -> Api {
     Api::start_with(Config {
@@ -24,29 +22,13 @@ async fn acl_api(default: AclDefaultPolicy) -> Api {
     .await
 }
 
-async fn call(
-    api: &Api,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> Resp {
-    let mut r = api.http.request(method, api.url(path));
-    if !token.is_empty() {
-        r = r.header("X-Consul-Token", token);
-    }
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    api.send(r).await
-}
-
 async fn put(api: &Api, path: &str, token: &str, body: Value) -> Resp {
-    call(api, reqwest::Method::PUT, path, token, Some(body)).await
+    api.call(reqwest::Method::PUT, path, token, Some(body))
+        .await
 }
 
 async fn get(api: &Api, path: &str, token: &str) -> Resp {
-    call(api, reqwest::Method::GET, path, token, None).await
+    api.call(reqwest::Method::GET, path, token, None).await
 }
 
 /// A token whose policy has the given rules; returns (accessor, secret).
@@ -110,14 +92,14 @@ async fn policy_crud_counts_one_apply_per_write() {
         .map(|s| if s == "sync" { "sync" } else { "other" })
         .collect();
     assert_eq!(names.len(), 2, "global-management and sync");
-    let r = call(
-        &api,
-        reqwest::Method::DELETE,
-        &format!("/v1/acl/policy/{id}"),
-        ROOT,
-        None,
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/acl/policy/{id}"),
+            ROOT,
+            None,
+        )
+        .await;
     assert_eq!((r.status, r.text.as_str()), (200, "true"));
     let r = get(&api, &format!("/v1/acl/policy/{id}"), ROOT).await;
     assert_eq!((r.status, r.text.as_str()), (403, "ACL not found"));
@@ -368,14 +350,14 @@ async fn roles_link_policies_and_deleting_a_token_revokes_it() {
             .len(),
         1
     );
-    let r = call(
-        &api,
-        reqwest::Method::DELETE,
-        &format!("/v1/acl/token/{accessor}"),
-        ROOT,
-        None,
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/acl/token/{accessor}"),
+            ROOT,
+            None,
+        )
+        .await;
     assert_eq!(r.status, 200);
     let r = put(
         &api,

@@ -10,11 +10,10 @@
 
 mod common;
 
-use common::{Api, Resp};
+use common::{Api, ROOT, Resp};
 use consul_sandbox::{AclDefaultPolicy, Config};
 use serde_json::{Value, json};
 
-const ROOT: &str = "root-secret";
 /// Any PEM certificate: Consul requires one, the sandbox reaches its
 /// Kubernetes host over plain HTTP and never uses it.
 const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUaKdHuwQ8Hh7562B+0QbP7uVGXXYwCgYIKoZIzj0EAwIw\nFTETMBEGA1UEAwwKa3ViZXJuZXRlczAeFw0yNjEyMDIxMTM2NDBaFw0zNjExMjkx\nMTM2NDBaMBUxEzARBgNVBAMMCmt1YmVybmV0ZXMwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAARKH67+tQImsWrgQFfCDWiJrctOk5ucIBX6T7X/yYa9yPIaVH7DdHZw\nXd2kwclVssEhRRmhZMakgsyT6fzGxwsfo1MwUTAdBgNVHQ4EFgQUHEEOnVm3DT/C\nvYZVd5C1kkElAvQwHwYDVR0jBBgwFoAUHEEOnVm3DT/CvYZVd5C1kkElAvQwDwYD\nVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA6JXW/kPZjP1jZxIy23bn\nvSlOn+sZwrulPn/0DIwCosYCIEM+6beeaTslIiP7yIbKvwHz5so5C4DKa3rPUAla\nztm1\n-----END CERTIFICATE-----\n";

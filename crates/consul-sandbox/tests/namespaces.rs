@@ -9,60 +9,18 @@
 
 mod common;
 
-use common::{Api, Resp, eventually};
-use consul_sandbox::{AclDefaultPolicy, Config};
+use common::{Api, ROOT, Resp, eventually};
 use serde_json::{Value, json};
 
-const ROOT: &str = "root-secret";
-
-async fn ent() -> Api {
-    Api::start_with(Config {
-        enterprise: true,
-        ..Config::default()
-    })
-    .await
-}
-
-async fn ent_acl() -> Api {
-    Api::start_with(Config {
-        enterprise: true,
-        acl_default_policy: Some(AclDefaultPolicy::Deny),
-        acl_initial_management_token: Some(ROOT.into()),
-        ..Config::default()
-    })
-    .await
-}
-
-async fn call(
-    api: &Api,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> Resp {
-    let mut r = api.http.request(method, api.url(path));
-    if !token.is_empty() {
-        r = r.header("X-Consul-Token", token);
-    }
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    api.send(r).await
-}
-
-fn applies(api: &Api) -> u64 {
-    api.sb.stats().raft_applies
-}
-
 async fn create_ns(api: &Api, name: &str) {
-    let r = call(
-        api,
-        reqwest::Method::PUT,
-        "/v1/namespace",
-        ROOT,
-        Some(json!({"Name": name})),
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/namespace",
+            ROOT,
+            Some(json!({"Name": name})),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
@@ -76,8 +34,8 @@ async fn register_in(api: &Api, ns: &str, node: &str, id: &str, name: &str) -> R
 
 #[tokio::test]
 async fn namespace_crud_is_one_apply_per_write() {
-    let api = ent().await;
-    let before = applies(&api);
+    let api = Api::enterprise().await;
+    let before = api.applies();
     let r = api
         .put(
             "/v1/namespace",
@@ -94,12 +52,12 @@ async fn namespace_crud_is_one_apply_per_write() {
         created["ACLs"],
         json!({"PolicyDefaults": [], "RoleDefaults": []})
     );
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
 
     // Creating it again is refused and applies nothing.
     let again = api.put("/v1/namespace", &json!({"Name": "team-1"})).await;
     assert_eq!(again.status, 400, "{}", again.text);
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
 
     let upd = api
         .put("/v1/namespace/team-1", &json!({"Description": "T1"}))
@@ -108,7 +66,7 @@ async fn namespace_crud_is_one_apply_per_write() {
     assert_eq!(upd.json()["Description"], "T1");
     assert_eq!(upd.json()["CreateIndex"], created["CreateIndex"]);
     assert!(upd.json()["ModifyIndex"].as_u64() > created["ModifyIndex"].as_u64());
-    assert_eq!(applies(&api), before + 2);
+    assert_eq!(api.applies(), before + 2);
 
     let got = api.get("/v1/namespace/team-1").await;
     assert_eq!(got.status, 200);
@@ -122,28 +80,18 @@ async fn namespace_crud_is_one_apply_per_write() {
         .collect();
     assert_eq!(names, ["default", "team-1"]);
 
-    let del = call(
-        &api,
-        reqwest::Method::DELETE,
-        "/v1/namespace/team-1",
-        "",
-        None,
-    )
-    .await;
+    let del = api
+        .call(reqwest::Method::DELETE, "/v1/namespace/team-1", "", None)
+        .await;
     assert_eq!(del.status, 200, "{}", del.text);
-    assert_eq!(applies(&api), before + 3);
+    assert_eq!(api.applies(), before + 3);
     assert_eq!(api.get("/v1/namespace/team-1").await.status, 404);
-    let del_default = call(
-        &api,
-        reqwest::Method::DELETE,
-        "/v1/namespace/default",
-        "",
-        None,
-    )
-    .await;
+    let del_default = api
+        .call(reqwest::Method::DELETE, "/v1/namespace/default", "", None)
+        .await;
     assert_eq!(del_default.status, 400);
     assert_eq!(
-        applies(&api),
+        api.applies(),
         before + 3,
         "reads and refusals apply nothing"
     );
@@ -151,12 +99,12 @@ async fn namespace_crud_is_one_apply_per_write() {
 
 #[tokio::test]
 async fn partitions_are_managed_with_one_apply_per_write() {
-    let api = ent().await;
-    let before = applies(&api);
+    let api = Api::enterprise().await;
+    let before = api.applies();
     let r = api.put("/v1/partition", &json!({"Name": "eu"})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["Name"], "eu");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     let list = api.get("/v1/partitions").await.json();
     assert_eq!(list.as_array().unwrap().len(), 2);
     let unknown = api
@@ -167,15 +115,15 @@ async fn partitions_are_managed_with_one_apply_per_write() {
         .await;
     assert_eq!(unknown.status, 500);
     assert_eq!(unknown.text, "Partition \"nope\" does not exist");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     let nodes = api.get("/v1/catalog/nodes").await.json();
     assert_eq!(nodes[0]["Partition"], "default");
 }
 
 #[tokio::test]
 async fn malformed_namespace_requests_answer_400_and_change_nothing() {
-    let api = ent().await;
-    let before = applies(&api);
+    let api = Api::enterprise().await;
+    let before = api.applies();
     for body in [
         json!({"Name": "bad_name"}),
         json!({"Name": "-x"}),
@@ -205,7 +153,7 @@ async fn malformed_namespace_requests_answer_400_and_change_nothing() {
     assert_eq!(r.status, 400);
     let r = register_in(&api, "bad_name", "n1", "a", "web").await;
     assert_eq!(r.status, 400);
-    assert_eq!(applies(&api), before);
+    assert_eq!(api.applies(), before);
     assert_eq!(
         api.get("/v1/namespaces")
             .await
@@ -219,9 +167,9 @@ async fn malformed_namespace_requests_answer_400_and_change_nothing() {
 
 #[tokio::test]
 async fn services_live_in_their_namespace() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_ns(&api, "team").await;
-    let before = applies(&api);
+    let before = api.applies();
     assert_eq!(
         register_in(&api, "team", "n1", "db-1", "db").await.status,
         200
@@ -235,7 +183,7 @@ async fn services_live_in_their_namespace() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(applies(&api), before + 2);
+    assert_eq!(api.applies(), before + 2);
 
     let team = api.get("/v1/catalog/services?ns=team").await.json();
     assert_eq!(team, json!({"db": []}));
@@ -265,7 +213,7 @@ async fn services_live_in_their_namespace() {
     let r = register_in(&api, "ghost", "n1", "x", "x").await;
     assert_eq!(r.status, 500);
     assert_eq!(r.text, "Namespace \"ghost\" does not exist");
-    assert_eq!(applies(&api), before + 2);
+    assert_eq!(api.applies(), before + 2);
 
     // A deregistration from another namespace does not find the instance.
     let r = api
@@ -290,12 +238,12 @@ async fn services_live_in_their_namespace() {
         api.get("/v1/catalog/services?ns=team").await.json(),
         json!({})
     );
-    assert_eq!(applies(&api), before + 4);
+    assert_eq!(api.applies(), before + 4);
 }
 
 #[tokio::test]
 async fn deleting_a_namespace_removes_its_services_in_the_same_apply() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_ns(&api, "team").await;
     register_in(&api, "team", "n1", "db-1", "db").await;
     let r = api
@@ -309,17 +257,12 @@ async fn deleting_a_namespace_removes_its_services_in_the_same_apply() {
     register_in(&api, "default", "n1", "web-1", "web").await;
     let checks = api.get("/v1/health/checks/db?ns=team").await.json();
     assert_eq!(checks[0]["Namespace"], "team");
-    let before = applies(&api);
-    let del = call(
-        &api,
-        reqwest::Method::DELETE,
-        "/v1/namespace/team",
-        "",
-        None,
-    )
-    .await;
+    let before = api.applies();
+    let del = api
+        .call(reqwest::Method::DELETE, "/v1/namespace/team", "", None)
+        .await;
     assert_eq!(del.status, 200, "{}", del.text);
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     let stats = api.sb.stats();
     // The agent's own `consul` service and web remain; db and its check went.
     assert_eq!(stats.services, 2);
@@ -330,9 +273,9 @@ async fn deleting_a_namespace_removes_its_services_in_the_same_apply() {
 
 #[tokio::test]
 async fn txn_ops_carry_their_namespace() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_ns(&api, "team").await;
-    let before = applies(&api);
+    let before = api.applies();
     let r = api
         .put(
             "/v1/txn",
@@ -347,7 +290,7 @@ async fn txn_ops_carry_their_namespace() {
     let results = r.json()["Results"].clone();
     assert_eq!(results[0]["Node"]["Partition"], "default");
     assert_eq!(results[1]["Service"]["Namespace"], "team");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     let r = api
         .put(
             "/v1/txn",
@@ -360,14 +303,14 @@ async fn txn_ops_carry_their_namespace() {
         r.json()["Errors"][0]["What"],
         "Namespace \"ghost\" does not exist"
     );
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
 }
 
 #[tokio::test]
 async fn a_txn_ignores_ns_and_partition_in_its_query() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_ns(&api, "team").await;
-    let before = applies(&api);
+    let before = api.applies();
     // Consul reads a transaction's tenancy from each op's body only: an
     // op naming none lands in `default` whatever the query says, and an
     // unknown namespace in the query is not even looked at.
@@ -384,7 +327,7 @@ async fn a_txn_ignores_ns_and_partition_in_its_query() {
     let results = r.json()["Results"].clone();
     assert_eq!(results[0]["Node"]["Partition"], "default");
     assert_eq!(results[1]["Service"]["Namespace"], "default");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     let in_team = api.get("/v1/catalog/service/db?ns=team").await.json();
     assert_eq!(in_team, json!([]));
     let in_default = api.get("/v1/catalog/service/db").await.json();
@@ -393,7 +336,7 @@ async fn a_txn_ignores_ns_and_partition_in_its_query() {
 
 #[tokio::test]
 async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
-    let api = ent_acl().await;
+    let api = Api::enterprise_with_acls().await;
     create_ns(&api, "team").await;
     let tok = token_with(
         &api,
@@ -402,7 +345,7 @@ async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
            namespace "team" { service_prefix "" { policy = "write" } }"#,
     )
     .await;
-    let before = applies(&api);
+    let before = api.applies();
     let ops = |ns: &str| {
         json!([
             {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "10.0.0.1"}}},
@@ -413,27 +356,17 @@ async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
                        "ServiceName": "db", "Namespace": ns}}},
         ])
     };
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/txn",
-        &tok,
-        Some(ops("team")),
-    )
-    .await;
+    let r = api
+        .call(reqwest::Method::PUT, "/v1/txn", &tok, Some(ops("team")))
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["Results"][2]["Check"]["Namespace"], "team");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     // The same transaction naming `default` is refused whole, service and
     // check alike, and applies nothing.
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/txn",
-        &tok,
-        Some(ops("default")),
-    )
-    .await;
+    let r = api
+        .call(reqwest::Method::PUT, "/v1/txn", &tok, Some(ops("default")))
+        .await;
     assert_eq!(r.status, 409, "{}", r.text);
     let errors = r.json()["Errors"].clone();
     assert!(
@@ -445,12 +378,12 @@ async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
         "{errors}"
     );
     assert_eq!(errors.as_array().unwrap().len(), 2, "{errors}");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
 }
 
 #[tokio::test]
 async fn a_blocked_read_of_one_namespace_is_not_woken_by_another() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_ns(&api, "a").await;
     create_ns(&api, "b").await;
     register_in(&api, "a", "n1", "s-a", "svc-a").await;
@@ -507,32 +440,32 @@ async fn ce_mode_answers_as_consul_ce() {
 }
 
 async fn token_with(api: &Api, name: &str, rules: &str) -> String {
-    let p = call(
-        api,
-        reqwest::Method::PUT,
-        "/v1/acl/policy",
-        ROOT,
-        Some(json!({"Name": name, "Rules": rules})),
-    )
-    .await;
+    let p = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/acl/policy",
+            ROOT,
+            Some(json!({"Name": name, "Rules": rules})),
+        )
+        .await;
     assert_eq!(p.status, 200, "{}", p.text);
-    let t = call(
-        api,
-        reqwest::Method::PUT,
-        "/v1/acl/token",
-        ROOT,
-        Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
-    )
-    .await;
+    let t = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/acl/token",
+            ROOT,
+            Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
+        )
+        .await;
     assert_eq!(t.status, 200, "{}", t.text);
     t.json()["SecretID"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
 async fn rules_inside_a_namespace_block_grant_only_there() {
-    let api = ent_acl().await;
+    let api = Api::enterprise_with_acls().await;
     create_ns(&api, "team").await;
-    let before = applies(&api);
+    let before = api.applies();
     let tok = token_with(
         &api,
         "team-db",
@@ -545,8 +478,7 @@ async fn rules_inside_a_namespace_block_grant_only_there() {
         let api = &api;
         let tok = tok.clone();
         async move {
-            call(
-                api,
+            api.call(
                 reqwest::Method::PUT,
                 &format!("/v1/catalog/register?ns={ns}"),
                 &tok,
@@ -556,7 +488,7 @@ async fn rules_inside_a_namespace_block_grant_only_there() {
             .await
         }
     };
-    let after_token = applies(&api);
+    let after_token = api.applies();
     assert_eq!(after_token, before + 2);
     assert_eq!(reg("team", "db").await.status, 200);
     assert_eq!(
@@ -574,17 +506,17 @@ async fn rules_inside_a_namespace_block_grant_only_there() {
         403,
         "top-level rules stay in default"
     );
-    assert_eq!(applies(&api), after_token + 2, "denials apply nothing");
+    assert_eq!(api.applies(), after_token + 2, "denials apply nothing");
 
     // Reads are filtered the same way.
-    let r = call(
-        &api,
-        reqwest::Method::GET,
-        "/v1/catalog/services?ns=*",
-        &tok,
-        None,
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::GET,
+            "/v1/catalog/services?ns=*",
+            &tok,
+            None,
+        )
+        .await;
     let body = r.json();
     assert!(
         body.get("db").is_some() && body.get("web").is_some(),
@@ -599,97 +531,83 @@ async fn rules_inside_a_namespace_block_grant_only_there() {
 
 #[tokio::test]
 async fn namespace_management_needs_operator_write() {
-    let api = ent_acl().await;
+    let api = Api::enterprise_with_acls().await;
     let reader = token_with(&api, "ns-reader", r#"namespace "team" { policy = "read" }"#).await;
     let op = token_with(&api, "op", r#"operator = "write""#).await;
-    let before = applies(&api);
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/namespace",
-        &reader,
-        Some(json!({"Name": "team"})),
-    )
-    .await;
+    let before = api.applies();
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/namespace",
+            &reader,
+            Some(json!({"Name": "team"})),
+        )
+        .await;
     assert_eq!(r.status, 403, "{}", r.text);
     assert!(
         r.text.contains("lacks permission 'operator:write'"),
         "{}",
         r.text
     );
-    assert_eq!(applies(&api), before);
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/namespace",
-        &op,
-        Some(json!({"Name": "team"})),
-    )
-    .await;
+    assert_eq!(api.applies(), before);
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/namespace",
+            &op,
+            Some(json!({"Name": "team"})),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/namespace",
-        &op,
-        Some(json!({"Name": "other"})),
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/namespace",
+            &op,
+            Some(json!({"Name": "other"})),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(applies(&api), before + 2);
+    assert_eq!(api.applies(), before + 2);
     // The reader sees its namespace only.
-    let r = call(
-        &api,
-        reqwest::Method::GET,
-        "/v1/namespace/team",
-        &reader,
-        None,
-    )
-    .await;
+    let r = api
+        .call(reqwest::Method::GET, "/v1/namespace/team", &reader, None)
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let r = call(
-        &api,
-        reqwest::Method::GET,
-        "/v1/namespace/other",
-        &reader,
-        None,
-    )
-    .await;
+    let r = api
+        .call(reqwest::Method::GET, "/v1/namespace/other", &reader, None)
+        .await;
     assert_eq!(r.status, 403, "{}", r.text);
-    let list = call(&api, reqwest::Method::GET, "/v1/namespaces", &reader, None)
+    let list = api
+        .call(reqwest::Method::GET, "/v1/namespaces", &reader, None)
         .await
         .json();
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["Name"], "team");
 
     // Policy links resolve by name to the policy's ID.
-    let pol = call(
-        &api,
-        reqwest::Method::GET,
-        "/v1/acl/policy/name/op",
-        ROOT,
-        None,
-    )
-    .await
-    .json();
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/namespace/team",
-        ROOT,
-        Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "op"}]}})),
-    )
-    .await;
+    let pol = api
+        .call(reqwest::Method::GET, "/v1/acl/policy/name/op", ROOT, None)
+        .await
+        .json();
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/namespace/team",
+            ROOT,
+            Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "op"}]}})),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["ACLs"]["PolicyDefaults"][0]["ID"], pol["ID"]);
-    let r = call(
-        &api,
-        reqwest::Method::PUT,
-        "/v1/namespace/team",
-        ROOT,
-        Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "missing"}]}})),
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/namespace/team",
+            ROOT,
+            Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "missing"}]}})),
+        )
+        .await;
     assert_eq!(r.status, 400, "{}", r.text);
 }
 
@@ -703,8 +621,8 @@ fn names(v: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn namespaces_belong_to_their_partition() {
-    let api = ent().await;
-    let before = applies(&api);
+    let api = Api::enterprise().await;
+    let before = api.applies();
     assert_eq!(
         api.put("/v1/partition", &json!({"Name": "eu"}))
             .await
@@ -726,7 +644,7 @@ async fn namespaces_belong_to_their_partition() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["Partition"], "eu");
-    assert_eq!(applies(&api), before + 3);
+    assert_eq!(api.applies(), before + 3);
 
     assert_eq!(api.get("/v1/namespace/team").await.status, 404);
     assert_eq!(
@@ -738,26 +656,28 @@ async fn namespaces_belong_to_their_partition() {
     let r = api.put("/v1/namespace", &json!({"Name": "team"})).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["Partition"], "default");
-    assert_eq!(applies(&api), before + 4);
+    assert_eq!(api.applies(), before + 4);
 
     // Deleting team in eu leaves team in default.
-    let del = call(
-        &api,
-        reqwest::Method::DELETE,
-        "/v1/namespace/team?partition=eu",
-        "",
-        None,
-    )
-    .await;
+    let del = api
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/namespace/team?partition=eu",
+            "",
+            None,
+        )
+        .await;
     assert_eq!(del.status, 200, "{}", del.text);
     assert_eq!(api.get("/v1/namespace/team?partition=eu").await.status, 404);
     assert_eq!(api.get("/v1/namespace/team").await.status, 200);
 
     // A deleted partition takes its namespaces with it, in one apply.
-    let before_del = applies(&api);
-    let del = call(&api, reqwest::Method::DELETE, "/v1/partition/eu", "", None).await;
+    let before_del = api.applies();
+    let del = api
+        .call(reqwest::Method::DELETE, "/v1/partition/eu", "", None)
+        .await;
     assert_eq!(del.status, 200, "{}", del.text);
-    assert_eq!(applies(&api), before_del + 1);
+    assert_eq!(api.applies(), before_del + 1);
     assert_eq!(
         api.put("/v1/partition", &json!({"Name": "eu"}))
             .await
@@ -772,8 +692,8 @@ async fn namespaces_belong_to_their_partition() {
 
 #[tokio::test]
 async fn unknown_or_malformed_partitions_on_namespace_requests_change_nothing() {
-    let api = ent().await;
-    let before = applies(&api);
+    let api = Api::enterprise().await;
+    let before = api.applies();
     let unknown = api
         .put("/v1/namespace?partition=nope", &json!({"Name": "team"}))
         .await;
@@ -803,23 +723,23 @@ async fn unknown_or_malformed_partitions_on_namespace_requests_change_nothing() 
         .put("/v1/namespace", &json!({"Name": "team", "Partition": 7}))
         .await;
     assert_eq!(r.status, 400, "{}", r.text);
-    let del = call(
-        &api,
-        reqwest::Method::DELETE,
-        "/v1/namespace/default?partition=nope",
-        "",
-        None,
-    )
-    .await;
+    let del = api
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/namespace/default?partition=nope",
+            "",
+            None,
+        )
+        .await;
     assert_eq!(del.status, 400, "the default namespace is never deleted");
-    let del = call(
-        &api,
-        reqwest::Method::DELETE,
-        "/v1/namespace/team?partition=nope",
-        "",
-        None,
-    )
-    .await;
+    let del = api
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/namespace/team?partition=nope",
+            "",
+            None,
+        )
+        .await;
     assert_eq!(del.status, 404, "{}", del.text);
     assert_eq!(
         api.get("/v1/namespace/default?partition=nope").await.status,
@@ -829,13 +749,13 @@ async fn unknown_or_malformed_partitions_on_namespace_requests_change_nothing() 
         api.get("/v1/namespaces?partition=nope").await.json(),
         json!([])
     );
-    assert_eq!(applies(&api), before, "refusals apply nothing");
+    assert_eq!(api.applies(), before, "refusals apply nothing");
     assert_eq!(names(&api.get("/v1/namespaces").await.json()), ["default"]);
 }
 
 #[tokio::test]
 async fn partition_blocks_grant_namespace_reads_only_in_that_partition() {
-    let api = ent_acl().await;
+    let api = Api::enterprise_with_acls().await;
     let op = token_with(&api, "op", r#"operator = "write""#).await;
     for path in [
         "/v1/partition",
@@ -847,7 +767,7 @@ async fn partition_blocks_grant_namespace_reads_only_in_that_partition() {
         } else {
             json!({"Name": "team"})
         };
-        let r = call(&api, reqwest::Method::PUT, path, &op, Some(body)).await;
+        let r = api.call(reqwest::Method::PUT, path, &op, Some(body)).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
     }
     let eu = token_with(
@@ -864,7 +784,7 @@ async fn partition_blocks_grant_namespace_reads_only_in_that_partition() {
     .await;
     let get = |path: &'static str, tok: String| {
         let api = &api;
-        async move { call(api, reqwest::Method::GET, path, &tok, None).await }
+        async move { api.call(reqwest::Method::GET, path, &tok, None).await }
     };
     assert_eq!(
         get("/v1/namespace/team?partition=eu", eu.clone())

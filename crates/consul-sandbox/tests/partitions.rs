@@ -9,50 +9,19 @@
 
 mod common;
 
-use common::{Api, Resp, eventually};
+use common::{Api, ROOT, eventually};
 use consul_sandbox::{AclDefaultPolicy, Config};
 use serde_json::{Value, json};
 
-const ROOT: &str = "root-secret";
-
-async fn ent() -> Api {
-    Api::start_with(Config {
-        enterprise: true,
-        ..Config::default()
-    })
-    .await
-}
-
-fn applies(api: &Api) -> u64 {
-    api.sb.stats().raft_applies
-}
-
-async fn call(
-    api: &Api,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> Resp {
-    let mut r = api.http.request(method, api.url(path));
-    if !token.is_empty() {
-        r = r.header("X-Consul-Token", token);
-    }
-    if let Some(b) = body {
-        r = r.json(&b);
-    }
-    api.send(r).await
-}
-
 async fn create_partition(api: &Api, token: &str, name: &str) {
-    let r = call(
-        api,
-        reqwest::Method::PUT,
-        "/v1/partition",
-        token,
-        Some(json!({"Name": name})),
-    )
-    .await;
+    let r = api
+        .call(
+            reqwest::Method::PUT,
+            "/v1/partition",
+            token,
+            Some(json!({"Name": name})),
+        )
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
 
@@ -72,9 +41,9 @@ fn node_names(v: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn the_same_node_name_in_two_partitions_is_two_nodes() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_partition(&api, "", "eu").await;
-    let before = applies(&api);
+    let before = api.applies();
     let r = api
         .put(
             "/v1/catalog/register",
@@ -94,7 +63,7 @@ async fn the_same_node_name_in_two_partitions_is_two_nodes() {
     body["Partition"] = json!("EU");
     let r = api.put("/v1/catalog/register", &body).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(applies(&api), before + 3);
+    assert_eq!(api.applies(), before + 3);
 
     let eu = api.get("/v1/catalog/nodes?partition=eu").await.json();
     assert_eq!(node_names(&eu), ["n1", "n2"]);
@@ -153,9 +122,9 @@ async fn the_same_node_name_in_two_partitions_is_two_nodes() {
 
 #[tokio::test]
 async fn txn_ops_carry_their_partition() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_partition(&api, "", "eu").await;
-    let before = applies(&api);
+    let before = api.applies();
     let r = api
         .put(
             "/v1/txn",
@@ -173,7 +142,7 @@ async fn txn_ops_carry_their_partition() {
     assert_eq!(results[0]["Node"]["Partition"], "eu");
     assert_eq!(results[1]["Service"]["Partition"], "eu");
     assert_eq!(results[2]["Check"]["Partition"], "eu");
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     assert_eq!(
         api.get("/v1/catalog/service/db?partition=eu")
             .await
@@ -207,7 +176,7 @@ async fn txn_ops_carry_their_partition() {
         r.json()["Errors"][0]["What"],
         "Partition \"ghost\" does not exist"
     );
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     // Deleting in eu by the txn leaves nothing there.
     let r = api
         .put(
@@ -224,7 +193,7 @@ async fn txn_ops_carry_their_partition() {
 
 #[tokio::test]
 async fn a_blocked_read_in_one_partition_is_not_woken_by_another() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_partition(&api, "", "eu").await;
     let r = api
         .put(
@@ -297,23 +266,23 @@ async fn acl_partition_blocks_grant_only_inside_their_partition() {
     let token = |rules: &'static str| {
         let api = &api;
         async move {
-            let p = call(
-                api,
-                reqwest::Method::PUT,
-                "/v1/acl/policy",
-                ROOT,
-                Some(json!({"Name": format!("p{}", rules.len()), "Rules": rules})),
-            )
-            .await;
+            let p = api
+                .call(
+                    reqwest::Method::PUT,
+                    "/v1/acl/policy",
+                    ROOT,
+                    Some(json!({"Name": format!("p{}", rules.len()), "Rules": rules})),
+                )
+                .await;
             assert_eq!(p.status, 200, "{}", p.text);
-            let t = call(
-                api,
-                reqwest::Method::PUT,
-                "/v1/acl/token",
-                ROOT,
-                Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
-            )
-            .await;
+            let t = api
+                .call(
+                    reqwest::Method::PUT,
+                    "/v1/acl/token",
+                    ROOT,
+                    Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
+                )
+                .await;
             t.json()["SecretID"].as_str().unwrap().to_string()
         }
     };
@@ -329,12 +298,11 @@ async fn acl_partition_blocks_grant_only_inside_their_partition() {
            service_prefix "" { policy = "write" }"#,
     )
     .await;
-    let before = applies(&api);
+    let before = api.applies();
     let reg = |path: &'static str, tok: String, node: &'static str| {
         let api = &api;
         async move {
-            call(
-                api,
+            api.call(
                 reqwest::Method::PUT,
                 path,
                 &tok,
@@ -356,11 +324,11 @@ async fn acl_partition_blocks_grant_only_inside_their_partition() {
         403,
         "rules outside a partition block stay in the token's partition"
     );
-    assert_eq!(applies(&api), before + 2, "denials apply nothing");
+    assert_eq!(api.applies(), before + 2, "denials apply nothing");
 
     let read = |path: &'static str, tok: String| {
         let api = &api;
-        async move { call(api, reqwest::Method::GET, path, &tok, None).await }
+        async move { api.call(reqwest::Method::GET, path, &tok, None).await }
     };
     let r = read("/v1/catalog/nodes?partition=eu", eu.clone()).await;
     assert_eq!(node_names(&r.json()), ["a"]);
@@ -378,9 +346,9 @@ async fn acl_partition_blocks_grant_only_inside_their_partition() {
 
 #[tokio::test]
 async fn unknown_or_malformed_partitions_change_nothing() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_partition(&api, "", "eu").await;
-    let before = applies(&api);
+    let before = api.applies();
     let stats_before = api.get("/v1/catalog/nodes").await.json();
     for (path, body, status) in [
         (
@@ -417,7 +385,7 @@ async fn unknown_or_malformed_partitions_change_nothing() {
         500
     );
     assert_eq!(api.get("/v1/catalog/nodes?partition=%2A").await.status, 400);
-    assert_eq!(applies(&api), before, "refusals apply nothing");
+    assert_eq!(api.applies(), before, "refusals apply nothing");
     assert_eq!(api.get("/v1/catalog/nodes").await.json(), stats_before);
     assert_eq!(
         api.get("/v1/catalog/nodes?partition=eu").await.json(),
@@ -427,7 +395,7 @@ async fn unknown_or_malformed_partitions_change_nothing() {
 
 #[tokio::test]
 async fn deleting_a_partition_removes_its_nodes_in_the_same_apply() {
-    let api = ent().await;
+    let api = Api::enterprise().await;
     create_partition(&api, "", "eu").await;
     for (path, node) in [
         ("/v1/catalog/register?partition=eu", "n1"),
@@ -438,10 +406,12 @@ async fn deleting_a_partition_removes_its_nodes_in_the_same_apply() {
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
-    let before = applies(&api);
-    let r = call(&api, reqwest::Method::DELETE, "/v1/partition/eu", "", None).await;
+    let before = api.applies();
+    let r = api
+        .call(reqwest::Method::DELETE, "/v1/partition/eu", "", None)
+        .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(applies(&api), before + 1);
+    assert_eq!(api.applies(), before + 1);
     create_partition(&api, "", "eu").await;
     assert_eq!(
         api.get("/v1/catalog/nodes?partition=eu").await.json(),

@@ -47,7 +47,54 @@ impl Resp {
     }
 }
 
+/// The initial management token of the sandboxes started with ACLs.
+pub const ROOT: &str = "root-secret";
+
 impl Api {
+    /// A sandbox with Enterprise namespaces and partitions.
+    pub async fn enterprise() -> Api {
+        Api::start_with(Config {
+            enterprise: true,
+            ..Config::default()
+        })
+        .await
+    }
+
+    /// A sandbox with Enterprise features and ACLs (default deny, [`ROOT`]
+    /// as the initial management token).
+    pub async fn enterprise_with_acls() -> Api {
+        Api::start_with(Config {
+            enterprise: true,
+            acl_default_policy: Some(consul_sandbox::AclDefaultPolicy::Deny),
+            acl_initial_management_token: Some(ROOT.into()),
+            ..Config::default()
+        })
+        .await
+    }
+
+    /// Raft applies so far.
+    pub fn applies(&self) -> u64 {
+        self.sb.stats().raft_applies
+    }
+
+    /// A request with `token` (none when empty) and a JSON body.
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> Resp {
+        let mut r = self.http.request(method, self.url(path));
+        if !token.is_empty() {
+            r = r.header("X-Consul-Token", token);
+        }
+        if let Some(b) = body {
+            r = r.json(&b);
+        }
+        self.send(r).await
+    }
+
     pub async fn start() -> Api {
         Api::start_with(Config::default()).await
     }
