@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use common::*;
 use kube_sandbox::FaultRule;
@@ -511,5 +512,47 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
     env.sb.reset_stats();
     let stats = env.settle().await;
     assert_eq!(stats.writes(), 0, "{:?}", stats.requests);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn a_write_failing_for_good_holds_back_no_status() {
+    let env = Env::new().await;
+    env.create_ns("locked", &[("team", "a")]).await;
+    env.create_ns("other", &[("team", "b")]).await;
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({}))]),
+    )
+    .await;
+    refuse_in(&env, "patch", "configmaps", "locked").await;
+    let mut settings = Settings::for_tests(&[OPS]);
+    // `locked` retries its 403 only after an hour, so it stays in the
+    // queue for the whole test; and a status waits for the queue at most
+    // an hour. A status written below therefore did not wait for either.
+    settings.permanent_retry_base = Duration::from_secs(3600);
+    settings.permanent_retry_cap = Duration::from_secs(3600);
+    settings.status_max_delay = Duration::from_secs(3600);
+    let ctl = env.start(settings);
+    wait_for("base reports its failure", || async {
+        env.condition("base", "Errored")
+            .await
+            .is_some_and(|c| c.0 == "True" && c.2.contains("locked"))
+    })
+    .await;
+    env.create_sc(
+        "later",
+        json!({}),
+        spec_for_team("b", vec![cm_item("d", json!({}))]),
+    )
+    .await;
+    wait_for("a SyncConfig created meanwhile is Ready", || async {
+        env.condition("later", "Ready")
+            .await
+            .is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    assert!(env.cm("locked", "c").await.is_none());
     ctl.stop().await;
 }

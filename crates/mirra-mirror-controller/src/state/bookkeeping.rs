@@ -37,7 +37,8 @@ pub struct StatusWrite {
 pub struct StatusRound<'a> {
     /// Now, for the debounce ages.
     pub now: Instant,
-    /// Whether the work queue still holds or works on keys.
+    /// Whether the work queue still holds or works on keys (when not,
+    /// every dirty status is due without looking at namespaces).
     pub busy: bool,
     /// How long a dirty status may wait while the queue is busy.
     pub max_delay: Duration,
@@ -84,25 +85,47 @@ impl State {
         *n
     }
 
-    /// The statuses due now: each dirty SyncConfig whose debounce ended
-    /// (all of them once the queue is idle), computed from the outcomes,
+    /// The statuses due now: each dirty SyncConfig none of whose
+    /// namespaces is still being worked on (every dirty one once the queue
+    /// is idle), or whose debounce ran out, computed from the outcomes and
     /// kept only where it differs from the stored status. Taken off the
     /// dirty set; a failed write puts its key back
     /// ([`State::status_write_failed`]).
+    ///
+    /// A namespace waiting to retry a permanent failure (403, 422, ...) is
+    /// not work in progress: its outcome is known, and counting it would
+    /// hold back the status of every SyncConfig for as long as any write
+    /// fails.
     pub fn plan_statuses(&mut self, round: &StatusRound<'_>) -> Vec<StatusWrite> {
         let now = round.now;
-        if !round.busy {
-            // A status written while namespaces were still pending is
-            // computed again once the work is done, even if no outcome
-            // changed.
-            for key in std::mem::take(&mut self.pending_status) {
-                self.dirty_status.entry(key).or_insert(now);
-            }
+        let working =
+            |s: &State, n: &String| (round.is_queued)(n) && !s.permanent_failures.contains_key(n);
+        // Whether the SyncConfig's own namespaces are done; with an idle
+        // queue, every one's are, and nothing is counted.
+        let quiet = |s: &State, key: &ConfigRef| {
+            !round.busy
+                || s.compiled
+                    .get(key)
+                    .is_none_or(|c| s.selected_by(&[c]).iter().all(|n| !working(s, n)))
+        };
+        // A status written while its namespaces were still pending is
+        // computed again once they are done, even if no outcome changed.
+        let settled: Vec<ConfigRef> = self
+            .pending_status
+            .iter()
+            .filter(|k| quiet(self, k))
+            .cloned()
+            .collect();
+        for key in settled {
+            self.pending_status.remove(&key);
+            self.dirty_status.entry(key).or_insert(now);
         }
         let due: Vec<ConfigRef> = self
             .dirty_status
             .iter()
-            .filter(|(_, t)| !round.busy || now.saturating_duration_since(**t) >= round.max_delay)
+            .filter(|(k, t)| {
+                now.saturating_duration_since(**t) >= round.max_delay || quiet(self, k)
+            })
             .map(|(k, _)| k.clone())
             .collect();
         let mut todo = Vec::new();
@@ -117,7 +140,7 @@ impl State {
             summary.pending = self
                 .selected_by(&[compiled])
                 .iter()
-                .filter(|n| (round.is_queued)(n))
+                .filter(|n| working(self, n))
                 .count() as i64;
             summary.limit = self.over_limit(&key).map(|e| e.to_string());
             if summary.pending > 0 {
