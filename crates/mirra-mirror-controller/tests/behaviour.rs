@@ -396,6 +396,18 @@ async fn every_invalid_spec_is_reported_and_others_keep_syncing() {
         // These pass the CRD's schema; every rule here is mirra's to report.
         env.create_sc(name, json!({}), spec.clone()).await;
     }
+    // No spec at all passes the CRD too (espejo's accepts it as well):
+    // Invalid, like the rest.
+    let no_spec: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1",
+        "kind": "SyncConfig",
+        "metadata": {"name": "no-spec", "namespace": OPS},
+    }))
+    .unwrap();
+    env.sc_api()
+        .create(&kube::api::PostParams::default(), &no_spec)
+        .await
+        .unwrap();
     // A value of the wrong type never reaches mirra: the API server refuses
     // it by the CRD's structural schema, as a real one does.
     let malformed: kube::api::DynamicObject = serde_json::from_value(json!({
@@ -453,6 +465,13 @@ async fn every_invalid_spec_is_reported_and_others_keep_syncing() {
         );
         assert_eq!(env.condition(name, "Ready").await.unwrap().0, "False");
     }
+    wait_for("no-spec invalid", || async {
+        env.condition("no-spec", "Invalid")
+            .await
+            .is_some_and(|c| c.0 == "True" && c.2.starts_with("spec: a spec is required"))
+    })
+    .await;
+    assert_eq!(env.condition("no-spec", "Ready").await.unwrap().0, "False");
     assert_eq!(env.cm_names("v").await, vec!["good".to_string()]);
 
     // Fixed: Invalid clears (False, with the valid reason) and the copy

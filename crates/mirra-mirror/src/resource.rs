@@ -195,7 +195,25 @@ fn sync_items_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 /// The CustomResourceDefinition that serves [`SyncConfig`].
 pub fn crd() -> CustomResourceDefinition {
-    SyncConfig::crd()
+    let mut crd = SyncConfig::crd();
+    // espejo's CRD accepts a SyncConfig without a spec, and espejo reports
+    // it Invalid; the derived schema would require one, so that a real API
+    // server refused such an object where espejo's users saw a status.
+    for version in &mut crd.spec.versions {
+        let schema = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut());
+        if let Some(schema) = schema
+            && let Some(required) = schema.required.as_mut()
+        {
+            required.retain(|field| field != "spec");
+            if required.is_empty() {
+                schema.required = None;
+            }
+        }
+    }
+    crd
 }
 
 /// The first line of the generated CRD file.
