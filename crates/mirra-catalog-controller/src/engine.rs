@@ -15,7 +15,7 @@
 //!
 //! Safety rules: nothing is written before every watch has its initial list
 //! and the first node-services and health/node answers arrived;
-//! then one whole-node pass (the only kind of plan that can reap orphans)
+//! then one verification pass (the only kind of plan that can reap orphans)
 //! runs, and after it keys are planned one batch at a time. Only instances
 //! passing `mirra_catalog::is_owned` are ever touched (the planner
 //! guarantees it). A failed write keeps the key (and the service IDs it
@@ -71,11 +71,11 @@ const OBSERVED_MIN_INTERVAL: Duration = Duration::from_secs(1);
 /// ([`OVERLAY_TTL`]).
 const MAX_READ_DEFERRAL: Duration = Duration::from_secs(5);
 
-/// Planned operations a whole-node pass holds before writing the ones that
+/// Planned operations a verification pass holds before writing the ones that
 /// fill whole transactions: about 32 transactions' worth, a few MB.
 const FULL_PASS_FLUSH: usize = 1024;
 
-/// What the writes of one whole-node pass came to.
+/// What the writes of one verification pass came to.
 #[derive(Default)]
 struct PassOutcome {
     /// Plan entries written or given up.
@@ -88,12 +88,12 @@ struct PassOutcome {
     stopped: bool,
 }
 
-/// Services planned together in a whole-node pass: enough to share the
+/// Services planned together in a verification pass: enough to share the
 /// planner's set-up, few enough that their registrations (a few KB each)
 /// never add up to much.
 const FULL_PASS_CHUNK: usize = 256;
 
-/// Backoff of a failed whole-node pass: from 1 s up to 60 s, so a Consul
+/// Backoff of a failed verification pass: from 1 s up to 60 s, so a Consul
 /// outage costs at most one pass a minute.
 const FULL_PASS_BACKOFF_BASE: Duration = Duration::from_secs(1);
 /// See [`FULL_PASS_BACKOFF_BASE`].
@@ -187,7 +187,7 @@ pub async fn run(
     let (mut services, mut slices, mut nodes, mut ingresses, mut observed, mut checks) =
         (services, slices, nodes, ingresses, observed, checks);
 
-    let mut verify = tokio::time::interval(engine.settings.write_interval);
+    let mut verify = tokio::time::interval(engine.settings.verify_interval);
     verify.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     verify.reset();
     let queue = engine.queue.clone();
@@ -343,7 +343,7 @@ fn decode_error(operation: &'static str, e: &mirra_catalog::ObservedError) -> mi
 }
 
 /// The event loop's state: the index, the writer, the queue, and when
-/// the next whole-node pass is due.
+/// the next verification pass is due.
 struct Engine {
     settings: Settings,
     metrics: CatalogMetrics,
@@ -505,7 +505,7 @@ impl Engine {
         self.flush(&mut pending, true, &mut outcome).await;
         self.writer.end_pass(&self.index);
         if outcome.entries > 0 {
-            tracing::info!(ops = outcome.entries, "whole-node pass found drift");
+            tracing::info!(ops = outcome.entries, "verification pass found drift");
         }
         if outcome.failed.is_empty() && !outcome.orphan_failed {
             self.full_pass_failures = 0;
@@ -521,7 +521,7 @@ impl Engine {
         self.writer.send_events(events).await;
     }
 
-    /// Writes the part of a whole-node pass's `pending` operations that
+    /// Writes the part of a verification pass's `pending` operations that
     /// fills whole transactions (all of it with `all`), and removes it, so
     /// that a cold start never holds every registration at once while
     /// packing exactly as one write of everything would. After a failure

@@ -338,7 +338,7 @@ pub struct Settings {
     /// What Services become in Consul, and the ownership marks.
     pub sync: SyncSettings,
     /// Period of the verification pass.
-    pub write_interval: Duration,
+    pub verify_interval: Duration,
     /// Debounce, max delay and backoff of the work queue.
     pub queue: QueueConfig,
     /// Operations per transaction.
@@ -394,7 +394,7 @@ impl Settings {
     pub fn new(sync: SyncSettings) -> Self {
         Self {
             sync,
-            write_interval: Duration::from_secs(30),
+            verify_interval: Duration::from_secs(30),
             queue: QueueConfig::default(),
             txn_batch: mirra_consul::config::DEFAULT_TXN_MAX_OPS,
             txn_concurrency: usize::from(DEFAULT_TXN_CONCURRENCY),
@@ -453,7 +453,7 @@ impl Settings {
             });
         }
         let mut s = Self::new(sync);
-        s.write_interval = args.consul_write_interval;
+        s.verify_interval = args.consul_write_interval;
         s.queue.debounce = args.debounce;
         s.queue.max_delay = args.max_debounce;
         s.txn_batch = args.txn_batch_size;
@@ -700,7 +700,7 @@ mod tests {
         assert!(!sa.sync.k8s_default_sync);
         assert!(sa.sync.add_k8s_namespace_suffix);
         assert_eq!(sa.sync.consul_node_name, "c1");
-        assert_eq!(sa.write_interval, Duration::from_secs(90));
+        assert_eq!(sa.verify_interval, Duration::from_secs(90));
         assert_eq!(sa.sync.node_port_sync_type, NodePortSyncType::ExternalFirst);
         assert!(sa.sync.namespace_allowed("x"));
         assert!(!sa.sync.namespace_allowed("kube-system"));
@@ -711,7 +711,7 @@ mod tests {
         let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
         assert_eq!(s.sync, SyncSettings::default());
         assert_eq!(s.txn_batch, 64);
-        assert_eq!(s.write_interval, Duration::from_secs(30));
+        assert_eq!(s.verify_interval, Duration::from_secs(30));
     }
 
     #[test]

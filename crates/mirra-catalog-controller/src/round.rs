@@ -6,7 +6,7 @@
 //! touches (including IDs won by a Service outside the round that one of
 //! the round's Services let go of), and plans them against the observed
 //! view (Consul's answers under the overlay of our own writes). A
-//! whole-node pass plans the same way a chunk of keys at a time
+//! verification pass plans the same way a chunk of keys at a time
 //! ([`CatalogIndex::plan_pass_chunk`]) and then the orphans
 //! ([`CatalogIndex::plan_orphans`]), the only plan that can reap.
 //!
@@ -46,7 +46,7 @@ pub struct Planned {
     pub check_index: u64,
 }
 
-/// What planning a round (or a part of a whole-node pass) came to.
+/// What planning a round (or a part of a verification pass) came to.
 #[derive(Debug, Default)]
 pub struct Round {
     /// The operations to write, in write order.
@@ -132,7 +132,7 @@ impl CatalogIndex {
         round
     }
 
-    /// Plans one chunk of a whole-node pass, `keys` in ascending order and
+    /// Plans one chunk of a verification pass, `keys` in ascending order and
     /// after every smaller key: then the owner of each of their IDs is
     /// final (the smallest claimant wins) and every claimed ID is planned
     /// once, with its winner's registration.
@@ -174,7 +174,7 @@ impl CatalogIndex {
     }
 
     /// Forgets the claims of Services no longer in the cache (the start of
-    /// a whole-node pass), and returns the Services that are.
+    /// a verification pass), and returns the Services that are.
     pub fn drop_gone_keys(&mut self) -> Vec<ServiceKey> {
         let keys = self.service_keys();
         let present: BTreeSet<&ServiceKey> = keys.iter().collect();
@@ -195,7 +195,7 @@ impl CatalogIndex {
         self.pending_ids.entry(key.clone()).or_default().extend(ids);
     }
 
-    /// Forgets every pending ID: a whole-node pass wrote everything.
+    /// Forgets every pending ID: a verification pass wrote everything.
     pub fn clear_pending(&mut self) {
         self.pending_ids.clear();
     }

@@ -93,7 +93,7 @@ pub struct TxnWriter {
     writing: tokio::sync::watch::Sender<bool>,
     /// When the reads paused by the last write resume.
     pub(crate) resume_reads_at: Option<Instant>,
-    /// A whole-node pass is writing (its flushes keep the reads paused).
+    /// A verification pass is writing (its flushes keep the reads paused).
     in_pass: bool,
     /// The writer's backoff while Consul is unavailable.
     pub(crate) backoff: WriterBackoff,
@@ -145,7 +145,7 @@ impl TxnWriter {
         self.writing.send_replace(false);
     }
 
-    /// A whole-node pass starts: its writes are one stream, and the
+    /// A verification pass starts: its writes are one stream, and the
     /// whole-node reads stay paused between its flushes too (each would
     /// list the whole node again).
     pub fn start_pass(&mut self) {
@@ -153,7 +153,7 @@ impl TxnWriter {
         self.pause_reads();
     }
 
-    /// A whole-node pass ended. Registrations held back as too large that
+    /// A verification pass ended. Registrations held back as too large that
     /// no Service claims any more are forgotten.
     pub fn end_pass(&mut self, index: &CatalogIndex) {
         self.too_large.retain(|id, _| index.owner_of(id).is_some());
@@ -205,7 +205,7 @@ impl TxnWriter {
     }
 
     /// How many plan entries of `pending` fill whole transactions (all but
-    /// the last one they would be packed into), so that a whole-node pass
+    /// the last one they would be packed into), so that a verification pass
     /// writes a prefix packed exactly as one write of everything would be
     /// (greedy packing of a prefix ends on the same boundaries).
     pub fn full_prefix(&self, index: &CatalogIndex, pending: &[Planned]) -> usize {

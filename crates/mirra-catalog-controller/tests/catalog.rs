@@ -210,7 +210,7 @@ async fn rollout_in_one_window_single_change_and_idle_counts() {
 
     // Idle with frequent verification passes: zero writes.
     let mut s = settings(sync_settings("k8s-sync"));
-    s.write_interval = Duration::from_millis(100);
+    s.verify_interval = Duration::from_millis(100);
     let ctl = start(&k.client, &c, s);
     ctl.wait_ready().await;
     let before = csb.stats().raft_applies;
@@ -279,7 +279,7 @@ async fn check_changed_by_someone_else_is_seen_and_restored_with_one_write() {
     put_slice(&k.client, "default", "web", "web-1", &[("10.4.0.1", true)]).await;
     let mut s = settings(sync_settings("k8s-sync"));
     // The verification pass is what repairs drift nobody announced.
-    s.write_interval = Duration::from_millis(300);
+    s.verify_interval = Duration::from_millis(300);
     let ctl = start(&k.client, &c, s);
     let status = || async {
         let v = c
@@ -654,7 +654,7 @@ async fn faults_on_both_sides_converge_without_loss() {
         .await;
     }
     let mut s = settings(sync_settings("k8s-sync"));
-    s.write_interval = Duration::from_millis(500);
+    s.verify_interval = Duration::from_millis(500);
     let ctl = start(&k.client, &c, s);
     wait_for("five", || async {
         instance_count(&c, "k8s-sync").await == 6

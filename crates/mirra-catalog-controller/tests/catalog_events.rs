@@ -511,7 +511,7 @@ async fn idle_across_waits_dropped_watches_and_compaction_writes_nothing() {
     // Blocking queries that end after 1 s without news, and a verification
     // pass every second: an idle minute compressed into a few seconds.
     s.consul_wait = Duration::from_secs(1);
-    s.write_interval = Duration::from_secs(1);
+    s.verify_interval = Duration::from_secs(1);
     let ctl = start(&k.client, &c, s);
     wait_for("six instances", || async {
         instances(&c, "k8s-sync").await.len() == 6

@@ -280,7 +280,7 @@ async fn failing_reads_while_running_write_nothing_stale_and_converge() {
     // soon; frequent verification passes, which must plan from the last
     // good answer, not from a missing one.
     s.consul_wait = Duration::from_secs(1);
-    s.write_interval = Duration::from_millis(500);
+    s.verify_interval = Duration::from_millis(500);
     let (ctl, reg) = start_registered(&k.client, &c, s);
     wait_for("web registered", || async {
         instances(&c, "k8s-sync").await.len() == 4

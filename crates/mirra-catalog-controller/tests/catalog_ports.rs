@@ -496,7 +496,7 @@ async fn ports_changed_by_someone_else_are_seen_and_restored_with_one_write() {
     .await;
     let mut s = settings(multi("k8s-sync"));
     // The verification pass is what repairs drift nobody announced.
-    s.write_interval = Duration::from_millis(300);
+    s.verify_interval = Duration::from_millis(300);
     let ctl = start(&k.client, &c, s);
     let id = service_id("web", "10.62.0.1");
     let want = json!([

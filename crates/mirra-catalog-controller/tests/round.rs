@@ -1,5 +1,5 @@
 //! The production planning path (`CatalogIndex` folding watch events and
-//! Consul answers, `plan_round`, the whole-node pass) under property tests,
+//! Consul answers, `plan_round`, the verification pass) under property tests,
 //! against a simulated Consul node: random worlds in which Services of two
 //! namespaces want the same service IDs (claims and winners), random Consul
 //! states with stale and foreign instances, random batching of keys, and
@@ -221,7 +221,7 @@ fn write(index: &mut CatalogIndex, consul: &mut Consul, planned: &[Planned], ans
     }
 }
 
-/// Runs a whole-node pass, `chunk` Services at a time; returns how many
+/// Runs a verification pass, `chunk` Services at a time; returns how many
 /// operations it planned.
 fn full_pass(index: &mut CatalogIndex, consul: &mut Consul, chunk: usize, answer: bool) -> usize {
     let keys = index.drop_gone_keys();
@@ -320,7 +320,7 @@ fn assert_converged(consul: &Consul, world: &World, foreign_ids: &BTreeSet<Strin
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// Rounds of keys, however batched, reach what a whole-node pass would
+    /// Rounds of keys, however batched, reach what a verification pass would
     /// (a pass after them plans nothing); every write's precondition is
     /// the index Consul holds; the smallest claimant wins a shared ID;
     /// foreign instances are never touched.

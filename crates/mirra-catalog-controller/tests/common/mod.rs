@@ -81,7 +81,7 @@ pub fn settings(sync: SyncSettings) -> Settings {
     s.write_backoff_base = Duration::from_millis(50);
     s.write_backoff_cap = Duration::from_millis(500);
     // The verification pass runs only where a test asks for it.
-    s.write_interval = Duration::from_secs(3600);
+    s.verify_interval = Duration::from_secs(3600);
     s.consul_wait = Duration::from_secs(5);
     s
 }
