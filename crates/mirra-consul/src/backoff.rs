@@ -4,6 +4,10 @@
 //! the bounds are property-tested without a clock. This module must NOT
 //! sleep or decide WHAT is retryable; that is [`crate::Error::is_retryable`]
 //! and the client's idempotency rules.
+//!
+//! It is the one backoff not computed by `mirra_runtime::queue::backoff_delay`:
+//! mirra-consul is a client library usable without the controllers' runtime,
+//! and depends on nothing of it.
 
 use std::time::Duration;
 
