@@ -20,10 +20,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Event as KubeEvent;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use mirra_mirror::status::{
-    CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
+    CONDITION_CONFLICT, CONDITION_DEGRADED, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
     REASON_LIMIT_EXCEEDED,
 };
-use mirra_mirror::{ConfigRef, ObjectKey, Op, OutcomeState, SyncConfigStatus};
+use mirra_mirror::{ConfigRef, DeleteCause, ObjectKey, Op, OutcomeState, SyncConfigStatus};
 use mirra_runtime::{Metrics, Outcome, QueueConfig, ReadyFlag, WorkQueue, WriteFence};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ControllerError;
 use crate::config_object::ConfigObject;
 use crate::settings::{Settings, WatchScope};
-use crate::state::{OwnWrite, State, StatusRound, WriteTarget};
+use crate::state::{OwnWrite, State, StatusRound, StatusWrite, WriteTarget};
 use crate::watches;
 use crate::write::{self, WriteFailure};
 
@@ -447,7 +447,32 @@ async fn send(
             Err(e) => match e {
                 WriteFailure::Invalid(msg) if *force_recreate => {
                     let Some(uid) = observed_uid else {
-                        return Err(WriteFailure::Permanent(msg));
+                        // An object mirra's caches do not hold (made by
+                        // hand or by espejo, without mirra's label): its
+                        // marks are applied first (no immutable field is
+                        // touched), so the copies watch brings it with its
+                        // uid, and the next pass deletes and recreates it
+                        // as any copy, waiting until it is gone. No read.
+                        tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
+                            "apply refused as invalid, marking the existing object to recreate it (forceRecreate)");
+                        let marks = marks_only(body);
+                        if let Err(e) = write::apply(
+                            &shared.fence,
+                            client,
+                            &ar,
+                            &t.namespace,
+                            &t.name,
+                            &marks,
+                            None,
+                        )
+                        .await
+                        {
+                            tracing::warn!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
+                                error = e.message(), "cannot mark the object to recreate it");
+                            return Err(WriteFailure::Permanent(msg));
+                        }
+                        shared.metrics.write("apply", &t.kind);
+                        return Ok(true);
                     };
                     tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
                         "apply refused as invalid, recreating (forceRecreate)");
@@ -461,10 +486,15 @@ async fn send(
                 other => Err(other),
             },
         },
-        Op::Delete { uid, .. } => {
+        Op::Delete {
+            uid, cause, config, ..
+        } => {
             write::delete(&shared.fence, client, &ar, &t.namespace, &t.name, uid).await?;
             shared.metrics.write("delete", &t.kind);
             record_delete(shared, t, uid);
+            if *cause == DeleteCause::DeleteItem {
+                shared.with_state(|s| s.record_deleted_item(config, t.key()));
+            }
             Ok(true)
         }
         Op::Release { .. } => {
@@ -481,6 +511,24 @@ async fn send(
             Ok(true)
         }
     }
+}
+
+/// The apply body of `body`'s identity and metadata only (mirra's marks,
+/// the item's labels and annotations, and the adopted mark: the object
+/// existed before mirra wrote it). Without the content hash: the content
+/// is not written yet.
+fn marks_only(body: &serde_json::Value) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for field in ["apiVersion", "kind", "metadata"] {
+        if let Some(v) = body.get(field) {
+            out.insert(field.into(), v.clone());
+        }
+    }
+    let mut out = mirra_mirror::with_adopted_mark(&serde_json::Value::Object(out));
+    if let Some(serde_json::Value::Object(a)) = out.pointer_mut("/metadata/annotations") {
+        a.remove(mirra_mirror::HASH_ANNOTATION);
+    }
+    out
 }
 
 /// Marks a delete as in flight until the watches show it (see
@@ -537,18 +585,21 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
             ready.set_ready();
         }
         for w in todo {
-            write_status(&shared, &w.key, w.previous.as_ref(), w.new, w.base).await;
+            write_status(&shared, w).await;
         }
     }
 }
 
-async fn write_status(
-    shared: &Shared,
-    key: &ConfigRef,
-    previous: Option<&SyncConfigStatus>,
-    new: SyncConfigStatus,
-    base: Option<String>,
-) {
+async fn write_status(shared: &Shared, w: StatusWrite) {
+    let StatusWrite {
+        key,
+        previous,
+        new,
+        base,
+        deletes_shown,
+    } = w;
+    let key = &key;
+    let previous = previous.as_ref();
     // The answer is decoded as a ConfigObject so that a SyncConfig nested
     // too deep for the decoder still gets its status.
     let api: Api<ConfigObject> = Api::namespaced_with(
@@ -582,8 +633,15 @@ async fn write_status(
                 .metrics
                 .write("patch-status", mirra_mirror::resource::KIND);
             record_events(shared, key, previous, &new).await;
-            shared
-                .with_state(|s| s.status_written(key, new, base, answer.metadata.resource_version));
+            shared.with_state(|s| {
+                s.status_written(
+                    key,
+                    new,
+                    base,
+                    answer.metadata.resource_version,
+                    &deletes_shown,
+                )
+            });
         }
         Err(kube::Error::Api(s)) if s.code == 404 => {
             // The SyncConfig is gone; nothing to report on.
@@ -627,8 +685,13 @@ async fn record_events(
         emit_event(shared, key, REASON_LIMIT_EXCEEDED, &message).await;
     }
     for cond in &new.conditions {
-        if ![CONDITION_INVALID, CONDITION_ERRORED, CONDITION_CONFLICT]
-            .contains(&cond.type_.as_str())
+        if ![
+            CONDITION_INVALID,
+            CONDITION_ERRORED,
+            CONDITION_DEGRADED,
+            CONDITION_CONFLICT,
+        ]
+        .contains(&cond.type_.as_str())
             || cond.status != "True"
         {
             continue;

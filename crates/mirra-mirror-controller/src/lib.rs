@@ -60,7 +60,7 @@
 //!   later gone) and the next plan creates it.
 //! - A permanent write failure (403, 404, 422) is retried on its own long
 //!   backoff (30 s doubling to 5 min): RBAC changes cause no event mirra
-//!   sees, and the Errored condition should clear soon after the fix.
+//!   sees, and the Degraded condition should clear soon after the fix.
 //! - Limits per SyncConfig (`--max-copies-per-syncconfig`,
 //!   `--max-bytes-per-syncconfig`): a SyncConfig over one is held as it
 //!   is. Its writes are taken out of every plan (nothing created, updated,

@@ -139,7 +139,7 @@ pub struct RunArgs {
     pub permanent_retry_initial_secs: u64,
 
     /// Largest retry delay in seconds after permanent write failures: how
-    /// long a fixed RBAC rule or object may take to clear the Errored
+    /// long a fixed RBAC rule or object may take to clear the Degraded
     /// condition at most.
     #[arg(
         long = "permanent-retry-max-secs",

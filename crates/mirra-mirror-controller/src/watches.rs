@@ -342,8 +342,12 @@ async fn resolve(client: &kube::Client, kind: &KindId) -> Result<Resolution, kub
     let gvk = GroupVersionKind::gvk(&group, &version, &kind.1);
     match kube::discovery::pinned_kind(client, &gvk).await {
         Ok((ar, caps)) => Ok(if caps.scope == kube::discovery::Scope::Cluster {
+            // A deleteItem acts in each selected namespace: a cluster-wide
+            // object is nobody's per-namespace copy to delete, so it is
+            // refused too rather than deleted once per namespace.
             Resolution::Failed(format!(
-                "{} {} is cluster-scoped; SyncConfigs copy namespaced objects only",
+                "{} {} is cluster-scoped; SyncConfigs copy (syncItems) and delete (deleteItems) \
+                 namespaced objects only, nothing of this kind is written or deleted",
                 kind.0, kind.1
             ))
         } else {

@@ -101,7 +101,9 @@ async fn prune_and_opt_out() {
     })
     .await;
     env.settle().await;
-    assert_eq!(env.status("cleaner").await["deletedItemCount"], 0);
+    // espejo's count: the object deleted by the deleteItem, kept until the
+    // next status of "cleaner".
+    assert_eq!(env.status("cleaner").await["deletedItemCount"], 1);
 
     // An item leaves the spec: its copy is pruned, nothing else.
     env.sb.reset_stats();
@@ -185,15 +187,64 @@ async fn delete_items_delete_once_across_verification_passes() {
     let stats = env.settle().await;
     assert_eq!(stats.get("delete configmaps"), 1, "{:?}", stats.requests);
     assert_eq!(stats.namespaces["p"].get("delete configmaps"), Some(&1));
-    // The count goes back to 0 once a pass sees the object gone; that
-    // status write is debounced, and on a loaded machine it can come after
-    // the request counters looked quiet.
-    wait_for("deletedItemCount back to 0", || async {
-        env.status("cleaner").await["deletedItemCount"] == 0
+    // The deletion is counted (as espejo does) and stays counted while
+    // passes see the object gone: that alone is no new status.
+    wait_for("deletedItemCount 1", || async {
+        env.status("cleaner").await["deletedItemCount"] == 1
     })
     .await;
     let after = env.settle().await;
     assert_eq!(after.get("delete configmaps"), 1, "{:?}", after.requests);
+    assert_eq!(env.status("cleaner").await["deletedItemCount"], 1);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn deleted_item_count_shows_a_deletion_until_the_next_status() {
+    let env = Env::new().await;
+    for ns in ["d1", "d2"] {
+        env.create_ns(ns, &[("team", "a")]).await;
+    }
+    // Only d1 holds the object: d2's deleteItem finds nothing, which espejo
+    // does not count either.
+    env.cms("d1")
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "legacy"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut spec = spec_for_team("a", vec![cm_item("keep", json!({}))]);
+    spec["deleteItems"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "legacy"}]);
+    env.create_sc("cleaner", json!({}), spec.clone()).await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    wait_for("legacy deleted", || async {
+        env.cm("d1", "legacy").await.is_none()
+    })
+    .await;
+    wait_for("deletion counted", || async {
+        let s = env.status("cleaner").await;
+        s["deletedItemCount"] == 1 && s["synchronizedItemCount"] == 2
+    })
+    .await;
+    // Idle: the count stays, and nothing more is written.
+    env.settle().await;
+    env.sb.reset_stats();
+    let idle = env.settle().await;
+    assert_eq!(idle.writes(), 0, "{:?}", idle.requests);
+    let status = env.status("cleaner").await;
+    assert_eq!(status["deletedItemCount"], 1, "{status}");
+    assert_eq!(status["failedItemCount"], 0, "{status}");
+
+    // The next status (an item added) counts what this reconcile deleted:
+    // nothing.
+    spec["syncItems"] = json!([cm_item("keep", json!({})), cm_item("more", json!({}))]);
+    env.patch_sc_spec("cleaner", spec).await;
+    wait_for("next status", || async {
+        let s = env.status("cleaner").await;
+        s["synchronizedItemCount"] == 4 && s["deletedItemCount"] == 0
+    })
+    .await;
     ctl.stop().await;
 }
 
@@ -255,6 +306,165 @@ async fn conflict_has_a_stable_winner_and_is_reported() {
 }
 
 #[tokio::test]
+async fn force_recreate_replaces_an_unmarked_object_and_adopts_a_mutable_one_in_place() {
+    let env = Env::new().await;
+    env.create_ns("f", &[("team", "a")]).await;
+    // Made by hand (or by espejo): no marks of mirra, so mirra's caches do
+    // not hold them.
+    for (name, immutable) in [("frozen", true), ("plain", false)] {
+        env.cms("f")
+            .create(
+                &Default::default(),
+                &serde_json::from_value(json!({"metadata": {"name": name},
+                    "immutable": immutable, "data": {"v": "0", "theirs": "kept"}}))
+                .unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let uid = |name: &'static str| {
+        let env = &env;
+        async move { env.cm("f", name).await.unwrap().metadata.uid }
+    };
+    let (frozen_uid, plain_uid) = (uid("frozen").await, uid("plain").await);
+    env.create_sc(
+        "frozen",
+        json!({}),
+        json!({
+            "forceRecreate": true,
+            "namespaceSelector": {"matchNames": ["f"]},
+            "syncItems": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen"},
+                 "immutable": true, "data": {"v": "1"}},
+                cm_item("plain", json!({"v": "1"})),
+            ],
+        }),
+    )
+    .await;
+    env.sb.reset_stats();
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    wait_for("recreated", || async {
+        env.cm("f", "frozen")
+            .await
+            .is_some_and(|c| c.metadata.uid != frozen_uid && c.data.unwrap()["v"] == "1")
+    })
+    .await;
+    let stats = env.settle().await;
+    // frozen: the refused apply, its marks, the refused apply again (now
+    // cached, with its uid), the delete, the create; plain: one apply that
+    // adopts it in place, one that says it was adopted.
+    assert_eq!(stats.get("patch configmaps"), 6, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete configmaps"), 1, "{:?}", stats.requests);
+    let plain = env.cm("f", "plain").await.unwrap();
+    assert_eq!(plain.metadata.uid, plain_uid, "no delete without need");
+    let data = plain.data.unwrap();
+    assert_eq!((data["v"].as_str(), data["theirs"].as_str()), ("1", "kept"));
+    // The recreated object is mirra's own: not marked adopted.
+    let frozen = env.cm("f", "frozen").await.unwrap();
+    assert!(
+        !frozen
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key(mirra_mirror::ADOPTED_ANNOTATION)
+    );
+    wait_for("ready", || async {
+        env.condition("frozen", "Ready")
+            .await
+            .is_some_and(|c| c.0 == "True")
+            && env
+                .condition("frozen", "Degraded")
+                .await
+                .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    env.sb.reset_stats();
+    let idle = env.settle().await;
+    assert_eq!(idle.writes(), 0, "{:?}", idle.requests);
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes() {
+    let env = Env::new().await;
+    env.create_ns("f", &[("team", "a")]).await;
+    env.cms("f")
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "held",
+                "finalizers": ["example.com/never"]},
+                "immutable": true, "data": {"v": "0"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    env.create_sc(
+        "held",
+        json!({}),
+        json!({
+            "forceRecreate": true,
+            "namespaceSelector": {"matchNames": ["f"]},
+            "syncItems": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held"},
+                 "immutable": true, "data": {"v": "1"}},
+                cm_item("free", json!({})),
+            ],
+        }),
+    )
+    .await;
+    let mut settings = Settings::for_tests(&[OPS]);
+    // Verification passes re-plan the namespace often meanwhile.
+    settings.verify_interval = Some(std::time::Duration::from_millis(50));
+    let ctl = env.start(settings);
+    wait_for("reported", || async {
+        env.condition("held", "Degraded").await.is_some_and(|c| {
+            c.0 == "True" && c.2.contains("f ConfigMap/held") && c.2.contains("example.com/never")
+        })
+    })
+    .await;
+    wait_for("event", || async {
+        env.events("held")
+            .await
+            .iter()
+            .any(|(r, _)| r == "ItemsFailed")
+    })
+    .await;
+    assert!(env.cm("f", "free").await.is_some(), "the other item syncs");
+    assert_eq!(env.condition("held", "Ready").await.unwrap().0, "True");
+    let held = env.cm("f", "held").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert_eq!(held.data.unwrap()["v"], "0");
+    // Waiting writes nothing, however often the namespace is planned.
+    env.settle().await;
+    env.sb.reset_stats();
+    let idle = env.settle().await;
+    assert_eq!(idle.writes(), 0, "{:?}", idle.requests);
+
+    // The finalizer goes: the object is gone and created afresh.
+    env.cms("f")
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    wait_for("recreated", || async {
+        env.cm("f", "held")
+            .await
+            .is_some_and(|c| c.metadata.deletion_timestamp.is_none() && c.data.unwrap()["v"] == "1")
+    })
+    .await;
+    wait_for("cleared", || async {
+        env.condition("held", "Degraded")
+            .await
+            .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    ctl.stop().await;
+}
+
+#[tokio::test]
 async fn force_recreate_replaces_an_object_the_server_refuses_to_update() {
     let env = Env::new().await;
     env.create_ns("f", &[("team", "a")]).await;
@@ -311,7 +521,7 @@ async fn force_recreate_replaces_an_object_the_server_refuses_to_update() {
     )
     .await;
     wait_for("errored", || async {
-        env.condition("stiff", "Errored")
+        env.condition("stiff", "Degraded")
             .await
             .is_some_and(|c| c.0 == "True")
     })
@@ -321,7 +531,7 @@ async fn force_recreate_replaces_an_object_the_server_refuses_to_update() {
         env.events("stiff")
             .await
             .iter()
-            .any(|(r, _)| r == "SynchronizationFailedWithError")
+            .any(|(r, _)| r == "ItemsFailed")
     })
     .await;
     ctl.stop().await;
@@ -512,21 +722,57 @@ async fn unknown_kind_is_reported_and_other_items_sync() {
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("ok synced", || async { env.cm("u", "ok").await.is_some() }).await;
-    wait_for("errored", || async {
-        env.condition("mixed", "Errored")
+    wait_for("degraded", || async {
+        env.condition("mixed", "Degraded")
             .await
             .is_some_and(|c| c.0 == "True" && c.2.contains("Widget"))
     })
     .await;
+    // espejo's meaning: one item synchronized is Ready, and Errored only
+    // when nothing was.
+    let ready = env.condition("mixed", "Ready").await.unwrap();
+    assert_eq!(
+        (ready.0.as_str(), ready.1.as_str()),
+        ("True", "SynchronizationSucceeded")
+    );
+    assert!(ready.2.contains("1 failed"), "{}", ready.2);
+    assert_eq!(env.condition("mixed", "Errored").await.unwrap().0, "False");
     wait_for("event", || async {
+        env.events("mixed")
+            .await
+            .iter()
+            .any(|(r, _)| r == "ItemsFailed")
+    })
+    .await;
+    assert_eq!(env.status("mixed").await["failedItemCount"], 1);
+    assert_eq!(env.status("mixed").await["synchronizedItemCount"], 1);
+
+    // Only the failing item left: nothing is synchronized, so the
+    // SyncConfig is Errored and not Ready, as under espejo.
+    env.patch_sc_spec(
+        "mixed",
+        spec_for_team("a", vec![json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})]),
+    )
+    .await;
+    wait_for("errored", || async {
+        env.condition("mixed", "Errored").await.is_some_and(|c| {
+            c.0 == "True" && c.1 == "SynchronizationFailedWithError" && c.2.contains("Widget")
+        })
+    })
+    .await;
+    let ready = env.condition("mixed", "Ready").await.unwrap();
+    assert_eq!(
+        (ready.0.as_str(), ready.1.as_str()),
+        ("False", "SynchronizationFailed")
+    );
+    assert_eq!(env.condition("mixed", "Degraded").await.unwrap().0, "True");
+    wait_for("errored event", || async {
         env.events("mixed")
             .await
             .iter()
             .any(|(r, _)| r == "SynchronizationFailedWithError")
     })
     .await;
-    assert_eq!(env.status("mixed").await["failedItemCount"], 1);
-    assert_eq!(env.status("mixed").await["synchronizedItemCount"], 1);
     ctl.stop().await;
 }
 
@@ -553,7 +799,7 @@ async fn failure_events_are_aggregated_and_come_back_after_they_expire() {
     }
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
-    const REASON: &str = "SynchronizationFailedWithError";
+    const REASON: &str = "ItemsFailed";
     let failure_events = || async {
         env.events_full("base")
             .await
@@ -577,7 +823,7 @@ async fn failure_events_are_aggregated_and_come_back_after_they_expire() {
     let events = failure_events().await;
     assert_eq!(events.len(), 1, "{events:?}");
     let (name, _, count, message) = &events[0];
-    assert_eq!(name, "base.synchronizationfailedwitherror");
+    assert_eq!(name, "base.itemsfailed");
     assert_eq!(*count, 2);
     assert!(
         message.contains("l1 ") && message.contains("l2 "),
@@ -600,7 +846,7 @@ async fn failure_events_are_aggregated_and_come_back_after_they_expire() {
     .await;
     let events = failure_events().await;
     assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0].0, "base.synchronizationfailedwitherror");
+    assert_eq!(events[0].0, "base.itemsfailed");
     assert_eq!(events[0].2, 1, "a new Event counts from 1");
     ctl.stop().await;
 }
@@ -744,7 +990,7 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
             .and_then(|c| c.as_array())
             .is_some_and(|conds| {
                 conds.iter().any(|c| {
-                    c["type"] == "Errored"
+                    c["type"] == "Degraded"
                         && c["status"] == "True"
                         && c["message"]
                             .as_str()
@@ -766,4 +1012,65 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
     assert_eq!(env.cm_data("shared", "both").await.unwrap()["by"], "a");
     ctl_a.stop().await;
     ctl_b.stop().await;
+}
+
+#[tokio::test]
+async fn cluster_scoped_items_are_refused_clearly_and_nothing_of_them_is_touched() {
+    let env = Env::new().await;
+    env.create_ns("cs", &[("team", "a")]).await;
+    let roles: kube::Api<k8s_openapi::api::rbac::v1::ClusterRole> =
+        kube::Api::all(env.client.clone());
+    roles
+        .create(
+            &Default::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "old-reader"}, "rules": []}))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let mut spec = spec_for_team(
+        "a",
+        vec![
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                   "metadata": {"name": "reader-${PROJECT_NAME}"}, "rules": []}),
+            cm_item("ok", json!({})),
+        ],
+    );
+    spec["deleteItems"] = json!([{"apiVersion": "rbac.authorization.k8s.io/v1",
+                                  "kind": "ClusterRole", "name": "old-reader"}]);
+    env.create_sc("cluster", json!({}), spec).await;
+    env.sb.reset_stats();
+    let mut settings = Settings::for_tests(&[OPS]);
+    // Every kind allowed (--allow-kind '*'): the refusal is the scope's.
+    settings.allowed_kinds = None;
+    let ctl = env.start(settings);
+    wait_for("ok synced", || async { env.cm("cs", "ok").await.is_some() }).await;
+    wait_for("reported", || async {
+        env.condition("cluster", "Degraded").await.is_some_and(|c| {
+            c.0 == "True"
+                && c.2.contains("cs ClusterRole/reader-cs")
+                && c.2.contains("cs ClusterRole/old-reader")
+                && c.2.contains("is cluster-scoped")
+        })
+    })
+    .await;
+    let status = env.status("cluster").await;
+    assert_eq!(status["failedItemCount"], 2, "{status}");
+    assert_eq!(status["deletedItemCount"], 0, "{status}");
+    assert!(roles.get_opt("old-reader").await.unwrap().is_some());
+    assert!(roles.get_opt("reader-cs").await.unwrap().is_none());
+    env.settle().await;
+    let stats = env.sb.stats();
+    for verb in ["patch", "delete", "create", "update"] {
+        assert_eq!(
+            stats.get(&format!("{verb} clusterroles.rbac.authorization.k8s.io")),
+            0,
+            "{:?}",
+            stats.requests
+        );
+    }
+    env.sb.reset_stats();
+    let idle = env.settle().await;
+    assert_eq!(idle.writes(), 0, "{:?}", idle.requests);
+    ctl.stop().await;
 }

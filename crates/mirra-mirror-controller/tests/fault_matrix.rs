@@ -363,6 +363,7 @@ async fn status_in_step(env: &Env, sc: &str, synchronized: u64) -> bool {
         && status["failedItemCount"] == 0
         && cond("Ready") == Some((json!("True"), json!("SynchronizationSucceeded")))
         && cond("Errored").map(|c| c.0) == Some(json!("False"))
+        && cond("Degraded").map(|c| c.0) == Some(json!("False"))
         && cond("Invalid").map(|c| c.0) == Some(json!("False"))
         && cond("Conflict").map(|c| c.0) == Some(json!("False"))
 }

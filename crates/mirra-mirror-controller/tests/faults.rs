@@ -37,7 +37,7 @@ async fn forbidden_write_is_reported_and_other_namespaces_sync() {
     })
     .await;
     wait_for("errored", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
             .is_some_and(|c| c.0 == "True" && c.2.contains("locked") && c.2.contains("Forbidden"))
     })
@@ -46,7 +46,7 @@ async fn forbidden_write_is_reported_and_other_namespaces_sync() {
         env.events("base")
             .await
             .iter()
-            .any(|(r, _)| r == "SynchronizationFailedWithError")
+            .any(|(r, _)| r == "ItemsFailed")
     })
     .await;
     assert!(env.cm("locked", "c").await.is_none());
@@ -83,13 +83,13 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
     })
     .await;
     wait_for("errored", || async {
-        env.condition("base", "Errored").await.is_some_and(|c| {
+        env.condition("base", "Degraded").await.is_some_and(|c| {
             c.0 == "True" && c.2.contains("u1 Secret/s") && c.2.contains("u2 Secret/s")
         })
     })
     .await;
-    let (_, reason, message) = env.condition("base", "Errored").await.unwrap();
-    assert_eq!(reason, "SynchronizationFailedWithError");
+    let (_, reason, message) = env.condition("base", "Degraded").await.unwrap();
+    assert_eq!(reason, "ItemsFailed");
     assert!(
         message.contains("mirra may not list secrets (v1 Secret)")
             && message.contains("cannot list resource \"secrets\""),
@@ -99,7 +99,7 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
         env.events_full("base")
             .await
             .iter()
-            .any(|(_, r, _, m)| r == "SynchronizationFailedWithError" && m.contains("secrets"))
+            .any(|(_, r, _, m)| r == "ItemsFailed" && m.contains("secrets"))
     })
     .await;
     let status = env.status("base").await;
@@ -125,7 +125,7 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
     })
     .await;
     wait_for("errored cleared", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
             .is_some_and(|c| c.0 == "False")
     })
@@ -160,12 +160,12 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
     let ctl = env.start(settings);
     ctl.wait_ready().await;
     wait_for("errored", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
             .is_some_and(|c| c.0 == "True" && c.2.contains("w Secret/s"))
     })
     .await;
-    let (_, _, message) = env.condition("base", "Errored").await.unwrap();
+    let (_, _, message) = env.condition("base", "Degraded").await.unwrap();
     assert!(
         message.contains("mirra may not watch secrets (v1 Secret)"),
         "{message}"
@@ -189,7 +189,7 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
     })
     .await;
     wait_for("errored cleared", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
             .is_some_and(|c| c.0 == "False")
     })
@@ -221,7 +221,7 @@ async fn an_item_with_a_field_its_kind_does_not_have_is_errored_and_the_rest_syn
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("errored naming the field", || async {
-        env.condition("typo", "Errored").await.is_some_and(|c| {
+        env.condition("typo", "Degraded").await.is_some_and(|c| {
             c.0 == "True"
                 && c.2.contains("f ConfigMap/bad")
                 && c.2.contains(".spec: field not declared in schema")
@@ -262,7 +262,7 @@ async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
     // changes cause no event mirra sees.
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("errored", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
             .is_some_and(|c| c.0 == "True" && c.2.contains("Forbidden"))
     })
@@ -279,9 +279,9 @@ async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
     })
     .await;
     wait_for("errored cleared", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
-            .is_some_and(|c| c.0 == "False" && c.1 == "SynchronizationSucceeded")
+            .is_some_and(|c| c.0 == "False" && c.1 == "NoItemFailed")
     })
     .await;
     assert_eq!(env.condition("base", "Ready").await.unwrap().0, "True");
@@ -507,7 +507,7 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
     let status = env.status("base").await;
     assert_eq!(status["synchronizedItemCount"], 5, "{status}");
     assert_eq!(status["failedItemCount"], 0, "{status}");
-    assert_eq!(env.condition("base", "Errored").await.unwrap().0, "False");
+    assert_eq!(env.condition("base", "Degraded").await.unwrap().0, "False");
     // In step afterwards: nothing more to write.
     env.sb.reset_stats();
     let stats = env.settle().await;
@@ -536,7 +536,7 @@ async fn a_write_failing_for_good_holds_back_no_status() {
     settings.status_max_delay = Duration::from_secs(3600);
     let ctl = env.start(settings);
     wait_for("base reports its failure", || async {
-        env.condition("base", "Errored")
+        env.condition("base", "Degraded")
             .await
             .is_some_and(|c| c.0 == "True" && c.2.contains("locked"))
     })

@@ -97,7 +97,7 @@ async fn kinds_outside_the_allow_list_and_token_secrets_are_refused_with_a_reaso
     let stats = env.settle().await;
     assert_eq!(stats.get("patch roles.rbac.authorization.k8s.io"), 0);
     assert_eq!(stats.get("patch secrets"), 0);
-    let (status, _, message) = env.condition("base", "Errored").await.unwrap();
+    let (status, _, message) = env.condition("base", "Degraded").await.unwrap();
     assert_eq!(status, "True");
     assert!(
         message.contains("--allow-kind Role.rbac.authorization.k8s.io"),

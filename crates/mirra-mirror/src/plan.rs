@@ -56,7 +56,9 @@
 //!   scopes share a cluster without deleting each other's copies.
 //! - An object that is being deleted is left alone; once it is gone the next
 //!   plan recreates it if it is still wanted (this is also how
-//!   `forceRecreate` completes without racing the deletion).
+//!   `forceRecreate` completes without racing the deletion). While
+//!   finalizers hold a wanted object, its item fails with a message naming
+//!   them (nothing is written meanwhile).
 //!
 //! What this module must NOT do: I/O, clocks, logging decisions away. The
 //! caller must pass EVERY SyncConfig it honours (an absent one counts as
@@ -517,7 +519,10 @@ pub fn plan_namespace_scoped(
             Some(o) if let Some(reason) = foreign_owner(o, honoured) => {
                 OutcomeState::Failed { reason }
             }
-            Some(o) if o.deleting => OutcomeState::Terminating,
+            Some(o) if o.deleting => match held_by_finalizers(o) {
+                Some(reason) => OutcomeState::Failed { reason },
+                None => OutcomeState::Terminating,
+            },
             Some(o) if is_subset(body, &o.body) => OutcomeState::InSync,
             _ => {
                 applies.push(Op::Apply {
@@ -740,6 +745,31 @@ pub fn with_adopted_mark(body: &Value) -> Value {
         annotations.insert(ADOPTED_ANNOTATION.into(), Value::String("true".into()));
     }
     body
+}
+
+/// Why a copy mirra waits to recreate is not gone: the server marked it
+/// deleted and finalizers hold it. Said on the item, since a finalizer
+/// nobody removes keeps the item from syncing for good; mirra writes
+/// nothing meanwhile and recreates the object once the watch shows it gone.
+/// `None` while the deletion is only known to mirra (its delete is in
+/// flight) or nothing holds it.
+fn held_by_finalizers(o: &ObservedObject) -> Option<String> {
+    let meta = o.body.get("metadata")?;
+    meta.get("deletionTimestamp").filter(|v| !v.is_null())?;
+    let finalizers: Vec<&str> = meta
+        .get("finalizers")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    if finalizers.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the object is being deleted and waits for its finalizers ({}) to be removed; \
+         it is created again once it is gone",
+        finalizers.join(", ")
+    ))
 }
 
 /// Why `o` is not this mirra's to write or delete: it carries the marks of

@@ -134,14 +134,18 @@ pub struct LabelSelectorRequirement {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SyncConfigStatus {
-    /// Conditions of types `Ready`, `Invalid`, `Errored` and `Conflict`.
+    /// Conditions of types `Ready` (at least one item synchronized or
+    /// deleted, or none failed), `Invalid`, `Errored` (items failed and none
+    /// was synchronized or deleted), `Degraded` (any item failed) and
+    /// `Conflict`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<SyncConfigCondition>,
     /// Number of (namespace, syncItem) pairs that are in sync or being written.
     #[serde(default)]
     pub synchronized_item_count: i64,
-    /// Number of (namespace, deleteItem) pairs whose object is being deleted.
-    /// Objects that are already gone are not counted.
+    /// Number of objects deleted by deleteItems: being deleted now, or
+    /// deleted since the previous status (kept until the next status).
+    /// Objects that were already gone are not counted.
     #[serde(default)]
     pub deleted_item_count: i64,
     /// Number of items that failed or lost a conflict to another SyncConfig.

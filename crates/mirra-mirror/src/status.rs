@@ -1,23 +1,29 @@
 //! A SyncConfig's status, computed from the outcomes of all the namespaces
 //! it selects, and the decision whether it must be written.
 //!
-//! Counters are current totals (level-based), recomputed from the latest
-//! outcomes of every selected namespace:
+//! Counters, with espejo's meaning:
 //!
-//! - `synchronizedItemCount`: syncItem outcomes `InSync` or `Applied`;
-//! - `deletedItemCount`: deleteItem outcomes `Deleted` or `Terminating`
-//!   (objects already gone are not counted, as in espejo);
+//! - `synchronizedItemCount`: syncItem outcomes `InSync` or `Applied`
+//!   (current totals over every selected namespace);
+//! - `deletedItemCount`: the objects a deleteItem deletes or is waiting to
+//!   see gone (`Deleted` or `Terminating`), plus those the caller says a
+//!   deleteItem deleted since the previous status
+//!   ([`StatusSummary::add_recent_deletes`]): a deletion is counted in the
+//!   status written after it, and kept there until the next status of that
+//!   SyncConfig, as espejo counts it per reconcile. Objects already gone
+//!   before are not counted, as in espejo;
 //! - `failedItemCount`: `Failed` outcomes plus items lost to a conflict.
 //!
 //! Orphaned copies (pruned or retained) are not counted.
 //!
-//! Conditions (all four are always present, `True` or `False`):
+//! Conditions (all five are always present, `True` or `False`):
 //!
 //! | type     | True when                          | reasons (True / False)                                   |
 //! |----------|------------------------------------|----------------------------------------------------------|
-//! | Ready    | valid, within the limits, no item failed or lost, and no selected namespace still waits to be synchronized | SynchronizationSucceeded / LimitExceeded, SynchronizationFailed, SynchronizationPending |
+//! | Ready    | valid, within the limits, no selected namespace still waits to be synchronized, and not every attempted item failed (espejo: at least one item synchronized or deleted, or none failed) | SynchronizationSucceeded / LimitExceeded, SynchronizationFailed, SynchronizationPending |
 //! | Invalid  | the spec is invalid                | InvalidSyncConfigSpec / ValidSyncConfigSpec              |
-//! | Errored  | some item failed                   | SynchronizationFailedWithError / SynchronizationSucceeded|
+//! | Errored  | items failed and none was synchronized or deleted (espejo's meaning) | SynchronizationFailedWithError / SynchronizationSucceeded |
+//! | Degraded | any item failed (mirra's stricter signal) | ItemsFailed / NoItemFailed                         |
 //! | Conflict | another SyncConfig wants an object | ConflictLost or ConflictWon / NoConflict                 |
 //!
 //! A SyncConfig over a limit on copies or bytes (the caller says so in
@@ -28,8 +34,9 @@
 //!
 //! `lastTransitionTime` changes only when a condition's status changes, so a
 //! status computed twice from the same outcomes is equal and
-//! [`status_changed`] says no write is needed. Unlike espejo, `Errored` is
-//! cleared once the failures are gone, and delete failures are failures.
+//! [`status_changed`] says no write is needed. Unlike espejo, `Errored` and
+//! `Degraded` are cleared once the failures are gone, and delete failures
+//! are failures.
 //!
 //! What this module must NOT do: read the clock (the caller passes `now`).
 
@@ -38,15 +45,18 @@ use std::collections::BTreeSet;
 use crate::compile::CompiledConfig;
 use crate::error::ValidationError;
 use crate::plan::{ItemOutcome, ItemRef, OutcomeState};
-use crate::refs::ConfigRef;
+use crate::refs::{ConfigRef, ObjectKey};
 use crate::resource::{SyncConfigCondition, SyncConfigStatus};
 
 /// Condition type: everything is in sync.
 pub const CONDITION_READY: &str = "Ready";
 /// Condition type: the spec is invalid.
 pub const CONDITION_INVALID: &str = "Invalid";
-/// Condition type: some items failed.
+/// Condition type (espejo's meaning): items failed and none was
+/// synchronized or deleted.
 pub const CONDITION_ERRORED: &str = "Errored";
+/// Condition type: at least one item failed, whatever the others did.
+pub const CONDITION_DEGRADED: &str = "Degraded";
 /// Condition type: another SyncConfig wants some of the same objects.
 pub const CONDITION_CONFLICT: &str = "Conflict";
 
@@ -64,6 +74,10 @@ pub const REASON_LIMIT_EXCEEDED: &str = "LimitExceeded";
 pub const REASON_FAILED_WITH_ERROR: &str = "SynchronizationFailedWithError";
 /// espejo's reason for an invalid spec.
 pub const REASON_INVALID: &str = "InvalidSyncConfigSpec";
+/// Degraded: at least one item failed.
+pub const REASON_ITEMS_FAILED: &str = "ItemsFailed";
+/// Not Degraded: no item failed.
+pub const REASON_NO_ITEM_FAILED: &str = "NoItemFailed";
 /// The spec is valid.
 pub const REASON_VALID: &str = "ValidSyncConfigSpec";
 /// This SyncConfig lost at least one object to another.
@@ -88,8 +102,11 @@ pub const MAX_LISTED: usize = 5;
 pub struct StatusSummary {
     /// syncItem outcomes in sync or being applied.
     pub synchronized: i64,
-    /// deleteItem outcomes being deleted.
+    /// Objects deleted by deleteItems: being deleted now, or deleted since
+    /// the previous status (see [`StatusSummary::add_recent_deletes`]).
     pub deleted: i64,
+    /// The objects counted in `deleted`.
+    pub deleted_objects: BTreeSet<ObjectKey>,
     /// Failed items plus items lost to a conflict.
     pub failed: i64,
     /// `namespace kind/name: reason` of each failure, sorted.
@@ -121,7 +138,7 @@ pub fn summarize<'a>(
             (_, ItemRef::Orphan) => {}
             (OutcomeState::InSync | OutcomeState::Applied, ItemRef::Sync(_)) => s.synchronized += 1,
             (OutcomeState::Deleted | OutcomeState::Terminating, ItemRef::Delete(_)) => {
-                s.deleted += 1
+                s.deleted_objects.insert(o.target.key());
             }
             (OutcomeState::Failed { reason }, _) => {
                 s.failed += 1;
@@ -149,7 +166,20 @@ pub fn summarize<'a>(
         }
     }
     s.failures.sort();
+    s.deleted = s.deleted_objects.len() as i64;
     s
+}
+
+impl StatusSummary {
+    /// Counts objects a deleteItem of this SyncConfig deleted since its
+    /// previous status, whose outcome no longer says so (the watch showed
+    /// them gone): espejo reports a deletion in the status of the reconcile
+    /// that made it, and a status computed after the object vanished must
+    /// still say it. An object counted already is not counted twice.
+    pub fn add_recent_deletes<'a>(&mut self, keys: impl IntoIterator<Item = &'a ObjectKey>) {
+        self.deleted_objects.extend(keys.into_iter().cloned());
+        self.deleted = self.deleted_objects.len() as i64;
+    }
 }
 
 fn item_path(item: ItemRef) -> String {
@@ -172,7 +202,10 @@ pub fn desired_status(
 ) -> SyncConfigStatus {
     let mut conditions = Vec::new();
     let (synchronized, deleted, failed) = if config.is_valid() {
-        let ready = summary.failed == 0 && summary.pending == 0 && summary.limit.is_none();
+        // espejo's rule: a reconcile failed only when items failed and
+        // nothing was synchronized or deleted.
+        let all_failed = summary.failed > 0 && summary.synchronized == 0 && summary.deleted == 0;
+        let ready = !all_failed && summary.pending == 0 && summary.limit.is_none();
         conditions.push(cond(
             CONDITION_READY,
             ready,
@@ -180,25 +213,33 @@ pub fn desired_status(
                 REASON_LIMIT_EXCEEDED
             } else if ready {
                 REASON_SUCCEEDED
-            } else if summary.failed == 0 {
+            } else if !all_failed {
                 REASON_PENDING
             } else {
                 REASON_FAILED
             },
             if let Some(limit) = &summary.limit {
                 format!("{limit}; {LIMIT_CONSEQUENCE}")
+            } else if ready && summary.failed > 0 {
+                format!(
+                    "{} item(s) synchronized, {} deleted, {} failed (see the Degraded and Conflict conditions)",
+                    summary.synchronized, summary.deleted, summary.failed
+                )
             } else if ready {
                 format!(
-                    "{} item(s) synchronized, {} being deleted",
+                    "{} item(s) synchronized, {} deleted",
                     summary.synchronized, summary.deleted
                 )
-            } else if summary.failed == 0 {
+            } else if !all_failed {
                 format!(
                     "{} namespace(s) not synchronized yet; {} item(s) synchronized so far",
                     summary.pending, summary.synchronized
                 )
             } else {
-                format!("{} item(s) failed", summary.failed)
+                format!(
+                    "all {} attempted item(s) failed, none synchronized or deleted",
+                    summary.failed
+                )
             },
         ));
         conditions.push(cond(
@@ -207,16 +248,45 @@ pub fn desired_status(
             REASON_VALID,
             "the spec is valid".into(),
         ));
-        let errored = !summary.failures.is_empty();
+        let failures = || {
+            if summary.failures.is_empty() {
+                // Only conflicts lost: the Conflict condition names them.
+                format!(
+                    "{} item(s) lost to other SyncConfigs; see the Conflict condition",
+                    summary.failed
+                )
+            } else {
+                bounded(&summary.failures)
+            }
+        };
         conditions.push(cond(
             CONDITION_ERRORED,
-            errored,
-            if errored {
+            all_failed,
+            if all_failed {
                 REASON_FAILED_WITH_ERROR
             } else {
                 REASON_SUCCEEDED
             },
-            if errored {
+            if all_failed {
+                failures()
+            } else if summary.failed > 0 {
+                "some items were synchronized or deleted; the failures are on the Degraded \
+                 and Conflict conditions"
+                    .into()
+            } else {
+                "no item failed".into()
+            },
+        ));
+        let degraded = !summary.failures.is_empty();
+        conditions.push(cond(
+            CONDITION_DEGRADED,
+            degraded,
+            if degraded {
+                REASON_ITEMS_FAILED
+            } else {
+                REASON_NO_ITEM_FAILED
+            },
+            if degraded {
                 bounded(&summary.failures)
             } else {
                 "no item failed".into()
@@ -244,6 +314,12 @@ pub fn desired_status(
             "nothing was attempted".into(),
         ));
         conditions.push(cond(
+            CONDITION_DEGRADED,
+            false,
+            REASON_INVALID,
+            "nothing was attempted".into(),
+        ));
+        conditions.push(cond(
             CONDITION_CONFLICT,
             false,
             REASON_NO_CONFLICT,
@@ -264,6 +340,7 @@ pub fn desired_status(
         CONDITION_READY,
         CONDITION_INVALID,
         CONDITION_ERRORED,
+        CONDITION_DEGRADED,
         CONDITION_CONFLICT,
     ];
     if let Some(p) = previous {

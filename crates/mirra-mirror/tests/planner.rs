@@ -497,6 +497,57 @@ fn objects_being_deleted_are_left_to_finish() {
 }
 
 #[test]
+fn a_wanted_object_held_by_finalizers_fails_naming_them_and_writes_nothing() {
+    let c = config(
+        "base",
+        1,
+        json!({
+            "namespaceSelector": {"matchNames": ["n"]},
+            "syncItems": [configmap("a", json!({})), configmap("b", json!({}))],
+            "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "old"}],
+        }),
+    );
+    let ns = TestNs::new("n");
+    let mut store = Store::default();
+    // "a" and "old": marked deleted by the server and held by finalizers;
+    // "b": deleted by mirra (in flight), no finalizer.
+    for (name, finalizers) in [
+        ("a", json!(["example.com/hold", "x/y"])),
+        ("old", json!(["example.com/hold"])),
+    ] {
+        let o = ObservedObject::from_json(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "n", "uid": name,
+                         "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": finalizers},
+        }))
+        .unwrap();
+        store.insert(o);
+    }
+    let mut b = foreign("ConfigMap", "n", "b", "b");
+    b.deleting = true;
+    store.insert(b);
+    let p = plan(&ns, &[c], &store);
+    assert!(p.ops.is_empty(), "{:?}", p.ops);
+    let state_of = |name: &str| {
+        p.outcomes
+            .iter()
+            .find(|o| o.target.name == name)
+            .map(|o| o.state.clone())
+            .unwrap()
+    };
+    match state_of("a") {
+        OutcomeState::Failed { reason } => {
+            assert!(reason.contains("example.com/hold, x/y"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(state_of("b"), OutcomeState::Terminating);
+    // A deleteItem waiting for finalizers did its part: still counted as
+    // being deleted, not failed.
+    assert_eq!(state_of("old"), OutcomeState::Terminating);
+}
+
+#[test]
 fn the_oldest_config_wins_a_conflict_and_the_plan_never_flaps() {
     let young = config(
         "young",

@@ -6,9 +6,9 @@ mod common;
 
 use common::{Store, TestNs, config, configmap};
 use mirra_mirror::status::{
-    CONDITION_CONFLICT, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
+    CONDITION_CONFLICT, CONDITION_DEGRADED, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
     REASON_CONFLICT_LOST, REASON_CONFLICT_WON, REASON_FAILED, REASON_FAILED_WITH_ERROR,
-    REASON_INVALID, REASON_SUCCEEDED,
+    REASON_INVALID, REASON_ITEMS_FAILED, REASON_NO_ITEM_FAILED, REASON_SUCCEEDED,
 };
 use mirra_mirror::{
     CompiledConfig, ConfigRef, ItemOutcome, ItemRef, ObjectRef, OutcomeState, SyncConfigCondition,
@@ -190,9 +190,18 @@ fn failures_set_errored_and_clear_it_when_gone() {
         Some("n ConfigMap/x: 422 immutable")
     );
     assert_eq!(s1.failed_item_count, 1);
+    let degraded = cond(&s1, CONDITION_DEGRADED);
+    assert_eq!(degraded.status, "True");
+    assert_eq!(degraded.reason.as_deref(), Some(REASON_ITEMS_FAILED));
+    assert_eq!(errored.message, degraded.message);
     let ok = [outcome("base", ItemRef::Sync(0), OutcomeState::InSync)];
     let s2 = status_of(&c, &ok, Some(&s1), T1);
     assert_eq!(cond(&s2, CONDITION_ERRORED).status, "False");
+    let degraded = cond(&s2, CONDITION_DEGRADED);
+    assert_eq!(
+        (degraded.status.as_str(), degraded.reason.as_deref()),
+        ("False", Some(REASON_NO_ITEM_FAILED))
+    );
     assert_eq!(
         cond(&s2, CONDITION_ERRORED).last_transition_time.as_deref(),
         Some(T1)
@@ -257,10 +266,18 @@ fn conflicts_are_reported_on_both_sides() {
     assert!(c.message.as_deref().unwrap().contains("ops/old"));
     assert_eq!(ls.failed_item_count, 1);
     assert_eq!(cond(&ls, CONDITION_READY).status, "False");
+    // espejo's rule on the counters: something failed and nothing was
+    // synchronized. The lost object is named on Conflict, not Degraded.
+    let errored = cond(&ls, CONDITION_ERRORED);
+    assert_eq!(errored.status, "True");
+    assert!(
+        errored.message.as_deref().unwrap().contains("Conflict"),
+        "{errored:?}"
+    );
     assert_eq!(
-        cond(&ls, CONDITION_ERRORED).status,
+        cond(&ls, CONDITION_DEGRADED).status,
         "False",
-        "a lost conflict is not an error"
+        "a lost conflict is not a write failure"
     );
     let ws = status_of(&winner, &p.outcomes, None, T0);
     let c = cond(&ws, CONDITION_CONFLICT);
@@ -343,7 +360,7 @@ fn conditions_of_other_types_are_kept() {
             .iter()
             .any(|c| c.type_ == "Custom" && c.reason.as_deref() == Some("Why"))
     );
-    assert_eq!(s.conditions.len(), 5);
+    assert_eq!(s.conditions.len(), 6);
 }
 
 #[test]
@@ -441,4 +458,110 @@ fn a_syncconfig_over_a_limit_is_not_ready_with_the_limit_named_first() {
         &[outcome("base", ItemRef::Sync(0), OutcomeState::Held)],
     );
     assert_eq!((held.synchronized, held.failed), (0, 0));
+}
+
+#[test]
+fn one_item_synchronized_is_ready_and_degraded_not_errored() {
+    let c = base();
+    let mixed = [
+        outcome("base", ItemRef::Sync(0), OutcomeState::InSync),
+        outcome(
+            "base",
+            ItemRef::Sync(1),
+            OutcomeState::Failed {
+                reason: "422 immutable".into(),
+            },
+        ),
+    ];
+    let s = status_of(&c, &mixed, None, T0);
+    let ready = cond(&s, CONDITION_READY);
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_deref()),
+        ("True", Some(REASON_SUCCEEDED))
+    );
+    assert!(
+        ready.message.as_deref().unwrap().contains("1 failed"),
+        "{ready:?}"
+    );
+    assert_eq!(cond(&s, CONDITION_ERRORED).status, "False");
+    let degraded = cond(&s, CONDITION_DEGRADED);
+    assert_eq!(degraded.status, "True");
+    assert_eq!(
+        degraded.message.as_deref(),
+        Some("n ConfigMap/x: 422 immutable")
+    );
+    assert_eq!((s.synchronized_item_count, s.failed_item_count), (1, 1));
+    // A deletion counts like a synchronization (espejo: "could not sync or
+    // delete any items").
+    let deleted_and_failed = [
+        outcome("base", ItemRef::Delete(0), OutcomeState::Deleted),
+        mixed[1].clone(),
+    ];
+    let s = status_of(&c, &deleted_and_failed, None, T0);
+    assert_eq!(cond(&s, CONDITION_READY).status, "True");
+    assert_eq!(cond(&s, CONDITION_ERRORED).status, "False");
+    assert_eq!(cond(&s, CONDITION_DEGRADED).status, "True");
+}
+
+#[test]
+fn recent_deletes_are_counted_once_with_the_outcomes() {
+    let c = base();
+    let target = |name: &str| ObjectRef {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        namespace: "n".into(),
+        name: name.into(),
+    };
+    let mut deleting = outcome("base", ItemRef::Delete(0), OutcomeState::Deleted);
+    deleting.target = target("a");
+    let mut summary = summarize(&c.key, &[deleting]);
+    assert_eq!(summary.deleted, 1);
+    // "a" is both being deleted and recently deleted; "b" is gone already.
+    let recent = [target("a").key(), target("b").key()];
+    summary.add_recent_deletes(recent.iter());
+    assert_eq!(summary.deleted, 2);
+    let s = desired_status(&c, &summary, None, T0);
+    assert_eq!(s.deleted_item_count, 2);
+    // Nothing else: a deletion alone is Ready.
+    assert_eq!(cond(&s, CONDITION_READY).status, "True");
+}
+
+proptest::proptest! {
+    /// espejo's rule, whatever the mix: Errored exactly when items failed
+    /// and none was synchronized or deleted, Ready otherwise (with nothing
+    /// pending and no limit), Degraded exactly when an item failed.
+    #[test]
+    fn ready_errored_and_degraded_follow_the_counters(
+        states in proptest::collection::vec(0u8..5, 0..12)
+    ) {
+        let c = base();
+        let outcomes: Vec<ItemOutcome> = states
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (item, state) = match s {
+                    0 => (ItemRef::Sync(i), OutcomeState::InSync),
+                    1 => (ItemRef::Sync(i), OutcomeState::Applied),
+                    2 => (ItemRef::Delete(i), OutcomeState::Deleted),
+                    3 => (ItemRef::Delete(i), OutcomeState::Gone),
+                    _ => (ItemRef::Sync(i), OutcomeState::Failed { reason: format!("r{i}") }),
+                };
+                let mut o = outcome("base", item, state);
+                o.target.name = format!("x{i}");
+                o
+            })
+            .collect();
+        let s = status_of(&c, &outcomes, None, T0);
+        let count = |k: &[u8]| states.iter().filter(|s| k.contains(s)).count() as i64;
+        let (synced, deleted, failed) = (count(&[0, 1]), count(&[2]), count(&[4]));
+        proptest::prop_assert_eq!(
+            (s.synchronized_item_count, s.deleted_item_count, s.failed_item_count),
+            (synced, deleted, failed)
+        );
+        let all_failed = failed > 0 && synced == 0 && deleted == 0;
+        let is = |t: &str| cond(&s, t).status == "True";
+        proptest::prop_assert_eq!(is(CONDITION_ERRORED), all_failed);
+        proptest::prop_assert_eq!(is(CONDITION_READY), !all_failed);
+        proptest::prop_assert_eq!(is(CONDITION_DEGRADED), failed > 0);
+    }
 }

@@ -31,6 +31,9 @@ pub struct StatusWrite {
     /// The resourceVersion the status was planned from: the write's
     /// precondition.
     pub base: Option<String>,
+    /// The recently deleted objects `new` counts (see
+    /// `State::recent_deletes`): shown once the write lands.
+    pub deletes_shown: Vec<mirra_mirror::ObjectKey>,
 }
 
 /// What the status planner needs besides the state.
@@ -134,32 +137,73 @@ impl State {
             let Some(compiled) = self.compiled.get(&key) else {
                 continue;
             };
-            let mut summary = mirra_mirror::summarize(&key, self.outcomes.values().flatten());
-            // Namespaces it selects that are still queued or being worked
-            // on: not Ready until they are done.
-            summary.pending = self
+            let pending = self
                 .selected_by(&[compiled])
                 .iter()
                 .filter(|n| working(self, n))
                 .count() as i64;
-            summary.limit = self.over_limit(&key).map(|e| e.to_string());
-            if summary.pending > 0 {
+            let limit = self.over_limit(&key).map(|e| e.to_string());
+            let summary_of = |s: &State| {
+                let mut summary = mirra_mirror::summarize(&key, s.outcomes.values().flatten());
+                if let Some(recent) = s.recent_deletes.get(&key) {
+                    summary.add_recent_deletes(recent.keys());
+                }
+                // Namespaces it selects that are still queued or being
+                // worked on: not Ready until they are done.
+                summary.pending = pending;
+                summary.limit = limit.clone();
+                summary
+            };
+            if pending > 0 {
                 self.pending_status.insert(key.clone());
             } else {
                 self.pending_status.remove(&key);
             }
             let previous = self.stored_status(&key);
-            let new =
-                mirra_mirror::desired_status(compiled, &summary, previous.as_ref(), round.now_str);
-            if mirra_mirror::status_changed(previous.as_ref(), &new) {
-                let base = self.status_base_version(&key);
-                todo.push(StatusWrite {
-                    key,
-                    previous,
-                    new,
-                    base,
-                });
+            let mut new = mirra_mirror::desired_status(
+                compiled,
+                &summary_of(self),
+                previous.as_ref(),
+                round.now_str,
+            );
+            if !mirra_mirror::status_changed(previous.as_ref(), &new) {
+                continue;
             }
+            // The status moves for another reason: deletions a written
+            // status showed already are not counted again.
+            if let Some(recent) = self.recent_deletes.get_mut(&key)
+                && recent.values().any(|shown| *shown)
+            {
+                recent.retain(|_, shown| !*shown);
+                if recent.is_empty() {
+                    self.recent_deletes.remove(&key);
+                }
+                let Some(compiled) = self.compiled.get(&key) else {
+                    continue;
+                };
+                new = mirra_mirror::desired_status(
+                    compiled,
+                    &summary_of(self),
+                    previous.as_ref(),
+                    round.now_str,
+                );
+                if !mirra_mirror::status_changed(previous.as_ref(), &new) {
+                    continue;
+                }
+            }
+            let base = self.status_base_version(&key);
+            let deletes_shown = self
+                .recent_deletes
+                .get(&key)
+                .map(|r| r.keys().cloned().collect())
+                .unwrap_or_default();
+            todo.push(StatusWrite {
+                key,
+                previous,
+                new,
+                base,
+                deletes_shown,
+            });
         }
         todo
     }
@@ -186,9 +230,17 @@ impl State {
         new: SyncConfigStatus,
         base: Option<String>,
         answered: Option<String>,
+        deletes_shown: &[mirra_mirror::ObjectKey],
     ) {
         if !self.compiled.contains_key(key) {
             return;
+        }
+        if let Some(recent) = self.recent_deletes.get_mut(key) {
+            for k in deletes_shown {
+                if let Some(shown) = recent.get_mut(k) {
+                    *shown = true;
+                }
+            }
         }
         self.written_status.insert(key.clone(), new);
         if let (Some(base), Some(answered)) = (base, answered) {

@@ -160,6 +160,14 @@ pub struct State {
     limits: Limits,
     /// The namespaces mirra never writes to: not counted in footprints.
     never_write: BTreeSet<String>,
+    /// Objects each SyncConfig's deleteItems deleted, counted in its
+    /// `deletedItemCount` after their outcome turned `Gone` (espejo reports
+    /// a deletion in the status of the reconcile that made it). The flag
+    /// says a written status showed it: such an entry is dropped when the
+    /// SyncConfig's status next changes for another reason, so the count
+    /// stays until the next status and the watch echo of the deletion
+    /// itself writes nothing.
+    recent_deletes: BTreeMap<ConfigRef, BTreeMap<mirra_mirror::ObjectKey, bool>>,
 }
 
 /// A copy's identity across kinds: `(kind, namespace, name)`.
@@ -545,6 +553,7 @@ impl State {
                 self.written_status.remove(&key);
                 self.status_versions.remove(&key);
                 self.dirty_status.remove(&key);
+                self.recent_deletes.remove(&key);
             }
         }
         (keys, kinds_changed)
@@ -683,6 +692,17 @@ impl State {
                 .filter(|((k, _), _)| k == kind)
                 .filter_map(|(_, d)| d.objects.get(Some(namespace), name))
                 .any(|o| live(&o.metadata))
+    }
+
+    /// A deleteItem of `config` deleted `key`: counted in its status until
+    /// the next status after the one that shows it (see `recent_deletes`).
+    pub fn record_deleted_item(&mut self, config: &ConfigRef, key: mirra_mirror::ObjectKey) {
+        if self.compiled.contains_key(config) {
+            self.recent_deletes
+                .entry(config.clone())
+                .or_default()
+                .insert(key, false);
+        }
     }
 
     /// Remembers a delete mirra sent, until a cache shows its effect. Not
@@ -1016,4 +1036,4 @@ mod bookkeeping;
 #[cfg(test)]
 mod tests;
 
-pub use bookkeeping::StatusRound;
+pub use bookkeeping::{StatusRound, StatusWrite};

@@ -331,3 +331,88 @@ fn footprints_follow_namespaces_and_hold_only_the_syncconfig_over_a_limit() {
     s.recount_footprint(&big);
     assert!(!s.footprints.contains_key(&big));
 }
+
+fn delete_outcome(state: OutcomeState) -> ItemOutcome {
+    ItemOutcome {
+        config: ConfigRef::new("ops", "base"),
+        item: mirra_mirror::ItemRef::Delete(0),
+        target: mirra_mirror::ObjectRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: "t".into(),
+            name: "legacy".into(),
+        },
+        state,
+        contenders: Vec::new(),
+    }
+}
+
+fn plan_statuses_now(s: &mut State) -> Vec<StatusWrite> {
+    let idle = |_: &String| false;
+    s.plan_statuses(&StatusRound {
+        now: Instant::now(),
+        busy: false,
+        max_delay: std::time::Duration::from_secs(1),
+        now_str: "2026-01-01T00:00:00Z",
+        is_queued: &idle,
+    })
+}
+
+fn land(s: &mut State, w: StatusWrite) -> SyncConfigStatus {
+    s.status_written(&w.key, w.new.clone(), None, None, &w.deletes_shown);
+    w.new
+}
+
+#[test]
+fn a_deletion_stays_counted_until_the_next_status() {
+    let mut s = state_with(Vec::new());
+    let key = ConfigRef::new("ops", "base");
+    let legacy = delete_outcome(OutcomeState::Gone).target.key();
+    let now = Instant::now();
+    // The pass that deletes it.
+    s.record_deleted_item(&key, legacy.clone());
+    s.store_outcomes("t", vec![delete_outcome(OutcomeState::Deleted)], now);
+    let mut todo = plan_statuses_now(&mut s);
+    assert_eq!(todo.len(), 1);
+    let written = land(&mut s, todo.remove(0));
+    assert_eq!(written.deleted_item_count, 1);
+    // The watch shows it gone: the outcome moves, the status does not.
+    s.store_outcomes("t", vec![delete_outcome(OutcomeState::Gone)], now);
+    assert!(plan_statuses_now(&mut s).is_empty());
+    // Something else moves the status: that next status no longer
+    // counts the earlier deletion.
+    let synced = ItemOutcome {
+        item: mirra_mirror::ItemRef::Sync(0),
+        state: OutcomeState::InSync,
+        target: mirra_mirror::ObjectRef {
+            name: "c".into(),
+            ..delete_outcome(OutcomeState::Gone).target
+        },
+        ..delete_outcome(OutcomeState::Gone)
+    };
+    s.store_outcomes("t", vec![delete_outcome(OutcomeState::Gone), synced], now);
+    let mut todo = plan_statuses_now(&mut s);
+    assert_eq!(todo.len(), 1);
+    let next = land(&mut s, todo.remove(0));
+    assert_eq!(
+        (next.synchronized_item_count, next.deleted_item_count),
+        (1, 0)
+    );
+    assert!(s.recent_deletes.is_empty());
+}
+
+#[test]
+fn a_deletion_whose_status_write_failed_is_still_counted() {
+    let mut s = state_with(Vec::new());
+    let key = ConfigRef::new("ops", "base");
+    let now = Instant::now();
+    s.record_deleted_item(&key, delete_outcome(OutcomeState::Gone).target.key());
+    s.store_outcomes("t", vec![delete_outcome(OutcomeState::Deleted)], now);
+    assert_eq!(plan_statuses_now(&mut s).len(), 1);
+    // Not landed: planned again after the object is gone, still counted.
+    s.status_write_failed(&key);
+    s.store_outcomes("t", vec![delete_outcome(OutcomeState::Gone)], now);
+    let todo = plan_statuses_now(&mut s);
+    assert_eq!(todo.len(), 1);
+    assert_eq!(todo[0].new.deleted_item_count, 1);
+}
