@@ -966,6 +966,18 @@ async fn watch(
                         )
                     }
                 };
+                // Every protobuf watch of a stored-version resource sends an
+                // unchanged event's same frame: it is encoded once.
+                let send_form = |e: &crate::store::Event, kind: &str, obj: &Bytes| -> Bytes {
+                    if protobuf
+                        && res.stored_as.is_none()
+                        && kind == e.kind.as_str()
+                        && obj.as_ptr() == e.object.as_ptr()
+                    {
+                        return e.protobuf_frame.get_or_init(|| render(kind, obj)).clone();
+                    }
+                    render(kind, obj)
+                };
                 let mut last = start.rv;
                 let mut max_sent = 0u64;
                 for e in &start.initial {
@@ -973,7 +985,11 @@ async fn watch(
                     let Some((kind, object)) = filter.deliver(e) else {
                         continue;
                     };
-                    if tx.send(Ok(render(kind.as_str(), &object))).await.is_err() {
+                    if tx
+                        .send(Ok(send_form(e, kind.as_str(), &object)))
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -1009,7 +1025,7 @@ async fn watch(
                                 let Some((kind, object)) = filter.deliver(&e) else {
                                     continue;
                                 };
-                                if tx.send(Ok(render(kind.as_str(), &object))).await.is_err() {
+                                if tx.send(Ok(send_form(&e, kind.as_str(), &object))).await.is_err() {
                                     return;
                                 }
                             }
