@@ -121,6 +121,61 @@ pub(crate) fn wants_table(headers: &HeaderMap) -> bool {
         })
 }
 
+/// Whether an `Accept` header takes JSON at all.
+fn accepts_json(accept: Option<&str>) -> bool {
+    accept.is_none_or(|a| {
+        a.split(',').any(|e| {
+            matches!(
+                e.split(';').next().unwrap_or_default().trim(),
+                "application/json" | "application/yaml" | "*/*" | "application/*" | ""
+            )
+        })
+    })
+}
+
+/// A JSON answer (an object, a list, a `Status`) re-encoded as protobuf
+/// for a client that asked for it; answers with no protobuf form (a
+/// Table, anything not JSON) are left as they are.
+async fn as_protobuf(r: http::Response<Body>) -> http::Response<Body> {
+    let is_json = r
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if !is_json {
+        return r;
+    }
+    let (mut parts, body) = r.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return error_response(&ApiError::internal("the answer could not be read"));
+    };
+    match crate::protobuf::encode_json_bytes(&bytes) {
+        Some(pb) => {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            http::Response::from_parts(parts, Body::from(pb))
+        }
+        None => http::Response::from_parts(parts, Body::from(bytes)),
+    }
+}
+
+/// A create or update body as JSON: protobuf decoded for a built-in
+/// kind, refused with the server's 415 for a custom resource.
+fn body_value(res: &Resource, body: &[u8], ct: &str) -> Result<Value, ApiError> {
+    if crate::protobuf::is_protobuf(ct) && !body.is_empty() {
+        if !res.builtin {
+            return Err(ApiError::unsupported_body_format(&[
+                "application/json",
+                "application/yaml",
+            ]));
+        }
+        return crate::protobuf::decode(body, &res.api_version(), &res.kind);
+    }
+    parse_body(body, ct)
+}
+
 /// Handles one request.
 pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Response<Body> {
     let (parts, body) = req.into_parts();
@@ -263,9 +318,31 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
         }
         Route::Stats | Route::Faults(_) => error_response(&ApiError::no_route()),
         Route::Object(o) => {
-            match object(shared, &parts.method, &parts.headers, &q, o, body).await {
+            let accept = parts
+                .headers
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok());
+            let preference = crate::protobuf::prefers_protobuf(accept);
+            // Custom resources have no protobuf form: JSON when the client
+            // also takes it, 406 when it takes protobuf only.
+            if !o.res.builtin && preference == Some(true) && !accepts_json(accept) {
+                return error_response(&ApiError::not_acceptable(&[
+                    "application/json",
+                    "application/yaml",
+                ]));
+            }
+            let protobuf =
+                o.res.builtin && preference == Some(true) && !wants_table(&parts.headers);
+            let watching = parts.method == Method::GET && o.name.is_none() && q.flag("watch");
+            let r = match object(shared, &parts.method, &parts.headers, &q, o, body, protobuf).await
+            {
                 Ok(r) => r,
                 Err(e) => error_response(&e),
+            };
+            if protobuf && !watching {
+                as_protobuf(r).await
+            } else {
+                r
             }
         }
     }
@@ -474,6 +551,7 @@ async fn object(
     q: &Query,
     o: ObjectRoute,
     body: Bytes,
+    protobuf: bool,
 ) -> Result<http::Response<Body>, ApiError> {
     let res = o.res.clone();
     // Kinds and subresources the registries answer without storing
@@ -505,16 +583,10 @@ async fn object(
         return Err(ApiError::no_route());
     }
     let ns = o.namespace.clone().unwrap_or_default();
-    // The sandbox speaks JSON (and YAML) only; protobuf bodies, which
-    // kubectl's typed generators such as `kubectl create namespace` send,
-    // are refused plainly instead of being misread.
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    if ct.contains("protobuf") && !body.is_empty() {
-        return Err(ApiError::unsupported_media_type(ct));
-    }
     match (method.as_str(), o.name.as_deref()) {
         ("GET", Some(name)) => {
             let store = shared.store.lock().await;
@@ -530,7 +602,7 @@ async fn object(
             let obj = store.get(&res, &ns, name)?;
             Ok(json_response(StatusCode::OK, obj))
         }
-        ("GET", None) if q.flag("watch") => watch(shared, headers, q, o).await,
+        ("GET", None) if q.flag("watch") => watch(shared, headers, q, o, protobuf).await,
         ("GET", None) => {
             let filter = filter_from(q, &o.res, o.namespace.as_deref())?;
             let limit = q.get("limit").filter(|s| !s.is_empty()).map(|l| {
@@ -589,7 +661,7 @@ async fn object(
                 return Err(ApiError::method_not_allowed("create", &res.plural));
             }
             let opts = write_options(q, headers, false)?;
-            let mut v = parse_body(&body, ct)?;
+            let mut v = body_value(&res, &body, ct)?;
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
             let out = shared.store.lock().await.create(&res, &ns, v, &opts)?;
@@ -600,7 +672,7 @@ async fn object(
         }
         ("PUT", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
-            let mut v = parse_body(&body, ct)?;
+            let mut v = body_value(&res, &body, ct)?;
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
             let out = shared
@@ -648,7 +720,7 @@ async fn object(
             Ok(with_warnings(json_response(code, out), &warnings))
         }
         ("DELETE", Some(name)) => {
-            let opts = delete_options(q, &body)?;
+            let opts = delete_options(q, &body, ct)?;
             let out = shared.store.lock().await.delete(&res, &ns, name, &opts)?;
             // Kinds whose registry returns the deleted object answer it
             // even when it is gone at once; the others answer a Status.
@@ -670,7 +742,7 @@ async fn object(
                     &res.plural,
                 ));
             }
-            let opts = delete_options(q, &body)?;
+            let opts = delete_options(q, &body, ct)?;
             let filter = filter_from(q, &o.res, o.namespace.as_deref())?;
             let items = shared
                 .store
@@ -730,6 +802,9 @@ async fn scale(
             ));
         }
         "GET" => return Ok(value_response(StatusCode::OK, &current_scale)),
+        "PUT" if crate::protobuf::is_protobuf(&ct) && !body.is_empty() => {
+            crate::protobuf::decode(&body, "autoscaling/v1", "Scale")?
+        }
         "PUT" => parse_body(&body, &ct)?,
         "PATCH" => match ct.split(';').next().unwrap_or_default().trim() {
             "application/merge-patch+json" => semantics::merge_patch(&current_scale, &body)?,
@@ -754,14 +829,19 @@ async fn scale(
     ))
 }
 
-fn delete_options(q: &Query, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+fn delete_options(q: &Query, body: &[u8], ct: &str) -> Result<DeleteOptions, ApiError> {
     let mut opts = DeleteOptions {
         dry_run: dry_run(q)?,
         ..Default::default()
     };
     if !body.is_empty() {
-        let v: Value = crate::json::parse(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        // Typed Go clients send their DeleteOptions as protobuf.
+        let v: Value = if crate::protobuf::is_protobuf(ct) {
+            crate::protobuf::decode(body, "meta.k8s.io/v1", "DeleteOptions")?
+        } else {
+            crate::json::parse(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        };
         if !v.is_object() {
             return Err(ApiError::bad_request(
                 "invalid DeleteOptions: not an object",
@@ -795,12 +875,25 @@ fn event_line(kind: &str, object: &[u8]) -> Bytes {
     b.freeze()
 }
 
-fn bookmark(res: &crate::registry::Resource, rv: u64, initial_end: bool) -> Bytes {
+/// One watch event in the stream's format: a JSON line, or a protobuf
+/// frame.
+fn event(protobuf: bool, kind: &str, object: &[u8]) -> Bytes {
+    if protobuf {
+        let v: Value = crate::json::parse(object).unwrap_or(Value::Null);
+        return crate::protobuf::watch_frame(kind, &v).unwrap_or_default();
+    }
+    event_line(kind, object)
+}
+
+fn bookmark(res: &crate::registry::Resource, rv: u64, initial_end: bool, protobuf: bool) -> Bytes {
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if initial_end {
         meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
     let obj = json!({"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta});
+    if protobuf {
+        return crate::protobuf::watch_frame("BOOKMARK", &obj).unwrap_or_default();
+    }
     event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
 }
 
@@ -809,6 +902,7 @@ async fn watch(
     headers: &HeaderMap,
     q: &Query,
     o: ObjectRoute,
+    protobuf: bool,
 ) -> Result<http::Response<Body>, ApiError> {
     let filter = filter_from(q, &o.res, o.namespace.as_deref())?;
     let res = o.res.clone();
@@ -842,7 +936,8 @@ async fn watch(
         Err(e) if e.code == 410 => {
             // A too-old revision is reported inside the stream, as the
             // real server does, so clients re-list.
-            let line = event_line(
+            let line = event(
+                protobuf,
                 "ERROR",
                 &serde_json::to_vec(&e.to_status()).unwrap_or_default(),
             );
@@ -864,8 +959,24 @@ async fn watch(
                     } else {
                         // Events carry the stored form; a converted view
                         // answers its own.
-                        event_line(kind, &crate::convert::bytes_to_view(&res, obj.clone()))
+                        event(
+                            protobuf,
+                            kind,
+                            &crate::convert::bytes_to_view(&res, obj.clone()),
+                        )
                     }
+                };
+                // Every protobuf watch of a stored-version resource sends an
+                // unchanged event's same frame: it is encoded once.
+                let send_form = |e: &crate::store::Event, kind: &str, obj: &Bytes| -> Bytes {
+                    if protobuf
+                        && res.stored_as.is_none()
+                        && kind == e.kind.as_str()
+                        && obj.as_ptr() == e.object.as_ptr()
+                    {
+                        return e.protobuf_frame.get_or_init(|| render(kind, obj)).clone();
+                    }
+                    render(kind, obj)
                 };
                 let mut last = start.rv;
                 let mut max_sent = 0u64;
@@ -874,13 +985,20 @@ async fn watch(
                     let Some((kind, object)) = filter.deliver(e) else {
                         continue;
                     };
-                    if tx.send(Ok(render(kind.as_str(), &object))).await.is_err() {
+                    if tx
+                        .send(Ok(send_form(e, kind.as_str(), &object)))
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }
                 if send_initial
                     && bookmarks
-                    && tx.send(Ok(bookmark(&res, last, true))).await.is_err()
+                    && tx
+                        .send(Ok(bookmark(&res, last, true, protobuf)))
+                        .await
+                        .is_err()
                 {
                     return;
                 }
@@ -893,7 +1011,7 @@ async fn watch(
                         _ = &mut deadline => return,
                         _ = closed.changed() => return,
                         _ = ticker.tick(), if bookmarks => {
-                            if tx.send(Ok(bookmark(&res, last, false))).await.is_err() {
+                            if tx.send(Ok(bookmark(&res, last, false, protobuf))).await.is_err() {
                                 return;
                             }
                         }
@@ -907,7 +1025,7 @@ async fn watch(
                                 let Some((kind, object)) = filter.deliver(&e) else {
                                     continue;
                                 };
-                                if tx.send(Ok(render(kind.as_str(), &object))).await.is_err() {
+                                if tx.send(Ok(send_form(&e, kind.as_str(), &object))).await.is_err() {
                                     return;
                                 }
                             }
@@ -924,7 +1042,11 @@ async fn watch(
     let mut r = http::Response::new(Body::from_stream(stream));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
+        HeaderValue::from_static(if protobuf {
+            crate::protobuf::WATCH_MEDIA_TYPE
+        } else {
+            "application/json"
+        }),
     );
     r.headers_mut().insert(
         header::CACHE_CONTROL,

@@ -13,6 +13,7 @@
 //! HTTP request -> route (path -> resource) -> count -> faults
 //!              -> store (one lock: validate, write, revision, event)
 //!              -> JSON / Table / watch stream (broadcast of events)
+//!              -> protobuf for built-in kinds when the client asks for it
 //! ```
 //!
 //! What it must not do: run controllers (no Deployment rollouts, no

@@ -64,7 +64,7 @@ pub async fn serve(
         .unwrap_or_default();
     // kubectl's typed clients send reviews as protobuf.
     let mut v = if ct.contains("protobuf") && !body.is_empty() {
-        crate::protobuf::decode(&body, ct)?
+        crate::protobuf::decode(&body, &res.api_version(), &res.kind)?
     } else {
         parse_body(&body, ct)?
     };

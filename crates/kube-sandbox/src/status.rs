@@ -167,6 +167,33 @@ impl ApiError {
         )
     }
 
+    /// 415 for a body in a format the resource does not read, naming the
+    /// ones it does (`application/json, application/yaml` for a custom
+    /// resource, which has no protobuf form).
+    pub fn unsupported_body_format(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
+    /// 406 for an `Accept` header that names no format the resource
+    /// answers in.
+    pub fn not_acceptable(accepted: &[&str]) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
     /// 422 Invalid with field causes:
     /// `ConfigMap "x" is invalid: metadata.name: Invalid value: ...`
     /// (`Deployment.apps "x" ...` for a kind of a named group).

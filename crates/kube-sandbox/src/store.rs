@@ -66,6 +66,10 @@ pub struct Event {
     /// a filtered watch sees the object enter (ADDED) or leave (DELETED)
     /// its selection, as the server's watch cache reports it.
     pub prev: Option<(Labels, Bytes)>,
+    /// The protobuf watch frame of this event as it is (its kind, its
+    /// object), made by the first protobuf watch that sends it and reused
+    /// by the others.
+    pub protobuf_frame: std::sync::OnceLock<Bytes>,
 }
 
 /// An object's labels, parsed once for selectors and packed into one
@@ -688,6 +692,7 @@ impl Store {
             object: json.clone(),
             labels,
             prev,
+            protobuf_frame: std::sync::OnceLock::new(),
         });
         self.history.push_back(event.clone());
         while self.history.len() > self.config.history_limit {
@@ -1682,6 +1687,7 @@ impl Store {
                             object: stored.json.clone(),
                             labels: stored.labels.clone(),
                             prev: None,
+                            protobuf_frame: std::sync::OnceLock::new(),
                         }));
                     }
                 }

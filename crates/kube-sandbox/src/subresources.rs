@@ -367,7 +367,7 @@ fn decode<T: DeserializeOwned>(
 ) -> Result<Value, ApiError> {
     // kubectl's typed clients (`kubectl drain`) send these as protobuf.
     let v = if ct.contains("protobuf") && !body.is_empty() {
-        crate::protobuf::decode(body, ct)?
+        crate::protobuf::decode(body, api_versions.first().copied().unwrap_or(version), kind)?
     } else {
         parse_body(body, ct)?
     };

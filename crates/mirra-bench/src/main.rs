@@ -6,6 +6,9 @@
 //! Scenarios:
 //! - `kube-sandbox`: small ConfigMap writes per second over HTTP while 10
 //!   watches receive every event, and the store's bytes per object.
+//! - `kube-sandbox-protobuf`: the same with protobuf bodies, answers and
+//!   watch streams (as client-go's typed clients speak), the requests
+//!   encoded with the `k8s-pb` prost types.
 //! - `consul-sandbox`: register requests per second and 1,000 blocking
 //!   queries parked at once on the Consul sandbox, with ACLs off and on.
 //! - `mirror [--namespaces N]`: the mirror controller at 1,000 namespaces
@@ -38,24 +41,73 @@ const WRITERS: usize = 16;
 /// Open watches, as the target names.
 const WATCHES: usize = 10;
 
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// A ConfigMap create body in protobuf: the `k8s\0` envelope around a
+/// `runtime.Unknown` holding the prost-encoded object.
+fn protobuf_configmap(i: usize) -> Vec<u8> {
+    use k8s_pb::api::core::v1::ConfigMap;
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use prost::Message;
+    let cm = ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: Some(format!("cm-{i:06}")),
+            labels: [("app".to_string(), "bench".to_string())].into(),
+            ..Default::default()
+        }),
+        data: [
+            ("key".to_string(), "value".to_string()),
+            ("index".to_string(), i.to_string()),
+        ]
+        .into(),
+        ..Default::default()
+    };
+    let unknown = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+        }),
+        raw: Some(cm.encode_to_vec()),
+        content_encoding: None,
+        content_type: None,
+    };
+    [b"k8s\0".to_vec(), unknown.encode_to_vec()].concat()
+}
+
 /// Creates `count` small ConfigMaps in `default` with `WRITERS`
-/// concurrent clients.
-async fn create_configmaps(http: &reqwest::Client, url: &str, count: usize) -> anyhow::Result<()> {
+/// concurrent clients, in JSON or in protobuf.
+async fn create_configmaps(
+    http: &reqwest::Client,
+    url: &str,
+    count: usize,
+    protobuf: bool,
+) -> anyhow::Result<()> {
     let mut tasks = Vec::new();
     for w in 0..WRITERS {
         let http = http.clone();
         let url = url.to_string();
         tasks.push(tokio::spawn(async move {
             for i in (w..count).step_by(WRITERS) {
-                let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
-                    "data": {"key": "value", "index": i.to_string()}});
-                let r = http
-                    .post(format!("{url}/api/v1/namespaces/default/configmaps"))
-                    .json(&body)
-                    .send()
-                    .await?;
+                let req = http.post(format!("{url}/api/v1/namespaces/default/configmaps"));
+                let req = if protobuf {
+                    req.header("content-type", PROTOBUF)
+                        .header("accept", format!("{PROTOBUF}, application/json"))
+                        .body(protobuf_configmap(i))
+                } else {
+                    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("cm-{i:06}"), "labels": {"app": "bench"}},
+                        "data": {"key": "value", "index": i.to_string()}});
+                    req.json(&body)
+                };
+                let r = req.send().await?;
                 anyhow::ensure!(r.status().as_u16() == 201, "create answered {}", r.status());
+                // The answer is read, as a client would.
+                let answer = r.bytes().await?;
+                anyhow::ensure!(
+                    !protobuf || answer.starts_with(b"k8s\0"),
+                    "the answer is not protobuf"
+                );
             }
             Ok(())
         }));
@@ -72,33 +124,73 @@ fn rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-async fn kube_sandbox() -> anyhow::Result<()> {
+/// Counts the frames of a protobuf watch stream (4-byte big-endian
+/// length, then the event) as chunks arrive.
+#[derive(Default)]
+struct Frames {
+    pending: Vec<u8>,
+    count: usize,
+}
+
+impl Frames {
+    fn feed(&mut self, chunk: &[u8]) {
+        self.pending.extend_from_slice(chunk);
+        let mut at = 0;
+        while let Some(len) = self
+            .pending
+            .get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        {
+            if self.pending.len() < at + 4 + len {
+                break;
+            }
+            at += 4 + len;
+            self.count += 1;
+        }
+        self.pending.drain(..at);
+    }
+}
+
+async fn kube_sandbox(protobuf: bool) -> anyhow::Result<()> {
     let sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default()).await?;
     let url = sb.url();
     let http = reqwest::Client::new();
     let mut watchers = Vec::new();
     for _ in 0..WATCHES {
-        let mut resp = http
-            .get(format!(
-                "{url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0"
-            ))
-            .send()
-            .await
-            .context("watch")?;
+        let mut req = http.get(format!(
+            "{url}/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=0"
+        ));
+        if protobuf {
+            req = req.header("accept", format!("{PROTOBUF}, application/json"));
+        }
+        let mut resp = req.send().await.context("watch")?;
+        if protobuf {
+            anyhow::ensure!(
+                resp.headers()
+                    .get("content-type")
+                    .is_some_and(|v| v.as_bytes().starts_with(PROTOBUF.as_bytes())),
+                "the watch is not protobuf"
+            );
+        }
         watchers.push(tokio::spawn(async move {
-            let mut events = 0usize;
+            let mut frames = Frames::default();
+            let mut lines = 0usize;
             while let Ok(Some(chunk)) = resp.chunk().await {
-                events += chunk.iter().filter(|b| **b == b'\n').count();
-                if events >= WRITES {
+                if protobuf {
+                    frames.feed(&chunk);
+                } else {
+                    lines += chunk.iter().filter(|b| **b == b'\n').count();
+                }
+                if lines.max(frames.count) >= WRITES {
                     break;
                 }
             }
-            events
+            lines.max(frames.count)
         }));
     }
     let rss_before = rss_kib();
     let start = Instant::now();
-    create_configmaps(&http, &url, WRITES).await?;
+    create_configmaps(&http, &url, WRITES, protobuf).await?;
     let writes_secs = start.elapsed().as_secs_f64();
     let mut delivered = 0;
     for w in watchers {
@@ -108,8 +200,11 @@ async fn kube_sandbox() -> anyhow::Result<()> {
     let (objects, bytes) = sb.size().await;
     sb.compact().await;
     let rss_after = rss_kib();
-    println!("scenario: kube-sandbox writes with {WATCHES} watches");
-    println!("writes: {WRITES} creates by {WRITERS} concurrent HTTP clients");
+    let format = if protobuf { "protobuf" } else { "JSON" };
+    println!("scenario: kube-sandbox writes with {WATCHES} watches, {format}");
+    println!(
+        "writes: {WRITES} creates by {WRITERS} concurrent HTTP clients, {format} bodies, answers and watch events"
+    );
     println!(
         "write throughput: {:.0} creates/s ({writes_secs:.2} s)",
         WRITES as f64 / writes_secs
@@ -177,7 +272,7 @@ async fn kube_sandbox_memory(mirra: &str) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let result = async {
         let before = rss_kib_of(pid)?;
-        create_configmaps(&http, &url, MEMORY_OBJECTS).await?;
+        create_configmaps(&http, &url, MEMORY_OBJECTS, false).await?;
         let after = rss_kib_of(pid)?;
         let list: serde_json::Value = http
             .get(format!("{url}/api/v1/configmaps"))
@@ -218,6 +313,7 @@ usage: mirra-bench SCENARIO [FLAGS]
 
 scenarios:
   kube-sandbox                     writes per second with 10 watches, bytes per object (default)
+  kube-sandbox-protobuf            the same in protobuf (bodies, answers, watch frames)
   kube-sandbox-memory [MIRRA_BIN]  the sandbox in its own process: RSS per stored ConfigMap
   consul-sandbox                   register requests per second, 1,000 parked blocking queries,
                                    with ACLs off and on (default deny, a token per request)
@@ -247,7 +343,8 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     match std::env::args().nth(1).as_deref() {
-        Some("kube-sandbox") | None => kube_sandbox().await,
+        Some("kube-sandbox") | None => kube_sandbox(false).await,
+        Some("kube-sandbox-protobuf") => kube_sandbox(true).await,
         Some("kube-sandbox-memory") => {
             let mirra = std::env::args()
                 .nth(2)

@@ -1,0 +1,1093 @@
+//! Protobuf, as the API server speaks it for built-in kinds
+//! (`application/vnd.kubernetes.protobuf`): request bodies decoded into the
+//! JSON the rest of the sandbox works on, and JSON answers, lists and watch
+//! events encoded back.
+//!
+//! The envelope is the API machinery's: the magic `k8s\0`, then a
+//! `runtime.Unknown` (type meta `{apiVersion, kind}` = 1, the object's own
+//! message = 2, content encoding = 3, content type = 4). A watch stream is
+//! a sequence of frames, each a 4-byte big-endian length and a
+//! `metav1.WatchEvent` (no envelope) whose object is a `RawExtension`
+//! holding the enveloped object.
+//!
+//! The conversion is generic: `schema` knows every message's fields (from
+//! the `k8s-pb` crate, Apache-2.0 like this project, whose generated
+//! sources `tools/k8s_pb_table.py` reads) and their JSON names; the
+//! Kubernetes JSON conventions are applied here: int64 as JSON numbers,
+//! `Time`/`MicroTime` as RFC 3339 strings, `IntOrString`, `Quantity` as its
+//! string, `RawExtension`/`FieldsV1` as embedded JSON, bytes as base64,
+//! string-keyed maps as objects, inline embedded structs flattened.
+//!
+//! Decoding follows proto2 presence as the Go encoder writes it: a Go
+//! value field is always written, so an empty string or a zero time is
+//! read as absent (the JSON encoder would have left it out); numbers and
+//! booleans are kept as written (a pointer's explicit zero, such as
+//! `replicas: 0`, must survive).
+//!
+//! What this module must NOT do: decide what is served (custom resources
+//! and Tables stay JSON: `http` asks only for built-in kinds), or touch
+//! the store.
+
+mod schema;
+
+use base64::Engine as _;
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{Map, Value, json};
+
+use crate::status::ApiError;
+use schema::{Schema, Special, Ty, schema};
+
+/// The media type.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of a protobuf watch stream.
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+
+/// The prefix of every Kubernetes protobuf body.
+const MAGIC: &[u8] = b"k8s\0";
+
+/// Whether a Content-Type (or one Accept entry) names protobuf.
+pub fn is_protobuf(media_type: &str) -> bool {
+    media_type
+        .split(';')
+        .next()
+        .is_some_and(|t| t.trim().eq_ignore_ascii_case(MEDIA_TYPE))
+}
+
+/// What an `Accept` header asks for, in its order: `Some(true)` when
+/// protobuf comes before any JSON (or wildcard) entry, `Some(false)` when
+/// JSON does, `None` when it names neither (no header: JSON).
+pub fn prefers_protobuf(accept: Option<&str>) -> Option<bool> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Some(false);
+    };
+    for entry in accept.split(',') {
+        let media = entry.split(';').next().unwrap_or_default().trim();
+        if media.eq_ignore_ascii_case(MEDIA_TYPE) {
+            return Some(true);
+        }
+        if matches!(media, "application/json" | "*/*" | "application/*" | "") {
+            return Some(false);
+        }
+    }
+    None
+}
+
+/// Why a protobuf body did not decode, worded as the Go decoder words it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WireError(String);
+
+fn eof() -> WireError {
+    WireError("unexpected EOF".into())
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+/// One field's raw value.
+enum Wire<'a> {
+    Varint(u64),
+    Fixed64(u64),
+    /// A 32-bit fixed value: no Kubernetes field has one; skipped.
+    Fixed32,
+    Bytes(&'a [u8]),
+}
+
+impl<'a> Reader<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    fn varint(&mut self) -> Result<u64, WireError> {
+        let mut out = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.buf.get(self.pos).ok_or_else(eof)?;
+            self.pos += 1;
+            out |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(out);
+            }
+        }
+        Err(WireError("proto: integer overflow".into()))
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        let end = self.pos.checked_add(n).ok_or_else(eof)?;
+        let out = self.buf.get(self.pos..end).ok_or_else(eof)?;
+        self.pos = end;
+        Ok(out)
+    }
+
+    /// The next field, `None` at the end.
+    fn field(&mut self, message: &str) -> Result<Option<(u32, Wire<'a>)>, WireError> {
+        if self.pos >= self.buf.len() {
+            return Ok(None);
+        }
+        let key = self.varint()?;
+        let (number, wire_type) = (key >> 3, key & 7);
+        if number == 0 || number > u64::from(u32::MAX >> 3) {
+            return Err(WireError(format!(
+                "proto: {message}: illegal tag {number} (wire type {wire_type})"
+            )));
+        }
+        let value = match wire_type {
+            0 => Wire::Varint(self.varint()?),
+            1 => {
+                let b = self.take(8)?;
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                Wire::Fixed64(u64::from_le_bytes(a))
+            }
+            2 => {
+                let len = self.varint()?;
+                if i64::try_from(len).is_err() {
+                    return Err(WireError(
+                        "proto: negative length found during unmarshaling".into(),
+                    ));
+                }
+                let len = usize::try_from(len).map_err(|_| eof())?;
+                Wire::Bytes(self.take(len)?)
+            }
+            5 => {
+                self.take(4)?;
+                Wire::Fixed32
+            }
+            other => return Err(WireError(format!("proto: illegal wireType {other}"))),
+        };
+        // Field numbers fit: checked above.
+        Ok(Some((number as u32, value)))
+    }
+}
+
+fn short_name(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}
+
+fn wrong_wire(message: &str, field: &schema::Field, wire: &Wire<'_>) -> WireError {
+    let wt = match wire {
+        Wire::Varint(_) => 0,
+        Wire::Fixed64(_) => 1,
+        Wire::Bytes(_) => 2,
+        Wire::Fixed32 => 5,
+    };
+    WireError(format!(
+        "proto: wrong wireType = {wt} for field {} of {}",
+        field.json.as_deref().unwrap_or(&field.snake),
+        short_name(message)
+    ))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn raw_json(b: &[u8]) -> Result<Value, WireError> {
+    if b.is_empty() {
+        return Ok(Value::Null);
+    }
+    crate::json::parse(b).map_err(|e| WireError(format!("invalid embedded JSON: {e}")))
+}
+
+/// Go's `time.Duration` string of a count of nanoseconds.
+fn duration_string(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let sign = if nanos < 0 { "-" } else { "" };
+    let n = nanos.unsigned_abs();
+    let frac = |v: u64, unit: u64| -> String {
+        let whole = v / unit;
+        let rest = v % unit;
+        if rest == 0 {
+            whole.to_string()
+        } else {
+            let digits = unit.to_string().len() - 1;
+            let f = format!("{rest:0digits$}");
+            format!("{whole}.{}", f.trim_end_matches('0'))
+        }
+    };
+    if n < 1_000 {
+        return format!("{sign}{n}ns");
+    }
+    if n < 1_000_000 {
+        return format!("{sign}{}µs", frac(n, 1_000));
+    }
+    if n < 1_000_000_000 {
+        return format!("{sign}{}ms", frac(n, 1_000_000));
+    }
+    let secs_part = n % 60_000_000_000;
+    let mins = n / 60_000_000_000;
+    let s = format!("{}s", frac(secs_part, 1_000_000_000));
+    if mins == 0 {
+        return format!("{sign}{s}");
+    }
+    if mins < 60 {
+        return format!("{sign}{mins}m{s}");
+    }
+    format!("{sign}{}h{}m{s}", mins / 60, mins % 60)
+}
+
+/// Parses a Go duration string into nanoseconds.
+fn parse_duration(s: &str) -> Option<i64> {
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let n: f64 = rest.get(..num_end)?.parse().ok()?;
+        rest = rest.get(num_end..)?;
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match rest.get(..unit_end)? {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = rest.get(unit_end..)?;
+        total += n * scale;
+    }
+    let v = total.round() as i64;
+    Some(if neg { -v } else { v })
+}
+
+fn time_string(seconds: i64, nanos: i64, micro: bool) -> Option<String> {
+    let t = chrono::DateTime::from_timestamp(seconds, u32::try_from(nanos).ok()?)?;
+    Some(if micro {
+        t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    } else {
+        t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    })
+}
+
+/// Decodes a message into its JSON form, merging into `out` (inline
+/// embedded structs share their parent's object).
+fn decode_into(
+    s: &Schema,
+    idx: usize,
+    buf: &[u8],
+    out: &mut Map<String, Value>,
+) -> Result<(), WireError> {
+    let m = &s.messages[idx];
+    let mut r = Reader::new(buf);
+    while let Some((number, wire)) = r.field(short_name(&m.path))? {
+        // Unknown fields are skipped, as protobuf does.
+        let Some(f) = m.fields.iter().find(|f| f.number == number) else {
+            continue;
+        };
+        let Some(name) = f.json.as_deref() else {
+            // Inline: its fields are the parent's.
+            let (Ty::Msg(inner), Wire::Bytes(b)) = (f.ty, &wire) else {
+                return Err(wrong_wire(&m.path, f, &wire));
+            };
+            decode_into(s, inner, b, out)?;
+            continue;
+        };
+        match f.ty {
+            Ty::MapStr | Ty::MapBytes | Ty::MapMsg(_) => {
+                let Wire::Bytes(entry) = wire else {
+                    return Err(wrong_wire(&m.path, f, &wire));
+                };
+                let (k, v) = map_entry(s, f.ty, entry)?;
+                let map = out.entry(name).or_insert_with(|| json!({}));
+                if let Value::Object(map) = map {
+                    map.insert(k, v);
+                }
+            }
+            _ if f.repeated => {
+                let list = out.entry(name).or_insert_with(|| json!([]));
+                let Value::Array(list) = list else { continue };
+                // Numbers may come packed.
+                if let (Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64, Wire::Bytes(b)) = (f.ty, &wire) {
+                    let mut packed = Reader::new(b);
+                    while packed.pos < b.len() {
+                        let v = match f.ty {
+                            Ty::F64 => {
+                                let raw = packed.take(8)?;
+                                let mut a = [0u8; 8];
+                                a.copy_from_slice(raw);
+                                Wire::Fixed64(u64::from_le_bytes(a))
+                            }
+                            _ => Wire::Varint(packed.varint()?),
+                        };
+                        list.push(scalar(s, &m.path, f, &v)?);
+                    }
+                    continue;
+                }
+                list.push(scalar(s, &m.path, f, &wire)?);
+            }
+            _ => {
+                let v = scalar(s, &m.path, f, &wire)?;
+                // A Go value field is always written: its zero is absence.
+                let absent = match &v {
+                    Value::String(x) => x.is_empty(),
+                    Value::Null => true,
+                    _ => false,
+                };
+                if absent {
+                    out.remove(name);
+                } else {
+                    out.insert(name.to_string(), v);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn map_entry(s: &Schema, ty: Ty, entry: &[u8]) -> Result<(String, Value), WireError> {
+    let mut r = Reader::new(entry);
+    let mut key = String::new();
+    let mut value = match ty {
+        Ty::MapMsg(i) => special_or_object(s, i, &[])?,
+        _ => json!(""),
+    };
+    while let Some((n, w)) = r.field("MapEntry")? {
+        match (n, w) {
+            (1, Wire::Bytes(k)) => key = text(k),
+            (2, Wire::Bytes(v)) => {
+                value = match ty {
+                    Ty::MapStr => json!(text(v)),
+                    Ty::MapBytes => json!(base64::engine::general_purpose::STANDARD.encode(v)),
+                    Ty::MapMsg(i) => special_or_object(s, i, v)?,
+                    _ => Value::Null,
+                }
+            }
+            (1 | 2, _) => return Err(WireError("proto: wrong wireType in map entry".into())),
+            _ => {}
+        }
+    }
+    Ok((key, value))
+}
+
+fn as_i64(f: &schema::Field, w: &Wire<'_>) -> Option<i64> {
+    match (f.ty, w) {
+        // Two's complement, as protobuf writes a negative int32 or int64.
+        (Ty::I64, Wire::Varint(n)) => Some(*n as i64),
+        (Ty::I32, Wire::Varint(n)) => Some(i64::from(*n as i32)),
+        _ => None,
+    }
+}
+
+/// One value of a field (not a map entry).
+fn scalar(s: &Schema, path: &str, f: &schema::Field, w: &Wire<'_>) -> Result<Value, WireError> {
+    Ok(match (f.ty, w) {
+        (Ty::Str, Wire::Bytes(b)) => json!(text(b)),
+        (Ty::Bytes, Wire::Bytes(b)) => json!(base64::engine::general_purpose::STANDARD.encode(b)),
+        (Ty::Bool, Wire::Varint(n)) => json!(*n != 0),
+        (Ty::I32 | Ty::I64, Wire::Varint(_)) => json!(as_i64(f, w)),
+        (Ty::F64, Wire::Fixed64(bits)) => json!(f64::from_bits(*bits)),
+        (Ty::Msg(i), Wire::Bytes(b)) => special_or_object(s, i, b)?,
+        _ => return Err(wrong_wire(path, f, w)),
+    })
+}
+
+/// Reads the fields of a small well-known message by number.
+fn numbered<'a>(buf: &'a [u8], message: &str) -> Result<Vec<(u32, Wire<'a>)>, WireError> {
+    let mut r = Reader::new(buf);
+    let mut out = Vec::new();
+    while let Some(f) = r.field(message)? {
+        out.push(f);
+    }
+    Ok(out)
+}
+
+fn special_or_object(s: &Schema, idx: usize, buf: &[u8]) -> Result<Value, WireError> {
+    let m = &s.messages[idx];
+    let name = short_name(&m.path);
+    match m.special {
+        Special::None => {
+            let mut out = Map::new();
+            decode_into(s, idx, buf, &mut out)?;
+            Ok(Value::Object(out))
+        }
+        Special::Time | Special::MicroTime => {
+            let (mut seconds, mut nanos) = (0i64, 0i64);
+            for (n, w) in numbered(buf, name)? {
+                match (n, w) {
+                    (1, Wire::Varint(v)) => seconds = v as i64,
+                    (2, Wire::Varint(v)) => nanos = i64::from(v as i32),
+                    _ => {}
+                }
+            }
+            if seconds == 0 && nanos == 0 {
+                return Ok(Value::Null);
+            }
+            time_string(seconds, nanos, m.special == Special::MicroTime)
+                .map(Value::String)
+                .ok_or_else(|| WireError(format!("proto: {name}: time out of range")))
+        }
+        Special::Duration => {
+            let mut d = 0i64;
+            for (n, w) in numbered(buf, name)? {
+                if let (1, Wire::Varint(v)) = (n, w) {
+                    d = v as i64;
+                }
+            }
+            Ok(json!(duration_string(d)))
+        }
+        Special::IntOrString => {
+            let (mut ty, mut int, mut st) = (0u64, 0i64, String::new());
+            for (n, w) in numbered(buf, name)? {
+                match (n, w) {
+                    (1, Wire::Varint(v)) => ty = v,
+                    (2, Wire::Varint(v)) => int = i64::from(v as i32),
+                    (3, Wire::Bytes(b)) => st = text(b),
+                    _ => {}
+                }
+            }
+            Ok(if ty == 1 { json!(st) } else { json!(int) })
+        }
+        Special::Quantity => {
+            let mut q = String::new();
+            for (n, w) in numbered(buf, name)? {
+                if let (1, Wire::Bytes(b)) = (n, w) {
+                    q = text(b);
+                }
+            }
+            Ok(json!(q))
+        }
+        Special::RawJson => {
+            let mut v = Value::Null;
+            for (n, w) in numbered(buf, name)? {
+                if let (1, Wire::Bytes(b)) = (n, w) {
+                    v = raw_json(b)?;
+                }
+            }
+            Ok(v)
+        }
+        Special::Strings => {
+            let mut items = Vec::new();
+            for (n, w) in numbered(buf, name)? {
+                if let (1, Wire::Bytes(b)) = (n, w) {
+                    items.push(json!(text(b)));
+                }
+            }
+            Ok(Value::Array(items))
+        }
+        Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStrings => {
+            let props = m
+                .fields
+                .iter()
+                .find_map(|f| match f.ty {
+                    Ty::Msg(i) => Some(i),
+                    _ => None,
+                })
+                .ok_or_else(|| WireError(format!("proto: {name}: no schema field")))?;
+            let mut schema_v = None;
+            let mut many = Vec::new();
+            let mut allows = None;
+            for (n, w) in numbered(buf, name)? {
+                match (m.special, n, w) {
+                    (Special::SchemaOrBool, 1, Wire::Varint(v)) => allows = Some(v != 0),
+                    (Special::SchemaOrBool, 2, Wire::Bytes(b)) => {
+                        schema_v = Some(special_or_object(s, props, b)?)
+                    }
+                    (_, 1, Wire::Bytes(b)) if m.special != Special::SchemaOrBool => {
+                        schema_v = Some(special_or_object(s, props, b)?)
+                    }
+                    (Special::SchemaOrArray, 2, Wire::Bytes(b)) => {
+                        many.push(special_or_object(s, props, b)?)
+                    }
+                    (Special::SchemaOrStrings, 2, Wire::Bytes(b)) => many.push(json!(text(b))),
+                    _ => {}
+                }
+            }
+            Ok(match (m.special, schema_v, allows) {
+                (Special::SchemaOrBool, Some(v), _) => v,
+                (Special::SchemaOrBool, None, a) => json!(a.unwrap_or(false)),
+                (_, Some(v), _) => v,
+                (_, None, _) => Value::Array(many),
+            })
+        }
+    }
+}
+
+// ---- encoding ----
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
+    put_varint(out, (u64::from(number) << 3) | u64::from(wire_type));
+}
+
+fn put_bytes(out: &mut Vec<u8>, number: u32, b: &[u8]) {
+    put_key(out, number, 2);
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn json_i64(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_u64().map(|u| u as i64))
+        .or_else(|| v.as_f64().map(|f| f as i64))
+}
+
+/// Encodes one value of a field; values of the wrong JSON type are left
+/// out (what is stored was checked when it was written).
+fn encode_value(s: &Schema, number: u32, ty: Ty, v: &Value, out: &mut Vec<u8>) {
+    match ty {
+        Ty::Str => {
+            if let Some(x) = v.as_str() {
+                put_bytes(out, number, x.as_bytes());
+            }
+        }
+        Ty::Bytes => {
+            if let Some(b) = v
+                .as_str()
+                .and_then(|x| base64::engine::general_purpose::STANDARD.decode(x).ok())
+            {
+                put_bytes(out, number, &b);
+            }
+        }
+        Ty::Bool => {
+            if let Some(b) = v.as_bool() {
+                put_key(out, number, 0);
+                put_varint(out, u64::from(b));
+            }
+        }
+        Ty::I32 | Ty::I64 => {
+            if let Some(n) = json_i64(v) {
+                let n = if ty == Ty::I32 {
+                    i64::from(n as i32)
+                } else {
+                    n
+                };
+                put_key(out, number, 0);
+                put_varint(out, n as u64);
+            }
+        }
+        Ty::F64 => {
+            if let Some(f) = v.as_f64() {
+                put_key(out, number, 1);
+                out.extend_from_slice(&f.to_bits().to_le_bytes());
+            }
+        }
+        Ty::Msg(i) => {
+            let mut inner = Vec::new();
+            if encode_message(s, i, v, &mut inner) {
+                put_bytes(out, number, &inner);
+            }
+        }
+        Ty::MapStr | Ty::MapBytes | Ty::MapMsg(_) => {
+            let Some(map) = v.as_object() else { return };
+            // The Go encoder writes map entries in key order.
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for k in keys {
+                let val = &map[k];
+                let mut entry = Vec::new();
+                put_bytes(&mut entry, 1, k.as_bytes());
+                match ty {
+                    Ty::MapStr => encode_value(s, 2, Ty::Str, val, &mut entry),
+                    Ty::MapBytes => encode_value(s, 2, Ty::Bytes, val, &mut entry),
+                    Ty::MapMsg(i) => {
+                        let mut inner = Vec::new();
+                        encode_message(s, i, val, &mut inner);
+                        put_bytes(&mut entry, 2, &inner);
+                    }
+                    _ => {}
+                }
+                put_bytes(out, number, &entry);
+            }
+        }
+    }
+}
+
+/// Encodes a message's JSON form; false when the value does not fit it
+/// (then nothing is written for it).
+fn encode_message(s: &Schema, idx: usize, v: &Value, out: &mut Vec<u8>) -> bool {
+    let m = &s.messages[idx];
+    match m.special {
+        Special::None => {
+            let Some(obj) = v.as_object() else {
+                return false;
+            };
+            encode_fields(s, idx, obj, out);
+            true
+        }
+        Special::Time | Special::MicroTime => {
+            let Some(t) = v
+                .as_str()
+                .and_then(|x| chrono::DateTime::parse_from_rfc3339(x).ok())
+            else {
+                return false;
+            };
+            let (secs, nanos) = (t.timestamp(), t.timestamp_subsec_nanos());
+            put_key(out, 1, 0);
+            put_varint(out, secs as u64);
+            if nanos != 0 {
+                put_key(out, 2, 0);
+                put_varint(out, u64::from(nanos));
+            }
+            true
+        }
+        Special::Duration => {
+            let Some(d) = v.as_str().and_then(parse_duration) else {
+                return false;
+            };
+            put_key(out, 1, 0);
+            put_varint(out, d as u64);
+            true
+        }
+        Special::IntOrString => {
+            match v {
+                Value::String(x) => {
+                    put_key(out, 1, 0);
+                    put_varint(out, 1);
+                    put_bytes(out, 3, x.as_bytes());
+                }
+                Value::Number(_) => {
+                    let n = json_i64(v).unwrap_or_default() as i32;
+                    put_key(out, 1, 0);
+                    put_varint(out, 0);
+                    put_key(out, 2, 0);
+                    put_varint(out, i64::from(n) as u64);
+                }
+                _ => return false,
+            }
+            true
+        }
+        Special::Quantity => {
+            let q = match v {
+                Value::String(x) => x.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return false,
+            };
+            put_bytes(out, 1, q.as_bytes());
+            true
+        }
+        Special::RawJson => {
+            if v.is_null() {
+                return false;
+            }
+            put_bytes(out, 1, &serde_json::to_vec(v).unwrap_or_default());
+            true
+        }
+        Special::Strings => {
+            let Some(items) = v.as_array() else {
+                return false;
+            };
+            for item in items {
+                encode_value(s, 1, Ty::Str, item, out);
+            }
+            true
+        }
+        Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStrings => {
+            let Some(props) = m.fields.iter().find_map(|f| match f.ty {
+                Ty::Msg(i) => Some(i),
+                _ => None,
+            }) else {
+                return false;
+            };
+            match (m.special, v) {
+                (Special::SchemaOrBool, Value::Bool(b)) => {
+                    put_key(out, 1, 0);
+                    put_varint(out, u64::from(*b));
+                }
+                (Special::SchemaOrBool, Value::Object(_)) => {
+                    put_key(out, 1, 0);
+                    put_varint(out, 1);
+                    encode_value(s, 2, Ty::Msg(props), v, out);
+                }
+                (Special::SchemaOrArray, Value::Array(items)) => {
+                    for item in items {
+                        encode_value(s, 2, Ty::Msg(props), item, out);
+                    }
+                }
+                (Special::SchemaOrStrings, Value::Array(items)) => {
+                    for item in items {
+                        encode_value(s, 2, Ty::Str, item, out);
+                    }
+                }
+                (_, Value::Object(_)) if m.special != Special::SchemaOrBool => {
+                    encode_value(s, 1, Ty::Msg(props), v, out);
+                }
+                _ => return false,
+            }
+            true
+        }
+    }
+}
+
+fn encode_fields(s: &Schema, idx: usize, obj: &Map<String, Value>, out: &mut Vec<u8>) {
+    for f in &s.messages[idx].fields {
+        let Some(name) = f.json.as_deref() else {
+            // Inline: its fields are read from the same object.
+            if let Ty::Msg(inner) = f.ty {
+                let mut b = Vec::new();
+                encode_fields(s, inner, obj, &mut b);
+                if !b.is_empty() {
+                    put_bytes(out, f.number, &b);
+                }
+            }
+            continue;
+        };
+        let Some(v) = obj.get(name).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        if f.repeated {
+            if let Some(items) = v.as_array() {
+                for item in items {
+                    encode_value(s, f.number, f.ty, item, out);
+                }
+            }
+        } else {
+            encode_value(s, f.number, f.ty, v, out);
+        }
+    }
+}
+
+/// The enveloped protobuf form of a JSON object of a built-in kind (its
+/// own `apiVersion` and `kind` say which), `None` when it has none (a
+/// custom resource, a Table).
+pub fn encode(v: &Value) -> Option<Vec<u8>> {
+    let s = schema();
+    let api_version = v.get("apiVersion")?.as_str()?;
+    let kind = v.get("kind")?.as_str()?;
+    let idx = s.kind(api_version, kind)?;
+    let mut raw = Vec::new();
+    encode_message(s, idx, v, &mut raw);
+    let mut type_meta = Vec::new();
+    put_bytes(&mut type_meta, 1, api_version.as_bytes());
+    put_bytes(&mut type_meta, 2, kind.as_bytes());
+    let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
+    out.extend_from_slice(MAGIC);
+    put_bytes(&mut out, 1, &type_meta);
+    put_bytes(&mut out, 2, &raw);
+    // contentEncoding and contentType are written empty, as the Go
+    // encoder writes its value fields.
+    put_bytes(&mut out, 3, b"");
+    put_bytes(&mut out, 4, b"");
+    Some(out)
+}
+
+/// The protobuf form of a JSON body, when it is of a built-in kind.
+pub fn encode_json_bytes(body: &[u8]) -> Option<Vec<u8>> {
+    let v: Value = crate::json::parse(body).ok()?;
+    encode(&v)
+}
+
+/// One frame of a protobuf watch stream: the event's type and its
+/// object's JSON form (`None` when the object has no protobuf form).
+pub fn watch_frame(event_type: &str, object: &Value) -> Option<Bytes> {
+    let enveloped = encode(object)?;
+    let mut raw_ext = Vec::with_capacity(enveloped.len() + 8);
+    put_bytes(&mut raw_ext, 1, &enveloped);
+    let mut event = Vec::with_capacity(raw_ext.len() + event_type.len() + 8);
+    put_bytes(&mut event, 1, event_type.as_bytes());
+    put_bytes(&mut event, 2, &raw_ext);
+    let len = u32::try_from(event.len()).ok()?;
+    let mut b = BytesMut::with_capacity(event.len() + 4);
+    b.put_u32(len);
+    b.put_slice(&event);
+    Some(b.freeze())
+}
+
+/// The request body summary the server puts in a decode error: the first
+/// 30 bytes in hex.
+fn summary(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    match body {
+        [] => "<empty>".into(),
+        b if b.len() > MAX => format!("{} ...", hex(&b[..MAX])),
+        b => hex(b),
+    }
+}
+
+/// Decodes a protobuf request body into its JSON form, with `apiVersion`
+/// and `kind` from the envelope (or, where the envelope leaves them empty,
+/// from the URL: `expected_api_version`, `expected_kind`). Errors are the
+/// server's 400s: a body that is not an envelope is "unrecognized"; an
+/// object that does not decode "cannot be handled".
+pub fn decode(
+    body: &[u8],
+    expected_api_version: &str,
+    expected_kind: &str,
+) -> Result<Value, ApiError> {
+    let unrecognized = |e: &str| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {expected_kind}): {e} ({})",
+            summary(body)
+        ))
+    };
+    let rest = match body.strip_prefix(MAGIC) {
+        Some([]) => return Err(unrecognized("empty body")),
+        Some(rest) => rest,
+        None => {
+            return Err(unrecognized(
+                "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]",
+            ));
+        }
+    };
+    let mut api_version = String::new();
+    let mut kind = String::new();
+    let mut raw: &[u8] = &[];
+    let envelope = (|| -> Result<(), WireError> {
+        let mut r = Reader::new(rest);
+        while let Some((n, w)) = r.field("Unknown")? {
+            match (n, w) {
+                (1, Wire::Bytes(tm)) => {
+                    let mut t = Reader::new(tm);
+                    while let Some((n, w)) = t.field("TypeMeta")? {
+                        match (n, w) {
+                            (1, Wire::Bytes(b)) => api_version = text(b),
+                            (2, Wire::Bytes(b)) => kind = text(b),
+                            (1 | 2, _) => {
+                                return Err(WireError(
+                                    "proto: wrong wireType for field TypeMeta".into(),
+                                ));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                (2, Wire::Bytes(b)) => raw = b,
+                (3 | 4, Wire::Bytes(_)) => {}
+                (1..=4, _) => {
+                    return Err(WireError("proto: wrong wireType for field Unknown".into()));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    })();
+    if let Err(WireError(e)) = envelope {
+        return Err(unrecognized(&e));
+    }
+    if kind.is_empty() {
+        kind = expected_kind.to_string();
+    }
+    if api_version.is_empty() {
+        api_version = expected_api_version.to_string();
+    }
+    let version = api_version
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let cannot = |e: &str| {
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {expected_kind}: {e}"
+        ))
+    };
+    let s = schema();
+    let Some(idx) = s.kind(&api_version, &kind) else {
+        return Err(cannot(&format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme \"pkg/api/legacyscheme/scheme.go:30\""
+        )));
+    };
+    let mut obj = Map::new();
+    obj.insert("apiVersion".into(), json!(api_version));
+    obj.insert("kind".into(), json!(kind));
+    decode_into(s, idx, raw, &mut obj).map_err(|WireError(e)| cannot(&e))?;
+    Ok(Value::Object(obj))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(n: u64, b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_bytes(&mut out, n as u32, b);
+        out
+    }
+
+    fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+        let tm = [field(1, api_version.as_bytes()), field(2, kind.as_bytes())].concat();
+        [MAGIC.to_vec(), field(1, &tm), field(2, raw)].concat()
+    }
+
+    proptest::proptest! {
+        /// Random bytes after the magic never panic the decoder; they
+        /// decode or are a 400.
+        #[test]
+        fn arbitrary_bytes_never_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256)) {
+            let body = [MAGIC.to_vec(), tail.clone()].concat();
+            if let Err(e) = decode(&body, "v1", "ConfigMap") {
+                proptest::prop_assert_eq!(e.code, 400);
+            }
+            // The same bytes as a Pod's own message.
+            let body = envelope("v1", "Pod", &tail);
+            if let Err(e) = decode(&body, "v1", "Pod") {
+                proptest::prop_assert_eq!(e.code, 400);
+                proptest::prop_assert!(e.message.starts_with("Pod in version \"v1\" cannot be handled as a Pod: "), "{}", e.message);
+            }
+        }
+
+        /// Whatever JSON object of a kind is encoded decodes to the same
+        /// JSON (for the fields the kind has).
+        #[test]
+        fn configmaps_round_trip(
+            name in "[a-z][a-z0-9-]{0,20}",
+            data in proptest::collection::btree_map("[a-zA-Z0-9._-]{1,10}", ".{0,20}", 0..5),
+            binary in proptest::collection::btree_map("[a-z]{1,5}", proptest::collection::vec(proptest::prelude::any::<u8>(), 1..10), 0..3),
+            immutable in proptest::prelude::any::<bool>(),
+        ) {
+            let binary: Map<String, Value> = binary.into_iter().map(|(k, v)| (k, json!(base64::engine::general_purpose::STANDARD.encode(v)))).collect();
+            let mut v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "labels": {"a": "b"}, "resourceVersion": "7",
+                    "creationTimestamp": "2024-05-06T07:08:09Z"},
+                "data": data, "immutable": immutable});
+            if !binary.is_empty() {
+                v["binaryData"] = Value::Object(binary);
+            }
+            if v["data"].as_object().is_some_and(Map::is_empty) {
+                v.as_object_mut().unwrap().remove("data");
+            }
+            let bytes = encode(&v).unwrap();
+            let back = decode(&bytes, "v1", "ConfigMap").unwrap();
+            proptest::prop_assert_eq!(back, v);
+        }
+    }
+
+    #[test]
+    fn a_deployment_round_trips_with_the_json_conventions() {
+        let v = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "default", "generation": 3,
+                "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "apps/v1",
+                    "time": "2024-01-02T03:04:05Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+            "spec": {"replicas": 0,
+                "selector": {"matchLabels": {"app": "web"}},
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27",
+                        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                        "env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}}],
+                        "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}}],
+                        "volumes": [{"name": "scratch", "emptyDir": {}}],
+                        "terminationGracePeriodSeconds": 30}}},
+        });
+        let bytes = encode(&v).unwrap();
+        assert!(bytes.starts_with(MAGIC));
+        let back = decode(&bytes, "apps/v1", "Deployment").unwrap();
+        assert_eq!(back, v);
+    }
+
+    #[test]
+    fn durations_read_as_go_writes_them() {
+        for (s, n) in [
+            ("0s", 0),
+            ("1.5s", 1_500_000_000),
+            ("1m30s", 90_000_000_000),
+            ("2h0m0s", 7_200_000_000_000),
+            ("100ms", 100_000_000),
+        ] {
+            assert_eq!(parse_duration(s), Some(n), "{s}");
+            assert_eq!(duration_string(n), s);
+        }
+    }
+
+    #[test]
+    fn bad_bodies_are_the_servers_400s() {
+        let e = decode(b"nope", "v1", "ConfigMap").unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type ConfigMap): provided data does not appear to be a protobuf message, expected prefix [107 56 115 0] (6e6f7065)"
+        );
+        let e = decode(b"k8s\0\x0a\xff", "v1", "ConfigMap").unwrap_err();
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type ConfigMap): unexpected EOF (6b3873000aff)"
+        );
+        let e = decode(&envelope("v1", "Widget", b""), "v1", "ConfigMap").unwrap_err();
+        assert_eq!(
+            e.message,
+            "Widget in version \"v1\" cannot be handled as a ConfigMap: no kind \"Widget\" is registered for version \"v1\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
+        );
+        // metadata (field 1) as a varint.
+        let e = decode(&envelope("v1", "ConfigMap", &[8, 1]), "v1", "ConfigMap").unwrap_err();
+        assert_eq!(
+            e.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: proto: wrong wireType = 0 for field metadata of ConfigMap"
+        );
+    }
+
+    #[test]
+    fn a_token_request_decodes() {
+        let bound = [field(1, b"Pod"), field(2, b"v1"), field(3, b"web-0")].concat();
+        // Field 4 (expirationSeconds) as a varint: 1200.
+        let spec = [
+            field(1, b"vault"),
+            field(3, &bound),
+            vec![4 << 3, 0xB0, 0x09],
+        ]
+        .concat();
+        let raw = [field(1, b""), field(2, &spec)].concat();
+        let body = envelope("authentication.k8s.io/v1", "TokenRequest", &raw);
+        let v = decode(&body, "authentication.k8s.io/v1", "TokenRequest").unwrap();
+        assert_eq!(
+            v["spec"],
+            json!({"audiences": ["vault"], "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web-0"}, "expirationSeconds": 1200})
+        );
+    }
+
+    #[test]
+    fn an_eviction_with_a_negative_grace_period_decodes() {
+        let opts = [
+            vec![8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1],
+            field(5, b"All"),
+        ]
+        .concat();
+        let meta = [
+            field(1, b"web"),
+            field(12, &[field(1, b"k"), field(2, b"v")].concat()),
+        ]
+        .concat();
+        let raw = [field(1, &meta), field(2, &opts)].concat();
+        let v = decode(
+            &envelope("policy/v1", "Eviction", &raw),
+            "policy/v1",
+            "Eviction",
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "web", "annotations": {"k": "v"}},
+                "deleteOptions": {"gracePeriodSeconds": -1, "dryRun": ["All"]}})
+        );
+    }
+
+    #[test]
+    fn accept_headers_choose_in_order() {
+        assert_eq!(prefers_protobuf(None), Some(false));
+        assert_eq!(
+            prefers_protobuf(Some(
+                "application/vnd.kubernetes.protobuf, application/json"
+            )),
+            Some(true)
+        );
+        assert_eq!(
+            prefers_protobuf(Some(
+                "application/json, application/vnd.kubernetes.protobuf"
+            )),
+            Some(false)
+        );
+        assert_eq!(prefers_protobuf(Some("*/*")), Some(false));
+        assert_eq!(prefers_protobuf(Some("text/plain")), None);
+    }
+}
