@@ -402,12 +402,13 @@ pub enum SettingsError {
     /// The Consul connection settings are invalid.
     #[error(transparent)]
     Consul(#[from] mirra_consul::ConfigError),
-    /// `-enable-namespaces=true`: Consul Enterprise namespaces are not
-    /// synced yet; starting would register every Service in the default
-    /// namespace, where nobody looks for it.
+    /// `-enable-namespaces=true` with mirroring or a destination other
+    /// than `default`: not synced yet; starting would register every
+    /// Service in the default namespace, where nobody looks for it.
     #[error(
-        "-enable-namespaces=true is not supported yet: mirra registers Services only in the \
-         default Consul namespace (of -partition); remove the flag or keep consul-k8s's sync-catalog"
+        "-enable-namespaces=true with -enable-k8s-namespace-mirroring=true or a \
+         -consul-destination-namespace other than \"default\" is not supported yet: mirra \
+         registers Services only in the default Consul namespace (of -partition)"
     )]
     NamespacesUnsupported,
     /// `-metrics-path` other than `/metrics`.
@@ -451,6 +452,13 @@ pub struct Settings {
     pub lease: LeaseDeadline,
     /// Longest time one Kubernetes write may take before it is cancelled.
     pub kube_write_timeout: Duration,
+    /// First delay of a contested repair (see [`crate::repair`]); doubled
+    /// per repeat up to `repair_backoff_cap`.
+    pub repair_backoff_base: Duration,
+    /// Ceiling of the delay of a contested repair.
+    pub repair_backoff_cap: Duration,
+    /// Time without drift after a repair that ends a fight.
+    pub repair_quiet: Duration,
 }
 
 /// Default of [`Settings::kube_write_timeout`]: 10 s, as the mirror
@@ -489,6 +497,9 @@ impl Settings {
             write_backoff_cap: crate::backoff::DEFAULT_WRITE_BACKOFF_CAP,
             lease: LeaseDeadline::always(),
             kube_write_timeout: DEFAULT_KUBE_WRITE_TIMEOUT,
+            repair_backoff_base: crate::repair::DEFAULT_REPAIR_BACKOFF_BASE,
+            repair_backoff_cap: crate::repair::DEFAULT_REPAIR_BACKOFF_CAP,
+            repair_quiet: crate::repair::DEFAULT_REPAIR_QUIET,
         }
     }
 

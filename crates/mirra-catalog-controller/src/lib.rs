@@ -30,6 +30,8 @@
 //! - [`metrics`]: the `/metrics` families of the catalog sync.
 //! - `backoff`: the Consul writer's own backoff while Consul is
 //!   unavailable.
+//! - [`repair`]: prompt repair of instances someone else changed in
+//!   Consul, spaced out while another writer keeps changing them.
 //!
 //! This crate must NOT decide what a Service becomes in Consul (that is
 //! `mirra-catalog`), speak Consul's HTTP API itself (that is `mirra-consul`),
@@ -38,6 +40,7 @@
 
 mod backoff;
 pub mod engine;
+pub mod repair;
 mod events;
 pub mod flags;
 pub mod index;
