@@ -373,6 +373,11 @@ impl Engine {
         metrics: CatalogMetrics,
         queue: WorkQueue<ServiceKey>,
     ) -> Self {
+        let repairs = crate::repair::RepairGovernor::new(
+            settings.repair_backoff_base,
+            settings.repair_backoff_cap,
+            settings.repair_quiet,
+        );
         Self {
             index: CatalogIndex::new(settings.sync.clone()),
             writer: TxnWriter::new(kube, consul, &settings, metrics.clone()),
@@ -380,11 +385,7 @@ impl Engine {
             metrics,
             queue,
             first_event: BTreeMap::new(),
-            repairs: crate::repair::RepairGovernor::new(
-                settings.repair_backoff_base,
-                settings.repair_backoff_cap,
-                settings.repair_quiet,
-            ),
+            repairs,
             synced: false,
             full_pass_failures: 0,
             full_pass_retry_at: None,
@@ -415,13 +416,8 @@ impl Engine {
         for key in &keys {
             self.first_event.entry(key.clone()).or_insert(now);
         }
-        let fights = crate::repair::schedule(
-            &mut self.repairs,
-            &self.queue,
-            &self.metrics,
-            keys,
-            now,
-        );
+        let fights =
+            crate::repair::schedule(&mut self.repairs, &self.queue, &self.metrics, keys, now);
         let services = fights
             .iter()
             .filter_map(|k| self.index.service(k).cloned())

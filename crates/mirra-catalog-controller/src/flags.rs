@@ -239,9 +239,9 @@ pub struct SyncCatalogArgs {
     #[arg(long = "k8s-source-namespace", default_value = "")]
     pub k8s_source_namespace: String,
     /// Consul Enterprise namespaces: register Services into
-    /// `-consul-destination-namespace`, or with
-    /// `-enable-k8s-namespace-mirroring` into the namespace named after the
-    /// Kubernetes one. NOT supported yet: `true` stops mirra at start.
+    /// `-consul-destination-namespace`. Only `default` is supported yet:
+    /// with another destination, or with `-enable-k8s-namespace-mirroring`,
+    /// `true` stops mirra at start.
     #[arg(long = "enable-namespaces", default_value = "false", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub enable_namespaces: bool,
@@ -508,7 +508,8 @@ impl Settings {
         // Everything into `default` is what mirra does without namespaces
         // (that namespace always exists and is never created).
         if args.enable_namespaces
-            && (args.enable_k8s_namespace_mirroring || args.consul_destination_namespace != "default")
+            && (args.enable_k8s_namespace_mirroring
+                || args.consul_destination_namespace != "default")
         {
             return Err(SettingsError::NamespacesUnsupported);
         }
@@ -578,10 +579,16 @@ impl SyncCatalogArgs {
     pub fn ignored_flags(&self) -> Vec<(&'static str, &'static str)> {
         let mut out = Vec::new();
         if self.enable_metrics {
-            out.push(("-enable-metrics", "metrics are always served on -metrics-port"));
+            out.push((
+                "-enable-metrics",
+                "metrics are always served on -metrics-port",
+            ));
         }
         if self.prometheus_retention_time != Duration::from_secs(60) {
-            out.push(("-prometheus-retention-time", "mirra's metrics are current values; nothing expires"));
+            out.push((
+                "-prometheus-retention-time",
+                "mirra's metrics are current values; nothing expires",
+            ));
         }
         if !self.filter.is_empty() {
             out.push(("-filter", "-purge-k8s-services-from-node removes exactly the instances mirra owns on its node"));
@@ -590,17 +597,35 @@ impl SyncCatalogArgs {
             out.push(("-grpc-port", "mirra speaks Consul's HTTP API only"));
         }
         if self.skip_server_watch.is_some() {
-            out.push(("-skip-server-watch", "mirra does not watch the server list over gRPC"));
+            out.push((
+                "-skip-server-watch",
+                "mirra does not watch the server list over gRPC",
+            ));
         }
         if self.is_windows {
-            out.push(("-is-windows", "nothing in mirra depends on the node's operating system"));
+            out.push((
+                "-is-windows",
+                "nothing in mirra depends on the node's operating system",
+            ));
         }
         if !self.enable_namespaces {
             let given = [
-                ("-consul-destination-namespace", self.consul_destination_namespace != "default"),
-                ("-enable-k8s-namespace-mirroring", self.enable_k8s_namespace_mirroring),
-                ("-k8s-namespace-mirroring-prefix", !self.k8s_namespace_mirroring_prefix.is_empty()),
-                ("-consul-cross-namespace-acl-policy", !self.consul_cross_namespace_acl_policy.is_empty()),
+                (
+                    "-consul-destination-namespace",
+                    self.consul_destination_namespace != "default",
+                ),
+                (
+                    "-enable-k8s-namespace-mirroring",
+                    self.enable_k8s_namespace_mirroring,
+                ),
+                (
+                    "-k8s-namespace-mirroring-prefix",
+                    !self.k8s_namespace_mirroring_prefix.is_empty(),
+                ),
+                (
+                    "-consul-cross-namespace-acl-policy",
+                    !self.consul_cross_namespace_acl_policy.is_empty(),
+                ),
             ];
             for (flag, set) in given {
                 if set {

@@ -368,9 +368,7 @@ impl CatalogIndex {
         let index = snap.index;
         let ours: BTreeSet<String> = self.check_overlay.keys().cloned().collect();
         let drift = if self.checks_seen {
-            crate::repair::drifted(&self.checks, &snap.checks, &ours, |a, b| {
-                same_checks(a, b)
-            })
+            crate::repair::drifted(&self.checks, &snap.checks, &ours, |a, b| same_checks(a, b))
         } else {
             BTreeSet::new()
         };

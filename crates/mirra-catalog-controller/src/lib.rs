@@ -40,12 +40,12 @@
 
 mod backoff;
 pub mod engine;
-pub mod repair;
 mod events;
 pub mod flags;
 pub mod index;
 pub mod metrics;
 mod purge;
+pub mod repair;
 pub mod round;
 pub mod to_k8s;
 mod txn;

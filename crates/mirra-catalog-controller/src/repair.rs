@@ -99,13 +99,18 @@ where
 /// The two maps the observed state is kept in, by service ID.
 pub trait Entries<V> {
     /// Every entry.
-    fn pairs(&self) -> impl Iterator<Item = (&String, &V)>;
+    fn pairs<'a>(&'a self) -> impl Iterator<Item = (&'a String, &'a V)>
+    where
+        V: 'a;
     /// One entry.
     fn lookup(&self, id: &str) -> Option<&V>;
 }
 
 impl<V> Entries<V> for BTreeMap<String, V> {
-    fn pairs(&self) -> impl Iterator<Item = (&String, &V)> {
+    fn pairs<'a>(&'a self) -> impl Iterator<Item = (&'a String, &'a V)>
+    where
+        V: 'a,
+    {
         self.iter()
     }
     fn lookup(&self, id: &str) -> Option<&V> {
@@ -114,7 +119,10 @@ impl<V> Entries<V> for BTreeMap<String, V> {
 }
 
 impl<V> Entries<V> for HashMap<String, V> {
-    fn pairs(&self) -> impl Iterator<Item = (&String, &V)> {
+    fn pairs<'a>(&'a self) -> impl Iterator<Item = (&'a String, &'a V)>
+    where
+        V: 'a,
+    {
         self.iter()
     }
     fn lookup(&self, id: &str) -> Option<&V> {

@@ -763,7 +763,10 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     // The formula, as mirra computes it, gives the same IDs.
     assert_eq!(service_id("np-shop", "10.8.0.1"), "np-shop-182656c2c021");
     assert_eq!(service_id("web-shop", "10.8.1.2"), "web-shop-f80d06c0b80d");
-    assert_eq!(service_id("legacy-shop", "198.51.100.9"), "legacy-shop-fedb8008f5c0");
+    assert_eq!(
+        service_id("legacy-shop", "198.51.100.9"),
+        "legacy-shop-fedb8008f5c0"
+    );
     assert_eq!(instances(&c, "k8s-sync").await.len(), 7);
 
     let mut sync = sync_settings("k8s-sync");

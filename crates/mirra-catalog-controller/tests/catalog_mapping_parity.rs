@@ -109,7 +109,13 @@ async fn invalid_service_name_annotation_deregisters_and_warns() {
         })
         .await;
         wait_for("a Warning Event naming the annotation", || async {
-            warned_about(&k.client, "shop", "web", "consul.hashicorp.com/service-name").await
+            warned_about(
+                &k.client,
+                "shop",
+                "web",
+                "consul.hashicorp.com/service-name",
+            )
+            .await
         })
         .await;
         ctl.settle(&csb).await;

@@ -1179,7 +1179,7 @@ fn apply_tls_files(
         (Some(ca), _) => Some(("CA file", ca.display().to_string(), read("CA file", ca)?)),
         (None, Some(pem)) => Some((
             "CA PEM",
-            "CONSUL_CACERT_PEM".to_owned(),
+            "(-ca-cert-pem, CONSUL_CACERT_PEM)".to_owned(),
             pem.as_bytes().to_vec(),
         )),
         (None, None) => None,
@@ -1312,6 +1312,15 @@ mod tests {
             ),
             "{err}"
         );
+
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.ca_pem = Some("not a certificate".into());
+        let err = Client::new(c).unwrap_err();
+        assert!(
+            matches!(err, Error::Config(ConfigError::Tls { what: "CA PEM", .. })),
+            "{err}"
+        );
+        assert!(err.to_string().contains("CONSUL_CACERT_PEM"), "{err}");
 
         let garbage = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(garbage.path(), "not a certificate").unwrap();

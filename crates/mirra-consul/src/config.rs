@@ -1699,6 +1699,34 @@ mod tests {
     }
 
     #[test]
+    fn cacert_pem_is_read_and_a_ca_file_is_kept_beside_it() {
+        let pem = "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n";
+        let c =
+            ConsulConfig::from_sources(&env(&[("CONSUL_CACERT_PEM", pem)]), &Overrides::default())
+                .unwrap();
+        assert_eq!(c.tls.ca_pem.as_deref(), Some(pem));
+        assert_eq!(c.tls.ca_file, None);
+        let o = Overrides {
+            ca_pem: Some("flag pem".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&[("CONSUL_CACERT_PEM", pem)]), &o).unwrap();
+        assert_eq!(c.tls.ca_pem.as_deref(), Some("flag pem"));
+        // Both set: the file is used (the client's rule, as consul-k8s's).
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_CACERT_PEM", pem),
+                ("CONSUL_CACERT_FILE", "/k8s/ca.pem"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/k8s/ca.pem")));
+        // Its text never reaches a Debug rendering of the overrides.
+        assert!(!format!("{o:?}").contains("flag pem"));
+    }
+
+    #[test]
     fn datacenter_partition_and_server_name_from_consul_k8s_env() {
         let e = env(&[
             ("CONSUL_DATACENTER", "dc3"),

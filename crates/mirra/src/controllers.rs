@@ -213,15 +213,26 @@ async fn log_in_until_stopped(
 /// nothing with, so that nobody expects an effect from them.
 fn log_ignored_settings(args: &mirra_catalog_controller::SyncCatalogArgs) {
     for (flag, why) in args.ignored_flags() {
-        tracing::info!(flag, reason = why, "flag accepted for consul-k8s compatibility; no effect in mirra");
+        tracing::info!(
+            flag,
+            reason = why,
+            "flag accepted for consul-k8s compatibility; no effect in mirra"
+        );
     }
     // The chart sets these for consul-k8s's gRPC server watch.
     for (var, why) in [
         ("CONSUL_GRPC_PORT", "mirra speaks Consul's HTTP API only"),
-        ("CONSUL_SKIP_SERVER_WATCH", "mirra does not watch the server list over gRPC"),
+        (
+            "CONSUL_SKIP_SERVER_WATCH",
+            "mirra does not watch the server list over gRPC",
+        ),
     ] {
         if std::env::var_os(var).is_some() {
-            tracing::info!(variable = var, reason = why, "variable accepted for consul-k8s compatibility; no effect in mirra");
+            tracing::info!(
+                variable = var,
+                reason = why,
+                "variable accepted for consul-k8s compatibility; no effect in mirra"
+            );
         }
     }
 }

@@ -57,8 +57,9 @@ pub struct MirrorServeArgs {
 /// sync-catalog's flag names and defaults.
 #[derive(Debug, Args)]
 pub struct CatalogServeArgs {
-    /// Address serving `/health/ready` (and `/healthz`, `/readyz`), as
-    /// `host:port` or `:port`.
+    /// Address serving `/health/ready` (204 when ready, else 500, as
+    /// consul-k8s answers it; also `/healthz`, `/readyz`), as `host:port`
+    /// or `:port`.
     #[arg(long, default_value = ":8080", value_parser = listen_addr)]
     pub listen: SocketAddr,
     /// Port serving `/metrics`.

@@ -156,8 +156,10 @@ fn consul_k8s_control_plane_link_is_sync_catalog() {
     let direct = mirra(&["sync-catalog", "--help"]);
     // Only the program name in the usage line differs.
     assert_eq!(
-        String::from_utf8_lossy(&via_link.stdout)
-            .replace("consul-k8s-control-plane sync-catalog", "mirra sync-catalog"),
+        String::from_utf8_lossy(&via_link.stdout).replace(
+            "consul-k8s-control-plane sync-catalog",
+            "mirra sync-catalog"
+        ),
         String::from_utf8_lossy(&direct.stdout)
     );
 
