@@ -157,7 +157,7 @@ def test_the_consul_chart_rbac_applies(kubectl):
     """The extra RBAC mirra needs as the consul Helm chart's sync-catalog
     (docs/migrating-from-consul-k8s.md) is valid and names the chart's
     ServiceAccount."""
-    kubectl("create", "namespace", "consul")
+    kubectl("apply", "-f", "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: consul}\n")
     out = kubectl("apply", "-k", str(ROOT / "deploy" / "consul-chart")).stdout
     assert "clusterrole.rbac.authorization.k8s.io/mirra-consul-sync-catalog created" in out
     assert "rolebinding.rbac.authorization.k8s.io/mirra-consul-sync-catalog-write created" in out
