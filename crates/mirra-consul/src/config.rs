@@ -1704,7 +1704,8 @@ mod tests {
         let c =
             ConsulConfig::from_sources(&env(&[("CONSUL_CACERT_PEM", pem)]), &Overrides::default())
                 .unwrap();
-        assert_eq!(c.tls.ca_pem.as_deref(), Some(pem));
+        // Variables are read trimmed; PEM parsing ignores the blanks.
+        assert_eq!(c.tls.ca_pem.as_deref(), Some(pem.trim()));
         assert_eq!(c.tls.ca_file, None);
         let o = Overrides {
             ca_pem: Some("flag pem".into()),
