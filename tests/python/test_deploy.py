@@ -151,3 +151,22 @@ def test_catalog_writes_services_only_in_its_write_namespace(kubectl):
     # Applying again changes nothing.
     again = kubectl("apply", "-k", str(ROOT / "deploy" / "catalog")).stdout
     assert "created" not in again and "configured" not in again, again
+
+
+def test_the_consul_chart_rbac_applies(kubectl):
+    """The extra RBAC mirra needs as the consul Helm chart's sync-catalog
+    (docs/migrating-from-consul-k8s.md) is valid and names the chart's
+    ServiceAccount."""
+    kubectl("apply", "-f", "-", input="apiVersion: v1\nkind: Namespace\nmetadata: {name: consul}\n")
+    out = kubectl("apply", "-k", str(ROOT / "deploy" / "consul-chart")).stdout
+    assert "clusterrole.rbac.authorization.k8s.io/mirra-consul-sync-catalog created" in out
+    assert "rolebinding.rbac.authorization.k8s.io/mirra-consul-sync-catalog-write created" in out
+    binding = json.loads(
+        kubectl("get", "clusterrolebinding", "mirra-consul-sync-catalog", "-o", "json").stdout
+    )
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "consul-sync-catalog", "namespace": "consul"}
+    ]
+    role = json.loads(kubectl("get", "clusterrole", "mirra-consul-sync-catalog", "-o", "json").stdout)
+    nodes = [r for r in role["rules"] if "nodes" in r["resources"]]
+    assert nodes and {"list", "watch"} <= set(nodes[0]["verbs"])

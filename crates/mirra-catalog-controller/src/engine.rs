@@ -234,7 +234,10 @@ pub async fn run(
                 None => return Err(ControllerError::WatchEnded("Ingress")),
             },
             snap = observed.recv() => match snap {
-                Some(Ok(v)) => engine.index.on_observed(v, Instant::now()),
+                Some(Ok(v)) => {
+                    let drift = engine.index.on_observed(v, Instant::now());
+                    engine.repair(drift).await;
+                }
                 Some(Err(e)) => {
                     engine.metrics.consul_error(e.class());
                     tracing::warn!(error = %e, "reading node-services failed; retrying");
@@ -242,7 +245,10 @@ pub async fn run(
                 None => return Err(ControllerError::ConsulWatchEnded),
             },
             snap = checks.recv() => match snap {
-                Some(Ok(v)) => engine.index.on_checks(v, Instant::now()),
+                Some(Ok(v)) => {
+                    let drift = engine.index.on_checks(v, Instant::now());
+                    engine.repair(drift).await;
+                }
                 Some(Err(e)) => {
                     engine.metrics.consul_error(e.class());
                     tracing::warn!(error = %e, "reading health/node failed; retrying");
@@ -353,6 +359,7 @@ struct Engine {
     /// When each pending Service's first unplanned change came in (the
     /// sync latency metric).
     first_event: BTreeMap<ServiceKey, Instant>,
+    repairs: crate::repair::RepairGovernor<ServiceKey>,
     synced: bool,
     full_pass_failures: u32,
     full_pass_retry_at: Option<Instant>,
@@ -366,6 +373,11 @@ impl Engine {
         metrics: CatalogMetrics,
         queue: WorkQueue<ServiceKey>,
     ) -> Self {
+        let repairs = crate::repair::RepairGovernor::new(
+            settings.repair_backoff_base,
+            settings.repair_backoff_cap,
+            settings.repair_quiet,
+        );
         Self {
             index: CatalogIndex::new(settings.sync.clone()),
             writer: TxnWriter::new(kube, consul, &settings, metrics.clone()),
@@ -373,6 +385,7 @@ impl Engine {
             metrics,
             queue,
             first_event: BTreeMap::new(),
+            repairs,
             synced: false,
             full_pass_failures: 0,
             full_pass_retry_at: None,
@@ -391,6 +404,25 @@ impl Engine {
                 .or_insert_with(Instant::now);
             self.queue.add(key);
         }
+    }
+
+    /// Plans again, promptly, the Services whose instances someone else
+    /// changed in Consul (before the first pass, that pass covers them).
+    async fn repair(&mut self, keys: BTreeSet<ServiceKey>) {
+        if !self.synced || keys.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        for key in &keys {
+            self.first_event.entry(key.clone()).or_insert(now);
+        }
+        let fights =
+            crate::repair::schedule(&mut self.repairs, &self.queue, &self.metrics, keys, now);
+        let services = fights
+            .iter()
+            .filter_map(|k| self.index.service(k).cloned())
+            .collect();
+        self.writer.send_contested(services).await;
     }
 
     fn watch_error(&self, kind: &'static str, e: &watcher::Error) {

@@ -1,4 +1,5 @@
-//! Warning Events for bad annotation values.
+//! Warning Events for bad annotation values and for instances another
+//! writer keeps changing in Consul.
 //!
 //! This module must NOT decide which warnings to report (the round does,
 //! only when a Service's warnings changed) nor retry: an Event is best
@@ -15,6 +16,9 @@ use crate::metrics::CatalogMetrics;
 
 /// Reason of the warning Event for a bad annotation value.
 pub const EVENT_REASON: &str = "InvalidAnnotation";
+/// Reason of the warning Event for instances another writer keeps
+/// changing in Consul.
+pub const EVENT_REASON_CONTESTED: &str = "ContestedInConsul";
 /// Component named in warning Events.
 pub const EVENT_COMPONENT: &str = "mirra-sync-catalog";
 
@@ -39,14 +43,36 @@ impl WarningEvents {
     /// Logs each Service's warnings and creates a warning Event for it.
     pub async fn send(&self, events: Vec<(Service, Vec<Warning>)>) {
         for (svc, warnings) in events {
-            let ns = svc.metadata.namespace.clone().unwrap_or_default();
-            let name = svc.metadata.name.clone().unwrap_or_default();
             let message = warnings
                 .iter()
                 .map(|w| format!("{}={:?}: {}", w.annotation, w.value, w.message))
                 .collect::<Vec<_>>()
                 .join("; ");
-            tracing::warn!(namespace = %ns, service = %name, %message, "bad annotation values");
+            tracing::warn!(
+                namespace = svc.metadata.namespace.as_deref().unwrap_or_default(),
+                service = svc.metadata.name.as_deref().unwrap_or_default(),
+                %message,
+                "bad annotation values"
+            );
+            self.create(&svc, EVENT_REASON, message).await;
+        }
+    }
+
+    /// A warning Event on each Service whose instances another writer
+    /// keeps changing in Consul (the engine logged it already).
+    pub async fn send_contested(&self, services: Vec<Service>) {
+        for svc in services {
+            let message = "its instances in Consul were changed again after mirra repaired them: \
+                           another writer manages them too; mirra keeps repairing them, spaced out"
+                .to_owned();
+            self.create(&svc, EVENT_REASON_CONTESTED, message).await;
+        }
+    }
+
+    async fn create(&self, svc: &Service, reason: &str, message: String) {
+        {
+            let ns = svc.metadata.namespace.clone().unwrap_or_default();
+            let name = svc.metadata.name.clone().unwrap_or_default();
             let now = Time(k8s_openapi::jiff::Timestamp::now());
             let ev = Event {
                 metadata: ObjectMeta {
@@ -63,7 +89,7 @@ impl WarningEvents {
                     resource_version: svc.metadata.resource_version.clone(),
                     ..ObjectReference::default()
                 },
-                reason: Some(EVENT_REASON.into()),
+                reason: Some(reason.into()),
                 message: Some(message),
                 type_: Some("Warning".into()),
                 count: Some(1),

@@ -221,6 +221,79 @@ pub struct SyncCatalogArgs {
     /// `CONSUL_LOGIN_META` (comma-separated pairs).
     #[arg(long = "consul-login-meta")]
     pub consul_login_meta: Vec<String>,
+    /// PEM text of the CA certificate(s) to verify Consul's certificate
+    /// with, used when no CA file is given. Default: `CONSUL_CACERT_PEM`.
+    #[arg(long = "ca-cert-pem")]
+    pub ca_cert_pem: Option<String>,
+    /// Consul Enterprise namespace of the Consul-to-Kubernetes reads.
+    /// Default: `CONSUL_NAMESPACE`.
+    #[arg(long = "namespace")]
+    pub namespace: Option<String>,
+    /// Kubeconfig file to use; without it `KUBECONFIG`, `~/.kube/config`,
+    /// then the in-cluster service account.
+    #[arg(long = "kubeconfig")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The only namespace whose Services are synced (consul-k8s's older
+    /// single-namespace flag). When set it replaces the
+    /// `-allow-k8s-namespace` list; `-deny-k8s-namespace` still applies.
+    #[arg(long = "k8s-source-namespace", default_value = "")]
+    pub k8s_source_namespace: String,
+    /// Consul Enterprise namespaces: register Services into
+    /// `-consul-destination-namespace`. Only `default` is supported yet:
+    /// with another destination, or with `-enable-k8s-namespace-mirroring`,
+    /// `true` stops mirra at start.
+    #[arg(long = "enable-namespaces", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub enable_namespaces: bool,
+    /// Consul namespace of every synced Service (with `-enable-namespaces`,
+    /// without mirroring). Ignored without `-enable-namespaces`, as in
+    /// consul-k8s.
+    #[arg(long = "consul-destination-namespace", default_value = "default")]
+    pub consul_destination_namespace: String,
+    /// Register each Service into the Consul namespace named after its
+    /// Kubernetes namespace (with `-enable-namespaces`). Ignored without
+    /// `-enable-namespaces`, as in consul-k8s.
+    #[arg(long = "enable-k8s-namespace-mirroring", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub enable_k8s_namespace_mirroring: bool,
+    /// Prefix of mirrored Consul namespace names. Ignored without
+    /// namespace mirroring, as in consul-k8s.
+    #[arg(long = "k8s-namespace-mirroring-prefix", default_value = "")]
+    pub k8s_namespace_mirroring_prefix: String,
+    /// ACL policy attached to each Consul namespace created for synced
+    /// Services. Ignored without `-enable-namespaces`, as in consul-k8s.
+    #[arg(long = "consul-cross-namespace-acl-policy", default_value = "")]
+    pub consul_cross_namespace_acl_policy: String,
+    /// No-op: metrics are always served on `-metrics-port` (consul-k8s
+    /// serves them whatever this says, too).
+    #[arg(long = "enable-metrics", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub enable_metrics: bool,
+    /// Path of the metrics endpoint; only `/metrics` is served, any other
+    /// value stops mirra at start.
+    #[arg(long = "metrics-path", default_value = "/metrics")]
+    pub metrics_path: String,
+    /// No-op: mirra's metrics are current values, nothing expires. A Go
+    /// duration.
+    #[arg(long = "prometheus-retention-time", default_value = "1m", value_parser = go_duration)]
+    pub prometheus_retention_time: Duration,
+    /// No-op: the filter of consul-k8s's purge. `-purge-k8s-services-from-node`
+    /// removes exactly the instances mirra owns on its node.
+    #[arg(long = "filter", default_value = "")]
+    pub filter: String,
+    /// No-op: mirra speaks Consul's HTTP API only. Default:
+    /// `CONSUL_GRPC_PORT` (also ignored).
+    #[arg(long = "grpc-port")]
+    pub grpc_port: Option<u16>,
+    /// No-op: mirra does not watch the server list over gRPC. Default:
+    /// `CONSUL_SKIP_SERVER_WATCH` (also ignored).
+    #[arg(long = "skip-server-watch", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go_bool)]
+    pub skip_server_watch: Option<bool>,
+    /// No-op: accepted for consul-k8s's Windows pods.
+    #[arg(long = "is-windows", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub is_windows: bool,
 }
 
 /// Parses `-port-layout` in clap, so that a bad value is refused with the
@@ -329,6 +402,18 @@ pub enum SettingsError {
     /// The Consul connection settings are invalid.
     #[error(transparent)]
     Consul(#[from] mirra_consul::ConfigError),
+    /// `-enable-namespaces=true` with mirroring or a destination other
+    /// than `default`: not synced yet; starting would register every
+    /// Service in the default namespace, where nobody looks for it.
+    #[error(
+        "-enable-namespaces=true with -enable-k8s-namespace-mirroring=true or a \
+         -consul-destination-namespace other than \"default\" is not supported yet: mirra \
+         registers Services only in the default Consul namespace (of -partition)"
+    )]
+    NamespacesUnsupported,
+    /// `-metrics-path` other than `/metrics`.
+    #[error("-metrics-path {0:?} is not supported: metrics are served at /metrics only")]
+    MetricsPath(String),
 }
 
 /// Everything the engine needs, validated. Build it with
@@ -367,6 +452,13 @@ pub struct Settings {
     pub lease: LeaseDeadline,
     /// Longest time one Kubernetes write may take before it is cancelled.
     pub kube_write_timeout: Duration,
+    /// First delay of a contested repair (see [`crate::repair`]); doubled
+    /// per repeat up to `repair_backoff_cap`.
+    pub repair_backoff_base: Duration,
+    /// Ceiling of the delay of a contested repair.
+    pub repair_backoff_cap: Duration,
+    /// Time without drift after a repair that ends a fight.
+    pub repair_quiet: Duration,
 }
 
 /// Default of [`Settings::kube_write_timeout`]: 10 s, as the mirror
@@ -405,22 +497,39 @@ impl Settings {
             write_backoff_cap: crate::backoff::DEFAULT_WRITE_BACKOFF_CAP,
             lease: LeaseDeadline::always(),
             kube_write_timeout: DEFAULT_KUBE_WRITE_TIMEOUT,
+            repair_backoff_base: crate::repair::DEFAULT_REPAIR_BACKOFF_BASE,
+            repair_backoff_cap: crate::repair::DEFAULT_REPAIR_BACKOFF_CAP,
+            repair_quiet: crate::repair::DEFAULT_REPAIR_QUIET,
         }
     }
 
     /// Validates the flags and builds the settings.
     pub fn from_args(args: &SyncCatalogArgs) -> Result<Self, SettingsError> {
+        // Everything into `default` is what mirra does without namespaces
+        // (that namespace always exists and is never created).
+        if args.enable_namespaces
+            && (args.enable_k8s_namespace_mirroring
+                || args.consul_destination_namespace != "default")
+        {
+            return Err(SettingsError::NamespacesUnsupported);
+        }
+        if args.metrics_path != "/metrics" {
+            return Err(SettingsError::MetricsPath(args.metrics_path.clone()));
+        }
+        // consul-k8s: a source namespace, when given, is the only one
+        // allowed, whatever the allow list says.
+        let allow: BTreeSet<String> = if args.k8s_source_namespace.is_empty() {
+            args.allow_k8s_namespace.iter().cloned().collect()
+        } else {
+            BTreeSet::from([args.k8s_source_namespace.clone()])
+        };
         let sync = SyncSettings {
             to_consul: args.to_consul,
             to_k8s: args.to_k8s,
             k8s_default_sync: args.k8s_default_sync,
             consul_service_prefix: args.consul_service_prefix.clone(),
             k8s_service_prefix: args.k8s_service_prefix.clone(),
-            allow_k8s_namespaces: args
-                .allow_k8s_namespace
-                .iter()
-                .cloned()
-                .collect::<BTreeSet<_>>(),
+            allow_k8s_namespaces: allow,
             deny_k8s_namespaces: args
                 .deny_k8s_namespace
                 .iter()
@@ -464,6 +573,74 @@ impl Settings {
 }
 
 impl SyncCatalogArgs {
+    /// The flags given that change nothing in mirra, each with why, for
+    /// the start-up log: accepted so that consul-k8s's command lines run
+    /// unchanged, and said so that nobody expects an effect.
+    pub fn ignored_flags(&self) -> Vec<(&'static str, &'static str)> {
+        let mut out = Vec::new();
+        if self.enable_metrics {
+            out.push((
+                "-enable-metrics",
+                "metrics are always served on -metrics-port",
+            ));
+        }
+        if self.prometheus_retention_time != Duration::from_secs(60) {
+            out.push((
+                "-prometheus-retention-time",
+                "mirra's metrics are current values; nothing expires",
+            ));
+        }
+        if !self.filter.is_empty() {
+            out.push(("-filter", "-purge-k8s-services-from-node removes exactly the instances mirra owns on its node"));
+        }
+        if self.grpc_port.is_some() {
+            out.push(("-grpc-port", "mirra speaks Consul's HTTP API only"));
+        }
+        if self.skip_server_watch.is_some() {
+            out.push((
+                "-skip-server-watch",
+                "mirra does not watch the server list over gRPC",
+            ));
+        }
+        if self.is_windows {
+            out.push((
+                "-is-windows",
+                "nothing in mirra depends on the node's operating system",
+            ));
+        }
+        if !self.enable_namespaces {
+            let given = [
+                (
+                    "-consul-destination-namespace",
+                    self.consul_destination_namespace != "default",
+                ),
+                (
+                    "-enable-k8s-namespace-mirroring",
+                    self.enable_k8s_namespace_mirroring,
+                ),
+                (
+                    "-k8s-namespace-mirroring-prefix",
+                    !self.k8s_namespace_mirroring_prefix.is_empty(),
+                ),
+                (
+                    "-consul-cross-namespace-acl-policy",
+                    !self.consul_cross_namespace_acl_policy.is_empty(),
+                ),
+            ];
+            for (flag, set) in given {
+                if set {
+                    out.push((flag, "only used with -enable-namespaces (as in consul-k8s)"));
+                }
+            }
+        } else if !self.consul_cross_namespace_acl_policy.is_empty() {
+            out.push((
+                "-consul-cross-namespace-acl-policy",
+                "every Service goes into the default namespace, which is never created",
+            ));
+        }
+        out
+    }
+
     /// The Consul connection flags as overrides of the environment.
     pub fn consul_overrides(&self) -> Overrides {
         Overrides {
@@ -476,7 +653,8 @@ impl SyncCatalogArgs {
             tls_server_name: self.tls_server_name.clone(),
             insecure_skip_verify: self.tls_skip_verify,
             datacenter: self.datacenter.clone(),
-            namespace: None,
+            namespace: self.namespace.clone(),
+            ca_pem: self.ca_cert_pem.clone(),
             partition: self.partition.clone(),
             addresses: self.addresses.clone(),
             http_port: self.http_port,

@@ -325,9 +325,20 @@ impl CatalogIndex {
     // ----- observed state ---------------------------------------------------
 
     /// Folds in a node-services answer read by `now`.
-    pub fn on_observed(&mut self, snap: ObservedSnapshot, now: Instant) {
+    ///
+    /// Returns the Services whose instances someone else changed since the
+    /// previous answer (see [`crate::repair`]); none for the first answer.
+    pub fn on_observed(&mut self, snap: ObservedSnapshot, now: Instant) -> BTreeSet<ServiceKey> {
         let index = snap.index;
         self.node_exists = snap.node_exists;
+        let ours: BTreeSet<String> = self.overlay.keys().cloned().collect();
+        let drift = if self.observed_seen {
+            crate::repair::drifted(&self.observed, &snap.instances, &ours, |a, b| {
+                a.same_content(b)
+            })
+        } else {
+            BTreeSet::new()
+        };
         self.observed = snap.instances;
         self.observed_seen = true;
         let observed = &self.observed;
@@ -339,11 +350,28 @@ impl CatalogIndex {
             };
             keep_expectation(confirmed, exp.index, index, exp.since, now)
         });
+        self.owners_of(drift)
     }
 
-    /// Folds in a health/node answer read by `now`.
-    pub fn on_checks(&mut self, snap: CheckSnapshot, now: Instant) {
+    /// The Services that want any of `ids` (an ID nobody wants is left to
+    /// the verification pass, the only plan that reaps).
+    fn owners_of(&self, ids: BTreeSet<String>) -> BTreeSet<ServiceKey> {
+        ids.iter()
+            .filter_map(|id| self.claims.owner_of(id))
+            .cloned()
+            .collect()
+    }
+
+    /// Folds in a health/node answer read by `now`; returns the Services
+    /// whose checks someone else changed, as [`CatalogIndex::on_observed`].
+    pub fn on_checks(&mut self, snap: CheckSnapshot, now: Instant) -> BTreeSet<ServiceKey> {
         let index = snap.index;
+        let ours: BTreeSet<String> = self.check_overlay.keys().cloned().collect();
+        let drift = if self.checks_seen {
+            crate::repair::drifted(&self.checks, &snap.checks, &ours, |a, b| same_checks(a, b))
+        } else {
+            BTreeSet::new()
+        };
         self.checks = snap.checks;
         self.checks_seen = true;
         let seen = &self.checks;
@@ -352,6 +380,7 @@ impl CatalogIndex {
             let confirmed = same_checks(&exp.checks, have);
             keep_expectation(confirmed, exp.index, index, exp.since, now)
         });
+        self.owners_of(drift)
     }
 
     /// The instance as the planner should see it: our unconfirmed writes
@@ -385,6 +414,11 @@ impl CatalogIndex {
             .chain(self.overlay.keys())
             .cloned()
             .collect()
+    }
+
+    /// The cached Service of `key`.
+    pub(crate) fn service(&self, key: &ServiceKey) -> Option<&Service> {
+        self.services.get(Some(&key.namespace), &key.name)
     }
 
     /// Desired registrations of one key from the caches, and its warnings.

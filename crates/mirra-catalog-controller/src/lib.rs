@@ -30,6 +30,8 @@
 //! - [`metrics`]: the `/metrics` families of the catalog sync.
 //! - `backoff`: the Consul writer's own backoff while Consul is
 //!   unavailable.
+//! - [`repair`]: prompt repair of instances someone else changed in
+//!   Consul, spaced out while another writer keeps changing them.
 //!
 //! This crate must NOT decide what a Service becomes in Consul (that is
 //! `mirra-catalog`), speak Consul's HTTP API itself (that is `mirra-consul`),
@@ -43,6 +45,7 @@ pub mod flags;
 pub mod index;
 pub mod metrics;
 mod purge;
+pub mod repair;
 pub mod round;
 pub mod to_k8s;
 mod txn;

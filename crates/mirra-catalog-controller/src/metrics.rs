@@ -59,6 +59,8 @@ pub struct CatalogMetrics {
     txn_splits: Counter,
     write_backoffs: Counter,
     cas_conflicts: Counter,
+    repairs: Counter,
+    contested_repairs: Counter,
 }
 
 impl Default for CatalogMetrics {
@@ -79,6 +81,8 @@ impl Default for CatalogMetrics {
             txn_splits: Counter::default(),
             write_backoffs: Counter::default(),
             cas_conflicts: Counter::default(),
+            repairs: Counter::default(),
+            contested_repairs: Counter::default(),
         }
     }
 }
@@ -158,6 +162,16 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
         m.write_backoffs.clone(),
     );
     reg.register(
+        "repairs",
+        "Services planned again as soon as a Consul answer showed someone else changed their instances or checks",
+        m.repairs.clone(),
+    );
+    reg.register(
+        "contested_repairs",
+        "Fights: a Service's instances changed in Consul again after mirra repaired them (its repairs are then spaced out, and a Warning Event is sent)",
+        m.contested_repairs.clone(),
+    );
+    reg.register(
         "cas_conflicts",
         "Planned writes (a registration, a removal, the node's creation) Consul refused because the catalog changed since mirra planned them (failed cas precondition); read again and planned again",
         m.cas_conflicts.clone(),
@@ -166,6 +180,26 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
 }
 
 impl CatalogMetrics {
+    /// One Service re-planned because of drift in Consul.
+    pub(crate) fn repair(&self) {
+        self.repairs.inc();
+    }
+
+    /// One fight with another writer started.
+    pub(crate) fn contested_repair(&self) {
+        self.contested_repairs.inc();
+    }
+
+    /// Services re-planned because of drift in Consul, so far.
+    pub fn repairs_total(&self) -> u64 {
+        self.repairs.get()
+    }
+
+    /// Fights with another writer, so far.
+    pub fn contested_repairs_total(&self) -> u64 {
+        self.contested_repairs.get()
+    }
+
     /// One committed transaction.
     pub(crate) fn transaction(&self) {
         self.transactions.inc();

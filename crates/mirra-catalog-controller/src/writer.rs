@@ -169,6 +169,13 @@ impl TxnWriter {
         }
     }
 
+    /// Warning Events for Services another writer keeps changing.
+    pub async fn send_contested(&self, services: Vec<Service>) {
+        if !services.is_empty() {
+            self.events.send_contested(services).await;
+        }
+    }
+
     /// Operations per transaction: the configured batch, or less when a
     /// 413 named a lower limit.
     fn batch_limit(&self) -> usize {

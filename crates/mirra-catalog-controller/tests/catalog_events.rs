@@ -611,6 +611,17 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     )
     .await;
     cluster_ip(&k.client, ns, "web", json!({})).await;
+    // An ExternalName Service with an external IP: consul-k8s registers
+    // the IP ("for any type of service", to-consul/resource.go).
+    apply_service(
+        &k.client,
+        ns,
+        json!({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": "legacy", "namespace": ns},
+               "spec": {"type": "ExternalName", "externalName": "legacy.example.com",
+                        "externalIPs": ["198.51.100.9"]}}),
+    )
+    .await;
     let slice = |svc: &str, name: &str, port: (&str, i32), endpoints: Value| -> EndpointSlice {
         serde_json::from_value(json!({
             "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
@@ -714,6 +725,14 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
             Value::Null,
         ),
         consul_k8s_registration(
+            "legacy-shop-fedb8008f5c0",
+            "legacy-shop",
+            "198.51.100.9",
+            0,
+            base_meta(json!({})),
+            Value::Null,
+        ),
+        consul_k8s_registration(
             "web-shop-4f9e89977cb9",
             "web-shop",
             "10.8.1.1",
@@ -744,7 +763,11 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     // The formula, as mirra computes it, gives the same IDs.
     assert_eq!(service_id("np-shop", "10.8.0.1"), "np-shop-182656c2c021");
     assert_eq!(service_id("web-shop", "10.8.1.2"), "web-shop-f80d06c0b80d");
-    assert_eq!(instances(&c, "k8s-sync").await.len(), 6);
+    assert_eq!(
+        service_id("legacy-shop", "198.51.100.9"),
+        "legacy-shop-fedb8008f5c0"
+    );
+    assert_eq!(instances(&c, "k8s-sync").await.len(), 7);
 
     let mut sync = sync_settings("k8s-sync");
     sync.add_k8s_namespace_suffix = true;
@@ -756,8 +779,8 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     assert_eq!(csb.stats().raft_applies, before, "adoption must not write");
     let w = Writes::of(&ctl.metrics);
     assert_eq!((w.transactions, w.registers, w.deregisters), (0, 0, 0));
-    // Every one of the six was planned and found in step.
-    assert!(w.avoided >= 6, "{w:?}");
+    // Every one of the seven was planned and found in step.
+    assert!(w.avoided >= 7, "{w:?}");
     ctl.stop().await;
 }
 

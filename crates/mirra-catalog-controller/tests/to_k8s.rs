@@ -486,3 +486,40 @@ async fn an_update_planned_from_a_stale_version_does_not_land() {
     running.stop.cancel();
     running.task.await.unwrap();
 }
+
+/// `-consul-domain=consul.` (fully qualified, as consul-k8s accepts it):
+/// the Services are written with the dot kept, and the API server takes
+/// them; a restart in step writes nothing more.
+#[tokio::test]
+async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
+    let sb = sandboxes().await;
+    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    sb.consul
+        .register(&register("ext", "db", &[]))
+        .await
+        .unwrap();
+    let sync = SyncSettings {
+        consul_domain: "consul.".into(),
+        ..SyncSettings::default()
+    };
+    let (running, _ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync.clone());
+    eventually("db and consul written", || async {
+        labelled(&services).await == ["consul", "db"]
+    })
+    .await;
+    let db = services.get("db").await.unwrap();
+    assert_eq!(external_name(&db).as_deref(), Some("db.service.consul."));
+    running.stop.cancel();
+    running.task.await.unwrap();
+    let before = writes(&sb.kube_sb);
+    let reads = consul_reads(&sb.consul_sb);
+    let (running, ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync);
+    // The first read answered, planned, and the next read parked.
+    eventually("restarted and planned", || async {
+        ready.is_ready() && consul_reads(&sb.consul_sb) >= reads + 2
+    })
+    .await;
+    running.stop.cancel();
+    running.task.await.unwrap();
+    assert_eq!(writes(&sb.kube_sb), before, "in step: nothing rewritten");
+}

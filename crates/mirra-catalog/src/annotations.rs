@@ -81,6 +81,11 @@ pub struct ParsedAnnotations {
     pub sync: Option<bool>,
     /// `service-name`, trimmed, when present and valid.
     pub name: Option<String>,
+    /// `service-name` is present but empty, only blanks, or longer than
+    /// [`MAX_SERVICE_NAME_CHARS`]: the Service registers nothing (as in
+    /// consul-k8s, where Consul refuses such a name), rather than under a
+    /// name nobody asked for.
+    pub name_invalid: bool,
     /// `service-port`, when present and valid.
     pub port: Option<PortOverride>,
     /// `service-tags`, in order, to be appended after the k8s tag.
@@ -126,17 +131,19 @@ pub fn parse_annotations(annotations: &BTreeMap<String, String>) -> ParsedAnnota
                 let trimmed = value.trim();
                 let chars = trimmed.chars().count();
                 if chars == 0 {
+                    out.name_invalid = true;
                     out.warnings.push(Warning::new(
                         key,
                         value,
-                        "empty service name; using the default name",
+                        "empty service name; the Service is not synced",
                     ));
                 } else if chars > MAX_SERVICE_NAME_CHARS {
+                    out.name_invalid = true;
                     out.warnings.push(Warning::new(
                         key,
                         value,
                         format!(
-                            "service name longer than {MAX_SERVICE_NAME_CHARS} characters; using the default name"
+                            "service name longer than {MAX_SERVICE_NAME_CHARS} characters; the Service is not synced"
                         ),
                     ));
                 } else {
@@ -485,16 +492,24 @@ mod tests {
     fn name_annotation_trimmed_and_bounded() {
         let p = parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, "  web  ")]));
         assert_eq!(p.name.as_deref(), Some("web"));
-        let empty = parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, "   ")]));
-        assert_eq!(empty.name, None);
-        assert_eq!(empty.warnings.len(), 1);
+        assert!(!p.name_invalid);
+        for bad in ["", "   ", "\t\n"] {
+            let empty = parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, bad)]));
+            assert_eq!(empty.name, None, "{bad:?}");
+            assert!(empty.name_invalid, "{bad:?}");
+            assert_eq!(empty.warnings.len(), 1);
+            assert_eq!(empty.warnings[0].annotation, ANNOTATION_SERVICE_NAME);
+        }
         let ok255 = "x".repeat(255);
-        assert_eq!(
-            parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, &ok255)])).name,
-            Some(ok255.clone())
-        );
+        let ok = parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, &ok255)]));
+        assert_eq!(ok.name, Some(ok255.clone()));
+        assert!(!ok.name_invalid);
+        // Characters, not bytes: 255 two-byte characters are a valid name.
+        let wide = "é".repeat(255);
+        assert!(!parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, &wide)])).name_invalid);
         let long = parse_annotations(&ann(&[(ANNOTATION_SERVICE_NAME, &"x".repeat(256))]));
         assert_eq!(long.name, None);
+        assert!(long.name_invalid);
         assert_eq!(long.warnings.len(), 1);
     }
 

@@ -93,8 +93,12 @@ pub enum SkipReason {
     DisabledByAnnotation,
     /// `-k8s-default-sync` is off and the Service is not annotated true.
     NotEnabledByDefault,
-    /// ExternalName Services have nothing to register.
+    /// ExternalName Services without `spec.externalIPs` have nothing to
+    /// register.
     ExternalName,
+    /// The `service-name` annotation is empty, only blanks or too long
+    /// (reported as a warning naming the annotation).
+    InvalidServiceName,
     /// A `spec.type` mirra does not know.
     UnsupportedType(String),
 }
@@ -214,8 +218,17 @@ pub fn desired_for_service(
         };
         return skipped(reason, warnings);
     }
+    if parsed.name_invalid {
+        return skipped(SkipReason::InvalidServiceName, parsed.warnings);
+    }
+    let spec = svc.spec.as_ref();
+    let external_ips = spec.and_then(|s| s.external_ips.as_deref()).unwrap_or(&[]);
+    // consul-k8s: external IPs become the instances "for any type of
+    // service", ExternalName included.
     let kind = match service_kind(svc) {
-        Ok(Kind::ExternalName) => return skipped(SkipReason::ExternalName, parsed.warnings),
+        Ok(Kind::ExternalName) if external_ips.iter().all(String::is_empty) => {
+            return skipped(SkipReason::ExternalName, parsed.warnings);
+        }
         Ok(k) => k,
         Err(other) => return skipped(SkipReason::UnsupportedType(other), parsed.warnings),
     };
@@ -223,8 +236,6 @@ pub fn desired_for_service(
     let base = Base::build(svc, &key, kind, &mut parsed, settings);
     let mut acc = Accumulator::default();
 
-    let spec = svc.spec.as_ref();
-    let external_ips = spec.and_then(|s| s.external_ips.as_deref()).unwrap_or(&[]);
     if !external_ips.is_empty() {
         for ip in external_ips.iter().filter(|ip| !ip.is_empty()) {
             acc.push(base.fixed_instance(ip, parsed.weight));

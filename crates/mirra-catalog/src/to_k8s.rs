@@ -127,7 +127,10 @@ pub fn desired_k8s_services(
             });
             continue;
         }
-        if !is_dns1123_subdomain(&target) {
+        // One trailing dot makes the name fully qualified; Kubernetes
+        // accepts it in an ExternalName (its validation strips it), and
+        // consul-k8s writes the target as given.
+        if !is_dns1123_subdomain(target.strip_suffix('.').unwrap_or(&target)) {
             out.warnings.push(K8sWarning {
                 consul_service: name.clone(),
                 message: format!("{target:?} is not a valid DNS name; skipped"),
@@ -280,6 +283,56 @@ mod tests {
         );
         assert_eq!(out.services.keys().collect::<Vec<_>>(), vec!["ok"]);
         assert_eq!(out.warnings.len(), 2);
+    }
+
+    /// consul-k8s writes `<name>.service.<domain>` as given; Kubernetes
+    /// accepts one trailing dot in an ExternalName.
+    #[test]
+    fn a_fully_qualified_domain_with_one_trailing_dot_is_accepted() {
+        let s = SyncSettings {
+            consul_domain: "consul.".into(),
+            ..SyncSettings::default()
+        };
+        let out = desired_k8s_services(&services(&[("web", &[]), ("db", &[])]), &s);
+        assert!(out.warnings.is_empty(), "{:?}", out.warnings);
+        let spec = out.services["web"].spec.as_ref().unwrap();
+        assert_eq!(spec.external_name.as_deref(), Some("web.service.consul."));
+        for bad in ["consul..", ".", "con sul"] {
+            let s = SyncSettings {
+                consul_domain: bad.into(),
+                ..SyncSettings::default()
+            };
+            let out = desired_k8s_services(&services(&[("web", &[])]), &s);
+            assert!(out.services.is_empty(), "{bad:?}");
+            assert_eq!(out.warnings.len(), 1, "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// With or without one trailing dot, a domain is accepted or
+        /// refused alike, and the target keeps the dot as given.
+        #[test]
+        fn one_trailing_dot_never_changes_the_decision(
+            domain in "[a-z0-9.-]{1,20}",
+            name in "[a-z][a-z0-9-]{0,10}",
+        ) {
+            let with = |d: &str| desired_k8s_services(
+                &services(&[(name.as_str(), &[])]),
+                &SyncSettings { consul_domain: d.into(), ..SyncSettings::default() },
+            );
+            let plain = domain.trim_end_matches('.').to_owned();
+            if plain.is_empty() {
+                return Ok(());
+            }
+            let dotted = format!("{plain}.");
+            let (a, b) = (with(&plain), with(&dotted));
+            proptest::prop_assert_eq!(a.services.len(), b.services.len());
+            if let Some(svc) = b.services.values().next() {
+                let target = svc.spec.as_ref().and_then(|s| s.external_name.clone()).unwrap_or_default();
+                proptest::prop_assert!(target.ends_with('.'));
+                proptest::prop_assert_eq!(target.trim_end_matches('.'), format!("{name}.service.{plain}"));
+            }
+        }
     }
 
     #[test]

@@ -452,6 +452,15 @@ fn external_name_and_unknown_types_register_nothing() {
         run(&en, &[], &all_namespaces()).skipped,
         Some(SkipReason::ExternalName)
     );
+    // An empty entry is no address.
+    let blank = svc("prod", "ext")
+        .type_("ExternalName")
+        .external_ips(&[""])
+        .build();
+    assert_eq!(
+        run(&blank, &[], &all_namespaces()).skipped,
+        Some(SkipReason::ExternalName)
+    );
     let odd = svc("prod", "odd").type_("Weird").build();
     assert_eq!(
         run(&odd, &[], &all_namespaces()).skipped,
@@ -964,7 +973,6 @@ fn bad_annotations_still_give_a_complete_consistent_set() {
     let service = web()
         .annotation("consul.hashicorp.com/service-port", "nope")
         .annotation("consul.hashicorp.com/service-weight", "x")
-        .annotation("consul.hashicorp.com/service-name", "   ")
         .annotation("consul.hashicorp.com/service-sync", "maybe")
         .build();
     let sl = [web_slice()
@@ -972,7 +980,7 @@ fn bad_annotations_still_give_a_complete_consistent_set() {
         .endpoint(ep("10.0.0.2"))
         .build()];
     let out = run(&service, &sl, &all_namespaces());
-    assert_eq!(out.warnings.len(), 4);
+    assert_eq!(out.warnings.len(), 3);
     assert_eq!(out.registrations.len(), 2);
     for r in &out.registrations {
         assert_eq!(r.name, "web");
@@ -1074,4 +1082,71 @@ fn malformed_objects_fall_back_without_panicking() {
     )]);
     let out = run_full(&np, &[sl], &blank, &[], &s);
     assert!(out.registrations.is_empty());
+}
+
+/// consul-k8s (control-plane/catalog/to-consul/resource.go): "if there are
+/// external IPs then those become the instance registrations for any type
+/// of service", ExternalName included, before the type is looked at.
+#[test]
+fn external_name_with_external_ips_registers_one_instance_per_ip() {
+    let service = svc("prod", "legacy")
+        .type_("ExternalName")
+        .external_ips(&["203.0.113.9", "203.0.113.10", "203.0.113.9"])
+        .annotation("consul.hashicorp.com/service-weight", "4")
+        .build();
+    let out = run(&service, &[], &all_namespaces());
+    assert_eq!(out.skipped, None);
+    let by_addr = by_address(&out);
+    let addrs: Vec<_> = by_addr.keys().cloned().collect();
+    assert_eq!(addrs, vec!["203.0.113.10", "203.0.113.9"]);
+    for (addr, r) in &by_addr {
+        assert_eq!(r.name, "legacy");
+        assert_eq!(r.id, service_id("legacy", addr));
+        assert!(r.check.is_none(), "fixed addresses have no readiness");
+        assert_eq!(r.weights.passing, 4);
+        assert_eq!(r.tags.first().map(String::as_str), Some("k8s"));
+    }
+}
+
+/// An empty, blank or over-255-character `service-name` annotation
+/// registers nothing (recent consul-k8s; Consul refuses such a name) and
+/// is reported once, naming the annotation; a valid one is used trimmed.
+#[test]
+fn invalid_service_name_annotation_registers_nothing_and_warns() {
+    let long = "n".repeat(256);
+    for bad in ["", " ", "\t  \n", long.as_str()] {
+        let service = web()
+            .annotation("consul.hashicorp.com/service-name", bad)
+            .build();
+        let out = run(
+            &service,
+            &[web_slice().endpoint(ep("10.0.0.1")).build()],
+            &all_namespaces(),
+        );
+        assert_eq!(out.skipped, Some(SkipReason::InvalidServiceName), "{bad:?}");
+        assert!(out.registrations.is_empty(), "{bad:?}");
+        assert_eq!(out.warnings.len(), 1, "{bad:?}");
+        assert_eq!(
+            out.warnings[0].annotation,
+            "consul.hashicorp.com/service-name"
+        );
+    }
+    let ok = "n".repeat(255);
+    let out = run(
+        &web()
+            .annotation("consul.hashicorp.com/service-name", &format!(" {ok} "))
+            .build(),
+        &[web_slice().endpoint(ep("10.0.0.1")).build()],
+        &all_namespaces(),
+    );
+    assert_eq!(out.skipped, None);
+    assert_eq!(out.registrations[0].name, ok);
+    // A Service that is not synced anyway is not reported for its name.
+    let off = web()
+        .annotation("consul.hashicorp.com/service-name", "")
+        .annotation("consul.hashicorp.com/service-sync", "false")
+        .build();
+    let out = run(&off, &[], &all_namespaces());
+    assert_eq!(out.skipped, Some(SkipReason::DisabledByAnnotation));
+    assert!(out.warnings.is_empty());
 }

@@ -23,7 +23,7 @@ use mirra_catalog::annotations::{
 use mirra_catalog::observed::echo;
 use mirra_catalog::{
     CatalogOp, KeyIndex, NodeEndpointIndex, NodePortSyncType, ObservedInstance, PortLayout,
-    ServiceKey, SyncSettings, desired_for_service, is_owned, parse_node_services, plan,
+    ServiceKey, SkipReason, SyncSettings, desired_for_service, is_owned, parse_node_services, plan,
     plan_detailed, simulate_apply,
 };
 use proptest::collection::{btree_map, vec};
@@ -620,6 +620,41 @@ proptest! {
             prop_assert_eq!(&a, &b);
             if a.skipped.is_some() {
                 prop_assert!(a.registrations.is_empty());
+            }
+            // A bad service-name annotation never registers anything under
+            // another name, and is always reported by that annotation.
+            let name_ann = s
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|m| m.get("consul.hashicorp.com/service-name"));
+            if let Some(v) = name_ann {
+                let n = v.trim().chars().count();
+                if n == 0 || n > 255 {
+                    prop_assert!(a.registrations.is_empty());
+                    if a.skipped == Some(SkipReason::InvalidServiceName) {
+                        prop_assert!(a.warnings.iter().any(|w| w.annotation == "consul.hashicorp.com/service-name"));
+                    }
+                } else {
+                    for r in &a.registrations {
+                        prop_assert_eq!(r.name.as_str(), v.trim());
+                    }
+                }
+            }
+            // Every non-empty external IP is one instance, whatever the type.
+            let ips: std::collections::BTreeSet<&str> = s
+                .spec
+                .as_ref()
+                .and_then(|sp| sp.external_ips.as_deref())
+                .unwrap_or(&[])
+                .iter()
+                .map(String::as_str)
+                .filter(|ip| !ip.is_empty())
+                .collect();
+            if a.skipped.is_none() && !ips.is_empty() {
+                let got: std::collections::BTreeSet<&str> =
+                    a.registrations.iter().map(|r| r.address.as_str()).collect();
+                prop_assert_eq!(got, ips);
             }
             let key = ServiceKey::of_service(s).unwrap();
             let mut last: Option<&str> = None;

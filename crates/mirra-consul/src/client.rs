@@ -1175,17 +1175,25 @@ fn apply_tls_files(
             reason: e.to_string(),
         })
     };
-    if let Some(ca) = &tls.ca_file {
-        let pem = read("CA file", ca)?;
+    let ca = match (&tls.ca_file, &tls.ca_pem) {
+        (Some(ca), _) => Some(("CA file", ca.display().to_string(), read("CA file", ca)?)),
+        (None, Some(pem)) => Some((
+            "CA PEM",
+            "(-ca-cert-pem, CONSUL_CACERT_PEM)".to_owned(),
+            pem.as_bytes().to_vec(),
+        )),
+        (None, None) => None,
+    };
+    if let Some((what, origin, pem)) = ca {
         let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| ConfigError::Tls {
-            what: "CA file",
-            path: ca.display().to_string(),
+            what,
+            path: origin.clone(),
             reason: e.to_string(),
         })?;
         if certs.is_empty() {
             return Err(ConfigError::Tls {
-                what: "CA file",
-                path: ca.display().to_string(),
+                what,
+                path: origin,
                 reason: "no PEM certificate found".into(),
             });
         }
@@ -1304,6 +1312,15 @@ mod tests {
             ),
             "{err}"
         );
+
+        let mut c = ConsulConfig::new("https://127.0.0.1:8501").unwrap();
+        c.tls.ca_pem = Some("not a certificate".into());
+        let err = Client::new(c).unwrap_err();
+        assert!(
+            matches!(err, Error::Config(ConfigError::Tls { what: "CA PEM", .. })),
+            "{err}"
+        );
+        assert!(err.to_string().contains("CONSUL_CACERT_PEM"), "{err}");
 
         let garbage = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(garbage.path(), "not a certificate").unwrap();

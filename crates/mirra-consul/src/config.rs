@@ -82,6 +82,8 @@ pub mod env {
     pub const USE_TLS: &str = "CONSUL_USE_TLS";
     /// consul-k8s 1.x: PEM file with the CA certificate(s).
     pub const CACERT_FILE: &str = "CONSUL_CACERT_FILE";
+    /// consul-k8s 1.x: the CA certificate(s) as PEM text; the file wins.
+    pub const CACERT_PEM: &str = "CONSUL_CACERT_PEM";
     /// consul-k8s 1.x: datacenter (`dc` query parameter).
     pub const DATACENTER: &str = "CONSUL_DATACENTER";
     /// consul-k8s 1.x: timeout of one API request, as a Go duration.
@@ -286,6 +288,9 @@ pub struct TokenConfig {
 pub struct TlsConfig {
     /// PEM bundle of CA certificates to trust in addition to the built-in roots.
     pub ca_file: Option<PathBuf>,
+    /// The same as PEM text (consul-k8s's `CONSUL_CACERT_PEM`); used only
+    /// without `ca_file`, as in consul-k8s.
+    pub ca_pem: Option<String>,
     /// PEM client certificate (chain) for mutual TLS; needs `client_key`.
     pub client_cert: Option<PathBuf>,
     /// PEM private key matching `client_cert`.
@@ -310,6 +315,8 @@ pub struct Overrides {
     pub token_file: Option<PathBuf>,
     /// CA bundle.
     pub ca_file: Option<PathBuf>,
+    /// CA bundle as PEM text.
+    pub ca_pem: Option<String>,
     /// Client certificate.
     pub client_cert: Option<PathBuf>,
     /// Client key.
@@ -356,6 +363,7 @@ impl fmt::Debug for Overrides {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("token_file", &self.token_file)
             .field("ca_file", &self.ca_file)
+            .field("ca_pem", &self.ca_pem.as_ref().map(|_| "<pem>"))
             .field("client_cert", &self.client_cert)
             .field("client_key", &self.client_key)
             .field("tls_server_name", &self.tls_server_name)
@@ -690,6 +698,7 @@ impl ConsulConfig {
                 .clone()
                 .or_else(|| get(env::CACERT_FILE).map(PathBuf::from))
                 .or_else(|| get(env::CACERT).map(PathBuf::from)),
+            ca_pem: non_empty(&overrides.ca_pem).or_else(|| get(env::CACERT_PEM)),
             client_cert: overrides
                 .client_cert
                 .clone()
@@ -1687,6 +1696,35 @@ mod tests {
         };
         let c = ConsulConfig::from_sources(&e, &o).unwrap();
         assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/flag/ca.pem")));
+    }
+
+    #[test]
+    fn cacert_pem_is_read_and_a_ca_file_is_kept_beside_it() {
+        let pem = "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n";
+        let c =
+            ConsulConfig::from_sources(&env(&[("CONSUL_CACERT_PEM", pem)]), &Overrides::default())
+                .unwrap();
+        // Variables are read trimmed; PEM parsing ignores the blanks.
+        assert_eq!(c.tls.ca_pem.as_deref(), Some(pem.trim()));
+        assert_eq!(c.tls.ca_file, None);
+        let o = Overrides {
+            ca_pem: Some("flag pem".into()),
+            ..Overrides::default()
+        };
+        let c = ConsulConfig::from_sources(&env(&[("CONSUL_CACERT_PEM", pem)]), &o).unwrap();
+        assert_eq!(c.tls.ca_pem.as_deref(), Some("flag pem"));
+        // Both set: the file is used (the client's rule, as consul-k8s's).
+        let c = ConsulConfig::from_sources(
+            &env(&[
+                ("CONSUL_CACERT_PEM", pem),
+                ("CONSUL_CACERT_FILE", "/k8s/ca.pem"),
+            ]),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(c.tls.ca_file.as_deref(), Some(Path::new("/k8s/ca.pem")));
+        // Its text never reaches a Debug rendering of the overrides.
+        assert!(!format!("{o:?}").contains("flag pem"));
     }
 
     #[test]

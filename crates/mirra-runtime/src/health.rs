@@ -3,9 +3,11 @@
 //! | path                      | answers                                            |
 //! |---------------------------|----------------------------------------------------|
 //! | `/healthz`                | 200 while the process serves HTTP (liveness)        |
-//! | `/readyz`, `/health/ready`| 200 once every registered cache has its initial     |
+//! | `/readyz`                 | 200 once every registered cache has its initial     |
 //! |                           | list and every condition holds; 503 with the names  |
 //! |                           | still waiting or failing otherwise                  |
+//! | `/health/ready`           | the same as consul-k8s answers it: 204 when ready,  |
+//! |                           | 500 (with the same names) otherwise                 |
 //! | `/metrics`                | the prometheus-client registry as OpenMetrics text  |
 //!
 //! Readiness means "full knowledge": a controller that has not seen the
@@ -203,7 +205,7 @@ pub fn router(readiness: Readiness, registry: Arc<Registry>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
-        .route("/health/ready", get(ready))
+        .route("/health/ready", get(ready_consul_k8s))
         .route("/metrics", get(metrics))
         .with_state(AppState {
             readiness,
@@ -223,6 +225,24 @@ async fn ready(State(st): State<AppState>) -> Response {
             body.push('\n');
         }
         (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+    }
+}
+
+/// consul-k8s's sync-catalog answers its probe path with 204 No Content or
+/// 500; its Helm chart probes it, and anything watching it may compare the
+/// codes.
+async fn ready_consul_k8s(State(st): State<AppState>) -> Response {
+    let waiting = st.readiness.not_ready();
+    if waiting.is_empty() {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        let mut body = String::from("not ready:\n");
+        for name in waiting {
+            body.push_str("- ");
+            body.push_str(&name);
+            body.push('\n');
+        }
+        (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
     }
 }
 
@@ -352,9 +372,9 @@ mod tests {
         let live = http.get(format!("{url}/healthz")).send().await.unwrap();
         assert_eq!(live.status(), 200);
 
-        for path in ["/readyz", "/health/ready"] {
+        for (path, code) in [("/readyz", 503), ("/health/ready", 500)] {
             let r = http.get(format!("{url}{path}")).send().await.unwrap();
-            assert_eq!(r.status(), 503, "{path}");
+            assert_eq!(r.status(), code, "{path}");
             let body = r.text().await.unwrap();
             assert!(
                 body.contains("namespaces") && body.contains("services"),
@@ -375,9 +395,9 @@ mod tests {
             "{body}"
         );
         svc.set_ready();
-        for path in ["/readyz", "/health/ready"] {
+        for (path, code) in [("/readyz", 200), ("/health/ready", 204)] {
             let r = http.get(format!("{url}{path}")).send().await.unwrap();
-            assert_eq!(r.status(), 200, "{path}");
+            assert_eq!(r.status(), code, "{path}");
         }
 
         let m = http.get(format!("{url}/metrics")).send().await.unwrap();

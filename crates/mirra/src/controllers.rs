@@ -73,7 +73,9 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
         "the Consul request timeout (CONSUL_API_TIMEOUT, -api-timeout)",
         consul.request_timeout(),
     )?;
-    let client = serve::kube_client(&args.serve.client).await?;
+    log_ignored_settings(&args.catalog);
+    let client =
+        serve::kube_client_from(&args.serve.client, args.catalog.kubeconfig.as_deref()).await?;
     let mut registry = Registry::default();
     let metrics = mirra_catalog_controller::register_metrics(&mut registry);
     let leader_metrics = LeaderMetrics::register(&mut registry);
@@ -95,7 +97,10 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     // With an auth method, the token comes from a login; as consul-k8s
     // does, nothing syncs until it succeeded (a signal still stops the
     // wait).
-    if !log_in_until_stopped(&consul, &stop).await {
+    let login_ready = consul
+        .login_auth_method()
+        .map(|method| readiness.register_condition(format!("consul login ({method})"), false));
+    if !log_in_until_stopped(&consul, &stop, login_ready.as_ref()).await {
         return Ok(());
     }
     let result = serve::run_controller(
@@ -163,7 +168,14 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
 /// Logs in to the configured auth method, retrying with the client's
 /// backoff while it fails; `false` if `stop` ended the wait first. Without
 /// a login configured, `true` at once.
-async fn log_in_until_stopped(consul: &mirra_consul::Client, stop: &CancellationToken) -> bool {
+/// While it fails, `ready` (the login's readiness condition) fails too, so
+/// `/health/ready` reports it, as consul-k8s's does until its login
+/// succeeded.
+async fn log_in_until_stopped(
+    consul: &mirra_consul::Client,
+    stop: &CancellationToken,
+    ready: Option<&mirra_runtime::ReadyCondition>,
+) -> bool {
     let Some(method) = consul.login_auth_method().map(str::to_owned) else {
         return true;
     };
@@ -171,7 +183,12 @@ async fn log_in_until_stopped(consul: &mirra_consul::Client, stop: &Cancellation
     loop {
         let err = tokio::select! {
             r = consul.login() => match r {
-                Ok(()) => return true,
+                Ok(()) => {
+                    if let Some(ready) = ready {
+                        ready.set(true);
+                    }
+                    return true;
+                }
                 Err(e) => e,
             },
             () = stop.cancelled() => return false,
@@ -188,6 +205,34 @@ async fn log_in_until_stopped(consul: &mirra_consul::Client, stop: &Cancellation
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = stop.cancelled() => return false,
+        }
+    }
+}
+
+/// Says at start-up which consul-k8s settings mirra accepts but does
+/// nothing with, so that nobody expects an effect from them.
+fn log_ignored_settings(args: &mirra_catalog_controller::SyncCatalogArgs) {
+    for (flag, why) in args.ignored_flags() {
+        tracing::info!(
+            flag,
+            reason = why,
+            "flag accepted for consul-k8s compatibility; no effect in mirra"
+        );
+    }
+    // The chart sets these for consul-k8s's gRPC server watch.
+    for (var, why) in [
+        ("CONSUL_GRPC_PORT", "mirra speaks Consul's HTTP API only"),
+        (
+            "CONSUL_SKIP_SERVER_WATCH",
+            "mirra does not watch the server list over gRPC",
+        ),
+    ] {
+        if std::env::var_os(var).is_some() {
+            tracing::info!(
+                variable = var,
+                reason = why,
+                "variable accepted for consul-k8s compatibility; no effect in mirra"
+            );
         }
     }
 }

@@ -57,8 +57,9 @@ pub struct MirrorServeArgs {
 /// sync-catalog's flag names and defaults.
 #[derive(Debug, Args)]
 pub struct CatalogServeArgs {
-    /// Address serving `/health/ready` (and `/healthz`, `/readyz`), as
-    /// `host:port` or `:port`.
+    /// Address serving `/health/ready` (204 when ready, else 500, as
+    /// consul-k8s answers it; also `/healthz`, `/readyz`), as `host:port`
+    /// or `:port`.
     #[arg(long, default_value = ":8080", value_parser = listen_addr)]
     pub listen: SocketAddr,
     /// Port serving `/metrics`.
@@ -97,9 +98,27 @@ pub fn listen_addr(s: &str) -> Result<SocketAddr, String> {
 /// A client from `KUBECONFIG`/`~/.kube/config` or the in-cluster service
 /// account, rate limited as the flags say.
 pub async fn kube_client(args: &ClientArgs) -> anyhow::Result<kube::Client> {
-    let config = kube::Config::infer()
-        .await
-        .context("cannot find Kubernetes credentials (set KUBECONFIG, or run in a cluster)")?;
+    kube_client_from(args, None).await
+}
+
+/// As [`kube_client`], from the kubeconfig file `kubeconfig` when given
+/// (consul-k8s's `-kubeconfig`).
+pub async fn kube_client_from(
+    args: &ClientArgs,
+    kubeconfig: Option<&std::path::Path>,
+) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("cannot read -kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &Default::default())
+                .await
+                .with_context(|| format!("invalid -kubeconfig {}", path.display()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .context("cannot find Kubernetes credentials (set KUBECONFIG, or run in a cluster)")?,
+    };
     let limits = RateLimitConfig {
         qps: args.kube_api_qps,
         burst: args.kube_api_burst,

@@ -140,3 +140,112 @@ fn help_texts() {
         &golden("help-sync-catalog.txt"),
     );
 }
+
+/// The chart runs `consul-k8s-control-plane sync-catalog ...` from its
+/// shell; an image with a link of that name to mirra runs the same
+/// command as `mirra sync-catalog ...`.
+#[test]
+fn consul_k8s_control_plane_link_is_sync_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("consul-k8s-control-plane");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_mirra"), &link).unwrap();
+    let run = |args: &[&str]| Command::new(&link).args(args).output().unwrap();
+
+    let via_link = run(&["sync-catalog", "--help"]);
+    assert!(via_link.status.success());
+    let direct = mirra(&["sync-catalog", "--help"]);
+    // Only the program name in the usage line differs.
+    assert_eq!(
+        String::from_utf8_lossy(&via_link.stdout).replace(
+            "consul-k8s-control-plane sync-catalog",
+            "mirra sync-catalog"
+        ),
+        String::from_utf8_lossy(&direct.stdout)
+    );
+
+    // Unknown flags still fail, naming the flag, both ways.
+    for out in [
+        run(&["sync-catalog", "-no-such-flag=1"]),
+        mirra(&["sync-catalog", "-no-such-flag=1"]),
+    ] {
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("no-such-flag"), "{stderr}");
+    }
+
+    // A setting refused at start is refused the same way through the link
+    // (before anything connects anywhere).
+    for out in [
+        run(&[
+            "sync-catalog",
+            "-enable-namespaces=true",
+            "-enable-k8s-namespace-mirroring=true",
+        ]),
+        mirra(&[
+            "sync-catalog",
+            "-enable-namespaces=true",
+            "-enable-k8s-namespace-mirroring=true",
+        ]),
+    ] {
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("-enable-k8s-namespace-mirroring"),
+            "{stderr}"
+        );
+    }
+}
+
+/// Every flag consul-k8s's Helm chart (1.0 on) renders into its
+/// sync-catalog command, with the values a realistic install gives them,
+/// parses; the check stops at the first thing needing a cluster (the
+/// kubeconfig), so an unknown flag or value would show here first.
+#[test]
+fn every_flag_the_chart_renders_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-kubeconfig");
+    let out = mirra(&[
+        "sync-catalog",
+        "-log-level=info",
+        "-log-json=false",
+        "-k8s-default-sync=true",
+        "-to-consul=true",
+        "-to-k8s=false",
+        "-consul-domain=consul",
+        "-k8s-service-prefix=k8s-",
+        "-k8s-source-namespace=apps",
+        "-allow-k8s-namespace=*",
+        "-deny-k8s-namespace=kube-system",
+        "-deny-k8s-namespace=kube-public",
+        "-k8s-write-namespace=consul",
+        "-sync-clusterip-services=false",
+        "-node-port-sync-type=ExternalFirst",
+        "-consul-write-interval=30s",
+        "-consul-k8s-tag=k8s",
+        "-consul-node-name=k8s-sync",
+        "-partition=default",
+        "-consul-service-prefix=k8s-",
+        "-add-k8s-namespace-suffix",
+        "-enable-namespaces=true",
+        "-consul-destination-namespace=default",
+        "-consul-cross-namespace-acl-policy=cross-namespace-policy",
+        "-enable-ingress=true",
+        "-loadBalancer-ips=true",
+        "-enable-metrics=true",
+        "-metrics-path=/metrics",
+        "-metrics-port=20300",
+        "-prometheus-retention-time=1m",
+        "-grpc-port=8502",
+        "-skip-server-watch=false",
+        "-is-windows=false",
+        "-filter=",
+        "-namespace=",
+        "-listen=127.0.0.1:0",
+        "-kubeconfig",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("-kubeconfig"), "{stderr}");
+    assert!(!stderr.contains("unexpected argument"), "{stderr}");
+}

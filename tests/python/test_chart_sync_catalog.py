@@ -1,0 +1,436 @@
+"""mirra run exactly as consul-k8s's Helm chart runs its sync-catalog.
+
+The command line and environment below are transcribed from the chart's
+`templates/sync-catalog-deployment.yaml` and the helper it includes
+(`consul.consulK8sConsulServerEnvVars` in `_helpers.tpl`), as stored at
+hashicorp/consul-k8s commit 06c4ef850a6d8eef168f83d7196fb92556590159 (a
+consul chart 1.x release; the flags and variables it passes are the same
+from chart 1.0 on, ingress and admin partitions included), rendered for
+the values named in each fixture. The container's `/bin/sh -ec` runs it,
+with `consul-k8s-control-plane` a link to the mirra binary, against a
+kube-sandbox and a consul-sandbox in Enterprise mode with ACLs on (default
+deny) and the chart's component auth method.
+
+Differences from a pod, each needed outside a cluster: `CONSUL_ADDRESSES`
+and `CONSUL_HTTP_PORT` point at the sandbox instead of the
+`consul-server` Service; `KUBECONFIG` replaces the in-cluster account;
+`CONSUL_LOGIN_BEARER_TOKEN_FILE` names the file the kubelet would mount at
+the ServiceAccount token path; TLS stays off (the sandbox serves plain
+HTTP, so `global.tls.enabled=false`).
+
+Counts come from the sandboxes' statistics, never time."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import textwrap
+import urllib.error
+import urllib.request
+
+import pytest
+
+from conftest import Server, mirra_bin, stop_process, wait_for
+
+ROOT_TOKEN = "chart-e2e-root"
+RELEASE = "consul"  # helm install consul hashicorp/consul -n consul
+AUTH_METHOD = "consul-k8s-component-auth-method"  # consul.fullname + suffix
+
+# Any PEM certificate: Consul requires one for a kubernetes auth method; the
+# sandbox reaches its Kubernetes host over plain HTTP and never uses it.
+TEST_CA = """-----BEGIN CERTIFICATE-----
+MIIBfzCCASWgAwIBAgIUaKdHuwQ8Hh7562B+0QbP7uVGXXYwCgYIKoZIzj0EAwIw
+FTETMBEGA1UEAwwKa3ViZXJuZXRlczAeFw0yNjEyMDIxMTM2NDBaFw0zNjExMjkx
+MTM2NDBaMBUxEzARBgNVBAMMCmt1YmVybmV0ZXMwWTATBgcqhkjOPQIBBggqhkjO
+PQMBBwNCAARKH67+tQImsWrgQFfCDWiJrctOk5ucIBX6T7X/yYa9yPIaVH7DdHZw
+Xd2kwclVssEhRRmhZMakgsyT6fzGxwsfo1MwUTAdBgNVHQ4EFgQUHEEOnVm3DT/C
+vYZVd5C1kkElAvQwHwYDVR0jBBgwFoAUHEEOnVm3DT/CvYZVd5C1kkElAvQwDwYD
+VR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA6JXW/kPZjP1jZxIy23bn
+vSlOn+sZwrulPn/0DIwCosYCIEM+6beeaTslIiP7yIbKvwHz5so5C4DKa3rPUAla
+ztm1
+-----END CERTIFICATE-----
+"""
+
+# values.yaml (besides the chart defaults):
+#   global: {logLevel: info, logJSON: false, datacenter: dc1, domain: consul,
+#            consulAPITimeout: 5s, enableConsulNamespaces: true,
+#            adminPartitions: {enabled: true, name: default},
+#            acls: {manageSystemACLs: true}}
+#   syncCatalog: {enabled: true, default: true, toConsul: true, toK8S: true,
+#                 k8sAllowNamespaces: ["*"], k8sDenyNamespaces: [kube-system, kube-public],
+#                 consulNodeName: k8s-sync, addK8SNamespaceSuffix: false,
+#                 nodePortSyncType: ExternalOnly,
+#                 consulNamespaces: {consulDestinationNamespace: default, mirroringK8S: false},
+#                 ingress: {enabled: true, loadBalancerIPs: false}}
+RENDERED_ALLOW_DENY = textwrap.dedent(
+    """\
+    consul-k8s-control-plane sync-catalog \\
+      -log-level=info \\
+      -log-json=false \\
+      -k8s-default-sync=true \\
+      -consul-domain=consul \\
+      -allow-k8s-namespace="*" \\
+      -deny-k8s-namespace="kube-system" \\
+      -deny-k8s-namespace="kube-public" \\
+      -k8s-write-namespace=${NAMESPACE} \\
+      -node-port-sync-type=ExternalOnly \\
+      -consul-node-name=k8s-sync \\
+      -partition=default \\
+      -enable-namespaces=true \\
+      -consul-destination-namespace=default \\
+      -consul-cross-namespace-acl-policy=cross-namespace-policy \\
+      -enable-ingress=true \\
+    """
+)
+
+# The same values with syncCatalog.k8sSourceNamespace: shop, k8sPrefix:
+# "consul-", consulPrefix: "k8s-", toK8S: false, syncClusterIPServices: true.
+RENDERED_SOURCE_NAMESPACE = textwrap.dedent(
+    """\
+    consul-k8s-control-plane sync-catalog \\
+      -log-level=info \\
+      -log-json=false \\
+      -k8s-default-sync=true \\
+      -to-k8s=false \\
+      -consul-domain=consul \\
+      -k8s-service-prefix="consul-" \\
+      -k8s-source-namespace="shop" \\
+      -allow-k8s-namespace="*" \\
+      -deny-k8s-namespace="kube-system" \\
+      -deny-k8s-namespace="kube-public" \\
+      -k8s-write-namespace=${NAMESPACE} \\
+      -node-port-sync-type=ExternalOnly \\
+      -consul-node-name=k8s-sync \\
+      -partition=default \\
+      -consul-service-prefix="k8s-" \\
+      -enable-namespaces=true \\
+      -consul-destination-namespace=default \\
+      -consul-cross-namespace-acl-policy=cross-namespace-policy \\
+      -enable-ingress=true \\
+    """
+)
+
+OBJECTS = textwrap.dedent(
+    """
+    apiVersion: v1
+    kind: Namespace
+    metadata: {name: consul}
+    ---
+    apiVersion: v1
+    kind: Namespace
+    metadata: {name: shop}
+    ---
+    apiVersion: v1
+    kind: Namespace
+    metadata: {name: other}
+    ---
+    apiVersion: v1
+    kind: Service
+    metadata: {name: cart, namespace: shop}
+    spec:
+      selector: {app: cart}
+      ports: [{name: http, port: 80, targetPort: 8080}]
+    ---
+    apiVersion: discovery.k8s.io/v1
+    kind: EndpointSlice
+    metadata:
+      name: cart-1
+      namespace: shop
+      labels: {kubernetes.io/service-name: cart}
+    addressType: IPv4
+    ports: [{name: http, port: 8080, protocol: TCP}]
+    endpoints:
+    - addresses: ["10.2.0.1"]
+      conditions: {ready: true}
+    ---
+    apiVersion: v1
+    kind: Service
+    metadata: {name: search, namespace: other}
+    spec:
+      selector: {app: search}
+      ports: [{name: http, port: 80, targetPort: 9200}]
+    ---
+    apiVersion: discovery.k8s.io/v1
+    kind: EndpointSlice
+    metadata:
+      name: search-1
+      namespace: other
+      labels: {kubernetes.io/service-name: search}
+    addressType: IPv4
+    ports: [{name: http, port: 9200, protocol: TCP}]
+    endpoints:
+    - addresses: ["10.3.0.1"]
+      conditions: {ready: true}
+    ---
+    apiVersion: v1
+    kind: Service
+    metadata: {name: dns, namespace: kube-system}
+    spec:
+      selector: {app: dns}
+      ports: [{name: dns, port: 53, targetPort: 53, protocol: UDP}]
+    ---
+    apiVersion: discovery.k8s.io/v1
+    kind: EndpointSlice
+    metadata:
+      name: dns-1
+      namespace: kube-system
+      labels: {kubernetes.io/service-name: dns}
+    addressType: IPv4
+    ports: [{name: dns, port: 53, protocol: UDP}]
+    endpoints:
+    - addresses: ["10.0.0.10"]
+      conditions: {ready: true}
+    """
+)
+
+
+def call(url, method="GET", body=None, token=ROOT_TOKEN):
+    req = urllib.request.Request(
+        url,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "X-Consul-Token": token},
+        method=method,
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read() or b"null")
+
+
+def kube_post(kube, path, body):
+    req = urllib.request.Request(
+        kube.url + path,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+def stats(consul):
+    return call(consul.url + "/v1/sandbox/stats")
+
+
+def requests(consul, key):
+    return stats(consul)["requests"].get(key, 0)
+
+
+def node_services(consul):
+    """(name, address) of every instance on k8s-sync, in partition default."""
+    out = call(consul.url + "/v1/catalog/node-services/k8s-sync?partition=default")
+    if not out:
+        return []
+    return sorted((s["Service"], s["Address"]) for s in out.get("Services") or [])
+
+
+def health_ready(port=8080):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/ready", timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+@pytest.fixture
+def consul_enterprise_acl():
+    server = Server([
+        "sandbox", "consul", "--listen", "127.0.0.1:0", "--enterprise",
+        "--acl-default-policy", "deny",
+        "--acl-initial-management-token", ROOT_TOKEN,
+    ])
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def set_up_acls(kube, consul):
+    """What the chart's server-acl-init job creates for sync-catalog: the
+    component auth method, a policy, and a binding rule for the
+    `consul-sync-catalog` ServiceAccount (in the release namespace)."""
+    for sa in ["consul-auth-method", f"{RELEASE}-sync-catalog"]:
+        kube_post(kube, f"/api/v1/namespaces/{RELEASE}/serviceaccounts", {"metadata": {"name": sa}})
+    reviewer = kube_post(
+        kube, f"/api/v1/namespaces/{RELEASE}/serviceaccounts/consul-auth-method/token", {"spec": {}}
+    )["status"]["token"]
+    call(consul.url + "/v1/acl/auth-method", "PUT", {
+        "Name": AUTH_METHOD, "Type": "kubernetes",
+        "Config": {"Host": kube.url, "CACert": TEST_CA, "ServiceAccountJWT": reviewer},
+    })
+    call(consul.url + "/v1/acl/policy", "PUT", {
+        "Name": "sync-catalog-policy",
+        "Rules": 'node_prefix "" { policy = "write" }\nservice_prefix "" { policy = "write" }',
+    })
+    call(consul.url + "/v1/acl/binding-rule", "PUT", {
+        "AuthMethod": AUTH_METHOD, "BindType": "policy", "BindName": "sync-catalog-policy",
+        "Selector": f"serviceaccount.name=={RELEASE}-sync-catalog",
+    })
+    return kube_post(
+        kube, f"/api/v1/namespaces/{RELEASE}/serviceaccounts/{RELEASE}-sync-catalog/token", {"spec": {}}
+    )["status"]["token"]
+
+
+def chart_env(consul, kubeconfig, bearer_file):
+    """The container's environment as the chart renders it for the values
+    above (order kept), plus the three out-of-cluster replacements."""
+    host, port = consul.addr.rsplit(":", 1)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        # consul.consulK8sConsulServerEnvVars
+        "CONSUL_ADDRESSES": host,  # chart: consul-server.consul.svc
+        "CONSUL_GRPC_PORT": "8502",
+        "CONSUL_HTTP_PORT": port,  # chart: "8500"
+        "CONSUL_DATACENTER": "dc1",
+        "CONSUL_API_TIMEOUT": "5s",
+        "CONSUL_PARTITION": "default",
+        "CONSUL_LOGIN_PARTITION": "default",
+        # global.acls.manageSystemACLs
+        "CONSUL_LOGIN_AUTH_METHOD": AUTH_METHOD,
+        "CONSUL_LOGIN_DATACENTER": "dc1",
+        # Defined before NAMESPACE in the pod spec, so Kubernetes leaves the
+        # references as they are.
+        "CONSUL_LOGIN_META": "component=sync-catalog,pod=$(NAMESPACE)/$(POD_NAME)",
+        "NAMESPACE": RELEASE,
+        # Out of cluster:
+        "KUBECONFIG": kubeconfig,
+        "CONSUL_LOGIN_BEARER_TOKEN_FILE": bearer_file,
+    }
+    return env
+
+
+def run_chart_command(rendered, env, tmp):
+    """Runs the container command (`/bin/sh -ec "<rendered>"`) with
+    `consul-k8s-control-plane` on PATH as a link to mirra. The rendered
+    text ends with a line continuation, as the template leaves it."""
+    bindir = os.path.join(tmp, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    link = os.path.join(bindir, "consul-k8s-control-plane")
+    if not os.path.exists(link):
+        os.symlink(os.path.abspath(mirra_bin()), link)
+    env = dict(env, PATH=bindir + os.pathsep + env["PATH"])
+    return subprocess.Popen(
+        ["/bin/sh", "-ec", rendered],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Its own process group: the shell does not pass SIGTERM on (in a
+        # pod the kubelet's SIGTERM reaches the shell too), so the test
+        # signals the group, as stopping the container's cgroup would.
+        start_new_session=True,
+    )
+
+
+def metric(name, port=20300):
+    """The value of an unlabelled sample on the chart's metrics port."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0
+
+
+def port_free(port):
+    import socket
+
+    s = socket.socket()
+    # As mirra's listener does: connections of an earlier run in TIME_WAIT
+    # do not make the port taken.
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("0.0.0.0", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def stop(proc):
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        stop_process(proc)
+        raise
+    return stderr
+
+
+@pytest.mark.parametrize("rendered,want", [
+    (RENDERED_ALLOW_DENY, [("cart", "10.2.0.1"), ("search", "10.3.0.1")]),
+    (RENDERED_SOURCE_NAMESPACE, [("k8s-cart", "10.2.0.1")]),
+], ids=["allow-deny", "k8s-source-namespace"])
+def test_the_chart_command_syncs_logs_in_and_restarts_without_writes(
+    kube_sandbox, consul_enterprise_acl, kubectl, rendered, want
+):
+    # The chart's probes and metrics use fixed ports (8080, 20300).
+    if not (port_free(8080) and port_free(20300)):
+        pytest.skip("port 8080 or 20300 is taken on this machine")
+    consul = consul_enterprise_acl
+    kubectl("apply", "-f", "-", input=OBJECTS)
+    jwt = set_up_acls(kube_sandbox, consul)
+    with tempfile.TemporaryDirectory() as tmp:
+        bearer = os.path.join(tmp, "token")
+        with open(bearer, "w") as f:
+            f.write(jwt)
+        env = chart_env(consul, kube_sandbox.kubeconfig, bearer)
+        proc = run_chart_command(rendered, env, tmp)
+        try:
+            wait_for("the Services in Consul", lambda: node_services(consul) == want)
+            wait_for("/health/ready 204", lambda: health_ready() == 204)
+            assert requests(consul, "POST /v1/acl/login") == 1
+            assert proc.poll() is None
+        finally:
+            stderr = stop(proc)
+        # The shell dies of the signal; mirra's own graceful stop shows in
+        # its logout.
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert "logged out of Consul" in stderr
+        assert requests(consul, "POST /v1/acl/logout") == 1
+        assert jwt not in stderr
+
+        # The same command again: everything is in step, so no catalog
+        # write is sent at all (only the login and the logout).
+        writes = ["PUT /v1/txn", "PUT /v1/catalog/register", "PUT /v1/catalog/deregister"]
+        before = {w: requests(consul, w) for w in writes}
+        proc = run_chart_command(rendered, env, tmp)
+        try:
+            wait_for("/health/ready 204 after the restart", lambda: health_ready() == 204)
+            # The first pass planned every instance and found it in step.
+            wait_for("the first pass", lambda: metric("mirra_catalog_writes_avoided_total") >= len(want))
+            assert node_services(consul) == want
+        finally:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert {w: requests(consul, w) for w in writes} == before
+        assert requests(consul, "POST /v1/acl/login") == 2
+        assert requests(consul, "POST /v1/acl/logout") == 2
+
+
+def test_health_ready_fails_while_the_login_fails(kube_sandbox, consul_enterprise_acl, kubectl):
+    if not (port_free(8080) and port_free(20300)):
+        pytest.skip("port 8080 or 20300 is taken on this machine")
+    consul = consul_enterprise_acl
+    kubectl("apply", "-f", "-", input=OBJECTS)
+    set_up_acls(kube_sandbox, consul)
+    with tempfile.TemporaryDirectory() as tmp:
+        bearer = os.path.join(tmp, "token")
+        with open(bearer, "w") as f:
+            f.write("not-a-service-account-token")
+        env = chart_env(consul, kube_sandbox.kubeconfig, bearer)
+        proc = run_chart_command(RENDERED_ALLOW_DENY, env, tmp)
+        try:
+            wait_for("a refused login", lambda: requests(consul, "POST /v1/acl/login") >= 2)
+            assert health_ready() == 500
+            assert node_services(consul) == []
+            assert proc.poll() is None
+        finally:
+            stderr = stop(proc)
+        assert AUTH_METHOD in stderr
+        assert "not-a-service-account-token" not in stderr
