@@ -281,6 +281,32 @@ fn find_in(group: &str, version: &str, kind: &str, body: &Value, sorted: bool) -
     }
 }
 
+/// Replaces each `null` element of a map or slice in `body` with the zero
+/// value of the element's Go type, as the server's decoder leaves it
+/// (`"data": {"k": null}` is stored and answered as `"k": ""`). Struct
+/// fields keep their `null`: the decoder leaves the field unset, which the
+/// typed form reads as absent.
+pub fn zero_null_elements(res: &Resource, body: &mut Value) {
+    if !res.builtin {
+        return;
+    }
+    let Some(name) = crate::builtin::schema_name(&res.group, &res.version, &res.kind) else {
+        return;
+    };
+    let defs = crate::builtin::schemas();
+    let Some((name, _)) = defs.get_key_value(name.as_str()) else {
+        return;
+    };
+    let w = Walker {
+        defs,
+        sorted: false,
+        structure: None,
+        stack: Vec::new(),
+        saved: None,
+    };
+    w.zero_nulls_in(&Ty::Def(name.as_str()), body);
+}
+
 /// A Go type as the decoder sees it.
 #[derive(Clone, Debug)]
 enum Ty<'a> {
@@ -412,6 +438,45 @@ impl<'a> Walker<'a> {
             },
             None => Shape::Anything,
         }
+    }
+
+    fn zero_nulls_in(&self, ty: &Ty<'a>, v: &mut Value) {
+        match (self.shape(ty), v) {
+            (Shape::Struct(_, props), Value::Object(m)) => {
+                for (k, fv) in m.iter_mut() {
+                    if let Some(fs) = props.get(k) {
+                        self.zero_nulls_in(&Ty::Schema(fs, None), fv);
+                    }
+                }
+            }
+            (Shape::Map(elem), Value::Object(m)) => {
+                for ev in m.values_mut() {
+                    self.zero_element(&elem, ev);
+                }
+            }
+            (Shape::Slice(elem), Value::Array(a)) => {
+                for ev in a.iter_mut() {
+                    self.zero_element(&elem, ev);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn zero_element(&self, elem: &Ty<'a>, v: &mut Value) {
+        if !v.is_null() {
+            self.zero_nulls_in(elem, v);
+            return;
+        }
+        *v = match self.shape(elem) {
+            Shape::String | Shape::Bytes => Value::from(""),
+            Shape::Bool => Value::from(false),
+            Shape::Int(_) | Shape::IntOrString | Shape::Float => Value::from(0),
+            Shape::Quantity => Value::from("0"),
+            Shape::Struct(..) => Value::Object(Map::new()),
+            // Nil maps, slices and times encode as null again.
+            Shape::Map(_) | Shape::Slice(_) | Shape::Time | Shape::Anything => return,
+        };
     }
 
     /// How Go prints the type (`reflect.Type.String()`).
@@ -701,6 +766,34 @@ mod tests {
     fn pod_template(pod_spec: Value) -> Value {
         deployment(json!({"selector": {"matchLabels": {"a": "b"}},
             "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod_spec}}))
+    }
+
+    #[test]
+    fn null_elements_become_their_zero_values_and_null_fields_stay() {
+        let res = |plural: &str| {
+            crate::registry::builtins()
+                .into_iter()
+                .find(|r| r.plural == plural)
+                .unwrap()
+        };
+        let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "labels": {"a": null}}, "data": {"k": null, "j": "x"},
+            "binaryData": {"b": null}, "immutable": null});
+        zero_null_elements(&res("configmaps"), &mut cm);
+        assert_eq!(
+            cm,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "labels": {"a": ""}}, "data": {"k": "", "j": "x"},
+                "binaryData": {"b": ""}, "immutable": null})
+        );
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "args": [null, "x"],
+            "ports": [null], "resources": {"limits": {"cpu": null}}}], "tolerations": null}});
+        zero_null_elements(&res("pods"), &mut pod);
+        assert_eq!(
+            pod,
+            json!({"spec": {"containers": [{"name": "c", "args": ["", "x"],
+                "ports": [{}], "resources": {"limits": {"cpu": "0"}}}], "tolerations": null}})
+        );
     }
 
     #[test]

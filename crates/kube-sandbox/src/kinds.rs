@@ -219,6 +219,7 @@ pub fn decode(res: &Resource, obj: &mut Value) -> Result<(), ApiError> {
         crd_defaults(obj);
     }
     if res.builtin {
+        crate::decode_error::zero_null_elements(res, obj);
         canonical_quantities(res, obj)?;
         // Defaulting runs as part of decoding, on every write.
         kube_semantics::defaults::apply_defaults(&res.group, &res.version, &res.kind, obj);

@@ -188,6 +188,10 @@ pub async fn serve(
     match sub.name {
         "token" => {
             dry_run(q)?;
+            // The server fills a TokenRequest's status and never reads the
+            // one sent: client-go sends it zero-valued (an empty token and a
+            // zero expirationTimestamp, `null` in JSON, a zero Timestamp in
+            // protobuf), which the typed check below would refuse.
             let req = decode::<k8s_openapi::api::authentication::v1::TokenRequest>(
                 &body,
                 &ct,
@@ -195,6 +199,7 @@ pub async fn serve(
                 "authentication.k8s.io/v1",
                 "TokenRequest",
                 ns,
+                &["status"],
             )?;
             let store = shared.store.lock().await;
             let out = crate::sa_token::request(
@@ -216,6 +221,7 @@ pub async fn serve(
                 "v1",
                 "Binding",
                 ns,
+                &[],
             )?;
             let mut store = shared.store.lock().await;
             bind(&mut store, &res, ns, name, &b, &opts)?;
@@ -229,6 +235,7 @@ pub async fn serve(
                 "policy/v1",
                 "Eviction",
                 ns,
+                &[],
             )?;
             let mut del = DeleteOptions {
                 dry_run: dry_run(q)?,
@@ -357,6 +364,8 @@ fn success() -> http::Response<Body> {
 
 /// Decodes the body of a subresource create into its own kind: the
 /// identity checks of the create handler, then the typed decode.
+/// `ignored` names top-level fields the server overwrites without reading
+/// them; they are dropped before the checks.
 fn decode<T: DeserializeOwned>(
     body: &[u8],
     ct: &str,
@@ -364,17 +373,21 @@ fn decode<T: DeserializeOwned>(
     version: &str,
     kind: &str,
     ns: &str,
+    ignored: &[&str],
 ) -> Result<Value, ApiError> {
     // kubectl's typed clients (`kubectl drain`) send these as protobuf.
-    let v = if ct.contains("protobuf") && !body.is_empty() {
+    let mut v = if ct.contains("protobuf") && !body.is_empty() {
         crate::protobuf::decode(body, api_versions.first().copied().unwrap_or(version), kind)?
     } else {
         parse_body(body, ct)?
     };
-    if !v.is_object() {
+    let Some(fields) = v.as_object_mut() else {
         return Err(ApiError::bad_request(
             "the body of the request must be a JSON object",
         ));
+    };
+    for f in ignored {
+        fields.remove(*f);
     }
     if let Some(av) = v.get("apiVersion")
         && !av.as_str().is_some_and(|a| api_versions.contains(&a))

@@ -700,3 +700,86 @@ async fn kubectl_create_run_expose_and_set_image() {
     assert!(ok, "{err}");
     assert_eq!(out, "blue");
 }
+
+/// client-go sends a TokenRequest's status zero-valued (an empty token and
+/// a zero timestamp in protobuf, `null` in JSON); the server fills the
+/// status and never reads the one sent, so both are answered with a token.
+#[tokio::test]
+async fn token_requests_with_the_zero_status_client_go_sends_get_a_token() {
+    use k8s_pb::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenRequestStatus};
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::Time;
+
+    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}});
+    let (code, _, _) = send(
+        &sb,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/serviceaccounts",
+        "application/json",
+        None,
+        serde_json::to_vec(&sa).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let path = "/api/v1/namespaces/default/serviceaccounts/builder/token";
+
+    let req = TokenRequest {
+        metadata: Some(ObjectMeta::default()),
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(1200),
+            ..Default::default()
+        }),
+        status: Some(TokenRequestStatus {
+            token: Some(String::new()),
+            expiration_timestamp: Some(Time {
+                seconds: Some(0),
+                nanos: Some(0),
+            }),
+        }),
+    };
+    let body = envelope(
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        req.encode_to_vec(),
+    );
+    let (code, ct, answer) = send(&sb, reqwest::Method::POST, path, PB, Some(PB), body).await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+    assert_eq!(ct, PB);
+    let (api_version, kind, raw) = open(&answer);
+    assert_eq!(
+        (api_version.as_str(), kind.as_str()),
+        ("authentication.k8s.io/v1", "TokenRequest")
+    );
+    let status = TokenRequest::decode(raw.as_slice())
+        .unwrap()
+        .status
+        .unwrap();
+    assert!(status.token.is_some_and(|t| t.split('.').count() == 3));
+    assert!(
+        status
+            .expiration_timestamp
+            .and_then(|t| t.seconds)
+            .unwrap_or(0)
+            > 0
+    );
+
+    let req = json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "metadata": {"creationTimestamp": null},
+        "spec": {"audiences": null, "expirationSeconds": 1200, "boundObjectRef": null},
+        "status": {"token": "", "expirationTimestamp": null},
+    });
+    let (code, _, answer) = send(
+        &sb,
+        reqwest::Method::POST,
+        path,
+        "application/json",
+        None,
+        serde_json::to_vec(&req).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+    let v: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(v["status"]["token"].as_str().unwrap().split('.').count(), 3);
+}

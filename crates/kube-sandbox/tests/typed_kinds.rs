@@ -1620,3 +1620,37 @@ async fn invalid_sample_bodies_the_sandbox_stores_are_refused() {
     ])
     .await;
 }
+
+/// A `null` element of a map or list decodes to its type's zero value on a
+/// real server; the object is stored, and answered, that way.
+#[tokio::test]
+async fn null_elements_are_stored_as_zero_values() {
+    let (sb, _client) = sandbox().await;
+    let http = reqwest::Client::new();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "nulls", "labels": {"a": null}},
+        "data": {"k": null, "j": "x"}});
+    let (code, answer) = raw(
+        &http,
+        &sb,
+        reqwest::Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        Some(serde_json::to_vec(&cm).unwrap()),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
+    let made: Value = serde_json::from_slice(&answer).unwrap();
+    assert_eq!(made["data"], json!({"j": "x", "k": ""}));
+    assert_eq!(made["metadata"]["labels"], json!({"a": ""}));
+    let (code, read) = raw(
+        &http,
+        &sb,
+        reqwest::Method::GET,
+        "/api/v1/namespaces/default/configmaps/nulls",
+        None,
+    )
+    .await;
+    assert_eq!(code, 200);
+    let read: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_slice(&read).unwrap();
+    assert_eq!(read.data.unwrap()["k"], "");
+}
