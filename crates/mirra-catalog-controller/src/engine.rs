@@ -448,6 +448,9 @@ impl Engine {
     }
 
     async fn process_keys(&mut self, keys: Vec<ServiceKey>) {
+        for key in &keys {
+            self.repairs.ran(key);
+        }
         let round = self.index.plan_round(&keys);
         self.report_plan(&round);
         self.writer.forget_too_large(
@@ -512,6 +515,7 @@ impl Engine {
     /// including the removal of owned instances nothing wants.
     async fn full_pass(&mut self) {
         self.full_pass_retry_at = None;
+        self.repairs.ran_all();
         let keys = self.index.drop_gone_keys();
         let mut events = Vec::new();
         // Keys in ascending order, a chunk at a time, so that only one

@@ -331,25 +331,44 @@ impl CatalogIndex {
     pub fn on_observed(&mut self, snap: ObservedSnapshot, now: Instant) -> BTreeSet<ServiceKey> {
         let index = snap.index;
         self.node_exists = snap.node_exists;
-        let ours: BTreeSet<String> = self.overlay.keys().cloned().collect();
-        let drift = if self.observed_seen {
+        // Each expectation is confirmed by this answer, still ahead of it
+        // (kept), or contradicted by a later change: only the last is
+        // someone else's doing, so only those IDs may count as drift.
+        let mut kept = BTreeSet::new();
+        let mut ours = BTreeSet::new();
+        let mut contradicted = BTreeSet::new();
+        for (id, exp) in &self.overlay {
+            let confirmed = match (&exp.state, snap.instances.get(id)) {
+                (None, None) => true,
+                (Some(want), Some(have)) => want.same_content(have),
+                _ => false,
+            };
+            let keep = keep_expectation(confirmed, exp.index, index, exp.since, now);
+            if confirmed || keep {
+                ours.insert(id.clone());
+            } else if exp.index.is_some_and(|commit| index >= commit) {
+                // Read after our commit and different from it: changed
+                // since, even if it equals the answer before our write.
+                contradicted.insert(id.clone());
+            }
+            if keep {
+                kept.insert(id.clone());
+            }
+        }
+        let mut drift = if self.observed_seen {
             crate::repair::drifted(&self.observed, &snap.instances, &ours, |a, b| {
                 a.same_content(b)
             })
         } else {
             BTreeSet::new()
         };
+        drift.extend(contradicted);
+        if !drift.is_empty() {
+            tracing::debug!(index, ?drift, "instances changed in Consul by someone else");
+        }
         self.observed = snap.instances;
         self.observed_seen = true;
-        let observed = &self.observed;
-        self.overlay.retain(|id, exp| {
-            let confirmed = match (&exp.state, observed.get(id)) {
-                (None, None) => true,
-                (Some(want), Some(have)) => want.same_content(have),
-                _ => false,
-            };
-            keep_expectation(confirmed, exp.index, index, exp.since, now)
-        });
+        self.overlay.retain(|id, _| kept.contains(id));
         self.owners_of(drift)
     }
 
@@ -366,20 +385,32 @@ impl CatalogIndex {
     /// whose checks someone else changed, as [`CatalogIndex::on_observed`].
     pub fn on_checks(&mut self, snap: CheckSnapshot, now: Instant) -> BTreeSet<ServiceKey> {
         let index = snap.index;
-        let ours: BTreeSet<String> = self.check_overlay.keys().cloned().collect();
-        let drift = if self.checks_seen {
+        // As for instances: only a contradicted expectation may be drift.
+        let mut kept = BTreeSet::new();
+        let mut ours = BTreeSet::new();
+        let mut contradicted = BTreeSet::new();
+        for (id, exp) in &self.check_overlay {
+            let have = snap.checks.get(id).map(Vec::as_slice).unwrap_or_default();
+            let confirmed = same_checks(&exp.checks, have);
+            let keep = keep_expectation(confirmed, exp.index, index, exp.since, now);
+            if confirmed || keep {
+                ours.insert(id.clone());
+            } else if exp.index.is_some_and(|commit| index >= commit) {
+                contradicted.insert(id.clone());
+            }
+            if keep {
+                kept.insert(id.clone());
+            }
+        }
+        let mut drift = if self.checks_seen {
             crate::repair::drifted(&self.checks, &snap.checks, &ours, |a, b| same_checks(a, b))
         } else {
             BTreeSet::new()
         };
+        drift.extend(contradicted);
         self.checks = snap.checks;
         self.checks_seen = true;
-        let seen = &self.checks;
-        self.check_overlay.retain(|id, exp| {
-            let have = seen.get(id).map(Vec::as_slice).unwrap_or_default();
-            let confirmed = same_checks(&exp.checks, have);
-            keep_expectation(confirmed, exp.index, index, exp.since, now)
-        });
+        self.check_overlay.retain(|id, _| kept.contains(id));
         self.owners_of(drift)
     }
 

@@ -15,7 +15,7 @@
 //! This module must NOT plan or write anything (the round and the writer
 //! do), nor keep anything but per-Service timestamps and counters.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::hash::Hash;
 use std::time::Duration;
 
@@ -44,8 +44,14 @@ pub(crate) fn schedule(
 ) -> Vec<ServiceKey> {
     let mut fights = Vec::new();
     for key in keys {
-        metrics.repair();
-        match governor.admit(&key, now) {
+        let admission = governor.admit(&key, now);
+        if admission != Admission::Pending {
+            metrics.repair();
+        }
+        match admission {
+            // One change often shows in both answers (a deregistration
+            // removes the instance and its checks): one repair.
+            Admission::Pending => {}
             Admission::Now => queue.add(key),
             Admission::After {
                 delay,
@@ -133,6 +139,9 @@ impl<V> Entries<V> for HashMap<String, V> {
 /// When to repair a Service again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admission {
+    /// A repair of this Service is planned and has not run yet: the drift
+    /// rides along with it.
+    Pending,
     /// Plan it now (with the usual debounce).
     Now,
     /// Plan it after this delay; `first_of_fight` is true the first time a
@@ -161,6 +170,8 @@ pub struct RepairGovernor<K> {
     cap: Duration,
     quiet: Duration,
     records: HashMap<K, Record>,
+    /// Services with a repair admitted that has not run yet.
+    pending: HashSet<K>,
 }
 
 impl<K: Eq + Hash + Clone> RepairGovernor<K> {
@@ -175,12 +186,26 @@ impl<K: Eq + Hash + Clone> RepairGovernor<K> {
             cap: cap.max(base),
             quiet,
             records: HashMap::new(),
+            pending: HashSet::new(),
         }
+    }
+
+    /// Records that `key` was planned again (its repair, if any, ran).
+    pub fn ran(&mut self, key: &K) {
+        self.pending.remove(key);
+    }
+
+    /// Records that every Service was planned again (a verification pass).
+    pub fn ran_all(&mut self) {
+        self.pending.clear();
     }
 
     /// Decides when drift seen at `now` on `key` is repaired, and records
     /// it.
     pub fn admit(&mut self, key: &K, now: Instant) -> Admission {
+        if !self.pending.insert(key.clone()) {
+            return Admission::Pending;
+        }
         self.records
             .retain(|_, r| now.saturating_duration_since(r.last) < self.quiet);
         match self.records.get_mut(key) {
@@ -261,10 +286,13 @@ mod tests {
         let mut g = RepairGovernor::new(s(1), s(8), s(5));
         let t0 = Instant::now();
         assert_eq!(g.admit(&"k", t0), Admission::Now);
+        g.ran(&"k");
         let mut now = t0;
         let mut delays = Vec::new();
         for i in 0..6 {
-            match g.admit(&"k", now) {
+            let admission = g.admit(&"k", now);
+            g.ran(&"k");
+            match admission {
                 Admission::After {
                     delay,
                     first_of_fight,
@@ -274,12 +302,13 @@ mod tests {
                     // The other writer changes it right after our repair.
                     now += delay;
                 }
-                Admission::Now => panic!("a repeat is never immediate"),
+                other => panic!("a repeat is never immediate: {other:?}"),
             }
         }
         assert_eq!(delays, [1, 2, 4, 8, 8, 8]);
         // Another Service is not slowed by this fight.
         assert_eq!(g.admit(&"other", now), Admission::Now);
+        g.ran(&"other");
         // Quiet for the quiet time: the next drift is repaired at once.
         assert_eq!(g.admit(&"k", now + s(6)), Admission::Now);
         assert_eq!(g.len(), 1, "only the Service repaired last is kept");
@@ -291,6 +320,10 @@ mod tests {
         let mut g = RepairGovernor::new(s(2), s(8), s(60));
         let t0 = Instant::now();
         assert_eq!(g.admit(&"k", t0), Admission::Now);
+        // Seen again before the repair ran (the other answer showing the
+        // same change): the same repair.
+        assert_eq!(g.admit(&"k", t0), Admission::Pending);
+        g.ran(&"k");
         assert_eq!(
             g.admit(&"k", t0),
             Admission::After {
@@ -298,6 +331,9 @@ mod tests {
                 first_of_fight: true
             }
         );
+        assert_eq!(g.admit(&"k", t0 + s(1)), Admission::Pending);
+        // A pass plans every Service: nothing is pending after it.
+        g.ran_all();
         assert_eq!(
             g.admit(&"k", t0 + s(1)),
             Admission::After {
@@ -321,12 +357,19 @@ mod tests {
             let t0 = Instant::now();
             let mut now = t0;
             let mut runs: BTreeSet<Instant> = BTreeSet::new();
+            let mut next_run: Option<Instant> = None;
             for gap in gaps_ms {
                 now += Duration::from_millis(gap);
+                if next_run.is_some_and(|at| at <= now) {
+                    g.ran(&"k");
+                    next_run = None;
+                }
                 let at = match g.admit(&"k", now) {
+                    Admission::Pending => continue,
                     Admission::Now => now,
                     Admission::After { delay, .. } => now + delay,
                 };
+                next_run = Some(at);
                 runs.insert(at);
             }
             let first = *runs.iter().next().unwrap();
