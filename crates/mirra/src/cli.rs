@@ -222,16 +222,45 @@ pub fn init_logging(args: &LogArgs) -> anyhow::Result<()> {
         args.log_format
     };
     let result = match format {
-        LogFormat::Pretty => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Pretty => builder
+            .with_ansi(colour_wanted(
+                std::io::IsTerminal::is_terminal(&std::io::stderr()),
+                std::env::var_os("NO_COLOR").as_deref(),
+            ))
+            .try_init(),
+        // One flat object per line (`timestamp`, `level`, `target`,
+        // `message` and the event's fields beside them), as log pipelines
+        // index it.
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_ansi(false)
+            .try_init(),
     };
     result.map_err(|e| anyhow::anyhow!("cannot initialise logging: {e}"))
+}
+
+/// Colour codes only for a person at a terminal: a file, a pipe or a log
+/// collector gets plain text, and `NO_COLOR` (any non-empty value, see
+/// no-color.org) turns them off everywhere.
+fn colour_wanted(stderr_is_terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        use std::ffi::OsStr;
+        assert!(colour_wanted(true, None));
+        assert!(colour_wanted(true, Some(OsStr::new(""))));
+        assert!(!colour_wanted(true, Some(OsStr::new("1"))));
+        assert!(!colour_wanted(false, None));
+        assert!(!colour_wanted(false, Some(OsStr::new(""))));
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

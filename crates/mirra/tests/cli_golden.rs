@@ -249,3 +249,61 @@ fn every_flag_the_chart_renders_is_accepted() {
     assert!(stderr.contains("-kubeconfig"), "{stderr}");
     assert!(!stderr.contains("unexpected argument"), "{stderr}");
 }
+
+/// Runs `mirra sandbox consul` with the given log flags until it logged
+/// that it is ready, stops it and returns what it logged up to then.
+fn sandbox_logs(args: &[&str]) -> String {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mirra"))
+        .args(["sandbox", "consul"])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        text.push_str(&line);
+        text.push('\n');
+        if line.contains("consul-sandbox ready") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    text
+}
+
+#[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let text = sandbox_logs(&[]);
+    assert!(text.contains("consul-sandbox ready"), "{text}");
+    assert!(!text.contains('\u{1b}'), "colour codes in {text:?}");
+}
+
+#[test]
+fn json_logs_are_flat_objects_with_the_usual_keys() {
+    let text = sandbox_logs(&["--log-json"]);
+    let ready: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["message"] == "consul-sandbox ready")
+        .unwrap_or_else(|| panic!("no ready line in {text}"));
+    assert_eq!(ready["level"], "INFO");
+    assert_eq!(ready["target"], "mirra::sandbox");
+    assert!(
+        ready["timestamp"]
+            .as_str()
+            .is_some_and(|t| t.ends_with('Z'))
+    );
+    // The event's fields sit beside the message, not under `fields`.
+    assert!(
+        ready["url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("http://"))
+    );
+    assert!(ready.get("fields").is_none());
+}
