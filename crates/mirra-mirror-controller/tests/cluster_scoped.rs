@@ -10,6 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -204,6 +205,56 @@ async fn cluster_roles_of_a_syncconfig_deleted_while_mirra_was_down_are_swept() 
         role(&env, "reader-sw").await.is_none()
     })
     .await;
+    ctl.stop().await;
+}
+
+async fn delete_ns(env: &Env, name: &str) {
+    let api: Api<Namespace> = Api::all(env.client.clone());
+    api.delete(name, &Default::default()).await.unwrap();
+    wait_for("namespace gone", || async {
+        api.get_opt(name).await.unwrap().is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_cluster_role_of_a_deleted_namespace_is_pruned_live_and_after_a_restart() {
+    let env = Env::new().await;
+    env.create_ns("live", &[("team", "a")]).await;
+    env.create_ns("down", &[("team", "a")]).await;
+    env.create_ns("stays", &[("team", "a")]).await;
+    env.create_sc(
+        "readers",
+        json!({}),
+        spec_for_team("a", vec![role_item("reader-${PROJECT_NAME}")]),
+    )
+    .await;
+    let ctl = env.start(settings());
+    wait_for("roles", || async {
+        role(&env, "reader-live").await.is_some()
+            && role(&env, "reader-down").await.is_some()
+            && role(&env, "reader-stays").await.is_some()
+    })
+    .await;
+    delete_ns(&env, "live").await;
+    wait_for("pruned", || async {
+        role(&env, "reader-live").await.is_none()
+    })
+    .await;
+    env.settle().await;
+    ctl.stop().await;
+    // Deleted while mirra is down: nothing else removes its ClusterRole.
+    delete_ns(&env, "down").await;
+    env.sb.reset_stats();
+    let ctl = env.start(settings());
+    wait_for("pruned", || async {
+        role(&env, "reader-down").await.is_none()
+    })
+    .await;
+    let stats = env.settle().await;
+    assert_eq!(stats.get(DELETE), 1, "{:?}", stats.requests);
+    assert_eq!(stats.get(PATCH), 0, "{:?}", stats.requests);
+    assert!(role(&env, "reader-stays").await.is_some());
     ctl.stop().await;
 }
 
