@@ -87,11 +87,14 @@ def test_the_rbac_kinds_overlay_grants_and_allows_them(kubectl):
     assert allowed == [
         "ConfigMap", "Secret", "LimitRange", "ResourceQuota", "NetworkPolicy.networking.k8s.io",
         "ServiceAccount", "Role.rbac.authorization.k8s.io", "RoleBinding.rbac.authorization.k8s.io",
+        "ClusterRole.rbac.authorization.k8s.io", "ClusterRoleBinding.rbac.authorization.k8s.io",
     ]
     role = json.loads(kubectl("get", "clusterrole", "mirra-mirror-rbac-kinds", "-o", "json").stdout)
     granted = {(g, r) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"]}
     assert granted == {("", "serviceaccounts"), ("rbac.authorization.k8s.io", "roles"),
-                       ("rbac.authorization.k8s.io", "rolebindings")}
+                       ("rbac.authorization.k8s.io", "rolebindings"),
+                       ("rbac.authorization.k8s.io", "clusterroles"),
+                       ("rbac.authorization.k8s.io", "clusterrolebindings")}
 
 
 def service_verbs(rules):

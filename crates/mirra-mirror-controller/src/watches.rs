@@ -333,34 +333,35 @@ pub fn restart_refused_watches(shared: &Arc<Shared>) {
 /// blip does not hold up readiness noticeably.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(2);
 
-/// Resolves a kind through discovery (one request per kind, once).
-async fn resolve(client: &kube::Client, kind: &KindId) -> Result<Resolution, kube::Error> {
+/// Resolves a kind through discovery (one request per kind, once), and
+/// whether it is cluster-scoped.
+async fn resolve(client: &kube::Client, kind: &KindId) -> Result<(Resolution, bool), kube::Error> {
     let (group, version) = match kind.0.split_once('/') {
         Some((g, v)) => (g.to_string(), v.to_string()),
         None => (String::new(), kind.0.clone()),
     };
     let gvk = GroupVersionKind::gvk(&group, &version, &kind.1);
     match kube::discovery::pinned_kind(client, &gvk).await {
-        Ok((ar, caps)) => Ok(if caps.scope == kube::discovery::Scope::Cluster {
-            // A deleteItem acts in each selected namespace: a cluster-wide
-            // object is nobody's per-namespace copy to delete, so it is
-            // refused too rather than deleted once per namespace.
+        // A cluster-scoped kind is served like a namespaced one: the
+        // planner makes one object per selected namespace of it.
+        Ok((ar, caps)) => Ok((
+            Resolution::Served(ar),
+            caps.scope == kube::discovery::Scope::Cluster,
+        )),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok((
             Resolution::Failed(format!(
-                "{} {} is cluster-scoped; SyncConfigs copy (syncItems) and delete (deleteItems) \
-                 namespaced objects only, nothing of this kind is written or deleted",
-                kind.0, kind.1
-            ))
-        } else {
-            Resolution::Served(ar)
-        }),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(Resolution::Failed(format!(
-            "the API server does not serve kind {} in {}",
-            kind.1, kind.0
-        ))),
-        Err(kube::Error::Discovery(e)) => Ok(Resolution::Failed(format!(
-            "the API server does not serve kind {} in {}: {e}",
-            kind.1, kind.0
-        ))),
+                "the API server does not serve kind {} in {}",
+                kind.1, kind.0
+            )),
+            false,
+        )),
+        Err(kube::Error::Discovery(e)) => Ok((
+            Resolution::Failed(format!(
+                "the API server does not serve kind {} in {}: {e}",
+                kind.1, kind.0
+            )),
+            false,
+        )),
         Err(e) => Err(e),
     }
 }
@@ -373,7 +374,7 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
         let mut retry = false;
         for kind in to_resolve {
             match resolve(&shared.client, &kind).await {
-                Ok(resolution) => {
+                Ok((resolution, cluster)) => {
                     let task = match &resolution {
                         Resolution::Served(ar) => {
                             Some(spawn_copies_watch(&shared, kind.clone(), ar))
@@ -385,7 +386,8 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                     }
                     // The items of this kind can now be planned (or
                     // reported as failed).
-                    let keys = shared.with_state(|s| s.kind_resolved(&kind, resolution, task));
+                    let keys =
+                        shared.with_state(|s| s.kind_resolved(&kind, resolution, cluster, task));
                     shared.enqueue(keys);
                 }
                 Err(e) => {
@@ -407,7 +409,11 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                 }
                 Some(r) => r,
             };
+            let cluster = shared.with_state(|s| s.is_cluster_kind(&id.0));
             let (resource, task) = match &resolution {
+                // deleteItems of a cluster-scoped kind are refused by the
+                // planner: nothing to watch for them.
+                Resolution::Served(_) if cluster => (None, None),
                 Resolution::Served(ar) => (
                     Some(ar.clone()),
                     Some(spawn_delete_watch(&shared, id.clone(), ar)),
@@ -444,7 +450,7 @@ const SWEEP_WAIT: Duration = Duration::from_millis(50);
 ///
 /// Cost: discovery (one request for the group list and one per group, at
 /// its preferred version) and one label-selected, metadata-only list per
-/// namespaced kind, served from the API server's watch cache
+/// namespaced kind and per cluster-scoped kind `--allow-kind` allows, served from the API server's watch cache
 /// (`resourceVersion=0`) and limited to one object. A kind mirra may not
 /// list (403) or that fails otherwise is skipped with a debug log: its
 /// copies, if any, are not mirra's to find.
@@ -460,7 +466,7 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
     let client = &shared.client;
     let resources = tokio::select! {
         _ = shared.shutdown.cancelled() => return,
-        r = served_namespaced_kinds(client) => r,
+        r = served_kinds(client) => r,
     };
     let selector = format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}");
     let params = kube::api::ListParams::default()
@@ -469,12 +475,17 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
         .match_any();
     let mut listed = 0usize;
     let mut found = Vec::new();
-    for ar in resources {
+    for (ar, cluster) in resources {
         let in_use = shared.with_state(|s| {
             s.kinds_in_use_by_group()
                 .contains(&(ar.group.clone(), ar.kind.clone()))
         });
-        if in_use {
+        // A cluster-scoped kind outside --allow-kind cannot hold copies
+        // mirra would prune (its writes are refused), and none is allowed
+        // by default: listing them all would cost every start a request
+        // per cluster-scoped kind for nothing.
+        let refused = cluster && shared.settings.refuses_kind(&ar.group, &ar.kind).is_some();
+        if in_use || refused {
             continue;
         }
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
@@ -484,7 +495,7 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
         };
         listed += 1;
         match answer {
-            Ok(list) if !list.items.is_empty() => found.push(ar),
+            Ok(list) if !list.items.is_empty() => found.push((ar, cluster)),
             Ok(_) => {}
             Err(e) => {
                 tracing::debug!(resource = %rbac_resource(&ar), error = %e,
@@ -493,9 +504,9 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
         }
     }
     let mut watched = Vec::new();
-    for ar in found {
+    for (ar, cluster) in found {
         let kind: KindId = (ar.api_version.clone(), ar.kind.clone());
-        let added = shared.with_state(|s| s.add_swept_kind(&kind, &ar));
+        let added = shared.with_state(|s| s.add_swept_kind(&kind, &ar, cluster));
         if added {
             let task = spawn_copies_watch(&shared, kind.clone(), &ar);
             shared.with_state(|s| s.set_copies_task(&kind, task));
@@ -507,11 +518,11 @@ pub async fn startup_sweep(shared: Arc<Shared>) {
     tracing::info!(kinds_listed = listed, watching = ?watched, "start-up sweep done");
 }
 
-/// Every namespaced, listable kind the server serves, at its group's
-/// preferred version. A group whose discovery fails (an aggregated API
-/// that is down, typically) is skipped: it cannot hold copies mirra could
-/// delete right now anyway.
-async fn served_namespaced_kinds(client: &kube::Client) -> Vec<ApiResource> {
+/// Every kind the server serves that can be listed and watched, at its group's preferred
+/// version, and whether it is cluster-scoped. A group whose discovery
+/// fails (an aggregated API that is down, typically) is skipped: it cannot
+/// hold copies mirra could delete right now anyway.
+async fn served_kinds(client: &kube::Client) -> Vec<(ApiResource, bool)> {
     let mut versions = vec![kube::core::GroupVersion::gv("", "v1")];
     match client.list_api_groups().await {
         Ok(groups) => {
@@ -534,11 +545,14 @@ async fn served_namespaced_kinds(client: &kube::Client) -> Vec<ApiResource> {
                 group
                     .recommended_resources()
                     .into_iter()
+                    // mirra watches the kinds it finds copies of; a kind
+                    // that cannot be watched (componentstatuses) cannot
+                    // hold them.
                     .filter(|(_, caps)| {
-                        caps.scope == kube::discovery::Scope::Namespaced
-                            && caps.supports_operation(kube::discovery::verbs::LIST)
+                        caps.supports_operation(kube::discovery::verbs::LIST)
+                            && caps.supports_operation(kube::discovery::verbs::WATCH)
                     })
-                    .map(|(ar, _)| ar),
+                    .map(|(ar, caps)| (ar, caps.scope == kube::discovery::Scope::Cluster)),
             ),
             Err(e) => tracing::debug!(group = %gv.group, version = %gv.version, error = %e,
                 "start-up sweep skips a group whose discovery failed"),

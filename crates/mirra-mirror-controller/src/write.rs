@@ -135,6 +135,16 @@ pub struct Applied {
     pub others_had_a_hand: bool,
 }
 
+/// The API of `ar` in `namespace`, or cluster-wide when `namespace` is
+/// empty (an object of a cluster-scoped kind).
+fn api_for(client: &kube::Client, ar: &ApiResource, namespace: &str) -> Api<DynamicObject> {
+    if namespace.is_empty() {
+        Api::all_with(client.clone(), ar)
+    } else {
+        Api::namespaced_with(client.clone(), namespace, ar)
+    }
+}
+
 /// Server-side applies `body` (forced: the SyncConfig is the source of
 /// truth for the fields it sets; fields others set are untouched). With
 /// `planned_from`, the resourceVersion of the object the write was
@@ -150,7 +160,7 @@ pub async fn apply(
     body: &Value,
     planned_from: Option<&str>,
 ) -> Result<Applied, WriteFailure> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+    let api = api_for(client, ar, namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let conditional;
     let body = match planned_from.filter(|v| !v.is_empty()) {
@@ -192,13 +202,18 @@ pub async fn release(
     name: &str,
     planned_from: Option<&str>,
 ) -> Result<(), WriteFailure> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+    let api = api_for(client, ar, namespace);
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let mut body = serde_json::json!({
         "apiVersion": ar.api_version,
         "kind": ar.kind,
         "metadata": {"name": name, "namespace": namespace},
     });
+    if namespace.is_empty()
+        && let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.remove("namespace");
+    }
     if let Some(version) = planned_from.filter(|v| !v.is_empty()) {
         body["metadata"]["resourceVersion"] = Value::String(version.to_string());
     }
@@ -221,7 +236,7 @@ pub async fn delete(
     name: &str,
     uid: &str,
 ) -> Result<(), WriteFailure> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, ar);
+    let api = api_for(client, ar, namespace);
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_string()),

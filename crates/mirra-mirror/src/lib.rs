@@ -42,13 +42,13 @@ pub use desired::{
 pub use error::{RenderError, ValidationError};
 pub use limits::{Footprint, LimitExceeded, Limits};
 pub use marks::{
-    ADOPTED_ANNOTATION, FIELD_MANAGER, HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE,
-    OWNER_ANNOTATION, PRUNE_ANNOTATION,
+    ADOPTED_ANNOTATION, FIELD_MANAGER, FOR_NAMESPACE_ANNOTATION, HASH_ANNOTATION, MANAGED_BY_LABEL,
+    MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
 };
 pub use plan::{
     DeleteCause, ItemOutcome, ItemRef, NamespacePlan, ObservedLookup, ObservedObject, ObservedSet,
-    Op, OutcomeState, namespaces_for_config_change, plan_namespace, plan_namespace_scoped,
-    take_turns, with_adopted_mark,
+    Op, OutcomeState, namespaces_for_config_change, plan_namespace, plan_namespace_full,
+    plan_namespace_scoped, take_turns, with_adopted_mark,
 };
 pub use refs::{ConfigRef, ObjectKey, ObjectRef};
 pub use render::render;

@@ -9,6 +9,9 @@
 //! - the annotation [`HASH_ANNOTATION`] with a hash of everything else mirra
 //!   wrote (see [`crate::desired`]), so that a field removed from the spec is
 //!   noticed even though the observed copy still has it,
+//! - on a copy of a cluster-scoped kind, [`FOR_NAMESPACE_ANNOTATION`]
+//!   naming the namespace it was made for (one such object per selected
+//!   namespace),
 //! - and, when the SyncConfig opted out of pruning, [`PRUNE_ANNOTATION`]`:
 //!   "false"`. The opt-out is copied onto each copy because the decision to
 //!   prune is often made after the SyncConfig is gone (deleted): the copy
@@ -49,6 +52,11 @@ pub const OWNER_ANNOTATION: &str = "sync.appuio.ch/syncconfig";
 pub const PRUNE_ANNOTATION: &str = "sync.appuio.ch/prune";
 /// The annotation holding the hash of the content mirra wrote.
 pub const HASH_ANNOTATION: &str = "sync.appuio.ch/content-hash";
+/// On a copy of a cluster-scoped kind: the namespace it was made for.
+/// Such an object has no namespace of its own, so this mark is what ties
+/// it to the namespace whose selection, pruning and start-up sweep it
+/// follows, as a namespaced copy follows its own namespace.
+pub const FOR_NAMESPACE_ANNOTATION: &str = "sync.appuio.ch/for-namespace";
 /// The field manager mirra's server-side applies use.
 pub const FIELD_MANAGER: &str = "mirra";
 /// On a copy: `"true"` when the object existed before mirra first applied

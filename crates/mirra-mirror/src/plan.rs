@@ -70,15 +70,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::compile::CompiledConfig;
-use crate::desired::{desired_copy, is_subset};
+use crate::desired::{DesiredCopy, desired_copy, is_subset};
 use crate::marks::{
-    ADOPTED_ANNOTATION, MANAGED_BY_LABEL, OWNER_ANNOTATION, PRUNE_ANNOTATION, is_adopted,
-    marks_written_by_mirra, owner_of, prune_opted_out,
+    ADOPTED_ANNOTATION, FOR_NAMESPACE_ANNOTATION, MANAGED_BY_LABEL, OWNER_ANNOTATION,
+    PRUNE_ANNOTATION, is_adopted, marks_written_by_mirra, owner_of, prune_opted_out,
 };
 use crate::names::{check_name, strict_name_rule};
 use crate::refs::{ConfigRef, ObjectKey, ObjectRef, group_of};
 use crate::selector::NamespaceView;
-use crate::template::template_str;
+use crate::template::{PROJECT_NAME, template_str};
 
 /// An object as the controller's caches hold it.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +87,7 @@ pub struct ObservedObject {
     pub api_version: String,
     /// Kind.
     pub kind: String,
-    /// Namespace.
+    /// Namespace; empty for an object of a cluster-scoped kind.
     pub namespace: String,
     /// Name.
     pub name: String,
@@ -108,9 +108,10 @@ pub struct ObservedObject {
 }
 
 impl ObservedObject {
-    /// Reads an object from its JSON form. `None` when apiVersion, kind,
-    /// namespace or name is missing (the API server never sends such an
-    /// object; a malformed cache entry is skipped, not trusted).
+    /// Reads an object from its JSON form. `None` when apiVersion, kind or
+    /// name is missing (the API server never sends such an object; a
+    /// malformed cache entry is skipped, not trusted). No namespace means
+    /// an object of a cluster-scoped kind.
     pub fn from_json(body: Value) -> Option<ObservedObject> {
         let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
         let meta = body.get("metadata");
@@ -127,7 +128,7 @@ impl ObservedObject {
         };
         let api_version = s(body.get("apiVersion")).filter(|v| !v.is_empty())?;
         let kind = s(body.get("kind")).filter(|v| !v.is_empty())?;
-        let namespace = field("namespace").filter(|v| !v.is_empty())?;
+        let namespace = field("namespace").unwrap_or_default();
         let name = field("name").filter(|v| !v.is_empty())?;
         Some(ObservedObject {
             api_version,
@@ -152,6 +153,19 @@ impl ObservedObject {
             kind: self.kind.clone(),
             namespace: self.namespace.clone(),
             name: self.name.clone(),
+        }
+    }
+
+    /// The namespace this object belongs to for planning: its own, or, for
+    /// an object of a cluster-scoped kind, the one its
+    /// [`FOR_NAMESPACE_ANNOTATION`] names (empty when it has none).
+    pub fn home(&self) -> &str {
+        if self.namespace.is_empty() {
+            self.annotations
+                .get(FOR_NAMESPACE_ANNOTATION)
+                .map_or("", String::as_str)
+        } else {
+            &self.namespace
         }
     }
 
@@ -442,13 +456,63 @@ pub fn plan_namespace_scoped(
     excluded: &dyn Fn(&str) -> bool,
     honoured: &dyn Fn(&ConfigRef) -> bool,
 ) -> NamespacePlan {
-    let Some(ns) = ns else {
+    let Some(view) = ns else {
         return NamespacePlan::default();
     };
-    if !ns.active || excluded(ns.name) {
+    plan_namespace_full(
+        view.name,
+        ns,
+        configs,
+        observed,
+        excluded,
+        honoured,
+        &|_, _| false,
+    )
+}
+
+/// [`plan_namespace_scoped`] with kinds of cluster-scoped objects:
+/// `cluster_scoped(apiVersion, kind)` says whether a kind is one (the
+/// controller knows it from discovery). `name` is the namespace planned,
+/// `ns` its view (`None` once it is gone).
+///
+/// A syncItem of a cluster-scoped kind wants one object per selected
+/// namespace, named by its template, without a namespace and marked with
+/// [`FOR_NAMESPACE_ANNOTATION`]. The lookup must hold, for this namespace,
+/// the cluster-scoped copies whose mark names it (to prune them) and any
+/// cluster-scoped object a syncItem here names (to see who holds it).
+/// Rules on top of the namespaced ones:
+///
+/// - The item's name must contain `${PROJECT_NAME}`: otherwise every
+///   selected namespace would want the same object, and the item fails in
+///   each of them without a write (a conflict decided before any write,
+///   so nothing flaps).
+/// - An object of that name that is mirra's copy for another namespace is
+///   left alone and the item fails naming its holder (the first namespace
+///   to have it keeps it). Within one namespace, SyncConfigs contend for a
+///   cluster-scoped object as for a namespaced one.
+/// - deleteItems of a cluster-scoped kind fail without a delete: the object
+///   is shared by the whole cluster, not one namespace's to delete.
+/// - Once the namespace is gone (`ns` is `None`), its cluster-scoped copies
+///   are pruned as if no SyncConfig selected it; namespaced copies went
+///   with the namespace. A namespace being deleted is left alone until it
+///   is gone.
+pub fn plan_namespace_full(
+    name: &str,
+    ns: Option<&NamespaceView<'_>>,
+    configs: &[CompiledConfig],
+    observed: &dyn ObservedLookup,
+    excluded: &dyn Fn(&str) -> bool,
+    honoured: &dyn Fn(&ConfigRef) -> bool,
+    cluster_scoped: &dyn Fn(&str, &str) -> bool,
+) -> NamespacePlan {
+    if excluded(name) || ns.is_some_and(|v| !v.active) {
         return NamespacePlan::default();
     }
-    let mut selecting: Vec<&CompiledConfig> = configs.iter().filter(|c| c.selects(ns)).collect();
+    let gone = ns.is_none();
+    let mut selecting: Vec<&CompiledConfig> = configs
+        .iter()
+        .filter(|c| ns.is_some_and(|v| c.selects(v)))
+        .collect();
     selecting.sort_by(|a, b| a.precedence().cmp(&b.precedence()));
 
     let mut outcomes = Vec::new();
@@ -458,15 +522,31 @@ pub fn plan_namespace_scoped(
         let Ok(spec) = &config.spec else { continue };
         for item in &spec.sync_items {
             let item_ref = ItemRef::Sync(item.index);
-            match desired_copy(config, item, ns.name) {
+            let cluster = cluster_scoped(&item.api_version, &item.kind);
+            let copy = if cluster && !item.name.contains(PROJECT_NAME) {
+                Err(format!(
+                    "{} is cluster-scoped and its name {:?} does not contain {PROJECT_NAME}: \
+                     every selected namespace would want the same object (a conflict), so \
+                     none is written; template the name per namespace",
+                    item.kind, item.name
+                ))
+            } else {
+                desired_copy(config, item, name)
+                    .map(|c| if cluster { cluster_copy(c, name) } else { c })
+            };
+            match copy {
                 Err(reason) => outcomes.push(ItemOutcome {
                     config: config.key.clone(),
                     item: item_ref,
                     target: ObjectRef {
                         api_version: item.api_version.clone(),
                         kind: item.kind.clone(),
-                        namespace: ns.name.to_string(),
-                        name: template_str(&item.name, ns.name),
+                        namespace: if cluster {
+                            String::new()
+                        } else {
+                            name.to_string()
+                        },
+                        name: template_str(&item.name, name),
                     },
                     state: OutcomeState::Failed { reason },
                     contenders: Vec::new(),
@@ -519,6 +599,9 @@ pub fn plan_namespace_scoped(
             Some(o) if let Some(reason) = foreign_owner(o, honoured) => {
                 OutcomeState::Failed { reason }
             }
+            Some(o) if let Some(reason) = held_for_another(o, name) => {
+                OutcomeState::Failed { reason }
+            }
             Some(o) if o.deleting => match held_by_finalizers(o) {
                 Some(reason) => OutcomeState::Failed { reason },
                 None => OutcomeState::Terminating,
@@ -551,18 +634,33 @@ pub fn plan_namespace_scoped(
     for config in &selecting {
         let Ok(spec) = &config.spec else { continue };
         for item in &spec.delete_items {
-            let name = template_str(&item.name, ns.name);
+            let cluster = cluster_scoped(&item.api_version, &item.kind);
+            let object_name = template_str(&item.name, name);
             let target = ObjectRef {
                 api_version: item.api_version.clone(),
                 kind: item.kind.clone(),
-                namespace: ns.name.to_string(),
-                name: name.clone(),
+                namespace: if cluster {
+                    String::new()
+                } else {
+                    name.to_string()
+                },
+                name: object_name.clone(),
             };
             let key = target.key();
-            let state = if let Err(e) = check_name(&name, strict_name_rule(&item.group, &item.kind))
+            let state = if cluster {
+                OutcomeState::Failed {
+                    reason: format!(
+                        "{} is cluster-scoped: deleteItems delete objects in the selected \
+                         namespaces only, and a cluster-wide object is no namespace's to \
+                         delete; nothing is deleted",
+                        item.kind
+                    ),
+                }
+            } else if let Err(e) =
+                check_name(&object_name, strict_name_rule(&item.group, &item.kind))
             {
                 OutcomeState::Failed {
-                    reason: format!("name {name:?} {e}"),
+                    reason: format!("name {object_name:?} {e}"),
                 }
             } else if let Some(winner) = wants.get(&key) {
                 OutcomeState::Conflict {
@@ -603,7 +701,10 @@ pub fn plan_namespace_scoped(
 
     let unclaimed = |o: &&ObservedObject| {
         let key = o.key();
-        o.namespace == ns.name
+        o.home() == name
+            // Once the namespace is gone only its cluster-scoped copies
+            // are left to prune.
+            && (!gone || o.namespace.is_empty())
             && !o.deleting
             && !wants.contains_key(&key)
             && !deletes.contains_key(&key)
@@ -769,6 +870,42 @@ fn held_by_finalizers(o: &ObservedObject) -> Option<String> {
         "the object is being deleted and waits for its finalizers ({}) to be removed; \
          it is created again once it is gone",
         finalizers.join(", ")
+    ))
+}
+
+/// `copy` as an object of a cluster-scoped kind made for `namespace`: no
+/// namespace of its own, and the mark naming the namespace it is for. The
+/// content hash stays that of the namespaced form: both change together.
+fn cluster_copy(mut copy: DesiredCopy, namespace: &str) -> DesiredCopy {
+    if let Some(Value::Object(meta)) = copy.body.get_mut("metadata") {
+        meta.remove("namespace");
+        if let Some(Value::Object(annotations)) = meta.get_mut("annotations") {
+            annotations.insert(
+                FOR_NAMESPACE_ANNOTATION.into(),
+                Value::String(namespace.into()),
+            );
+        }
+    }
+    copy.target.namespace = String::new();
+    copy
+}
+
+/// Why the cluster-scoped object `o` is not `config`'s to write for
+/// `namespace`: it is mirra's copy for another namespace. The first
+/// namespace to have it keeps it, so the plan never flips the object
+/// between namespaces. Within one namespace, SyncConfigs contend for it as
+/// for a namespaced copy (the oldest wins, whoever wrote it first).
+fn held_for_another(o: &ObservedObject, namespace: &str) -> Option<String> {
+    if !o.namespace.is_empty() || o.home() == namespace {
+        return None;
+    }
+    let owner = o.owner()?;
+    Some(format!(
+        "conflict: {} {} is already mirra's copy for namespace {:?} of SyncConfig {owner}; \
+         one cluster-scoped object cannot be copied for two namespaces, so it is left as it is",
+        o.kind,
+        o.name,
+        o.home()
     ))
 }
 

@@ -791,12 +791,13 @@ fn config_changes_touch_only_the_namespaces_old_or_new_select() {
 fn observed_objects_parse_leniently() {
     assert!(ObservedObject::from_json(json!({"kind": "ConfigMap"})).is_none());
     assert!(ObservedObject::from_json(json!("text")).is_none());
-    assert!(
-        ObservedObject::from_json(
-            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
-        )
-        .is_none()
-    );
+    // No namespace: an object of a cluster-scoped kind.
+    let cluster = ObservedObject::from_json(
+        json!({"apiVersion": "v1", "kind": "ClusterRole", "metadata": {"name": "a"}}),
+    )
+    .unwrap();
+    assert_eq!(cluster.namespace, "");
+    assert_eq!(cluster.home(), "");
     let o = ObservedObject::from_json(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "a", "namespace": "n", "uid": "u", "labels": {"ok": "1", "bad": 2},

@@ -328,6 +328,7 @@ impl State {
                     copies: Cache::new(),
                     task: None,
                     swept: false,
+                    cluster: false,
                 },
             );
         }
@@ -346,11 +347,13 @@ impl State {
         &mut self,
         kind: &KindId,
         resolution: Resolution,
+        cluster: bool,
         task: Option<TaskGuard>,
     ) -> BTreeSet<String> {
         if let Some(e) = self.kinds.get_mut(kind) {
             e.resolution = resolution;
             e.task = task;
+            e.cluster = cluster;
         }
         self.users_of_kind(kind)
     }
@@ -358,6 +361,11 @@ impl State {
     /// Drops a kind's entry (discovery failed: it is asked again).
     pub fn forget_kind(&mut self, kind: &KindId) {
         self.kinds.remove(kind);
+    }
+
+    /// Whether discovery found `kind` cluster-scoped.
+    pub fn is_cluster_kind(&self, kind: &KindId) -> bool {
+        self.kinds.get(kind).is_some_and(|e| e.cluster)
     }
 
     /// How a kind in use resolved, if it is in use.
@@ -395,7 +403,7 @@ impl State {
     /// A kind the start-up sweep found copies of: watched like a named
     /// kind until no copy is left. False when a SyncConfig named the kind
     /// meanwhile (its own entry serves).
-    pub fn add_swept_kind(&mut self, kind: &KindId, ar: &ApiResource) -> bool {
+    pub fn add_swept_kind(&mut self, kind: &KindId, ar: &ApiResource, cluster: bool) -> bool {
         if self
             .kinds_in_use_by_group()
             .contains(&(ar.group.clone(), ar.kind.clone()))
@@ -410,6 +418,7 @@ impl State {
                 copies: Cache::new(),
                 task: None,
                 swept: true,
+                cluster,
             },
         );
         true

@@ -14,7 +14,7 @@ use kube::runtime::watcher::Event;
 use mirra_mirror::{
     CompiledConfig, ConfigRef, Footprint, ItemOutcome, LimitExceeded, Limits, NamespacePlan,
     NamespaceView, ObservedObject, ObservedSet, Op, OutcomeState, SyncConfigStatus,
-    namespaces_for_config_change, plan_namespace_scoped,
+    namespaces_for_config_change, plan_namespace_full,
 };
 use mirra_runtime::{Cache, TaskGuard};
 use serde_json::Value;
@@ -68,6 +68,10 @@ pub struct KindEntry {
     /// Found by the start-up sweep rather than named by a SyncConfig: kept
     /// until its cache holds its initial list and no copy is left.
     pub swept: bool,
+    /// The kind is cluster-scoped (discovery says so): its copies have no
+    /// namespace and belong to the one their
+    /// [`mirra_mirror::FOR_NAMESPACE_ANNOTATION`] names.
+    pub cluster: bool,
 }
 
 /// A deleteItem watch: a kind, and the fixed name it selects by field
@@ -170,8 +174,24 @@ pub struct State {
     recent_deletes: BTreeMap<ConfigRef, BTreeMap<mirra_mirror::ObjectKey, bool>>,
 }
 
-/// A copy's identity across kinds: `(kind, namespace, name)`.
+/// A copy's identity across kinds: `(kind, namespace, name)`; the
+/// namespace is empty for an object of a cluster-scoped kind.
 pub type CopyId = (KindId, String, String);
+
+/// A namespace as the caches key it: `None` for a cluster-scoped object.
+fn scope(namespace: &str) -> Option<&str> {
+    (!namespace.is_empty()).then_some(namespace)
+}
+
+/// The namespace a cluster-scoped copy was made for, from its mark.
+fn for_namespace(obj: &DynamicObject) -> Option<String> {
+    obj.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(mirra_mirror::FOR_NAMESPACE_ANNOTATION))
+        .filter(|ns| !ns.is_empty())
+        .cloned()
+}
 
 /// FNV-1a, 64 bits: cheap and stable. For `answers` to hide a needed
 /// apply, two copies' identities would have to collide and the body and
@@ -423,8 +443,14 @@ impl State {
                     .as_ref()
                     .and_then(|a| a.get(mirra_mirror::OWNER_ANNOTATION))
                     .is_some_and(|o| *o == owner);
-                if owned && let Some(ns) = &key.namespace {
-                    out.insert(ns.clone());
+                if !owned {
+                    continue;
+                }
+                match &key.namespace {
+                    Some(ns) => {
+                        out.insert(ns.clone());
+                    }
+                    None => out.extend(for_namespace(obj)),
                 }
             }
         }
@@ -568,9 +594,18 @@ impl State {
         let mut keys = BTreeSet::new();
         let changes = entry.copies.apply(event);
         for change in changes {
-            let Some(namespace) = change.key.namespace else {
-                continue;
+            // A cluster-scoped copy is planned with the namespace it was
+            // made for (old and new mark, should someone have edited it).
+            let homes: BTreeSet<String> = match &change.key.namespace {
+                Some(ns) => BTreeSet::from([ns.clone()]),
+                None => change
+                    .old
+                    .iter()
+                    .chain(change.new.iter())
+                    .filter_map(for_namespace)
+                    .collect(),
             };
+            let namespace = change.key.namespace.unwrap_or_default();
             let id = (kind.clone(), namespace, change.key.name);
             self.settle_delete(&id);
             let written = self.own_writes.remove(&id);
@@ -583,7 +618,7 @@ impl State {
                 .and_then(|o| o.metadata.resource_version.as_deref());
             let echo = matches!((&written, version), (Some(w), Some(v)) if w.version == v);
             if !echo {
-                keys.insert(id.1);
+                keys.extend(homes);
             }
         }
         keys
@@ -593,7 +628,7 @@ impl State {
     fn cached_version(&self, id: &CopyId) -> Option<&str> {
         self.kinds
             .get(&id.0)
-            .and_then(|e| e.copies.get(Some(&id.1), &id.2))
+            .and_then(|e| e.copies.get(scope(&id.1), &id.2))
             .and_then(|o| o.metadata.resource_version.as_deref())
     }
 
@@ -683,14 +718,14 @@ impl State {
         let in_copies = self
             .kinds
             .get(kind)
-            .and_then(|e| e.copies.get(Some(namespace), name))
+            .and_then(|e| e.copies.get(scope(namespace), name))
             .is_some_and(|o| live(&o.metadata));
         in_copies
             || self
                 .deletes
                 .iter()
                 .filter(|((k, _), _)| k == kind)
-                .filter_map(|(_, d)| d.objects.get(Some(namespace), name))
+                .filter_map(|(_, d)| d.objects.get(scope(namespace), name))
                 .any(|o| live(&o.metadata))
     }
 
@@ -803,10 +838,51 @@ impl State {
                 }
             }
         }
-        for e in self.kinds.values() {
+        // The names the syncItems of cluster-scoped kinds want here: the
+        // planner must see who holds them, whichever namespace that is for.
+        let view = self
+            .namespaces
+            .get(None, namespace)
+            .map(NamespaceView::from_namespace);
+        let mut cluster_names: BTreeSet<(KindId, String)> = BTreeSet::new();
+        if let Some(view) = &view {
+            for c in self.compiled.values().filter(|c| c.selects(view)) {
+                let Ok(spec) = &c.spec else { continue };
+                for item in &spec.sync_items {
+                    let kind = (item.api_version.clone(), item.kind.clone());
+                    if self.kinds.get(&kind).is_some_and(|e| e.cluster) {
+                        let name = mirra_mirror::template::template_str(&item.name, namespace);
+                        cluster_names.insert((kind, name));
+                    }
+                }
+            }
+        }
+        for (kind, e) in &self.kinds {
             let Resolution::Served(ar) = &e.resolution else {
                 continue;
             };
+            if e.cluster {
+                // Cluster-scoped copies have no namespace index: the ones
+                // made for this namespace are found by their mark. A scan
+                // of the kind's copies, once per plan of a namespace.
+                for (_, o) in e.copies.iter() {
+                    if for_namespace(o).as_deref() == Some(namespace)
+                        && let Some(obs) = observed_from_dynamic(o, ar)
+                    {
+                        set.insert(obs);
+                    }
+                }
+                for (_, name) in cluster_names.iter().filter(|(k, _)| k == kind) {
+                    if let Some(obs) = e
+                        .copies
+                        .get(None, name)
+                        .and_then(|o| observed_from_dynamic(o, ar))
+                    {
+                        set.insert(obs);
+                    }
+                }
+                continue;
+            }
             for o in e.copies.in_namespace(namespace) {
                 if let Some(obs) = observed_from_dynamic(o, ar) {
                     set.insert(obs);
@@ -814,7 +890,7 @@ impl State {
             }
         }
         for ((kind, ns, name), uid) in &self.deletes_in_flight {
-            if ns != namespace {
+            if ns != namespace && !ns.is_empty() {
                 continue;
             }
             let key = mirra_mirror::ObjectRef {
@@ -847,12 +923,19 @@ impl State {
         let view = ns.map(NamespaceView::from_namespace);
         let excluded = |n: &str| settings.never_write.contains(n);
         let honoured = |c: &ConfigRef| settings.scope.honours(&c.namespace);
-        let mut plan = plan_namespace_scoped(
+        let cluster_scoped = |api_version: &str, kind: &str| {
+            self.kinds
+                .get(&(api_version.to_string(), kind.to_string()))
+                .is_some_and(|e| e.cluster)
+        };
+        let mut plan = plan_namespace_full(
+            namespace,
             view.as_ref(),
             &self.compiled_list,
             &observed,
             &excluded,
             &honoured,
+            &cluster_scoped,
         );
         let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
             let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
@@ -939,7 +1022,7 @@ impl State {
                 .filter(|((k, _), _)| k.0 == t.api_version && k.1 == t.kind)
                 .find_map(|(_, d)| d.resource.clone()),
         }?;
-        let cached = entry.and_then(|e| e.copies.get(Some(&t.namespace), &t.name));
+        let cached = entry.and_then(|e| e.copies.get(scope(&t.namespace), &t.name));
         Some(WriteTarget {
             resource: ar,
             uid: cached.and_then(|o| o.metadata.uid.clone()),

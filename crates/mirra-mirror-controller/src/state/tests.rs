@@ -55,6 +55,7 @@ fn state_with(copies: Vec<DynamicObject>) -> State {
             copies: cache,
             task: None,
             swept: false,
+            cluster: false,
         },
     );
     s
