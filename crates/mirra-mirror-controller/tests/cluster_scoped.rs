@@ -390,3 +390,71 @@ async fn shared_cluster_scoped_names_are_reported_and_never_written_nor_fought_o
     assert_eq!(stats.writes(), 0, "restart wrote: {:?}", stats.requests);
     ctl.stop().await;
 }
+
+/// A kind that is cluster-scoped at one version and not served at another
+/// (ClusterRole at `rbac.authorization.k8s.io/v1beta1`, removed in 1.22):
+/// the unserved item fails in every selected namespace, naming the version,
+/// and the served one syncs; nothing of the unserved version is written,
+/// across verification passes too.
+#[tokio::test]
+async fn a_cluster_scoped_kind_at_a_version_the_server_does_not_serve_fails_clearly() {
+    let env = Env::new().await;
+    env.create_ns("v-a", &[("team", "a")]).await;
+    env.create_ns("v-b", &[("team", "a")]).await;
+    let mut old = role_item("old-${PROJECT_NAME}");
+    old["apiVersion"] = json!("rbac.authorization.k8s.io/v1beta1");
+    env.create_sc(
+        "versions",
+        json!({}),
+        spec_for_team("a", vec![role_item("new-${PROJECT_NAME}"), old]),
+    )
+    .await;
+    let mut s = settings();
+    s.verify_interval = Some(Duration::from_millis(30));
+    let ctl = env.start(s);
+    wait_for("served version synced", || async {
+        role(&env, "new-v-a").await.is_some() && role(&env, "new-v-b").await.is_some()
+    })
+    .await;
+    wait_for("unserved version reported", || async {
+        env.condition("versions", "Degraded")
+            .await
+            .is_some_and(|c| {
+                c.0 == "True"
+                    && c.2.contains("does not serve kind ClusterRole")
+                    && c.2.contains("v1beta1")
+            })
+    })
+    .await;
+    let status = env.status("versions").await;
+    assert_eq!(status["synchronizedItemCount"], 2, "{status}");
+    assert_eq!(status["failedItemCount"], 2, "{status}");
+    assert!(role(&env, "old-v-a").await.is_none());
+
+    // Each verification pass asks discovery again for the unserved version
+    // (a CRD or an aggregated API may serve it since), so the controller
+    // is never idle here; what it must not do is write.
+    let passes = |n: f64| {
+        let skipped = ctl.metric("mirra_skipped_writes_total");
+        let ctl = &ctl;
+        async move {
+            wait_for("verification passes", || async {
+                ctl.metric("mirra_skipped_writes_total") >= skipped + n
+            })
+            .await;
+        }
+    };
+    passes(3.0).await;
+    let before = env.sb.stats();
+    passes(10.0).await;
+    let after = env.sb.stats();
+    assert_eq!(
+        after.writes(),
+        before.writes(),
+        "{:?} then {:?}",
+        before.requests,
+        after.requests
+    );
+    assert!(role(&env, "old-v-b").await.is_none());
+    ctl.stop().await;
+}
