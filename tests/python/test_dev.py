@@ -109,3 +109,55 @@ def test_dev_runs_both_jobs(dev):
     assert "mirra_writes_total" in metrics
     assert "mirra_catalog_" in metrics
     assert proc.poll() is None
+
+
+def test_dev_examples_apply_the_bundled_examples_from_any_directory():
+    """`mirra dev --examples` applies the examples itself, from a directory
+    without them: copies and Consul registrations appear with no kubectl."""
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.Popen(
+            [mirra_bin(), "dev", "--examples", "--kubeconfig-out", "kc"],
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            lines = []
+            while not any(line.startswith("Press Ctrl-C") for line in lines):
+                line = proc.stdout.readline()
+                assert line, f"mirra dev ended early: {lines}"
+                lines.append(line.strip())
+            applied = [line for line in lines if line.startswith("applied ")]
+            assert applied == [
+                "applied Namespace team-a",
+                "applied Namespace team-b",
+                "applied Namespace sandbox",
+                "applied SyncConfig team-defaults",
+                "applied Service web",
+                "applied EndpointSlice web-abc12",
+            ], lines
+            # The hint no longer asks for a path that may not exist here.
+            assert not any("kubectl apply -f examples/" in line for line in lines), lines
+            consul_url = next(line for line in lines if line.startswith("consul api listening on "))
+            env = dict(os.environ, KUBECONFIG=os.path.join(tmp, "kc"), KUBECACHEDIR=os.path.join(tmp, "cache"))
+
+            def copies():
+                p = subprocess.run(
+                    ["kubectl", "get", "configmaps", "-A", "-l", "app.kubernetes.io/managed-by=mirra", "-o", "json"],
+                    env=env, capture_output=True, text=True, timeout=60, check=True,
+                )
+                found = sorted(i["metadata"]["namespace"] for i in json.loads(p.stdout)["items"])
+                return found if found == ["team-a", "team-b"] else None
+
+            wait_for("copies in team-a and team-b", copies)
+            host, port = consul_url.removeprefix("consul api listening on http://").split(":")
+            c = consul.Consul(host=host, port=int(port))
+
+            def web_instances():
+                _, nodes = c.catalog.service("web")
+                return nodes if len(nodes) == 2 else None
+
+            wait_for("two web instances in Consul", web_instances)
+        finally:
+            stop_process(proc)

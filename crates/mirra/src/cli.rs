@@ -133,6 +133,13 @@ pub struct DevArgs {
     /// controllers (port 0 picks a free port).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub health_listen: SocketAddr,
+    /// Apply the bundled examples once both controllers run: two team
+    /// namespaces and a SyncConfig copying a ConfigMap and a NetworkPolicy
+    /// into them, and a Service with two endpoints that the catalog sync
+    /// registers in Consul. They are built into the binary, so this works
+    /// from any directory.
+    #[arg(long)]
+    pub examples: bool,
 }
 
 /// `mirra sandbox ...`.

@@ -191,11 +191,18 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
     announce(&format!("kubernetes api listening on {kube_url}"))?;
     announce(&format!("consul api listening on {consul_url}"))?;
     announce(&format!("metrics and health on {health_url}"))?;
+    let first_step = if args.examples {
+        apply_examples(&kube_url).await?;
+        "  # the bundled examples are applied (mirra dev --examples)".to_string()
+    } else {
+        "  kubectl apply -f examples/   # from the repository; or start with `mirra dev --examples`"
+            .to_string()
+    };
     announce(&format!(
         "\nRunning: the mirror controller (SyncConfigs in namespace {DEV_WATCH_NAMESPACE}) and the \
          catalog sync (Services of every namespace but kube-system, on Consul node {DEV_CONSUL_NODE}; \
          Consul services back as ExternalName Services in default).\n\
-         Try:\n  export KUBECONFIG={kubeconfig}\n  kubectl apply -f examples/\n  \
+         Try:\n  export KUBECONFIG={kubeconfig}\n{first_step}\n  \
          kubectl get configmaps -A -l app.kubernetes.io/managed-by=mirra\n  \
          kubectl get syncconfigs\n  \
          curl {consul_url}/v1/catalog/services\n\n\
@@ -248,6 +255,66 @@ async fn mirror_and_catalog_failed(
 
 /// Installs (or updates) the SyncConfig CRD, as `mirra crds | kubectl
 /// apply -f -` would.
+/// The files of `examples/`, in the order they apply.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "01-namespaces.yaml",
+        include_str!("../../../examples/01-namespaces.yaml"),
+    ),
+    (
+        "02-syncconfig.yaml",
+        include_str!("../../../examples/02-syncconfig.yaml"),
+    ),
+    (
+        "03-service.yaml",
+        include_str!("../../../examples/03-service.yaml"),
+    ),
+];
+
+/// Applies the bundled examples to the sandbox, as `kubectl apply
+/// --server-side` would (field manager `mirra-dev`).
+async fn apply_examples(kube_url: &str) -> anyhow::Result<()> {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use kube::discovery::Scope;
+    use serde::Deserialize;
+
+    let client =
+        kube::Client::try_from(kube::Config::new(kube_url.parse().context("sandbox URL")?))
+            .context("Kubernetes client")?;
+    for (file, text) in EXAMPLES {
+        for doc in serde_yaml::Deserializer::from_str(text) {
+            let value = serde_yaml::Value::deserialize(doc)
+                .with_context(|| format!("examples/{file}: not YAML"))?;
+            if value.is_null() {
+                continue;
+            }
+            let obj: DynamicObject = serde_yaml::from_value(value)
+                .with_context(|| format!("examples/{file}: not a Kubernetes object"))?;
+            let types = obj
+                .types
+                .clone()
+                .with_context(|| format!("examples/{file}: an object without apiVersion/kind"))?;
+            let gvk = kube::api::GroupVersionKind::try_from(&types)
+                .with_context(|| format!("examples/{file}: apiVersion {}", types.api_version))?;
+            let (ar, caps) = kube::discovery::pinned_kind(&client, &gvk)
+                .await
+                .with_context(|| format!("examples/{file}: the sandbox does not serve {gvk:?}"))?;
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            let api: Api<DynamicObject> = match (caps.scope, obj.metadata.namespace.as_deref()) {
+                (Scope::Namespaced, ns) => {
+                    Api::namespaced_with(client.clone(), ns.unwrap_or("default"), &ar)
+                }
+                (Scope::Cluster, _) => Api::all_with(client.clone(), &ar),
+            };
+            api.patch(&name, &PatchParams::apply("mirra-dev"), &Patch::Apply(&obj))
+                .await
+                .with_context(|| format!("examples/{file}: applying {} {name}", types.kind))?;
+            announce(&format!("applied {} {name}", types.kind))?;
+        }
+    }
+    Ok(())
+}
+
 async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams};
