@@ -16,7 +16,7 @@ use kube::runtime::watcher::Event;
 use mirra_mirror::{ConfigRef, SyncConfigStatus};
 use mirra_runtime::{Cache, TaskGuard};
 
-use super::{DeleteEntry, DeleteWatchId, KindEntry, KindId, Resolution, State};
+use super::{DeleteEntry, DeleteWatchId, KindEntry, KindId, MarkIndex, Resolution, State};
 
 /// A status the writer should send: computed from the caches and the
 /// outcomes, different from the stored one.
@@ -326,6 +326,7 @@ impl State {
                     resolution: Resolution::Pending,
                     unavailable: None,
                     copies: Cache::new(),
+                    marked: MarkIndex::default(),
                     task: None,
                     swept: false,
                     cluster: false,
@@ -416,6 +417,7 @@ impl State {
                 resolution: Resolution::Served(ar.clone()),
                 unavailable: None,
                 copies: Cache::new(),
+                marked: MarkIndex::default(),
                 task: None,
                 swept: true,
                 cluster,

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::config_object::ConfigObject;
 use crate::settings::Settings;
+use mark_index::MarkIndex;
 
 /// A kind as SyncConfigs name it: `(apiVersion, kind)`.
 pub type KindId = (String, String);
@@ -60,8 +61,14 @@ pub struct KindEntry {
     pub resolution: Resolution,
     /// Set while the copies watch is refused.
     pub unavailable: Option<Unavailable>,
-    /// mirra's copies (label-selected), managedFields stripped.
+    /// mirra's copies (label-selected), managedFields stripped. Changed
+    /// only through [`mark_index::apply_indexed`], which keeps `marked` in
+    /// step.
     pub copies: Cache<DynamicObject>,
+    /// `copies` by the namespace their
+    /// [`mirra_mirror::FOR_NAMESPACE_ANNOTATION`] names: how a plan finds
+    /// the cluster-scoped copies of its namespace without a scan.
+    pub marked: MarkIndex,
     /// The watch feeding `copies`; aborted when the entry is dropped.
     #[allow(dead_code)] // held for its Drop
     pub task: Option<TaskGuard>,
@@ -592,7 +599,7 @@ impl State {
             return BTreeSet::new();
         };
         let mut keys = BTreeSet::new();
-        let changes = entry.copies.apply(event);
+        let changes = mark_index::apply_indexed(&mut entry.copies, &mut entry.marked, event);
         for change in changes {
             // A cluster-scoped copy is planned with the namespace it was
             // made for (old and new mark, should someone have edited it).
@@ -862,12 +869,14 @@ impl State {
                 continue;
             };
             if e.cluster {
-                // Cluster-scoped copies have no namespace index: the ones
-                // made for this namespace are found by their mark. A scan
-                // of the kind's copies, once per plan of a namespace.
-                for (_, o) in e.copies.iter() {
-                    if for_namespace(o).as_deref() == Some(namespace)
-                        && let Some(obs) = observed_from_dynamic(o, ar)
+                // Cluster-scoped copies have no namespace: the ones made
+                // for this namespace are found by their mark, through the
+                // index (reads only this namespace's copies).
+                for key in e.marked.marked_for(namespace) {
+                    if let Some(obs) = e
+                        .copies
+                        .get_key(key)
+                        .and_then(|o| observed_from_dynamic(o, ar))
                     {
                         set.insert(obs);
                     }
@@ -1116,6 +1125,7 @@ impl State {
 }
 
 mod bookkeeping;
+mod mark_index;
 #[cfg(test)]
 mod tests;
 

@@ -52,6 +52,7 @@ fn state_with(copies: Vec<DynamicObject>) -> State {
         KindEntry {
             resolution: Resolution::Served(configmaps()),
             unavailable: None,
+            marked: MarkIndex::of(&cache),
             copies: cache,
             task: None,
             swept: false,
