@@ -144,6 +144,44 @@ fn keep_expectation(
         && now.duration_since(since) < OVERLAY_TTL
 }
 
+/// Expectations sorted by what an answer at one index says of them.
+struct Judged {
+    /// Confirmed, or still ahead of the answer: changes to these IDs are
+    /// mirra's own.
+    ours: BTreeSet<String>,
+    /// Still needed after this answer.
+    kept: BTreeSet<String>,
+    /// Read after mirra's commit and different from it: changed since by
+    /// someone else, even if equal to the answer before mirra's write.
+    contradicted: BTreeSet<String>,
+}
+
+/// Sorts expectations `(id, confirmed by the answer, commit index, since)`
+/// by what an answer at `answer_index`, read by `now`, says of them.
+fn judge<'a>(
+    answer_index: u64,
+    now: Instant,
+    expectations: impl Iterator<Item = (&'a String, bool, Option<u64>, Instant)>,
+) -> Judged {
+    let mut out = Judged {
+        ours: BTreeSet::new(),
+        kept: BTreeSet::new(),
+        contradicted: BTreeSet::new(),
+    };
+    for (id, confirmed, commit, since) in expectations {
+        let keep = keep_expectation(confirmed, commit, answer_index, since, now);
+        if confirmed || keep {
+            out.ours.insert(id.clone());
+        } else if commit.is_some_and(|c| answer_index >= c) {
+            out.contradicted.insert(id.clone());
+        }
+        if keep {
+            out.kept.insert(id.clone());
+        }
+    }
+    out
+}
+
 /// Whether two check lists hold the same checks, in any order.
 fn same_checks(a: &[CompactCheck], b: &[CompactCheck]) -> bool {
     a.len() == b.len() && a.iter().all(|c| b.iter().any(|x| x.same_content(c)))
@@ -334,27 +372,22 @@ impl CatalogIndex {
         // Each expectation is confirmed by this answer, still ahead of it
         // (kept), or contradicted by a later change: only the last is
         // someone else's doing, so only those IDs may count as drift.
-        let mut kept = BTreeSet::new();
-        let mut ours = BTreeSet::new();
-        let mut contradicted = BTreeSet::new();
-        for (id, exp) in &self.overlay {
-            let confirmed = match (&exp.state, snap.instances.get(id)) {
-                (None, None) => true,
-                (Some(want), Some(have)) => want.same_content(have),
-                _ => false,
-            };
-            let keep = keep_expectation(confirmed, exp.index, index, exp.since, now);
-            if confirmed || keep {
-                ours.insert(id.clone());
-            } else if exp.index.is_some_and(|commit| index >= commit) {
-                // Read after our commit and different from it: changed
-                // since, even if it equals the answer before our write.
-                contradicted.insert(id.clone());
-            }
-            if keep {
-                kept.insert(id.clone());
-            }
-        }
+        let Judged {
+            ours,
+            kept,
+            contradicted,
+        } = judge(
+            index,
+            now,
+            self.overlay.iter().map(|(id, exp)| {
+                let confirmed = match (&exp.state, snap.instances.get(id)) {
+                    (None, None) => true,
+                    (Some(want), Some(have)) => want.same_content(have),
+                    _ => false,
+                };
+                (id, confirmed, exp.index, exp.since)
+            }),
+        );
         let mut drift = if self.observed_seen {
             crate::repair::drifted(&self.observed, &snap.instances, &ours, |a, b| {
                 a.same_content(b)
@@ -386,22 +419,18 @@ impl CatalogIndex {
     pub fn on_checks(&mut self, snap: CheckSnapshot, now: Instant) -> BTreeSet<ServiceKey> {
         let index = snap.index;
         // As for instances: only a contradicted expectation may be drift.
-        let mut kept = BTreeSet::new();
-        let mut ours = BTreeSet::new();
-        let mut contradicted = BTreeSet::new();
-        for (id, exp) in &self.check_overlay {
-            let have = snap.checks.get(id).map(Vec::as_slice).unwrap_or_default();
-            let confirmed = same_checks(&exp.checks, have);
-            let keep = keep_expectation(confirmed, exp.index, index, exp.since, now);
-            if confirmed || keep {
-                ours.insert(id.clone());
-            } else if exp.index.is_some_and(|commit| index >= commit) {
-                contradicted.insert(id.clone());
-            }
-            if keep {
-                kept.insert(id.clone());
-            }
-        }
+        let Judged {
+            ours,
+            kept,
+            contradicted,
+        } = judge(
+            index,
+            now,
+            self.check_overlay.iter().map(|(id, exp)| {
+                let have = snap.checks.get(id).map(Vec::as_slice).unwrap_or_default();
+                (id, same_checks(&exp.checks, have), exp.index, exp.since)
+            }),
+        );
         let mut drift = if self.checks_seen {
             crate::repair::drifted(&self.checks, &snap.checks, &ours, |a, b| same_checks(a, b))
         } else {
@@ -641,6 +670,35 @@ impl CatalogIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_expectations_contradicted_after_the_commit_are_someone_elses() {
+        let t = Instant::now();
+        let later = t + OVERLAY_TTL;
+        let ids: Vec<String> = ["shown", "ahead", "changed", "unknown", "expired"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let j = judge(
+            10,
+            t,
+            [
+                (&ids[0], true, Some(10), t),
+                (&ids[1], false, Some(11), t),
+                (&ids[2], false, Some(10), t),
+                (&ids[3], false, None, t),
+            ]
+            .into_iter(),
+        );
+        let set = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+        assert_eq!(j.ours, set(&["shown", "ahead", "unknown"]));
+        assert_eq!(j.kept, set(&["ahead", "unknown"]));
+        assert_eq!(j.contradicted, set(&["changed"]));
+        // Without a commit index nothing can be told once the TTL passed:
+        // dropped, neither ours nor someone else's (the pass decides).
+        let j = judge(10, later, [(&ids[4], false, None, t)].into_iter());
+        assert!(j.ours.is_empty() && j.kept.is_empty() && j.contradicted.is_empty());
+    }
 
     #[test]
     fn expectations_yield_to_answers_read_after_the_commit() {
