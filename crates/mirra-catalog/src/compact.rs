@@ -672,6 +672,35 @@ mod tests {
     }
 
     #[test]
+    fn an_owned_instance_in_another_namespace_is_removed_before_it_is_registered() {
+        let s = SyncSettings::default();
+        let mut want = reg();
+        want.namespace = Some("new".into());
+        let mut have = echo(&want, None, &s);
+        // Where it is now decides: in `old`, one removal and nothing else;
+        // in `NEW` (Consul compares without case), nothing at all.
+        have.namespace = Some("old".into());
+        let desired = BTreeMap::from([(want.id.clone(), want.clone())]);
+        let observed = BTreeMap::from([(want.id.clone(), have.clone())]);
+        let ops = crate::plan::plan(&desired, &observed, &s);
+        assert!(
+            matches!(ops.as_slice(), [crate::plan::CatalogOp::Deregister { service_id, .. }] if service_id == "web-1"),
+            "{ops:?}"
+        );
+        have.namespace = Some("NEW".into());
+        let observed = BTreeMap::from([(want.id.clone(), have)]);
+        assert!(crate::plan::plan(&desired, &observed, &s).is_empty());
+        // Without namespaces the namespace Consul reports is not looked at.
+        let mut plain = reg();
+        plain.namespace = None;
+        let mut have = echo(&plain, None, &s);
+        have.namespace = Some("default".into());
+        let desired = BTreeMap::from([(plain.id.clone(), plain)]);
+        let observed = BTreeMap::from([("web-1".to_owned(), have)]);
+        assert!(crate::plan::plan(&desired, &observed, &s).is_empty());
+    }
+
+    #[test]
     fn a_registration_and_its_echo_fingerprint_alike() {
         let s = SyncSettings::default();
         let r = reg();
