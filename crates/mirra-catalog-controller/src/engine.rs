@@ -153,7 +153,18 @@ pub async fn run(
     let watch_opts = WatchOptions {
         wait: engine.settings.consul_wait,
         min_interval: OBSERVED_MIN_INTERVAL,
-        ..WatchOptions::default()
+        // With namespaces, mirra's instances are spread over many: both
+        // reads cover every namespace of the partition, so that ownership,
+        // adoption and removal see all of them.
+        query: mirra_consul::QueryOptions {
+            namespace: engine
+                .settings
+                .sync
+                .consul_namespaces
+                .enabled()
+                .then(|| "*".to_owned()),
+            ..mirra_consul::QueryOptions::default()
+        },
     };
     let node_name = engine.settings.sync.consul_node_name.clone();
     let pause = mirra_consul::Pause::new(engine.writer.writing(), MAX_READ_DEFERRAL);

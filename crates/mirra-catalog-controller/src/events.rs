@@ -19,6 +19,9 @@ pub const EVENT_REASON: &str = "InvalidAnnotation";
 /// Reason of the warning Event for instances another writer keeps
 /// changing in Consul.
 pub const EVENT_REASON_CONTESTED: &str = "ContestedInConsul";
+/// Reason of the warning Event for a Consul namespace that could not be
+/// found or created.
+pub const EVENT_REASON_NAMESPACE: &str = "ConsulNamespaceFailed";
 /// Component named in warning Events.
 pub const EVENT_COMPONENT: &str = "mirra-sync-catalog";
 
@@ -66,6 +69,23 @@ impl WarningEvents {
                            another writer manages them too; mirra keeps repairing them, spaced out"
                 .to_owned();
             self.create(&svc, EVENT_REASON_CONTESTED, message).await;
+        }
+    }
+
+    /// A warning Event on each Service bound for a Consul namespace that
+    /// could not be found or created (the writer logged it already).
+    pub async fn send_namespace_failed(
+        &self,
+        services: Vec<Service>,
+        namespace: &str,
+        error: &str,
+    ) {
+        for svc in services {
+            let message = format!(
+                "Consul namespace {namespace:?} could not be created: {error}; \
+                 this Service is not synced until it can be, other namespaces keep syncing"
+            );
+            self.create(&svc, EVENT_REASON_NAMESPACE, message).await;
         }
     }
 

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use mirra_catalog::annotations::parse_go_bool;
-use mirra_catalog::{NodePortSyncType, PortLayout, SyncSettings};
+use mirra_catalog::{ConsulNamespaces, NodePortSyncType, PortLayout, SyncSettings};
 use mirra_consul::{ConsulConfig, Overrides};
 use mirra_runtime::{LeaseDeadline, QueueConfig};
 
@@ -239,9 +239,10 @@ pub struct SyncCatalogArgs {
     #[arg(long = "k8s-source-namespace", default_value = "")]
     pub k8s_source_namespace: String,
     /// Consul Enterprise namespaces: register Services into
-    /// `-consul-destination-namespace`. Only `default` is supported yet:
-    /// with another destination, or with `-enable-k8s-namespace-mirroring`,
-    /// `true` stops mirra at start.
+    /// `-consul-destination-namespace`, or with
+    /// `-enable-k8s-namespace-mirroring` into the namespace named after
+    /// their Kubernetes namespace; namespaces that do not exist are
+    /// created.
     #[arg(long = "enable-namespaces", default_value = "false", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub enable_namespaces: bool,
@@ -260,8 +261,9 @@ pub struct SyncCatalogArgs {
     /// namespace mirroring, as in consul-k8s.
     #[arg(long = "k8s-namespace-mirroring-prefix", default_value = "")]
     pub k8s_namespace_mirroring_prefix: String,
-    /// ACL policy attached to each Consul namespace created for synced
-    /// Services. Ignored without `-enable-namespaces`, as in consul-k8s.
+    /// ACL policy linked as a policy default of each Consul namespace
+    /// created for synced Services. Ignored without `-enable-namespaces`,
+    /// as in consul-k8s.
     #[arg(long = "consul-cross-namespace-acl-policy", default_value = "")]
     pub consul_cross_namespace_acl_policy: String,
     /// No-op: metrics are always served on `-metrics-port` (consul-k8s
@@ -402,15 +404,6 @@ pub enum SettingsError {
     /// The Consul connection settings are invalid.
     #[error(transparent)]
     Consul(#[from] mirra_consul::ConfigError),
-    /// `-enable-namespaces=true` with mirroring or a destination other
-    /// than `default`: not synced yet; starting would register every
-    /// Service in the default namespace, where nobody looks for it.
-    #[error(
-        "-enable-namespaces=true with -enable-k8s-namespace-mirroring=true or a \
-         -consul-destination-namespace other than \"default\" is not supported yet: mirra \
-         registers Services only in the default Consul namespace (of -partition)"
-    )]
-    NamespacesUnsupported,
     /// `-metrics-path` other than `/metrics`.
     #[error("-metrics-path {0:?} is not supported: metrics are served at /metrics only")]
     MetricsPath(String),
@@ -459,6 +452,9 @@ pub struct Settings {
     pub repair_backoff_cap: Duration,
     /// Time without drift after a repair that ends a fight.
     pub repair_quiet: Duration,
+    /// `-consul-cross-namespace-acl-policy`: linked as a policy default of
+    /// every Consul namespace mirra creates (empty: none).
+    pub cross_namespace_acl_policy: String,
 }
 
 /// Default of [`Settings::kube_write_timeout`]: 10 s, as the mirror
@@ -500,19 +496,12 @@ impl Settings {
             repair_backoff_base: crate::repair::DEFAULT_REPAIR_BACKOFF_BASE,
             repair_backoff_cap: crate::repair::DEFAULT_REPAIR_BACKOFF_CAP,
             repair_quiet: crate::repair::DEFAULT_REPAIR_QUIET,
+            cross_namespace_acl_policy: String::new(),
         }
     }
 
     /// Validates the flags and builds the settings.
     pub fn from_args(args: &SyncCatalogArgs) -> Result<Self, SettingsError> {
-        // Everything into `default` is what mirra does without namespaces
-        // (that namespace always exists and is never created).
-        if args.enable_namespaces
-            && (args.enable_k8s_namespace_mirroring
-                || args.consul_destination_namespace != "default")
-        {
-            return Err(SettingsError::NamespacesUnsupported);
-        }
         if args.metrics_path != "/metrics" {
             return Err(SettingsError::MetricsPath(args.metrics_path.clone()));
         }
@@ -546,6 +535,12 @@ impl Settings {
             port_layout: args.port_layout,
             k8s_write_namespace: args.k8s_write_namespace.clone(),
             consul_domain: args.consul_domain.clone(),
+            consul_namespaces: ConsulNamespaces::from_flags(
+                args.enable_namespaces,
+                &args.consul_destination_namespace,
+                args.enable_k8s_namespace_mirroring,
+                &args.k8s_namespace_mirroring_prefix,
+            ),
             ..SyncSettings::default()
         };
         sync.validate()?;
@@ -568,6 +563,9 @@ impl Settings {
         s.txn_batch = args.txn_batch_size;
         s.txn_concurrency = usize::from(args.txn_concurrency);
         s.purge = args.purge_k8s_services_from_node;
+        if args.enable_namespaces {
+            s.cross_namespace_acl_policy = args.consul_cross_namespace_acl_policy.clone();
+        }
         Ok(s)
     }
 }
@@ -632,7 +630,10 @@ impl SyncCatalogArgs {
                     out.push((flag, "only used with -enable-namespaces (as in consul-k8s)"));
                 }
             }
-        } else if !self.consul_cross_namespace_acl_policy.is_empty() {
+        } else if !self.consul_cross_namespace_acl_policy.is_empty()
+            && !self.enable_k8s_namespace_mirroring
+            && self.consul_destination_namespace == mirra_catalog::DEFAULT_CONSUL_NAMESPACE
+        {
             out.push((
                 "-consul-cross-namespace-acl-policy",
                 "every Service goes into the default namespace, which is never created",

@@ -61,6 +61,8 @@ pub struct CatalogMetrics {
     cas_conflicts: Counter,
     repairs: Counter,
     contested_repairs: Counter,
+    namespaces_created: Counter,
+    namespace_failures: Counter,
 }
 
 impl Default for CatalogMetrics {
@@ -83,6 +85,8 @@ impl Default for CatalogMetrics {
             cas_conflicts: Counter::default(),
             repairs: Counter::default(),
             contested_repairs: Counter::default(),
+            namespaces_created: Counter::default(),
+            namespace_failures: Counter::default(),
         }
     }
 }
@@ -176,6 +180,16 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
         "Planned writes (a registration, a removal, the node's creation) Consul refused because the catalog changed since mirra planned them (failed cas precondition); read again and planned again",
         m.cas_conflicts.clone(),
     );
+    reg.register(
+        "namespaces_created",
+        "Consul Enterprise namespaces mirra created for synced Services (with -enable-namespaces)",
+        m.namespaces_created.clone(),
+    );
+    reg.register(
+        "namespace_failures",
+        "Attempts to find or create a Consul namespace that failed; the Services bound for it wait and are retried, the other namespaces keep syncing",
+        m.namespace_failures.clone(),
+    );
     m
 }
 
@@ -198,6 +212,26 @@ impl CatalogMetrics {
     /// Fights with another writer, so far.
     pub fn contested_repairs_total(&self) -> u64 {
         self.contested_repairs.get()
+    }
+
+    /// Consul namespaces created, so far.
+    pub fn namespaces_created_total(&self) -> u64 {
+        self.namespaces_created.get()
+    }
+
+    /// Failed attempts to find or create a Consul namespace, so far.
+    pub fn namespace_failures_total(&self) -> u64 {
+        self.namespace_failures.get()
+    }
+
+    /// One Consul namespace created.
+    pub(crate) fn namespace_created(&self) {
+        self.namespaces_created.inc();
+    }
+
+    /// One failed attempt to find or create a Consul namespace.
+    pub(crate) fn namespace_failure(&self) {
+        self.namespace_failures.inc();
     }
 
     /// One committed transaction.

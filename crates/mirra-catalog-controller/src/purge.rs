@@ -26,8 +26,17 @@ pub(crate) async fn purge(
     let mut purged = 0;
     let mut rereads = 0;
     'read: loop {
+        // With namespaces, mirra's instances may be in any of them.
+        let q = QueryOptions {
+            namespace: settings
+                .sync
+                .consul_namespaces
+                .enabled()
+                .then(|| "*".to_owned()),
+            ..QueryOptions::default()
+        };
         let snap = consul
-            .node_services(&node, &QueryOptions::default())
+            .node_services(&node, &q)
             .await
             .map_err(ControllerError::Purge)?;
         let snap_node = snap
@@ -46,6 +55,11 @@ pub(crate) async fn purge(
             .filter_map(|s| {
                 let index = s.modify_index;
                 let (id, i) = observed_instance(&snap_node, s);
+                let namespace = settings.sync.consul_namespaces.enabled().then(|| {
+                    i.namespace
+                        .clone()
+                        .unwrap_or_else(|| mirra_catalog::DEFAULT_CONSUL_NAMESPACE.to_owned())
+                });
                 is_owned(&i, &settings.sync).then(|| Planned {
                     op: CatalogOp::Deregister {
                         node: node.clone(),
@@ -56,6 +70,7 @@ pub(crate) async fn purge(
                     key: None,
                     index,
                     check_index: 0,
+                    namespace,
                 })
             })
             .flat_map(|p| to_txn_ops(&p, &node))

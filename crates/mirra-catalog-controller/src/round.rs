@@ -24,7 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Service;
 use mirra_catalog::plan::plan_detailed;
 use mirra_catalog::{
-    CatalogOp, CompactCheck, CompactView, Conflict, Registration, ServiceKey, Warning,
+    CatalogOp, CompactCheck, CompactView, Conflict, ObservedView, Registration, ServiceKey,
+    SyncSettings, Warning,
 };
 
 use crate::index::CatalogIndex;
@@ -44,6 +45,10 @@ pub struct Planned {
     /// `ModifyIndex` of the check the operation writes or removes (0: it
     /// does not exist).
     pub check_index: u64,
+    /// The Consul Enterprise namespace the operation writes in: the
+    /// registration's, or where the instance was read for a removal.
+    /// `None` without namespaces (nothing about namespaces is sent).
+    pub namespace: Option<String>,
 }
 
 /// What planning a round (or a part of a verification pass) came to.
@@ -249,11 +254,13 @@ impl CatalogIndex {
             .map(|op| {
                 let key = key_of(&op);
                 let (index, check_index) = planned_indexes(&op, &observed);
+                let namespace = planned_namespace(&op, &observed, &self.sync);
                 Planned {
                     op,
                     key,
                     index,
                     check_index,
+                    namespace,
                 }
             })
             .collect();
@@ -304,6 +311,29 @@ pub fn op_service_id(op: &CatalogOp) -> &str {
 /// The indexes an operation is planned from: the instance's and the
 /// written or removed check's `ModifyIndex` in the view the plan saw (0
 /// where the view has none, i.e. "must not exist yet").
+/// The namespace an operation writes in (see [`Planned::namespace`]).
+fn planned_namespace(
+    op: &CatalogOp,
+    observed: &BTreeMap<String, CompactView<'_>>,
+    sync: &SyncSettings,
+) -> Option<String> {
+    if !sync.consul_namespaces.enabled() {
+        return None;
+    }
+    match op {
+        CatalogOp::Register(r) => r.namespace.clone(),
+        // Where Consul showed the instance (the planner removes only what
+        // it read); Consul's `default` when it named none.
+        CatalogOp::Deregister { .. } | CatalogOp::DeregisterCheck { .. } => Some(
+            observed
+                .get(op_service_id(op))
+                .and_then(|v| v.namespace())
+                .unwrap_or(mirra_catalog::DEFAULT_CONSUL_NAMESPACE)
+                .to_owned(),
+        ),
+    }
+}
+
 fn planned_indexes(op: &CatalogOp, observed: &BTreeMap<String, CompactView<'_>>) -> (u64, u64) {
     let check_in = |view: Option<&CompactView<'_>>, check_id: &str| {
         view.and_then(|v| v.checks.iter().find(|c| c.check_id() == check_id))
@@ -362,6 +392,7 @@ mod tests {
                 meta: BTreeMap::new(),
                 weights: mirra_catalog::Weights::default(),
                 check: None,
+                namespace: None,
             })
         };
         let dereg = |id: &str| CatalogOp::Deregister {
@@ -381,36 +412,42 @@ mod tests {
                 key: key("b"),
                 index: 0,
                 check_index: 0,
+                namespace: None,
             },
             Planned {
                 op: dereg("orphan"),
                 key: None,
                 index: 0,
                 check_index: 0,
+                namespace: None,
             },
             Planned {
                 op: dereg("a-old"),
                 key: key("a"),
                 index: 0,
                 check_index: 0,
+                namespace: None,
             },
             Planned {
                 op: check("ns/a-keep"),
                 key: key("a"),
                 index: 0,
                 check_index: 0,
+                namespace: None,
             },
             Planned {
                 op: reg("b-new"),
                 key: key("b"),
                 index: 0,
                 check_index: 0,
+                namespace: None,
             },
             Planned {
                 op: reg("a-new"),
                 key: key("a"),
                 index: 0,
                 check_index: 0,
+                namespace: None,
             },
         ];
         order_by_key(&mut planned);

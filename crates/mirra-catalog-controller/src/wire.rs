@@ -120,6 +120,7 @@ pub(crate) fn observed_instance(
                 .unwrap_or_default(),
             enable_tag_override: s.enable_tag_override,
             checks: None,
+            namespace: Some(s.namespace).filter(|n| !n.is_empty()),
         };
         (id, inst)
     }
@@ -223,6 +224,9 @@ pub(crate) fn node_op(sync: &mirra_catalog::SyncSettings) -> TxnOp {
 /// state. The instance's `cas` also guards its check's: both are in one
 /// transaction, which commits whole or not at all.
 pub(crate) fn to_txn_ops(p: &Planned, node: &str) -> Vec<TxnOp> {
+    // Empty (left out of the body) without namespaces: the client then
+    // fills in its own, as it always did.
+    let ns = p.namespace.clone().unwrap_or_default();
     match &p.op {
         CatalogOp::Register(r) => {
             let mut out = vec![TxnOp::Service {
@@ -252,6 +256,7 @@ pub(crate) fn to_txn_ops(p: &Planned, node: &str) -> Vec<TxnOp> {
                         warning: r.weights.warning,
                     }),
                     modify_index: p.index,
+                    namespace: ns.clone(),
                     ..mirra_consul::Service::default()
                 },
             }];
@@ -268,6 +273,7 @@ pub(crate) fn to_txn_ops(p: &Planned, node: &str) -> Vec<TxnOp> {
                         service_name: r.name.clone(),
                         r#type: c.check_type().to_owned(),
                         modify_index: p.check_index,
+                        namespace: ns.clone(),
                         ..HealthCheck::default()
                     },
                 });
@@ -285,6 +291,7 @@ pub(crate) fn to_txn_ops(p: &Planned, node: &str) -> Vec<TxnOp> {
                 id: service_id.clone(),
                 service: service_name.clone(),
                 modify_index: p.index,
+                namespace: ns.clone(),
                 ..mirra_consul::Service::default()
             },
         }],
@@ -294,6 +301,7 @@ pub(crate) fn to_txn_ops(p: &Planned, node: &str) -> Vec<TxnOp> {
                 node: node.to_owned(),
                 check_id: check_id.clone(),
                 modify_index: p.check_index,
+                namespace: ns.clone(),
                 ..HealthCheck::default()
             },
         }],
@@ -316,6 +324,7 @@ pub(crate) mod tests {
             key: None,
             index,
             check_index,
+            namespace: None,
         }
     }
 
@@ -446,6 +455,7 @@ pub(crate) mod tests {
                 meta: BTreeMap::new(),
                 weights: mirra_catalog::Weights::default(),
                 check: None,
+                namespace: None,
             };
             if check {
                 r.check = Some(mirra_catalog::ReadinessCheck {
@@ -498,6 +508,7 @@ pub(crate) mod tests {
             meta: BTreeMap::new(),
             weights: mirra_catalog::Weights::default(),
             check: None,
+            namespace: None,
         }
     }
 

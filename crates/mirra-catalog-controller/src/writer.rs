@@ -35,14 +35,14 @@
 //! touch the work queue, or retry individual HTTP requests (mirra-consul
 //! does).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
-use mirra_catalog::{CatalogOp, ServiceKey, Warning};
+use mirra_catalog::{CatalogOp, DEFAULT_CONSUL_NAMESPACE, ServiceKey, Warning};
 use mirra_consul::{HealthCheck, TxnOp, Verb};
 use mirra_runtime::WriteFence;
 use tokio::time::Instant;
@@ -61,6 +61,20 @@ use crate::wire::{NODE_OP, fingerprint, node_op, pack_entries, to_txn_ops, wire_
 /// between two of them would make Consul list the whole node once per
 /// round. Third-party changes are seen this much later at most.
 const PAUSE_LINGER: Duration = Duration::from_millis(500);
+
+/// Description of the Consul namespaces mirra creates.
+const NAMESPACE_DESCRIPTION: &str = "Created by mirra sync-catalog for synced Kubernetes Services";
+
+/// Why a Consul namespace could not be found or created.
+#[derive(Debug, thiserror::Error)]
+enum NamespaceError {
+    /// Consul refused or did not answer.
+    #[error(transparent)]
+    Consul(#[from] mirra_consul::Error),
+    /// This replica does not hold the Lease with enough time left.
+    #[error("fenced: {0}")]
+    Fenced(#[from] mirra_runtime::FenceError),
+}
 
 /// What the writes of one round came to.
 #[derive(Debug, Default)]
@@ -105,6 +119,14 @@ pub struct TxnWriter {
     /// Consul refused as too large even alone: not sent again until it
     /// changes.
     too_large: HashMap<String, u64>,
+    /// Consul namespaces (folded) known to exist: not read again until the
+    /// next verification pass.
+    known_namespaces: HashSet<String>,
+    /// Consul namespace (folded) that could not be created -> the Services
+    /// already told so by an Event (one Event per Service and failure).
+    namespace_failures: HashMap<String, HashSet<ServiceKey>>,
+    /// `-consul-cross-namespace-acl-policy` (empty: none).
+    cross_namespace_acl_policy: String,
 }
 
 impl TxnWriter {
@@ -131,6 +153,9 @@ impl TxnWriter {
             backoff: WriterBackoff::new(settings.write_backoff_base, settings.write_backoff_cap),
             txn_ops_limit: None,
             too_large: HashMap::new(),
+            known_namespaces: HashSet::new(),
+            namespace_failures: HashMap::new(),
+            cross_namespace_acl_policy: settings.cross_namespace_acl_policy.clone(),
         }
     }
 
@@ -150,6 +175,9 @@ impl TxnWriter {
     /// list the whole node again).
     pub fn start_pass(&mut self) {
         self.in_pass = true;
+        // A namespace deleted behind mirra's back is found missing (and
+        // created again) by the first registration that needs it.
+        self.known_namespaces.clear();
         self.pause_reads();
     }
 
@@ -216,7 +244,10 @@ impl TxnWriter {
     /// writes a prefix packed exactly as one write of everything would be
     /// (greedy packing of a prefix ends on the same boundaries).
     pub fn full_prefix(&self, index: &CatalogIndex, pending: &[Planned]) -> usize {
-        let chunks = pack_entries(&self.wire_entries(index, pending).0, self.batch_limit());
+        let chunks = pack_entries(
+            &self.wire_entries(index, pending, &BTreeSet::new()).0,
+            self.batch_limit(),
+        );
         if chunks.len() < 2 {
             return 0;
         }
@@ -245,16 +276,27 @@ impl TxnWriter {
         if planned.is_empty() {
             return WriteOutcome::default();
         }
-        let (entries, held) = self.wire_entries(index, planned);
+        let blocked = self.ensure_namespaces(index, planned).await;
+        let (entries, held) = self.wire_entries(index, planned, &blocked);
         if held > 0 {
             self.metrics.held_back(held);
         }
+        // Services bound for a namespace that could not be created wait
+        // (and are retried with the queue's backoff); the rest is sent.
+        let waiting: BTreeSet<ServiceKey> = blocked
+            .iter()
+            .filter_map(|&i| planned.get(i).and_then(|p| p.key.clone()))
+            .collect();
         let chunks = pack_entries(&entries, self.batch_limit());
         if chunks.is_empty() {
-            return WriteOutcome::default();
+            return WriteOutcome {
+                failed: waiting,
+                ..WriteOutcome::default()
+            };
         }
         self.pause_reads();
-        let (result, stale) = self.send_chunks(index, chunks, planned).await;
+        let (mut result, stale) = self.send_chunks(index, chunks, planned).await;
+        result.failed.extend(waiting);
         if !stale.is_empty() {
             self.reread(index, &stale, planned).await;
         }
@@ -262,6 +304,108 @@ impl TxnWriter {
             self.resume_reads_soon();
         }
         result
+    }
+
+    /// Makes sure the Consul namespaces the registrations of `planned` go
+    /// into exist, creating the missing ones (as consul-k8s does, with
+    /// `-consul-cross-namespace-acl-policy` as their policy default).
+    /// Returns the plan entries bound for a namespace that could not be
+    /// found or created: each such failure is logged, counted and reported
+    /// once per Service as a warning Event.
+    async fn ensure_namespaces(
+        &mut self,
+        index: &CatalogIndex,
+        planned: &[Planned],
+    ) -> BTreeSet<usize> {
+        let mut missing: BTreeMap<String, (String, Vec<usize>)> = BTreeMap::new();
+        for (i, p) in planned.iter().enumerate() {
+            let CatalogOp::Register(r) = &p.op else {
+                continue;
+            };
+            let Some(ns) = &r.namespace else {
+                continue;
+            };
+            let folded = ns.to_ascii_lowercase();
+            if folded == DEFAULT_CONSUL_NAMESPACE || self.known_namespaces.contains(&folded) {
+                continue;
+            }
+            missing
+                .entry(folded)
+                .or_insert_with(|| (ns.clone(), Vec::new()))
+                .1
+                .push(i);
+        }
+        let mut blocked = BTreeSet::new();
+        for (folded, (name, entries)) in missing {
+            match self.ensure_namespace(&name).await {
+                Ok(created) => {
+                    if created {
+                        self.metrics.namespace_created();
+                        tracing::info!(namespace = %name, "created the Consul namespace");
+                    }
+                    self.namespace_failures.remove(&folded);
+                    self.known_namespaces.insert(folded);
+                }
+                Err(e) => {
+                    self.metrics.namespace_failure();
+                    tracing::warn!(
+                        namespace = %name,
+                        error = %e,
+                        services = entries.len(),
+                        "could not create the Consul namespace; its Services wait, the others keep syncing"
+                    );
+                    let told = self.namespace_failures.entry(folded).or_default();
+                    let services: Vec<Service> = entries
+                        .iter()
+                        .filter_map(|&i| planned.get(i).and_then(|p| p.key.as_ref()))
+                        .filter(|k| told.insert((*k).clone()))
+                        .filter_map(|k| index.service(k).cloned())
+                        .collect();
+                    if !services.is_empty() {
+                        self.events
+                            .send_namespace_failed(services, &name, &e.to_string())
+                            .await;
+                    }
+                    blocked.extend(entries);
+                }
+            }
+        }
+        blocked
+    }
+
+    /// Reads namespace `name` and creates it when it does not exist;
+    /// returns whether it was created. The creation is a write, so it goes
+    /// through the leader fence.
+    async fn ensure_namespace(&self, name: &str) -> Result<bool, NamespaceError> {
+        if self.consul.namespace(name).await?.is_some() {
+            return Ok(false);
+        }
+        let mut ns = if self.cross_namespace_acl_policy.is_empty() {
+            mirra_consul::Namespace {
+                name: name.to_owned(),
+                ..mirra_consul::Namespace::default()
+            }
+        } else {
+            mirra_consul::Namespace::with_policy_defaults(
+                name,
+                [self.cross_namespace_acl_policy.as_str()],
+            )
+        };
+        ns.description = NAMESPACE_DESCRIPTION.to_owned();
+        ns.meta = BTreeMap::from([(
+            mirra_catalog::model::META_EXTERNAL_SOURCE.to_owned(),
+            mirra_catalog::model::EXTERNAL_SOURCE_KUBERNETES.to_owned(),
+        )]);
+        match self.fence.send(self.consul.create_namespace(&ns)).await? {
+            Ok(_) => Ok(true),
+            // Created meanwhile by someone else (another writer, a
+            // replica that just lost the Lease): it exists, which is all
+            // that is wanted.
+            Err(e) => match self.consul.namespace(name).await {
+                Ok(Some(_)) => Ok(false),
+                _ => Err(NamespaceError::Consul(e)),
+            },
+        }
     }
 
     /// Pauses the whole-node reads.
@@ -284,12 +428,14 @@ impl TxnWriter {
         &self,
         index: &CatalogIndex,
         planned: &[Planned],
+        blocked: &BTreeSet<usize>,
     ) -> (Vec<(usize, usize)>, usize) {
         let mut entries: Vec<(usize, usize)> = Vec::with_capacity(planned.len() + 1);
         let mut held = 0;
         let mut sends = planned
             .iter()
             .enumerate()
+            .filter(|(i, _)| !blocked.contains(i))
             .filter(|(_, p)| {
                 let keep = self.too_large.is_empty() || !self.held_back(p);
                 held += usize::from(!keep);
@@ -552,20 +698,27 @@ impl TxnWriter {
         let node = self.node.clone();
         let mut ids = BTreeSet::new();
         let mut check_ids = BTreeSet::new();
+        // The namespace each instance was planned in (empty without
+        // namespaces): a read in another one would not find it.
+        let mut ns_of: HashMap<String, String> = HashMap::new();
         for p in stale.iter().filter_map(|&i| planned.get(i)) {
+            let ns = p.namespace.clone().unwrap_or_default();
             // A check removal names no instance; mirra's and consul-k8s's
             // readiness check IDs are `<namespace>/<service ID>`.
             let id = op_service_id(&p.op).to_owned();
-            match &p.op {
-                CatalogOp::Register(r) => {
-                    check_ids.extend(r.check.iter().map(|c| c.check_id.clone()))
-                }
-                CatalogOp::DeregisterCheck { check_id, .. } => {
-                    check_ids.insert(check_id.clone());
-                }
-                CatalogOp::Deregister { .. } => {}
+            check_ids.extend(
+                index
+                    .checks_of(&id)
+                    .iter()
+                    .map(|c| (c.check_id().to_owned(), ns.clone())),
+            );
+            if let CatalogOp::Register(r) = &p.op {
+                check_ids.extend(r.check.iter().map(|c| (c.check_id.clone(), ns.clone())));
             }
-            check_ids.extend(index.checks_of(&id).iter().map(|c| c.check_id().to_owned()));
+            if let CatalogOp::DeregisterCheck { check_id, .. } = &p.op {
+                check_ids.insert((check_id.clone(), ns.clone()));
+            }
+            ns_of.insert(id.clone(), ns);
             ids.insert(id);
         }
         let ops: Vec<TxnOp> = ids
@@ -575,14 +728,16 @@ impl TxnWriter {
                 node: node.clone(),
                 service: mirra_consul::Service {
                     id: id.clone(),
+                    namespace: ns_of.get(id).cloned().unwrap_or_default(),
                     ..mirra_consul::Service::default()
                 },
             })
-            .chain(check_ids.iter().map(|c| TxnOp::Check {
+            .chain(check_ids.iter().map(|(c, ns)| TxnOp::Check {
                 verb: Verb::Get,
                 check: HealthCheck {
                     node: node.clone(),
                     check_id: c.clone(),
+                    namespace: ns.clone(),
                     ..HealthCheck::default()
                 },
             }))

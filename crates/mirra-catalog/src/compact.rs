@@ -57,6 +57,9 @@ pub trait ObservedView {
     fn stale_checks_for(&self, want: &Registration) -> Vec<String>;
     /// The IDs of its checks (for logs).
     fn check_ids(&self) -> Vec<String>;
+    /// The Consul Enterprise namespace it is in (`None` when Consul
+    /// reported none).
+    fn namespace(&self) -> Option<&str>;
 }
 
 impl ObservedView for ObservedInstance {
@@ -91,6 +94,10 @@ impl ObservedView for ObservedInstance {
             .iter()
             .map(|c| c.check_id.clone())
             .collect()
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 }
 
@@ -244,6 +251,8 @@ pub struct CompactInstance {
     /// Raft index of the instance's last change, the precondition of the
     /// next `cas`/`delete-cas` on it; 0 when unknown.
     modify_index: u64,
+    /// Its Consul Enterprise namespace (`None` when Consul named none).
+    namespace: Option<Box<str>>,
 }
 
 impl CompactInstance {
@@ -255,6 +264,7 @@ impl CompactInstance {
             owned: is_owned(o, settings),
             fingerprint: fingerprint_observed(o),
             modify_index: 0,
+            namespace: o.namespace.as_deref().map(Into::into),
         }
     }
 
@@ -269,6 +279,7 @@ impl CompactInstance {
                     .is_some_and(|v| v == EXTERNAL_SOURCE_KUBERNETES),
             fingerprint: fingerprint_registration(r),
             modify_index: 0,
+            namespace: r.namespace.as_deref().map(Into::into),
         }
     }
 
@@ -296,6 +307,15 @@ impl CompactInstance {
         self.name == other.name
             && self.owned == other.owned
             && self.fingerprint == other.fingerprint
+            && crate::settings::same_consul_namespace(
+                self.namespace.as_deref(),
+                other.namespace.as_deref(),
+            )
+    }
+
+    /// Its Consul Enterprise namespace (`None` when Consul named none).
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
     }
 }
 
@@ -438,6 +458,10 @@ impl ObservedView for CompactView<'_> {
 
     fn check_ids(&self) -> Vec<String> {
         self.checks.iter().map(|c| c.check_id.to_string()).collect()
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.instance.namespace()
     }
 }
 
@@ -643,7 +667,37 @@ mod tests {
                 service_id: "web-1".into(),
                 status: CheckStatus::Passing,
             }),
+            namespace: None,
         }
+    }
+
+    #[test]
+    fn an_owned_instance_in_another_namespace_is_removed_before_it_is_registered() {
+        let s = SyncSettings::default();
+        let mut want = reg();
+        want.namespace = Some("new".into());
+        let mut have = echo(&want, None, &s);
+        // Where it is now decides: in `old`, one removal and nothing else;
+        // in `NEW` (Consul compares without case), nothing at all.
+        have.namespace = Some("old".into());
+        let desired = BTreeMap::from([(want.id.clone(), want.clone())]);
+        let observed = BTreeMap::from([(want.id.clone(), have.clone())]);
+        let ops = crate::plan::plan(&desired, &observed, &s);
+        assert!(
+            matches!(ops.as_slice(), [crate::plan::CatalogOp::Deregister { service_id, .. }] if service_id == "web-1"),
+            "{ops:?}"
+        );
+        have.namespace = Some("NEW".into());
+        let observed = BTreeMap::from([(want.id.clone(), have)]);
+        assert!(crate::plan::plan(&desired, &observed, &s).is_empty());
+        // Without namespaces the namespace Consul reports is not looked at.
+        let mut plain = reg();
+        plain.namespace = None;
+        let mut have = echo(&plain, None, &s);
+        have.namespace = Some("default".into());
+        let desired = BTreeMap::from([(plain.id.clone(), plain)]);
+        let observed = BTreeMap::from([("web-1".to_owned(), have)]);
+        assert!(crate::plan::plan(&desired, &observed, &s).is_empty());
     }
 
     #[test]

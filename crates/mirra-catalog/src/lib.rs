@@ -85,4 +85,7 @@ pub use plan::{
     CatalogOp, ClaimIndex, Conflict, KeyIndex, Plan, plan, plan_detailed, plan_for_key,
     simulate_apply,
 };
-pub use settings::{NodePortSyncType, PortLayout, SettingsError, SyncSettings};
+pub use settings::{
+    ConsulNamespaces, DEFAULT_CONSUL_NAMESPACE, NodePortSyncType, PortLayout, SettingsError,
+    SyncSettings, same_consul_namespace,
+};

@@ -320,6 +320,8 @@ struct Base {
     ports: Vec<ServicePort>,
     override_port: Option<PortOverride>,
     layout: PortLayout,
+    /// The Consul namespace of every instance (`None` without namespaces).
+    namespace: Option<String>,
 }
 
 fn to_port(n: i32) -> u16 {
@@ -514,6 +516,7 @@ impl Base {
             ports,
             override_port,
             layout: settings.port_layout,
+            namespace: settings.consul_namespaces.for_k8s_namespace(&key.namespace),
         }
     }
 
@@ -535,6 +538,7 @@ impl Base {
                 })
                 .unwrap_or_default(),
             check: None,
+            namespace: self.namespace.clone(),
         }
     }
 
@@ -725,6 +729,7 @@ fn endpoint_instances(
                     meta: base.endpoint_meta(ep),
                     weights: Weights::default(),
                     check: Some(check),
+                    namespace: base.namespace.clone(),
                 });
             }
         }
@@ -794,6 +799,7 @@ fn node_port_instances(
                     meta: base.endpoint_meta(ep),
                     weights: Weights::default(),
                     check: None,
+                    namespace: base.namespace.clone(),
                 });
             }
         }

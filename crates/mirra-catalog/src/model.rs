@@ -219,6 +219,9 @@ pub struct Registration {
     pub weights: Weights,
     /// The readiness check (endpoint instances only).
     pub check: Option<ReadinessCheck>,
+    /// The Consul Enterprise namespace it goes into; `None` without
+    /// namespaces (then nothing about namespaces is sent).
+    pub namespace: Option<String>,
 }
 
 /// The service ID consul-k8s gives an instance:

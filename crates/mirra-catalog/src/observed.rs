@@ -16,7 +16,8 @@
 //! | `Weights` | missing or `null` equals `{Passing: 1, Warning: 1}` (what Consul stores for absent or invalid weights) |
 //! | `EnableTagOverride` | must be false |
 //! | `Kind` | must be empty |
-//! | `TaggedAddresses`, `Proxy`, `Connect`, `Namespace`, `Partition`, `PeerName`, indexes | ignored: mirra never sets them |
+//! | `Namespace` | only when the registration names one (Consul Enterprise namespaces on): without regard to case, missing equals `default`; an instance in another namespace is removed and then registered again in the right one |
+//! | `TaggedAddresses`, `Proxy`, `Connect`, `Partition`, `PeerName`, indexes | ignored: mirra never sets them (the partition is the client's) |
 //! | readiness check | `CheckID`, `Name`, `Status`, `Output`, `ServiceID`, empty `Notes`, and `Type` when Consul reports one |
 //!
 //! This module must NOT do I/O; it parses bytes the controller fetched.
@@ -116,6 +117,9 @@ pub struct ObservedInstance {
     /// checks (then checks are not compared, and readiness changes are only
     /// written when something else about the instance changes).
     pub checks: Option<Vec<ObservedCheck>>,
+    /// The Consul Enterprise namespace Consul reports it in (`None` from a
+    /// Consul without namespaces).
+    pub namespace: Option<String>,
 }
 
 /// Errors reading Consul's answers. Retryable: the next blocking query
@@ -157,6 +161,7 @@ pub(crate) struct WireService {
     weights: Option<Weights>,
     enable_tag_override: bool,
     modify_index: u64,
+    namespace: Option<String>,
 }
 
 /// Reads the body of `GET /v1/catalog/node-services/<node>` into instances
@@ -219,6 +224,7 @@ impl WireService {
             weights: self.weights.unwrap_or_default(),
             enable_tag_override: self.enable_tag_override,
             checks: None,
+            namespace: self.namespace.filter(|n| !n.is_empty()),
         };
         (self.id, inst)
     }
@@ -247,6 +253,9 @@ pub fn is_owned(instance: &ObservedInstance, settings: &SyncSettings) -> bool {
 /// names are a fixed, low-cardinality set.
 pub fn differing_fields(desired: &Registration, observed: &ObservedInstance) -> Vec<&'static str> {
     let mut out = service_differing_fields(desired, observed);
+    if !in_wanted_namespace(desired, observed.namespace.as_deref()) {
+        out.push("namespace");
+    }
     if !check_matches(desired, observed) {
         out.push("check");
     }
@@ -394,5 +403,16 @@ pub fn echo(
         weights: registration.weights,
         enable_tag_override: false,
         checks: Some(checks),
+        namespace: registration.namespace.clone(),
+    }
+}
+
+/// Whether an instance Consul reports in namespace `observed` is where
+/// `desired` wants it. Always true when the registration names no namespace
+/// (namespaces off: where an instance is is not mirra's business).
+pub fn in_wanted_namespace(desired: &Registration, observed: Option<&str>) -> bool {
+    match &desired.namespace {
+        None => true,
+        Some(want) => crate::settings::same_consul_namespace(Some(want), observed),
     }
 }

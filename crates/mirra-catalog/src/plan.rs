@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::compact::ObservedView;
 use crate::model::{Registration, ServiceKey};
-use crate::observed::{ObservedInstance, echo};
+use crate::observed::{ObservedInstance, echo, in_wanted_namespace};
 use crate::settings::SyncSettings;
 
 /// One write to the Consul catalog. The controller batches these into
@@ -136,6 +136,18 @@ where
                 service_id: id.clone(),
                 key: want.key.clone(),
             }),
+            // In another namespace (the namespace flags changed): removed
+            // first, and registered where it belongs once Consul shows it
+            // gone, so that one service ID never stands for two instances
+            // in one plan.
+            Some(have) if !in_wanted_namespace(want, have.namespace()) => {
+                deregs.push(CatalogOp::Deregister {
+                    node: have.node().to_owned(),
+                    service_id: id.clone(),
+                    service_name: have.service_name().to_owned(),
+                    check_ids: have.check_ids(),
+                });
+            }
             Some(have) => {
                 let service_equal = have.service_equals(want);
                 let check_equal = have.has_check_of(want);

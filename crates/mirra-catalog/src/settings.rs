@@ -150,6 +150,78 @@ pub struct SyncSettings {
     pub k8s_write_namespace: String,
     /// `-consul-domain`: the DNS domain in ExternalName targets.
     pub consul_domain: String,
+    /// `-enable-namespaces` and its companions: the Consul Enterprise
+    /// namespace each registration goes into.
+    pub consul_namespaces: ConsulNamespaces,
+}
+
+/// The Consul Enterprise namespace of the registrations, as consul-k8s
+/// derives it from `-enable-namespaces`, `-consul-destination-namespace`,
+/// `-enable-k8s-namespace-mirroring` and `-k8s-namespace-mirroring-prefix`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ConsulNamespaces {
+    /// No namespace is named anywhere: requests and registrations are
+    /// exactly those of a Consul without namespaces.
+    #[default]
+    Disabled,
+    /// Every registration goes into this namespace.
+    Destination(String),
+    /// Each registration goes into `<prefix><Kubernetes namespace>`.
+    Mirrored {
+        /// Prepended to the Kubernetes namespace's name.
+        prefix: String,
+    },
+}
+
+/// The namespace every Consul Enterprise partition has from its start, and
+/// the only one mirra never creates.
+pub const DEFAULT_CONSUL_NAMESPACE: &str = "default";
+
+impl ConsulNamespaces {
+    /// From the flags, with consul-k8s's precedence: nothing without
+    /// `-enable-namespaces`, mirroring before the destination.
+    pub fn from_flags(enabled: bool, destination: &str, mirroring: bool, prefix: &str) -> Self {
+        match (enabled, mirroring) {
+            (false, _) => Self::Disabled,
+            (true, true) => Self::Mirrored {
+                prefix: prefix.to_owned(),
+            },
+            (true, false) => Self::Destination(destination.to_owned()),
+        }
+    }
+
+    /// Whether registrations name a namespace at all.
+    pub fn enabled(&self) -> bool {
+        !matches!(self, Self::Disabled)
+    }
+
+    /// The Consul namespace of a Service in Kubernetes namespace `k8s_ns`;
+    /// `None` when namespaces are disabled. An empty destination is
+    /// Consul's `default` (an empty `Namespace` means it on the wire), so
+    /// that both spellings compare equal.
+    pub fn for_k8s_namespace(&self, k8s_ns: &str) -> Option<String> {
+        let name = match self {
+            Self::Disabled => return None,
+            Self::Destination(d) => d.clone(),
+            Self::Mirrored { prefix } => format!("{prefix}{k8s_ns}"),
+        };
+        Some(if name.is_empty() {
+            DEFAULT_CONSUL_NAMESPACE.to_owned()
+        } else {
+            name
+        })
+    }
+}
+
+/// Whether two namespace names are the same Consul namespace: Consul
+/// compares them without regard to ASCII case, and an instance read
+/// without a namespace (a Consul without namespaces) is in `default`.
+pub fn same_consul_namespace(a: Option<&str>, b: Option<&str>) -> bool {
+    let norm = |n: Option<&str>| match n {
+        None | Some("") => DEFAULT_CONSUL_NAMESPACE.to_owned(),
+        Some(n) => n.to_ascii_lowercase(),
+    };
+    norm(a) == norm(b)
 }
 
 impl Default for SyncSettings {
@@ -176,6 +248,7 @@ impl Default for SyncSettings {
             port_layout: PortLayout::Single,
             k8s_write_namespace: "default".to_owned(),
             consul_domain: "consul".to_owned(),
+            consul_namespaces: ConsulNamespaces::Disabled,
         }
     }
 }
@@ -286,6 +359,74 @@ pub enum SettingsError {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn consul_namespace_follows_consul_k8s_precedence() {
+        // Off: nothing, whatever the other flags say.
+        let off = ConsulNamespaces::from_flags(false, "team", true, "k8s-");
+        assert_eq!(off, ConsulNamespaces::Disabled);
+        assert_eq!(off.for_k8s_namespace("apps"), None);
+        assert!(!off.enabled());
+        // Destination.
+        let dest = ConsulNamespaces::from_flags(true, "team", false, "k8s-");
+        assert_eq!(dest.for_k8s_namespace("apps").as_deref(), Some("team"));
+        assert_eq!(dest.for_k8s_namespace("other").as_deref(), Some("team"));
+        // An empty destination is `default`.
+        let empty = ConsulNamespaces::from_flags(true, "", false, "");
+        assert_eq!(empty.for_k8s_namespace("apps").as_deref(), Some("default"));
+        // Mirroring wins over the destination; the prefix is prepended.
+        let mirror = ConsulNamespaces::from_flags(true, "team", true, "k8s-");
+        assert_eq!(
+            mirror.for_k8s_namespace("apps").as_deref(),
+            Some("k8s-apps")
+        );
+        let bare = ConsulNamespaces::from_flags(true, "team", true, "");
+        assert_eq!(bare.for_k8s_namespace("apps").as_deref(), Some("apps"));
+        assert_eq!(
+            bare.for_k8s_namespace("default").as_deref(),
+            Some("default")
+        );
+    }
+
+    #[test]
+    fn namespace_names_compare_as_consul_does() {
+        assert!(same_consul_namespace(None, Some("default")));
+        assert!(same_consul_namespace(Some(""), None));
+        assert!(same_consul_namespace(Some("Team"), Some("team")));
+        assert!(!same_consul_namespace(Some("team"), None));
+        assert!(!same_consul_namespace(Some("a"), Some("b")));
+    }
+
+    proptest! {
+        /// Mirroring is injective on Kubernetes namespaces (two namespaces
+        /// never share a Consul namespace) and keeps the prefix.
+        #[test]
+        fn mirroring_is_prefix_plus_name(
+            prefix in "[a-z0-9-]{0,10}",
+            a in "[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?",
+            b in "[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?",
+        ) {
+            let m = ConsulNamespaces::from_flags(true, "ignored", true, &prefix);
+            let na = m.for_k8s_namespace(&a).unwrap();
+            prop_assert_eq!(&na, &format!("{prefix}{a}"));
+            prop_assert_eq!(na == m.for_k8s_namespace(&b).unwrap(), a == b);
+        }
+
+        /// A destination maps every Kubernetes namespace to itself, and
+        /// the comparison is reflexive and symmetric.
+        #[test]
+        fn destination_is_constant(dest in "[a-zA-Z0-9-]{1,20}", a in "[a-z0-9-]{1,20}") {
+            let d = ConsulNamespaces::from_flags(true, &dest, false, "p-");
+            let got = d.for_k8s_namespace(&a).unwrap();
+            prop_assert_eq!(&got, &dest);
+            prop_assert!(same_consul_namespace(Some(&got), Some(&dest.to_ascii_uppercase())));
+            prop_assert_eq!(
+                same_consul_namespace(Some(&a), Some(&got)),
+                same_consul_namespace(Some(&got), Some(&a))
+            );
+        }
+    }
 
     #[test]
     fn defaults_match_the_consul_k8s_binary() {

@@ -52,6 +52,10 @@ pub struct QueryOptions {
     pub index: Option<u64>,
     /// `wait`: how long to block at most (capped at [`MAX_WAIT`]).
     pub wait: Option<Duration>,
+    /// `ns` of this read instead of the client's (Consul Enterprise): `*`
+    /// reads every namespace of the partition, as a syncer that registers
+    /// into many namespaces must to see all it owns.
+    pub namespace: Option<String>,
 }
 
 impl QueryOptions {

@@ -56,7 +56,11 @@ pub fn build_url(
             }
         };
         add("dc", common.datacenter.as_ref());
-        add("ns", common.namespace.as_ref());
+        // A read may name its own namespace (`*` for all of them).
+        let ns = query
+            .and_then(|q| q.namespace.as_ref())
+            .or(common.namespace.as_ref());
+        add("ns", ns);
         add("partition", common.partition.as_ref());
         if let Some(q) = query {
             add("filter", q.filter.as_ref());
@@ -158,6 +162,35 @@ mod tests {
     }
 
     #[test]
+    fn a_read_may_name_its_own_namespace() {
+        let common = CommonParams {
+            namespace: Some("team".into()),
+            partition: Some("p1".into()),
+            ..CommonParams::default()
+        };
+        let q = QueryOptions {
+            namespace: Some("*".into()),
+            ..QueryOptions::default()
+        };
+        let u = build_url(
+            &base("h:1"),
+            &["catalog", "node-services", "n"],
+            &common,
+            Some(&q),
+        )
+        .unwrap();
+        assert_eq!(u.query(), Some("ns=*&partition=p1"));
+        let u = build_url(
+            &base("h:1"),
+            &["catalog", "node-services", "n"],
+            &common,
+            None,
+        )
+        .unwrap();
+        assert_eq!(u.query(), Some("ns=team&partition=p1"));
+    }
+
+    #[test]
     fn common_and_query_params() {
         let common = CommonParams {
             datacenter: Some("dc2".into()),
@@ -172,6 +205,7 @@ mod tests {
             stale: true,
             index: Some(42),
             wait: Some(Duration::from_secs(30)),
+            namespace: None,
         };
         let u = build_url(
             &base("h:1"),

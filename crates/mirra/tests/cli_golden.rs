@@ -176,23 +176,12 @@ fn consul_k8s_control_plane_link_is_sync_catalog() {
     // A setting refused at start is refused the same way through the link
     // (before anything connects anywhere).
     for out in [
-        run(&[
-            "sync-catalog",
-            "-enable-namespaces=true",
-            "-enable-k8s-namespace-mirroring=true",
-        ]),
-        mirra(&[
-            "sync-catalog",
-            "-enable-namespaces=true",
-            "-enable-k8s-namespace-mirroring=true",
-        ]),
+        run(&["sync-catalog", "-metrics-path=/custom"]),
+        mirra(&["sync-catalog", "-metrics-path=/custom"]),
     ] {
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("-enable-k8s-namespace-mirroring"),
-            "{stderr}"
-        );
+        assert!(stderr.contains("-metrics-path"), "{stderr}");
     }
 }
 
