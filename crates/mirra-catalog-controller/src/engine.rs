@@ -373,6 +373,9 @@ struct Engine {
     repairs: crate::repair::RepairGovernor<ServiceKey>,
     synced: bool,
     full_pass_failures: u32,
+    /// Verification passes run, the first (which writes everything the
+    /// event path has not yet) included.
+    passes_run: u64,
     full_pass_retry_at: Option<Instant>,
 }
 
@@ -399,6 +402,7 @@ impl Engine {
             repairs,
             synced: false,
             full_pass_failures: 0,
+            passes_run: 0,
             full_pass_retry_at: None,
         }
     }
@@ -553,7 +557,11 @@ impl Engine {
         self.writer.end_pass(&self.index);
         if outcome.entries > 0 {
             tracing::info!(ops = outcome.entries, "verification pass found drift");
+            if self.passes_run > 0 {
+                self.metrics.pass_drift(outcome.entries);
+            }
         }
+        self.passes_run = self.passes_run.saturating_add(1);
         if outcome.failed.is_empty() && !outcome.orphan_failed {
             self.full_pass_failures = 0;
             self.index.clear_pending();

@@ -61,6 +61,7 @@ pub struct CatalogMetrics {
     cas_conflicts: Counter,
     repairs: Counter,
     contested_repairs: Counter,
+    pass_drift: Counter,
     namespaces_created: Counter,
     namespace_failures: Counter,
 }
@@ -85,6 +86,7 @@ impl Default for CatalogMetrics {
             cas_conflicts: Counter::default(),
             repairs: Counter::default(),
             contested_repairs: Counter::default(),
+            pass_drift: Counter::default(),
             namespaces_created: Counter::default(),
             namespace_failures: Counter::default(),
         }
@@ -171,6 +173,11 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
         m.repairs.clone(),
     );
     reg.register(
+        "pass_drift_operations",
+        "Operations a verification pass after the first found necessary: drift the event-driven path missed (someone else's change it did not see, or a lost update)",
+        m.pass_drift.clone(),
+    );
+    reg.register(
         "contested_repairs",
         "Fights: a Service's instances changed in Consul again after mirra repaired them (its repairs are then spaced out, and a Warning Event is sent)",
         m.contested_repairs.clone(),
@@ -194,6 +201,17 @@ pub fn register_metrics(registry: &mut Registry) -> CatalogMetrics {
 }
 
 impl CatalogMetrics {
+    /// Operations a verification pass (not the first) wrote.
+    pub(crate) fn pass_drift(&self, ops: usize) {
+        self.pass_drift
+            .inc_by(u64::try_from(ops).unwrap_or(u64::MAX));
+    }
+
+    /// The drift later verification passes found, in operations.
+    pub fn pass_drift_total(&self) -> u64 {
+        self.pass_drift.get()
+    }
+
     /// One Service re-planned because of drift in Consul.
     pub(crate) fn repair(&self) {
         self.repairs.inc();

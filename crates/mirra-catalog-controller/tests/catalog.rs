@@ -219,6 +219,26 @@ async fn rollout_in_one_window_single_change_and_idle_counts() {
     }
     ctl.settle(&csb).await;
     assert_eq!(csb.stats().raft_applies, before, "idle must not write");
+    assert_eq!(ctl.metrics.pass_drift_total(), 0, "in step: no drift");
+
+    // An owned instance nothing wants, put on our node by someone else, is
+    // reaped only by a verification pass: counted as drift the event path
+    // missed.
+    common::register(
+        &c,
+        "k8s-sync",
+        "stray-1",
+        "stray",
+        &["k8s"],
+        common::OWNED_META,
+    )
+    .await;
+    wait_for("the stray instance reaped", || async {
+        instance_count(&c, "k8s-sync").await == 31
+    })
+    .await;
+    ctl.settle(&csb).await;
+    assert_eq!(ctl.metrics.pass_drift_total(), 1);
     ctl.stop().await;
 }
 

@@ -562,10 +562,11 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
             .strftime("%Y-%m-%dT%H:%M:%SZ")
             .to_string();
         let max_delay = shared.settings.status_max_delay;
-        let (sizes, is_ready, todo) = shared.with_state(|s| {
+        let (sizes, conditions, is_ready, todo) = shared.with_state(|s| {
             let sizes = s.cache_sizes();
+            let conditions = s.condition_counts();
             if !s.caches_ready() {
-                return (sizes, false, Vec::new());
+                return (sizes, conditions, false, Vec::new());
             }
             let is_queued = |n: &String| shared.queue.is_queued(n);
             let todo = s.plan_statuses(&StatusRound {
@@ -575,10 +576,13 @@ async fn status_loop(shared: Arc<Shared>, ready: ReadyFlag) {
                 now_str: &now_str,
                 is_queued: &is_queued,
             });
-            (sizes, true, todo)
+            (sizes, conditions, true, todo)
         });
         for (kind, n) in sizes {
             shared.metrics.set_cached_objects(&kind, n);
+        }
+        for (condition, n) in conditions {
+            shared.metrics.set_syncconfigs(condition, n);
         }
         if is_ready && !ready.is_ready() {
             tracing::info!("every cache holds its initial list: ready");

@@ -18,6 +18,7 @@
 //! | `event_to_write_seconds`           | histogram | `controller`    |
 //! | `cached_objects`                   | gauge     | `kind`          |
 //! | `errors_total`                     | counter   | `class`         |
+//! | `syncconfigs`                      | gauge     | `condition`: SyncConfigs whose last written status has that condition True (mirror controller) |
 //!
 //! Leader election registers its own families ([`LeaderMetrics`]), so that
 //! both controllers (the catalog has its own families besides these) export
@@ -83,6 +84,11 @@ struct ClassLabels {
     class: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConditionLabels {
+    condition: String,
+}
+
 fn latency_histogram() -> Histogram {
     Histogram::new(LATENCY_BUCKETS)
 }
@@ -97,6 +103,7 @@ pub struct Metrics {
     latency: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     cached: Family<KindLabels, Gauge>,
     errors: Family<ClassLabels, Counter>,
+    syncconfigs: Family<ConditionLabels, Gauge>,
 }
 
 fn gauge_value(n: usize) -> i64 {
@@ -113,6 +120,7 @@ impl Metrics {
             latency: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
             cached: Family::default(),
             errors: Family::default(),
+            syncconfigs: Family::default(),
         };
         let reg = registry.sub_registry_with_prefix(PREFIX);
         reg.register(
@@ -141,7 +149,21 @@ impl Metrics {
             m.cached.clone(),
         );
         reg.register("errors", "Errors by class", m.errors.clone());
+        reg.register(
+            "syncconfigs",
+            "SyncConfigs whose last written status has the condition True, by condition type",
+            m.syncconfigs.clone(),
+        );
         m
+    }
+
+    /// Records how many SyncConfigs have `condition` True.
+    pub fn set_syncconfigs(&self, condition: &'static str, count: usize) {
+        self.syncconfigs
+            .get_or_create(&ConditionLabels {
+                condition: condition.into(),
+            })
+            .set(gauge_value(count));
     }
 
     /// Counts one write request of `verb` (e.g. `"apply"`, `"delete"`,

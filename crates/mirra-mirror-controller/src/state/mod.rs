@@ -1101,6 +1101,37 @@ impl State {
             .filter(|u| !u.is_empty())
     }
 
+    /// Number of SyncConfigs whose last written status has each condition
+    /// True, for every condition type a status can carry (0 included, so
+    /// that alerts see the series).
+    pub fn condition_counts(&self) -> Vec<(&'static str, usize)> {
+        use mirra_mirror::status::{
+            CONDITION_CONFLICT, CONDITION_DEGRADED, CONDITION_ERRORED, CONDITION_INVALID,
+            CONDITION_READY,
+        };
+        [
+            CONDITION_READY,
+            CONDITION_INVALID,
+            CONDITION_ERRORED,
+            CONDITION_DEGRADED,
+            CONDITION_CONFLICT,
+        ]
+        .into_iter()
+        .map(|c| {
+            let n = self
+                .written_status
+                .values()
+                .filter(|st| {
+                    st.conditions
+                        .iter()
+                        .any(|x| x.type_ == c && x.status == "True")
+                })
+                .count();
+            (c, n)
+        })
+        .collect()
+    }
+
     /// Number of cached objects per kind label, for the metrics.
     pub fn cache_sizes(&self) -> Vec<(String, usize)> {
         let mut out = vec![

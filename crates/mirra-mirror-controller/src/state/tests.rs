@@ -418,3 +418,31 @@ fn a_deletion_whose_status_write_failed_is_still_counted() {
     assert_eq!(todo.len(), 1);
     assert_eq!(todo[0].new.deleted_item_count, 1);
 }
+
+#[test]
+fn condition_counts_follow_the_written_statuses() {
+    let mut s = state_with(Vec::new());
+    let count = |s: &State, c: &str| {
+        s.condition_counts()
+            .into_iter()
+            .find(|(t, _)| *t == c)
+            .map(|(_, n)| n)
+    };
+    // Every condition has a series, 0 before any status.
+    assert_eq!(s.condition_counts().len(), 5);
+    assert_eq!(count(&s, "Ready"), Some(0));
+    let now = Instant::now();
+    s.store_outcomes("t", vec![delete_outcome(OutcomeState::Deleted)], now);
+    let todo = plan_statuses_now(&mut s).remove(0);
+    let written = land(&mut s, todo);
+    let is_true = |c: &str| {
+        written
+            .conditions
+            .iter()
+            .any(|x| x.type_ == c && x.status == "True")
+    };
+    for c in ["Ready", "Invalid", "Errored", "Degraded", "Conflict"] {
+        assert_eq!(count(&s, c), Some(usize::from(is_true(c))), "{c}");
+    }
+    assert_eq!(count(&s, "Ready"), Some(1));
+}
