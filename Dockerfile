@@ -16,8 +16,8 @@
 FROM docker.io/library/rust:1-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked -p mirra \
- && install -D -m 0755 target/release/mirra /out/mirra
+RUN cargo build --profile dist --locked -p mirra \
+ && install -D -m 0755 target/dist/mirra /out/mirra
 
 FROM docker.io/library/debian:bookworm-slim
 RUN apt-get update \
