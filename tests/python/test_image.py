@@ -11,7 +11,7 @@ test records whether podman can run it, so the fallback is visible.
 
 Needs buildah and busybox-static (`apt-get install buildah
 busybox-static`) and root; skipped without them (scripts/test does not
-install them).
+install them); the test of the scripts' argument errors runs everywhere.
 """
 
 import json
@@ -24,7 +24,7 @@ import pytest
 
 from conftest import ROOT, mirra_bin, stop_process, wait_for
 
-pytestmark = pytest.mark.skipif(
+needs_buildah = pytest.mark.skipif(
     shutil.which("buildah") is None or shutil.which("busybox") is None or os.geteuid() != 0,
     reason="needs buildah, busybox-static and root",
 )
@@ -35,6 +35,17 @@ CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
 
 def run(*args, **kw):
     return subprocess.run(list(args), capture_output=True, text=True, timeout=300, check=True, **kw)
+
+
+def test_the_scripts_refuse_bad_arguments_clearly():
+    """Runs everywhere: argument errors come before any tool is needed."""
+    p = subprocess.run([str(ROOT / "scripts" / "build-image"), "--tagg", "x"], capture_output=True, text=True)
+    assert p.returncode == 2 and "unknown argument --tagg" in p.stderr, p.stderr
+    p = subprocess.run([str(ROOT / "scripts" / "build-image"), "--binary", "/nonexistent/mirra"],
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr.startswith("build-image: "), p.stderr
+    p = subprocess.run([str(ROOT / "scripts" / "startup-time"), "/nonexistent/mirra"], capture_output=True, text=True)
+    assert p.returncode == 1 and "no binary at /nonexistent/mirra" in p.stderr, p.stderr
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +72,7 @@ def in_image(root, script, env):
     )
 
 
+@needs_buildah
 def test_image_layout_and_config(rootfs):
     config = json.loads(run("buildah", "inspect", "--type", "image", TAG).stdout)
     oci = config["OCIv1"]["config"]
@@ -95,6 +107,7 @@ def test_image_layout_and_config(rootfs):
         assert p.stdout.startswith("mirra ")
 
 
+@needs_buildah
 def test_image_runs_both_jobs(rootfs, kube_sandbox, consul_sandbox, kubectl):
     # The kubeconfig goes where the image's user can read it.
     kc = os.path.join(rootfs, "tmp", "kubeconfig")
