@@ -287,7 +287,9 @@ fn find_in(group: &str, version: &str, kind: &str, body: &Value, sorted: bool) -
 /// fields keep their `null`: the decoder leaves the field unset, which the
 /// typed form reads as absent.
 pub fn zero_null_elements(res: &Resource, body: &mut Value) {
-    if !res.builtin {
+    // Every write of a built-in kind comes here; most bodies hold no null,
+    // and a plain scan is cheaper than the walk with the schema.
+    if !res.builtin || !has_null(body) {
         return;
     }
     let Some(name) = crate::builtin::schema_name(&res.group, &res.version, &res.kind) else {
@@ -305,6 +307,15 @@ pub fn zero_null_elements(res: &Resource, body: &mut Value) {
         saved: None,
     };
     w.zero_nulls_in(&Ty::Def(name.as_str()), body);
+}
+
+fn has_null(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Object(m) => m.values().any(has_null),
+        Value::Array(a) => a.iter().any(has_null),
+        _ => false,
+    }
 }
 
 /// A Go type as the decoder sees it.
