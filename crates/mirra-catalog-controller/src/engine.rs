@@ -41,6 +41,7 @@ use kube::runtime::watcher::{self, watcher};
 use mirra_catalog::ServiceKey;
 use mirra_catalog::compact::{parse_health_checks_compact, parse_node_services_compact};
 use mirra_consul::WatchOptions;
+use mirra_runtime::watch::{WatchFailure, WatchHints, WatchRetry, retrying};
 use mirra_runtime::{FenceError, Outcome, ReadyFlag, TaskGuard, WorkQueue};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -332,22 +333,42 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// A cluster-wide watch that backs off while refused (kube's defaults:
+/// 800 ms doubling to 30 s) and says why in `Engine::watch_error`.
 fn watch_stream<K>(
     kube: &kube::Client,
-) -> impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + use<K>
+) -> impl Stream<Item = Result<watcher::Event<K>, WatchFailure>> + Send + use<K>
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
     K::DynamicType: Default,
 {
     let api: Api<K> = Api::all_with(kube.clone(), &K::DynamicType::default());
-    watcher(api, watcher::Config::default())
-        .default_backoff()
+    let stream = watcher(api, watcher::Config::default())
         // Nothing here reads managedFields or kubectl's copy of the last
         // applied object, and at 10,000 Services and slices they would be a
         // large share of the caches.
         .modify(|obj: &mut K| {
             mirra_runtime::trim::strip_managed_fields_and_last_applied(obj.meta_mut())
-        })
+        });
+    retrying(stream, WatchRetry::default())
+}
+
+/// The RBAC rule each cluster-wide watch needs, for the log line of a
+/// refused one.
+const RBAC_HINT: &str = "grant list and watch on it to the sync's ServiceAccount (the \
+                         ClusterRole in deploy/catalog/rbac.yaml)";
+
+fn watch_hints(kind: &'static str) -> WatchHints {
+    WatchHints {
+        // As RBAC names them (the metric label is the plain plural).
+        resource: match kind {
+            "endpointslices" => "endpointslices.discovery.k8s.io",
+            "ingresses" => "ingresses.networking.k8s.io",
+            other => other,
+        },
+        install: None,
+        rbac: RBAC_HINT,
+    }
 }
 
 /// A body Consul answered that does not parse, as the client reports an
@@ -440,9 +461,19 @@ impl Engine {
         self.writer.send_contested(services).await;
     }
 
-    fn watch_error(&self, kind: &'static str, e: &watcher::Error) {
+    /// Logs a failed attempt (what is missing and how to fix it, and when
+    /// the next one is) and counts it; the stream retries by itself, and
+    /// readiness stays false until every watch has listed.
+    fn watch_error(&self, kind: &'static str, f: &WatchFailure) {
         self.metrics.watch_error(kind);
-        tracing::warn!(kind, error = %e, "watch failed; kube-rs retries with backoff");
+        tracing::warn!(
+            kind,
+            cause = f.cause().as_str(),
+            attempt = f.attempt,
+            retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+            "{}; retrying",
+            mirra_runtime::watch::explain(&watch_hints(kind), f)
+        );
     }
 
     /// Reports what planning found: writes avoided, and IDs held by

@@ -28,10 +28,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use mirra_catalog::SyncSettings;
 use mirra_catalog::to_k8s::{K8sOp, desired_k8s_services, plan_k8s};
 use mirra_consul::{ServiceTags, WatchOptions};
+use mirra_runtime::watch::{WatchHints, WatchRetry, retrying};
 use mirra_runtime::{Cache, FenceError, ReadyFlag, WriteFence};
 use tokio_util::sync::CancellationToken;
 
@@ -74,7 +75,16 @@ pub async fn run_to_k8s(
     // With backoff: a failing list or watch is retried after a growing
     // pause instead of at once, so an API server that errors is not
     // hammered in a tight loop.
-    let mut services = pin!(watcher(api.clone(), watcher::Config::default()).default_backoff());
+    let mut services = pin!(retrying(
+        watcher(api.clone(), watcher::Config::default()),
+        WatchRetry::default()
+    ));
+    let hints = WatchHints {
+        resource: "services",
+        install: None,
+        rbac: "grant list and watch on services in the -k8s-write-namespace to the sync's \
+               ServiceAccount (the mirra-catalog-write Role in deploy/catalog/rbac.yaml)",
+    };
     let mut catalog = pin!(consul.watch_services(WatchOptions::default()));
     let mut cache: Cache<Service> = Cache::new();
     let mut consul_services: Option<ServiceTags> = None;
@@ -96,7 +106,14 @@ pub async fn run_to_k8s(
                         due = tokio::time::Instant::now() + DEBOUNCE;
                     }
                 }
-                Some(Err(e)) => tracing::warn!(error = %e, "watching Services of the write namespace"),
+                Some(Err(f)) => tracing::warn!(
+                    namespace = %namespace,
+                    cause = f.cause().as_str(),
+                    attempt = f.attempt,
+                    retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+                    "{} (the Services of the write namespace); retrying",
+                    mirra_runtime::watch::explain(&hints, &f)
+                ),
                 None => return,
             },
             answer = catalog.next() => match answer {

@@ -148,9 +148,10 @@ pub struct RunArgs {
     )]
     pub permanent_retry_max_secs: u64,
 
-    /// First retry delay in milliseconds of a watch of copies or
-    /// deleteItems that failed (a list or watch refused by RBAC among
-    /// others); doubles per failure, reset by success.
+    /// First retry delay in milliseconds of a watch that failed (SyncConfigs,
+    /// Namespaces, copies or deleteItems: a CRD not installed, a list
+    /// refused by RBAC, the API server unreachable); doubles per failure
+    /// (with jitter), reset once the watch lists.
     #[arg(
         long = "watch-retry-initial-ms",
         value_name = "MS",
@@ -158,8 +159,8 @@ pub struct RunArgs {
     )]
     pub watch_retry_initial_ms: u64,
 
-    /// Largest retry delay in milliseconds of such a watch: how long a kind
-    /// granted in RBAC may take to be noticed.
+    /// Largest retry delay in milliseconds of such a watch: how long an
+    /// installed CRD or a kind granted in RBAC may take to be noticed.
     #[arg(
         long = "watch-retry-max-ms",
         value_name = "MS",
@@ -346,8 +347,8 @@ pub struct Settings {
     pub permanent_retry_base: Duration,
     /// Largest retry delay after permanent failures.
     pub permanent_retry_cap: Duration,
-    /// First retry delay of a copy or deleteItem watch that failed (a
-    /// refused list among others); doubles per failure, reset by success.
+    /// First retry delay of a watch that failed (a refused list among
+    /// others); doubles per failure, reset once the watch lists.
     pub watch_retry_base: Duration,
     /// Largest retry delay of such a watch: how long a permission granted
     /// in RBAC may take to be noticed.

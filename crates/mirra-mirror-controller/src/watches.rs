@@ -2,10 +2,12 @@
 //! when a kind first appears in a SyncConfig and stops it when no SyncConfig
 //! uses it any more (and no copy of it is left to prune).
 //!
-//! Every watch is a kube-runtime `watcher` with bookmarks and its default
-//! backoff: a dropped connection resumes from the last resourceVersion, a
-//! 410 Gone relists, and the relist reaches the cache as an `Init` ..
-//! `InitDone` sequence that reports only what really changed.
+//! Every watch is a kube-runtime `watcher` with bookmarks behind
+//! `mirra_runtime::watch::retrying`: a dropped connection resumes from the
+//! last resourceVersion, a 410 Gone relists, and the relist reaches the
+//! cache as an `Init` .. `InitDone` sequence that reports only what really
+//! changed. A refused watch backs off up to `--watch-retry-max-ms` and logs
+//! what is missing and where the fix is (the CRD, the ClusterRole).
 //!
 //! What this module must NOT do: plan or write. A watch only folds events
 //! into the state and adds the touched namespaces to the queue.
@@ -17,10 +19,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PartialObjectMeta};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::utils::Backoff;
 use kube::runtime::watcher;
 use mirra_mirror::{MANAGED_BY_LABEL, MANAGED_BY_VALUE};
 use mirra_runtime::TaskGuard;
+use mirra_runtime::watch::{WatchFailure, WatchHints, WatchRetry, retrying};
 
 use crate::config_object::ConfigObject;
 use crate::engine::Shared;
@@ -56,8 +58,8 @@ fn keep_ownership_proof(meta: &mut kube::api::ObjectMeta) {
 pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let api: Api<Namespace> = Api::all(shared.client.clone());
     let stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
         .modify(|ns: &mut Namespace| mirra_runtime::trim::strip_managed_fields(&mut ns.metadata));
+    let stream = retrying(stream, watch_retry(&shared.settings));
     let shared = shared.clone();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
@@ -67,7 +69,7 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
                     let keys = shared.with_state(|s| s.apply_namespace(event));
                     shared.enqueue(keys);
                 }
-                Err(e) => watch_error(&shared, "namespaces", &e),
+                Err(e) => watch_error(&shared, &NAMESPACE_HINTS, &e),
             }
         }
     })
@@ -99,7 +101,10 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
             // ConfigObject takes each object as raw text before decoding
             // it (and drops managedFields), so one SyncConfig nested too
             // deep for the decoder fails neither the list nor the watch.
-            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            let stream = retrying(
+                watcher::watcher(api, watcher::Config::default()),
+                watch_retry(&shared.settings),
+            );
             let shared = shared.clone();
             tokio::spawn(async move {
                 let mut stream = std::pin::pin!(stream);
@@ -114,7 +119,7 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
                             }
                             shared.enqueue(keys);
                         }
-                        Err(e) => watch_error(&shared, "syncconfigs", &e),
+                        Err(e) => watch_error(&shared, &SYNCCONFIG_HINTS, &e),
                     }
                 }
             })
@@ -151,52 +156,58 @@ fn report_undecodable(shared: &Shared, event: &watcher::Event<ConfigObject>) {
     }
 }
 
-fn watch_error(shared: &Shared, what: &str, e: &watcher::Error) {
-    // The watcher retries with backoff by itself; the error is only logged
-    // and counted.
+/// Where the fixes are for the two watches every mirror needs.
+const SYNCCONFIG_HINTS: WatchHints = WatchHints {
+    resource: "syncconfigs.sync.appuio.ch",
+    install: Some(
+        "install the SyncConfig CustomResourceDefinition (kubectl apply -f \
+         deploy/crd/syncconfig.yaml, or kubectl apply -k deploy/)",
+    ),
+    rbac: "grant get, list and watch on syncconfigs.sync.appuio.ch to mirra's ServiceAccount \
+           (the ClusterRole in deploy/mirror/rbac.yaml)",
+};
+const NAMESPACE_HINTS: WatchHints = WatchHints {
+    resource: "namespaces",
+    install: None,
+    rbac: "grant list and watch on namespaces to mirra's ServiceAccount (the ClusterRole in \
+           deploy/mirror/rbac.yaml)",
+};
+
+/// Logs a failed attempt (what is missing and how to fix it, and when the
+/// next attempt is) and counts it; the stream retries by itself. Readiness
+/// stays false until the watch has listed.
+fn watch_error(shared: &Shared, hints: &WatchHints, f: &WatchFailure) {
     shared.metrics.error("watch");
-    tracing::warn!(watch = what, error = %e, "watch failed, retrying");
+    tracing::warn!(
+        watch = hints.resource,
+        cause = f.cause().as_str(),
+        attempt = f.attempt,
+        retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+        "{}; retrying",
+        mirra_runtime::watch::explain(hints, f)
+    );
 }
 
-/// Exponential backoff of the copy and deleteItem watches, reset by every
-/// successful answer. The bounds come from the settings, so that tests see a
-/// granted permission picked up quickly. The delays are
-/// `mirra_runtime::queue::backoff_delay` without jitter (base, 2 base, ...
-/// up to the cap; the settings refuse a cap below the base): kube's
-/// `Backoff` trait is only the iterator and reset around it.
-struct WatchBackoff {
-    base: Duration,
-    cap: Duration,
-    failures: u32,
+/// The copy and deleteItem watches name their resource at run time, so
+/// their line is built here rather than from static hints.
+fn dynamic_watch_error(shared: &Shared, what: &str, f: &WatchFailure) {
+    shared.metrics.error("watch");
+    tracing::warn!(
+        watch = what,
+        cause = f.cause().as_str(),
+        attempt = f.attempt,
+        retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+        error = %f.error,
+        "watch failed, retrying"
+    );
 }
 
-impl WatchBackoff {
-    fn new(settings: &Settings) -> WatchBackoff {
-        WatchBackoff {
-            base: settings.watch_retry_base,
-            cap: settings.watch_retry_cap,
-            failures: 0,
-        }
-    }
-}
-
-impl Iterator for WatchBackoff {
-    type Item = Duration;
-
-    fn next(&mut self) -> Option<Duration> {
-        self.failures = self.failures.saturating_add(1);
-        Some(mirra_runtime::queue::backoff_delay(
-            self.base,
-            self.cap,
-            self.failures,
-            1.0,
-        ))
-    }
-}
-
-impl Backoff for WatchBackoff {
-    fn reset(&mut self) {
-        self.failures = 0;
+/// The retry bounds of every watch, from the settings (tests shorten them
+/// so that a granted permission is picked up quickly).
+fn watch_retry(settings: &Settings) -> WatchRetry {
+    WatchRetry {
+        base: settings.watch_retry_base,
+        cap: settings.watch_retry_cap,
     }
 }
 
@@ -241,14 +252,13 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> T
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), ar);
     let config =
         watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"));
-    let stream = watcher::watcher(api, config)
-        .backoff(WatchBackoff::new(&shared.settings))
-        .modify(|o: &mut DynamicObject| {
-            keep_ownership_proof(&mut o.metadata);
-            // A copy of a large item would otherwise be held whole once per
-            // namespace; the planner compares against the digest as well.
-            mirra_mirror::digest_large_strings(&mut o.data);
-        });
+    let stream = watcher::watcher(api, config).modify(|o: &mut DynamicObject| {
+        keep_ownership_proof(&mut o.metadata);
+        // A copy of a large item would otherwise be held whole once per
+        // namespace; the planner compares against the digest as well.
+        mirra_mirror::digest_large_strings(&mut o.data);
+    });
+    let stream = retrying(stream, watch_retry(&shared.settings));
     let shared = shared.clone();
     let ar = ar.clone();
     let task = tokio::spawn(async move {
@@ -262,9 +272,9 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> T
                     }
                     shared.enqueue(keys);
                 }
-                Err(e) => {
-                    watch_error(&shared, &kind.1, &e);
-                    if let Some(u) = refusal(&ar, &e) {
+                Err(f) => {
+                    dynamic_watch_error(&shared, &kind.1, &f);
+                    if let Some(u) = refusal(&ar, &f.error) {
                         let keys = shared.with_state(|s| s.set_copies_unavailable(&kind, Some(u)));
                         shared.enqueue(keys);
                     }
@@ -283,9 +293,8 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
     if let Some(name) = &id.1 {
         config = config.fields(&format!("metadata.name={name}"));
     }
-    let stream = watcher::watcher(api, config)
-        .backoff(WatchBackoff::new(&shared.settings))
-        .modify(|o| keep_ownership_proof(&mut o.metadata));
+    let stream = watcher::watcher(api, config).modify(|o| keep_ownership_proof(&mut o.metadata));
+    let stream = retrying(stream, watch_retry(&shared.settings));
     let shared = shared.clone();
     let ar = ar.clone();
     let task = tokio::spawn(async move {
@@ -300,9 +309,9 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
                     });
                     shared.enqueue(keys);
                 }
-                Err(e) => {
-                    watch_error(&shared, "deleteItems", &e);
-                    if let Some(u) = refusal(&ar, &e) {
+                Err(f) => {
+                    dynamic_watch_error(&shared, "deleteItems", &f);
+                    if let Some(u) = refusal(&ar, &f.error) {
                         let keys = shared.with_state(|s| s.set_delete_unavailable(&id, Some(u)));
                         shared.enqueue(keys);
                     }
@@ -559,24 +568,4 @@ async fn served_kinds(client: &kube::Client) -> Vec<(ApiResource, bool)> {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn watch_backoff_doubles_to_the_cap_without_jitter_and_resets_to_the_base() {
-        let mut s = Settings::for_tests(&["a"]);
-        s.watch_retry_base = Duration::from_millis(50);
-        s.watch_retry_cap = Duration::from_millis(300);
-        let mut b = WatchBackoff::new(&s);
-        let first: Vec<Duration> = b.by_ref().take(5).collect();
-        assert_eq!(
-            first,
-            [50, 100, 200, 300, 300].map(Duration::from_millis).to_vec()
-        );
-        b.reset();
-        assert_eq!(b.next(), Some(Duration::from_millis(50)));
-    }
 }

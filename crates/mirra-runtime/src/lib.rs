@@ -13,12 +13,14 @@
 //! controller only while leading; fence::WriteFence is checked by every
 //! writer right before it sends; health serves /healthz, /readyz, /metrics;
 //! task::TaskGuard stops a spawned watch when its owner drops it; trim drops
-//! the metadata (managedFields, kubectl's last-applied copy) no cache keeps.
+//! the metadata (managedFields, kubectl's last-applied copy) no cache keeps;
+//! watch::retrying backs a refused watch off and watch::explain says what
+//! to fix.
 //! ```
 //!
 //! This crate must NOT know about SyncConfigs, Services or Consul, nor plan
 //! anything: the planners are pure functions in their own crates, and the
-//! wiring of streams to queues lives in the binary. Each module is usable
+//! wiring of streams to queues lives in each controller crate. Each module is usable
 //! and testable on its own; only `leader` and `ratelimit::rate_limited_client`
 //! talk to a server.
 
@@ -32,6 +34,7 @@ pub mod queue;
 pub mod ratelimit;
 pub mod task;
 pub mod trim;
+pub mod watch;
 
 pub use cache::{Cache, Change, ObjectKey};
 pub use campaign::run_while_leading;

@@ -24,7 +24,9 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// Log level or filter (tracing `EnvFilter` syntax, e.g. `info` or
-    /// `mirra=debug,kube=info`). `RUST_LOG` overrides it when set.
+    /// `mirra=debug,kube=info`). `RUST_LOG` overrides it when set. kube's
+    /// own line per failed request is off unless the filter names
+    /// `kube_client`: mirra logs each failure with its cause and fix.
     #[arg(long, global = true, default_value = "info", env = "MIRRA_LOG_LEVEL")]
     pub log_level: String,
     /// Log format: `pretty` for people, `json` for log pipelines.
@@ -210,12 +212,24 @@ pub enum AclDefaultPolicyArg {
     Allow,
 }
 
+/// The filter with kube's per-request error line turned off, unless the
+/// user's filter asks for `kube_client` itself: the line says only "client
+/// error (Connect)", and the watch or write that failed logs the same
+/// failure with what to fix.
+fn quiet_kube_client(filter: &str) -> String {
+    if filter.contains("kube_client") {
+        filter.to_string()
+    } else {
+        format!("{filter},kube_client::client::builder=off")
+    }
+}
+
 /// Sets up `tracing` as the flags say.
 pub fn init_logging(args: &LogArgs) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
     let filter = match std::env::var("RUST_LOG") {
         Ok(s) if !s.is_empty() => EnvFilter::try_new(s),
-        _ => EnvFilter::try_new(&args.log_level),
+        _ => EnvFilter::try_new(quiet_kube_client(&args.log_level)),
     }
     .map_err(|e| anyhow::anyhow!("invalid log level {:?}: {e}", args.log_level))?;
     // Logs go to stderr: stdout carries the machine-readable lines
@@ -267,6 +281,22 @@ mod tests {
         assert!(!colour_wanted(true, Some(OsStr::new("1"))));
         assert!(!colour_wanted(false, None));
         assert!(!colour_wanted(false, Some(OsStr::new(""))));
+    }
+
+    #[test]
+    fn kube_clients_request_lines_are_off_unless_asked_for() {
+        assert_eq!(
+            quiet_kube_client("info"),
+            "info,kube_client::client::builder=off"
+        );
+        assert_eq!(
+            quiet_kube_client("mirra=debug,kube_client=debug"),
+            "mirra=debug,kube_client=debug"
+        );
+        // Every form stays a valid filter.
+        for f in ["info", "warn,mirra=debug", "debug"] {
+            assert!(tracing_subscriber::EnvFilter::try_new(quiet_kube_client(f)).is_ok());
+        }
     }
 
     #[test]
