@@ -228,3 +228,41 @@ def test_bases_pass_a_server_side_dry_run_and_are_hardened(kubectl):
         assert ingress_ports == {health, metrics}
         container_ports = {p["containerPort"] for p in container["ports"]}
         assert container_ports == {health, metrics}
+
+
+def readme_install_commands():
+    """The commands of README's "Install in three commands", in order."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- install:start -->", 1)[1].split("<!-- install:end -->", 1)[0]
+    return [line for line in block.splitlines()
+            if line.strip() and not line.startswith(("#", "```"))]
+
+
+def test_the_readme_install_commands_work_as_written(kubectl):
+    import subprocess
+
+    commands = readme_install_commands()
+    assert len(commands) == 3, commands
+    assert commands[0].startswith("docker build"), commands
+    image = "registry.example.com/platform/mirra:0.1.0"
+    env = dict(kubectl.env, IMAGE=image)
+    # Steps 2 and 3 as written (step 1 needs a registry and Docker).
+    for command in commands[1:]:
+        subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=ROOT, env=env,
+                       check=True, capture_output=True, text=True, timeout=120)
+    kubectl("get", "crd", "syncconfigs.sync.appuio.ch")
+    kubectl("get", "serviceaccount", "mirra-mirror", "-n", "mirra-system")
+    deployment = json.loads(
+        kubectl("get", "deployment", "mirra-mirror", "-n", "mirra-system", "-o", "json").stdout
+    )
+    assert deployment["spec"]["replicas"] == 2
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == image
+    assert "--leader-elect" in container["args"]
+    kubectl("get", "poddisruptionbudget", "mirra-mirror", "-n", "mirra-system")
+    kubectl("get", "networkpolicy", "-n", "mirra-system", "mirra-mirror")
+    # Running them again (an upgrade to the same image) changes nothing.
+    again = subprocess.run(["bash", "-euo", "pipefail", "-c", commands[2]], cwd=ROOT, env=env,
+                           check=True, capture_output=True, text=True, timeout=120).stdout
+    lines = [line for line in again.splitlines() if not line.startswith("poddisruptionbudget.")]
+    assert not any("created" in line or "configured" in line for line in lines), again
