@@ -187,6 +187,19 @@ impl Env {
         })
     }
 
+    /// Waits until the controller reported the SyncConfig's current
+    /// generation in its status: it has seen the last change of the spec.
+    pub async fn wait_observed(&self, sc: &str) {
+        wait_for(&format!("{sc}'s generation observed"), || async {
+            let obj = self.sc_api().get(sc).await.unwrap();
+            obj.data
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                == obj.metadata.generation
+        })
+        .await;
+    }
+
     pub async fn status(&self, sc: &str) -> Value {
         let obj = self.sc_api().get(sc).await.unwrap();
         obj.data.get("status").cloned().unwrap_or(Value::Null)
