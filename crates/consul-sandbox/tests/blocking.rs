@@ -4,16 +4,15 @@
 
 mod common;
 
-use common::{Api, SOON, eventually};
+use common::{Api, SOON};
+use mirra_testkit::wait_for;
 use serde_json::json;
 
 async fn wait_until_blocked(api: &Api, n: u64) {
-    let blocked = eventually(|| async { api.sb.stats().blocking_queries_open == n }).await;
-    assert!(
-        blocked,
-        "expected {n} open blocking queries, stats: {:?}",
-        api.sb.stats()
-    );
+    wait_for(&format!("{n} open blocking queries"), || async {
+        api.sb.stats().blocking_queries_open == n
+    })
+    .await;
 }
 
 #[tokio::test]

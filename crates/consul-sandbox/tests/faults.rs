@@ -5,8 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Api, SOON, eventually};
+use common::{Api, SOON};
 use consul_sandbox::FaultRule;
+use mirra_testkit::wait_for;
 use serde_json::json;
 
 #[tokio::test]
@@ -124,9 +125,10 @@ async fn latency_delays_only_matching_requests() {
         })
     };
     // Make sure the slow request is in flight before the fast one starts.
-    assert!(
-        eventually(|| async { api.sb.stats().requests_for("GET /v1/catalog/services") == 1 }).await
-    );
+    wait_for("the slow request in flight", || async {
+        api.sb.stats().requests_for("GET /v1/catalog/services") == 1
+    })
+    .await;
     let fast = api.get("/v1/status/leader").await;
     tx.send(("fast", fast.status)).unwrap();
     slow.await.unwrap();
@@ -162,11 +164,10 @@ async fn refused_connections_fail_then_recover() {
     api.sb
         .faults()
         .refuse_connections_for(Duration::from_millis(200));
-    let recovered = eventually(|| async {
+    wait_for("a fresh connection answered", || async {
         matches!(fresh.get(api.url("/v1/status/leader")).send().await, Ok(r) if r.status() == 200)
     })
     .await;
-    assert!(recovered);
     let _ = SOON;
 }
 

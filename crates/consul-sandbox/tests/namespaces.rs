@@ -9,7 +9,8 @@
 
 mod common;
 
-use common::{Api, ROOT, Resp, eventually};
+use common::{Api, ROOT, Resp};
+use mirra_testkit::wait_for;
 use serde_json::{Value, json};
 
 async fn create_ns(api: &Api, name: &str) {
@@ -399,7 +400,10 @@ async fn a_blocked_read_of_one_namespace_is_not_woken_by_another() {
             .await
             .unwrap()
     });
-    assert!(eventually(|| async { api.sb.stats().blocking_queries_open == 1 }).await);
+    wait_for("one open blocking query", || async {
+        api.sb.stats().blocking_queries_open == 1
+    })
+    .await;
     let wakeups = api.sb.stats().blocking_wakeups;
     register_in(&api, "b", "n1", "s-b", "svc-b").await;
     // The write to b is done; a's reader must still be waiting, un-woken.

@@ -9,8 +9,9 @@
 
 mod common;
 
-use common::{Api, ROOT, eventually};
+use common::{Api, ROOT};
 use consul_sandbox::{AclDefaultPolicy, Config};
+use mirra_testkit::wait_for;
 use serde_json::{Value, json};
 
 async fn create_partition(api: &Api, token: &str, name: &str) {
@@ -220,7 +221,10 @@ async fn a_blocked_read_in_one_partition_is_not_woken_by_another() {
                 .await
                 .unwrap()
         });
-        assert!(eventually(|| async { api.sb.stats().blocking_queries_open == 1 }).await);
+        wait_for("one open blocking query", || async {
+            api.sb.stats().blocking_queries_open == 1
+        })
+        .await;
         let wakeups = api.sb.stats().blocking_wakeups;
         // The same names in the default partition.
         let r = api

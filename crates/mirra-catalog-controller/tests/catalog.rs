@@ -8,12 +8,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use consul_sandbox::FaultRule as ConsulFault;
-use k8s_openapi::api::core::v1::{Event, Service};
+use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use mirra_catalog::service_id;
 use mirra_catalog_controller::register_metrics;
 use mirra_consul::{ConsulConfig, HealthCheck, QueryOptions, RegisterRequest};
+use mirra_testkit::is_warning;
 use serde_json::json;
 
 mod common;
@@ -585,18 +586,12 @@ async fn bad_annotation_gives_a_warning_event_and_the_rest_is_synced() {
     let s = &v.value.services[0];
     assert_eq!(s.tags, vec!["k8s".to_owned(), "blue".to_owned()]);
     assert_eq!(s.port, 8080);
-    let events: Api<Event> = Api::namespaced(k.client.clone(), "default");
     wait_for("warning event", || async {
-        events
-            .list(&ListParams::default())
+        mirra_testkit::events_about(&k.client, "default", "web")
             .await
-            .unwrap()
-            .items
             .iter()
             .any(|e| {
-                e.type_.as_deref() == Some("Warning")
-                    && e.reason.as_deref() == Some("InvalidAnnotation")
-                    && e.involved_object.name.as_deref() == Some("web")
+                is_warning(e, "InvalidAnnotation")
                     && e.message
                         .as_deref()
                         .is_some_and(|m| m.contains("service-port"))

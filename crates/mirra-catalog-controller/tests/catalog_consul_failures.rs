@@ -16,6 +16,7 @@ use consul_sandbox::{Config as ConsulConfig, Sandbox};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams};
 use mirra_catalog::service_id;
+use mirra_testkit::DEADLINE;
 use serde_json::{Value, json};
 
 /// Wire key of transactions in the sandbox's request counts.

@@ -18,6 +18,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use mirra_catalog::{NodePortSyncType, service_id};
 use mirra_consul::QueryOptions;
+use mirra_testkit::DEADLINE;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -6,8 +6,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, ListParams};
 use mirra_catalog::service_id;
 use serde_json::json;
 
@@ -19,16 +17,11 @@ use common::{
 };
 
 async fn warned_about(k: &kube::Client, ns: &str, service: &str, annotation: &str) -> bool {
-    let events: Api<Event> = Api::namespaced(k.clone(), ns);
-    events
-        .list(&ListParams::default())
+    mirra_testkit::events_about(k, ns, service)
         .await
-        .unwrap()
-        .items
         .iter()
         .any(|e| {
             e.type_.as_deref() == Some("Warning")
-                && e.involved_object.name.as_deref() == Some(service)
                 && e.message.as_deref().is_some_and(|m| m.contains(annotation))
         })
 }

@@ -13,8 +13,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use k8s_openapi::api::core::v1::{Event, Service};
-use kube::api::{Api, DeleteParams, ListParams};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams};
 use mirra_catalog::ConsulNamespaces;
 use mirra_catalog_controller::CatalogMetrics;
 use mirra_consul::QueryOptions;
@@ -233,17 +233,10 @@ async fn a_namespace_that_cannot_be_created_is_reported_and_the_others_keep_sync
     })
     .await;
     wait_for("a Warning Event on the Service", || async {
-        Api::<Event>::namespaced(k.client.clone(), &long)
-            .list(&ListParams::default())
+        mirra_testkit::events_about(&k.client, &long, "web")
             .await
-            .unwrap()
-            .items
             .iter()
-            .any(|e| {
-                e.reason.as_deref() == Some("ConsulNamespaceFailed")
-                    && e.type_.as_deref() == Some("Warning")
-                    && e.involved_object.name.as_deref() == Some("web")
-            })
+            .any(|e| mirra_testkit::is_warning(e, "ConsulNamespaceFailed"))
     })
     .await;
     assert_eq!(run.metrics.namespaces_created_total(), 1);
@@ -263,11 +256,8 @@ async fn a_namespace_that_cannot_be_created_is_reported_and_the_others_keep_sync
         run.metrics.namespace_failures_total() >= 2
     })
     .await;
-    let events = Api::<Event>::namespaced(k.client.clone(), &long)
-        .list(&ListParams::default())
+    let events = mirra_testkit::events(&k.client, &long)
         .await
-        .unwrap()
-        .items
         .into_iter()
         .filter(|e| e.reason.as_deref() == Some("ConsulNamespaceFailed"))
         .count();

@@ -10,8 +10,6 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Event;
-use kube::api::{Api, ListParams};
 use mirra_catalog::service_id;
 
 mod common;
@@ -113,26 +111,15 @@ async fn a_fight_with_another_writer_is_reported_once_and_costs_one_repair_per_c
     assert_eq!(ctl.metrics.repairs_total(), ROUNDS);
     // One fight, reported once.
     assert_eq!(ctl.metrics.contested_repairs_total(), 1);
-    let events: Api<Event> = Api::namespaced(k.client.clone(), "default");
     wait_for("the ContestedInConsul Event", || async {
-        events
-            .list(&ListParams::default())
+        mirra_testkit::events_about(&k.client, "default", "web")
             .await
-            .unwrap()
-            .items
             .iter()
-            .any(|e| {
-                e.reason.as_deref() == Some("ContestedInConsul")
-                    && e.type_.as_deref() == Some("Warning")
-                    && e.involved_object.name.as_deref() == Some("web")
-            })
+            .any(|e| mirra_testkit::is_warning(e, "ContestedInConsul"))
     })
     .await;
-    let contested = events
-        .list(&ListParams::default())
+    let contested = mirra_testkit::events(&k.client, "default")
         .await
-        .unwrap()
-        .items
         .iter()
         .filter(|e| e.reason.as_deref() == Some("ContestedInConsul"))
         .count();

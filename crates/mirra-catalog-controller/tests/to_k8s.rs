@@ -15,16 +15,7 @@ use mirra_runtime::Readiness;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-/// Generous deadline for eventual conditions (never a timing assertion).
-const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn eventually<F: FnMut() -> Fut, Fut: Future<Output = bool>>(what: &str, mut f: F) {
-    let end = tokio::time::Instant::now() + DEADLINE;
-    while !f().await {
-        assert!(tokio::time::Instant::now() < end, "timed out: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use mirra_testkit::wait_for;
 
 fn register(node: &str, name: &str, tags: &[&str]) -> RegisterRequest {
     RegisterRequest {
@@ -123,7 +114,7 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
         .unwrap();
 
     let (running, ready) = start(&kube, &consul_sb.url());
-    eventually("db as an ExternalName Service", || async {
+    wait_for("db as an ExternalName Service", || async {
         services.get_opt("db").await.unwrap().is_some()
     })
     .await;
@@ -145,7 +136,7 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
 
     // A change Consul reports that leaves the service list as it is
     // (another instance of db) costs no Kubernetes write.
-    eventually("the next blocking read parked", || async {
+    wait_for("the next blocking read parked", || async {
         consul_reads(&consul_sb) >= 2
     })
     .await;
@@ -154,7 +145,7 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
     let mut second = register("ext2", "db", &[]);
     second.address = "10.0.0.2".into();
     consul.register(&second).await.unwrap();
-    eventually("the change read and the next read parked", || async {
+    wait_for("the change read and the next read parked", || async {
         consul_reads(&consul_sb) > reads
     })
     .await;
@@ -171,7 +162,7 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
             .await
             .unwrap();
     }
-    eventually("db's Service deleted", || async {
+    wait_for("db's Service deleted", || async {
         services.get_opt("db").await.unwrap().is_none()
     })
     .await;
@@ -185,7 +176,7 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
     let reads = consul_reads(&consul_sb);
     let (running, ready) = start(&kube, &consul_sb.url());
     // The first read answered, planned, and the next read parked.
-    eventually("restarted and planned", || async {
+    wait_for("restarted and planned", || async {
         ready.is_ready() && consul_reads(&consul_sb) >= reads + 2
     })
     .await;
@@ -246,7 +237,7 @@ async fn with_db_written() -> (Sandboxes, Api<Service>, Running) {
         .await
         .unwrap();
     let (running, _ready) = start(&sb.kube, &sb.consul_sb.url());
-    eventually("db written", || async {
+    wait_for("db written", || async {
         services.get_opt("db").await.unwrap().is_some()
     })
     .await;
@@ -272,7 +263,7 @@ async fn edits_of_a_written_external_name_service_are_reverted() {
         )
         .await
         .unwrap();
-    eventually("db reverted", || async {
+    wait_for("db reverted", || async {
         let db = services.get("db").await.unwrap();
         external_name(&db).as_deref() == Some("db.service.consul")
             && db.metadata.annotations.is_some_and(|a| {
@@ -288,7 +279,7 @@ async fn edits_of_a_written_external_name_service_are_reverted() {
         .register(&register("ext", "cache", &[]))
         .await
         .unwrap();
-    eventually("cache written", || async {
+    wait_for("cache written", || async {
         services.get_opt("cache").await.unwrap().is_some()
     })
     .await;
@@ -322,7 +313,7 @@ async fn k8s_service_prefix_names_the_written_services() {
         ..SyncSettings::default()
     };
     let (running, _ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync);
-    eventually("consul-db written", || async {
+    wait_for("consul-db written", || async {
         services.get_opt("consul-db").await.unwrap().is_some()
     })
     .await;
@@ -347,7 +338,7 @@ async fn k8s_service_prefix_names_the_written_services() {
         })
         .await
         .unwrap();
-    eventually("consul-db deleted", || async {
+    wait_for("consul-db deleted", || async {
         services.get_opt("consul-db").await.unwrap().is_none()
     })
     .await;
@@ -376,7 +367,7 @@ async fn failing_service_lists_are_retried_with_backoff_and_converge() {
         .await
         .unwrap();
     let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
-    eventually("the list failed twice", || async {
+    wait_for("the list failed twice", || async {
         sb.kube_sb.stats().get("list services") >= 2
     })
     .await;
@@ -394,7 +385,7 @@ async fn failing_service_lists_are_retried_with_backoff_and_converge() {
     assert_eq!(writes(&sb.kube_sb), 0, "nothing written before the list");
 
     sb.kube_sb.clear_faults().await;
-    eventually("db written once the list works", || async {
+    wait_for("db written once the list works", || async {
         services.get_opt("db").await.unwrap().is_some()
     })
     .await;
@@ -428,7 +419,7 @@ async fn a_few_failed_lists_cost_one_retry_each() {
         .await
         .unwrap();
     let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
-    eventually("db written", || async {
+    wait_for("db written", || async {
         services.get_opt("db").await.unwrap().is_some()
     })
     .await;
@@ -473,9 +464,9 @@ async fn an_update_planned_from_a_stale_version_does_not_land() {
     // An edit mirra reverts; while its revert waits in the server, a
     // second edit lands.
     edit("first.example.com").await;
-    eventually("the revert sent", || async { patches() > before }).await;
+    wait_for("the revert sent", || async { patches() > before }).await;
     edit("second.example.com").await;
-    eventually("db reverted", || async {
+    wait_for("db reverted", || async {
         let db = services.get("db").await.unwrap();
         external_name(&db).as_deref() == Some("db.service.consul")
     })
@@ -503,7 +494,7 @@ async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
         ..SyncSettings::default()
     };
     let (running, _ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync.clone());
-    eventually("db and consul written", || async {
+    wait_for("db and consul written", || async {
         labelled(&services).await == ["consul", "db"]
     })
     .await;
@@ -515,7 +506,7 @@ async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
     let reads = consul_reads(&sb.consul_sb);
     let (running, ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync);
     // The first read answered, planned, and the next read parked.
-    eventually("restarted and planned", || async {
+    wait_for("restarted and planned", || async {
         ready.is_ready() && consul_reads(&sb.consul_sb) >= reads + 2
     })
     .await;

@@ -19,6 +19,7 @@ use mirra_consul::{
     RegisterRequest, RetryPolicy, Service, ServicePort, TokenConfig, TokenSource, TxnOp, Verb,
     WatchOptions, Weights,
 };
+use mirra_testkit::wait_for;
 
 const NODE: &str = "k8s-sync";
 
@@ -645,7 +646,10 @@ async fn blocking_query_returns_on_change() {
     };
     // Register only once the query is parked on the server, so the answer
     // can only come from the change.
-    wait_until(|| requests(&sandbox, "GET /v1/catalog/node-services") >= 2).await;
+    wait_for("a second node-services read", || async {
+        requests(&sandbox, "GET /v1/catalog/node-services") >= 2
+    })
+    .await;
     client
         .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
         .await
@@ -703,7 +707,10 @@ async fn watch_yields_new_version_after_concurrent_registration() {
     // controller would run. The writer registers once the watch's second
     // (blocking) request is parked on the server.
     let write = async {
-        wait_until(|| requests(&sandbox, "GET /v1/catalog/node-services") >= 2).await;
+        wait_for("a second node-services read", || async {
+            requests(&sandbox, "GET /v1/catalog/node-services") >= 2
+        })
+        .await;
         client
             .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
             .await
@@ -791,18 +798,6 @@ async fn permission_denied_is_not_retried_and_hides_the_token() {
 
     // The same token may read.
     client.services(&QueryOptions::default()).await.unwrap();
-}
-
-/// Polls `cond` until it holds, failing the test after a generous deadline.
-async fn wait_until(mut cond: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "condition not reached"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// The node as the catalog holds it now.
@@ -1118,7 +1113,10 @@ async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index
             }
         }
     });
-    wait_until(|| requests(&sandbox, "GET /v1/catalog/node-services") >= 2).await;
+    wait_for("a second node-services read", || async {
+        requests(&sandbox, "GET /v1/catalog/node-services") >= 2
+    })
+    .await;
 
     // Paused: the parked query is dropped and nothing is sent while the
     // writes it would only echo go on.

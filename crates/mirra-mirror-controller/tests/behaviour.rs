@@ -999,6 +999,14 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
             })
     })
     .await;
+    // The Event follows the status write: counted before the reset, not
+    // after it.
+    wait_for("b's Event", || async {
+        !mirra_testkit::events_about(&env.client, "tenant-b", "b-config")
+            .await
+            .is_empty()
+    })
+    .await;
     env.sb.reset_stats();
     // Many passes of both: nobody deletes or rewrites the other's copies.
     let skipped = ctl_b.metric("mirra_skipped_writes_total");

@@ -102,6 +102,8 @@ async fn a_syncconfig_over_the_copies_limit_is_held_as_it_is_and_others_keep_syn
         ),
     )
     .await;
+    // The edit was planned (and held) before the counts are read.
+    env.wait_observed("big").await;
     let stats = env.settle().await;
     assert_eq!(stats.get("patch configmaps"), 1, "{:?}", stats.requests);
     assert_eq!(stats.get("delete configmaps"), 0, "{:?}", stats.requests);

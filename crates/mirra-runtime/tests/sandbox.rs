@@ -17,24 +17,10 @@ use kube::api::{Api, ListParams};
 use mirra_runtime::leader::{LeaderConfig, LeaderElector};
 use mirra_runtime::ratelimit::{RateLimitConfig, RateLimitLayer, TokenBucket};
 use mirra_runtime::{FenceError, LeaderMetrics, Readiness, WriteFence};
+use mirra_testkit::wait_for;
 use prometheus_client::registry::Registry;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
-
-/// Far beyond any timing in these tests, so a slow, shared build machine
-/// cannot make them flaky.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let end = tokio::time::Instant::now() + DEADLINE;
-    while !cond() {
-        assert!(
-            tokio::time::Instant::now() < end,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 async fn sandbox() -> (kube_sandbox::Sandbox, kube::Client) {
     let sandbox = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
@@ -104,7 +90,7 @@ async fn exactly_one_leads_and_the_other_takes_over_on_release() {
     let a = start(&client, "replica-a");
     let b = start(&client, "replica-b");
 
-    wait_until("someone leads", || {
+    wait_for("someone leads", || async {
         *a.leading.borrow() || *b.leading.borrow()
     })
     .await;
@@ -127,7 +113,10 @@ async fn exactly_one_leads_and_the_other_takes_over_on_release() {
     leader.stop.take().unwrap().send(()).unwrap();
     (&mut leader.task).await.unwrap();
     assert!(!*leader.leading.borrow(), "a stopped elector does not lead");
-    wait_until("follower takes over", || *follower.leading.borrow()).await;
+    wait_for("follower takes over", || async {
+        *follower.leading.borrow()
+    })
+    .await;
     assert_eq!(holder(&client).await.as_deref(), Some(follower_id));
     assert_eq!(transitions(&client).await, 1);
     follower.task.abort();
@@ -137,14 +126,17 @@ async fn exactly_one_leads_and_the_other_takes_over_on_release() {
 async fn crashed_leader_is_replaced_after_its_lease_expires() {
     let (_sandbox, client) = sandbox().await;
     let a = start(&client, "replica-a");
-    wait_until("a leads", || *a.leading.borrow()).await;
+    wait_for("a leads", || async { *a.leading.borrow() }).await;
     let b = start(&client, "replica-b");
     assert_never_both(&a.leading, &b.leading, 20).await;
     assert!(!*b.leading.borrow(), "b must not take a fresh lease");
 
     // No release: the lease keeps naming a, and only expiry frees it.
     a.task.abort();
-    wait_until("b takes over the expired lease", || *b.leading.borrow()).await;
+    wait_for("b takes over the expired lease", || async {
+        *b.leading.borrow()
+    })
+    .await;
     assert_eq!(holder(&client).await.as_deref(), Some("replica-b"));
     b.task.abort();
 }
@@ -153,7 +145,7 @@ async fn crashed_leader_is_replaced_after_its_lease_expires() {
 async fn leader_steps_down_when_renewals_fail_and_returns_after() {
     let (sandbox, client) = sandbox().await;
     let mut a = start(&client, "replica-a");
-    wait_until("a leads", || *a.leading.borrow()).await;
+    wait_for("a leads", || async { *a.leading.borrow() }).await;
 
     // 500 is not retried by kube's client, so every attempt fails.
     sandbox
@@ -164,10 +156,10 @@ async fn leader_steps_down_when_renewals_fail_and_returns_after() {
         })
         .await
         .unwrap();
-    wait_until("a steps down", || !*a.leading.borrow()).await;
+    wait_for("a steps down", || async { !*a.leading.borrow() }).await;
 
     sandbox.clear_faults().await;
-    wait_until("a leads again", || *a.leading.borrow()).await;
+    wait_for("a leads again", || async { *a.leading.borrow() }).await;
     assert_eq!(holder(&client).await.as_deref(), Some("replica-a"));
     a.stop.take().unwrap().send(()).unwrap();
     a.task.await.unwrap();
@@ -252,7 +244,7 @@ async fn a_refused_lease_is_named_once_counted_and_fails_readiness_until_it_is_g
         let _ = rx.await;
     }));
 
-    wait_until("readiness fails", || !readiness.is_ready()).await;
+    wait_for("readiness fails", || async { !readiness.is_ready() }).await;
     assert_eq!(
         readiness.not_ready(),
         vec!["leader-election lease".to_owned()]
@@ -283,8 +275,8 @@ async fn a_refused_lease_is_named_once_counted_and_fails_readiness_until_it_is_g
     // Granted (the fault removed): the next attempt leads, readiness
     // recovers, and the recovery is logged.
     sandbox.clear_faults().await;
-    wait_until("leads", || *leading.borrow()).await;
-    wait_until("ready again", || readiness.is_ready()).await;
+    wait_for("leads", || async { *leading.borrow() }).await;
+    wait_for("ready again", || async { readiness.is_ready() }).await;
     assert!(encode(&registry).contains("mirra_leader 1\n"));
     assert!(logs.text().contains("reachable again"));
     stop.send(()).unwrap();
@@ -302,7 +294,7 @@ async fn a_missing_lease_namespace_is_named() {
     let task = tokio::spawn(elector.run(async move {
         let _ = rx.await;
     }));
-    wait_until("several create attempts", || {
+    wait_for("several create attempts", || async {
         sandbox.stats().get("create leases.coordination.k8s.io") >= 5
     })
     .await;
@@ -338,7 +330,7 @@ async fn the_fence_opens_only_with_the_write_timeout_left_of_the_lease() {
     let task = tokio::spawn(elector.run(async move {
         let _ = rx.await;
     }));
-    wait_until("leads", || *leading.borrow()).await;
+    wait_for("leads", || async { *leading.borrow() }).await;
     assert_eq!(short.check(), Ok(()));
     assert_eq!(short.send(async { 1 }).await, Ok(1));
     assert!(
@@ -356,17 +348,17 @@ async fn the_fence_opens_only_with_the_write_timeout_left_of_the_lease() {
         })
         .await
         .unwrap();
-    wait_until("fence closes", || short.check().is_err()).await;
+    wait_for("fence closes", || async { short.check().is_err() }).await;
     let left = lease.remaining();
     assert!(
         left.is_none() || left < Some(Duration::from_millis(500)),
         "{left:?}"
     );
-    wait_until("steps down", || !*leading.borrow()).await;
+    wait_for("steps down", || async { !*leading.borrow() }).await;
     assert_eq!(short.check(), Err(FenceError::NotLeading));
     sandbox.clear_faults().await;
-    wait_until("leads again", || *leading.borrow()).await;
-    wait_until("fence opens again", || short.check().is_ok()).await;
+    wait_for("leads again", || async { *leading.borrow() }).await;
+    wait_for("fence opens again", || async { short.check().is_ok() }).await;
     stop.send(()).unwrap();
     task.await.unwrap();
     assert_eq!(short.check(), Err(FenceError::NotLeading), "after release");

@@ -4,7 +4,6 @@
 // Test fixtures: a failure here is a test failure, so unwrap is the point.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::future::Future;
 use std::time::Duration;
 
 use consul_sandbox::{Config, Sandbox};
@@ -154,24 +153,6 @@ impl Api {
             .await;
         assert_eq!(r.status, 200, "{}", r.text);
         r
-    }
-}
-
-/// Polls `check` until it is true or `SOON` passes; returns the last value.
-pub async fn eventually<F, Fut>(mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + SOON;
-    loop {
-        if check().await {
-            return true;
-        }
-        if tokio::time::Instant::now() > deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

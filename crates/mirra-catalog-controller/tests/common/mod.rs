@@ -20,8 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// Generous deadline for eventual conditions (never a timing assertion).
-pub const DEADLINE: Duration = Duration::from_secs(30);
+pub use mirra_testkit::wait_for;
 
 pub struct Kube {
     pub sb: kube_sandbox::Sandbox,
@@ -103,23 +102,14 @@ impl Running {
         wait_for("controller ready", || async { self.ready.is_ready() }).await;
     }
 
-    /// Waits until no key is pending and Consul saw no write for five
-    /// consecutive polls.
+    /// Waits until the controller has no key pending (debounced, ready or
+    /// backing off, as its `pending_keys` gauge says) and Consul's Raft
+    /// applies stop moving: from there on, any write would be one too many.
     pub async fn settle(&self, consul: &consul_sandbox::Sandbox) {
-        let mut last = consul.stats().raft_applies;
-        let mut quiet = 0;
-        let deadline = tokio::time::Instant::now() + DEADLINE;
-        while quiet < 5 {
-            assert!(tokio::time::Instant::now() < deadline, "never settled");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let now = consul.stats().raft_applies;
-            if now == last && self.metrics.pending_keys() == 0 {
-                quiet += 1;
-            } else {
-                quiet = 0;
-            }
-            last = now;
-        }
+        mirra_testkit::settle("the catalog controller", || {
+            (self.metrics.pending_keys() == 0).then(|| consul.stats().raft_applies)
+        })
+        .await;
     }
 }
 
@@ -148,24 +138,6 @@ pub fn start_with_metrics(
         task,
         ready,
         metrics,
-    }
-}
-
-pub async fn wait_for<F, Fut>(what: &str, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        if f().await {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -4,9 +4,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
@@ -22,16 +23,17 @@ use mirra_mirror_controller::tokio_util::sync::CancellationToken;
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 
+pub use mirra_testkit::wait_for;
+
 /// The namespace whose SyncConfigs the controller honours.
 pub const OPS: &str = "ops";
-
-/// Generous upper bound for any condition to become true; tests never
-/// assert on time, only on states reached before this.
-pub const DEADLINE: Duration = Duration::from_secs(30);
 
 pub struct Env {
     pub sb: Sandbox,
     pub client: Client,
+    /// The metrics of the controllers [`Env::start`] started, while they
+    /// run: [`Env::settle`] reads their queues.
+    controllers: Mutex<Vec<Weak<Mutex<Registry>>>>,
 }
 
 pub fn client_for(sb: &Sandbox) -> Client {
@@ -68,14 +70,23 @@ impl Env {
         crds.create(&PostParams::default(), &mirra_mirror::crd())
             .await
             .unwrap();
-        let env = Env { sb, client };
+        let env = Env {
+            sb,
+            client,
+            controllers: Mutex::new(Vec::new()),
+        };
         env.create_ns(OPS, &[]).await;
         env
     }
 
     pub fn start(&self, settings: Settings) -> Running {
         // A fresh client per controller: a restart shares nothing.
-        start_with_client(client_for(&self.sb), settings)
+        let running = start_with_client(client_for(&self.sb), settings);
+        self.controllers
+            .lock()
+            .unwrap()
+            .push(Arc::downgrade(&running.registry));
+        running
     }
 
     pub async fn create_ns(&self, name: &str, labels: &[(&str, &str)]) {
@@ -176,6 +187,19 @@ impl Env {
         })
     }
 
+    /// Waits until the controller reported the SyncConfig's current
+    /// generation in its status: it has seen the last change of the spec.
+    pub async fn wait_observed(&self, sc: &str) {
+        wait_for(&format!("{sc}'s generation observed"), || async {
+            let obj = self.sc_api().get(sc).await.unwrap();
+            obj.data
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                == obj.metadata.generation
+        })
+        .await;
+    }
+
     pub async fn status(&self, sc: &str) -> Value {
         let obj = self.sc_api().get(sc).await.unwrap();
         obj.data.get("status").cloned().unwrap_or(Value::Null)
@@ -183,26 +207,18 @@ impl Env {
 
     /// Events about a SyncConfig: (reason, count).
     pub async fn events(&self, sc: &str) -> Vec<(String, i32)> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), OPS);
-        api.list(&Default::default())
+        mirra_testkit::events_about(&self.client, OPS, sc)
             .await
-            .unwrap()
-            .items
             .into_iter()
-            .filter(|e| e.involved_object.name.as_deref() == Some(sc))
             .map(|e| (e.reason.unwrap_or_default(), e.count.unwrap_or(0)))
             .collect()
     }
 
     /// Events about a SyncConfig: (name, reason, count, message).
     pub async fn events_full(&self, sc: &str) -> Vec<(String, String, i32, String)> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), OPS);
-        api.list(&Default::default())
+        mirra_testkit::events_about(&self.client, OPS, sc)
             .await
-            .unwrap()
-            .items
             .into_iter()
-            .filter(|e| e.involved_object.name.as_deref() == Some(sc))
             .map(|e| {
                 (
                     e.metadata.name.unwrap_or_default(),
@@ -214,36 +230,38 @@ impl Env {
             .collect()
     }
 
-    /// Waits until the request counters stop moving (the controller is
-    /// idle), then returns them.
+    /// Waits until every controller [`Env::start`] started (and that
+    /// still runs) has an empty queue and the sandbox's request counters
+    /// stop moving, then returns them: from there on, any request would be
+    /// one too many.
     pub async fn settle(&self) -> Stats {
-        let start = Instant::now();
-        let mut last = self.sb.stats();
-        let mut stable = 0;
-        while start.elapsed() < DEADLINE {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let now = self.sb.stats();
-            if now.requests == last.requests {
-                stable += 1;
-                // Four quiet polls span several status windows of the test
-                // settings, so no debounced write is still pending.
-                if stable >= 4 {
-                    return now;
-                }
-            } else {
-                stable = 0;
-            }
-            last = now;
-        }
-        panic!("the controller never became idle: {:?}", last.requests);
+        mirra_testkit::settle("the mirror controllers", || {
+            self.queues_empty().then(|| self.sb.stats())
+        })
+        .await
+    }
+
+    /// Whether no running controller has a key waiting (debounced, ready or
+    /// backing off), as its queue-depth gauge, refreshed every status
+    /// window, says.
+    fn queues_empty(&self) -> bool {
+        let mut controllers = self.controllers.lock().unwrap();
+        controllers.retain(|r| r.strong_count() > 0);
+        controllers
+            .iter()
+            .filter_map(Weak::upgrade)
+            .all(|r| metric_in(&r.lock().unwrap(), QUEUE_DEPTH) == 0.0)
     }
 }
+
+/// The mirror controller's queue-depth series.
+const QUEUE_DEPTH: &str = "mirra_queue_depth{queue=\"mirror\"}";
 
 pub struct Running {
     pub token: CancellationToken,
     pub handle: tokio::task::JoinHandle<Result<(), mirra_mirror_controller::ControllerError>>,
     pub ready: ReadyFlag,
-    pub registry: std::sync::Arc<std::sync::Mutex<Registry>>,
+    pub registry: Arc<Mutex<Registry>>,
 }
 
 pub fn start_with_client(client: Client, settings: Settings) -> Running {
@@ -262,7 +280,7 @@ pub fn start_with_client(client: Client, settings: Settings) -> Running {
         token,
         handle,
         ready,
-        registry: std::sync::Arc::new(std::sync::Mutex::new(registry)),
+        registry: Arc::new(Mutex::new(registry)),
     }
 }
 
@@ -283,30 +301,18 @@ impl Running {
 
     /// The value of a metric line starting with `prefix` (summed).
     pub fn metric(&self, prefix: &str) -> f64 {
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry.lock().unwrap())
-            .unwrap();
-        out.lines()
-            .filter(|l| l.starts_with(prefix))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum()
+        metric_in(&self.registry.lock().unwrap(), prefix)
     }
 }
 
-/// Polls `check` until it is true; panics after [`DEADLINE`].
-pub async fn wait_for<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let start = Instant::now();
-    while start.elapsed() < DEADLINE {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
+/// The sum of the metric lines of `registry` starting with `prefix`.
+pub fn metric_in(registry: &Registry, prefix: &str) -> f64 {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry).unwrap();
+    out.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// A ConfigMap item.

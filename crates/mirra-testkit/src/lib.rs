@@ -1,0 +1,125 @@
+//! Helpers shared by mirra's integration tests: waiting for a condition,
+//! waiting for a controller to go quiet, and reading the Kubernetes Events
+//! a controller recorded.
+//!
+//! This crate is a dev-dependency of the test suites only. Production
+//! code must not depend on it: every helper panics on failure, which is
+//! what a test wants and what a controller must never do.
+//!
+//! Tests never assert on elapsed time. [`DEADLINE`] only bounds how long a
+//! broken test hangs before it fails with a message naming what it was
+//! waiting for; a passing test returns as soon as the condition holds.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, ListParams};
+
+/// How long [`wait_for`] and [`settle`] wait before failing the test. Far
+/// beyond any delay of the code under test, so that a slow, shared build
+/// machine cannot make a test flaky.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// Pause between two probes of [`wait_for`]: short, since the probes are
+/// cheap reads of in-process sandboxes.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Polls `probe` until it returns true, and fails the test, naming `what`,
+/// if it has not after [`DEADLINE`].
+pub async fn wait_for<F, Fut>(what: &str, mut probe: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        if probe().await {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {DEADLINE:?} waiting for: {what}");
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Consecutive quiet polls [`settle`] wants; see there.
+pub const QUIET_POLLS: u32 = 3;
+
+/// Spacing of [`settle`]'s polls.
+pub const QUIET_POLL: Duration = Duration::from_millis(50);
+
+/// Waits until a controller is idle and stays so, then returns what
+/// `probe` last observed.
+///
+/// `probe` returns `None` while the controller reports work of its own
+/// (keys queued, waiting out a debounce or a backoff), and otherwise the
+/// counters the test asserts on (requests, writes, Raft applies). The wait
+/// ends when `probe` returned the same counters for [`QUIET_POLLS`]
+/// consecutive polls [`QUIET_POLL`] apart.
+///
+/// Tests use it to assert that nothing MORE happens; to wait for something
+/// to happen, use [`wait_for`] on that thing. The controller's own idle
+/// report covers its timers (debounce, backoff, retries), however long
+/// they are; the quiet polls cover what it cannot report: a watch event or
+/// a write in transit, which take milliseconds in process.
+pub async fn settle<T, F>(what: &str, probe: F) -> T
+where
+    T: PartialEq + Debug,
+    F: FnMut() -> Option<T>,
+{
+    settle_for(what, QUIET_POLLS, probe).await
+}
+
+/// [`settle`] with `polls` quiet polls instead of [`QUIET_POLLS`], for a
+/// test whose controllers cannot report idle (another process, a replica
+/// whose fenced retries never empty its queue): its quiet window alone
+/// must then outlast the timers after which they could write again.
+pub async fn settle_for<T, F>(what: &str, polls: u32, mut probe: F) -> T
+where
+    T: PartialEq + Debug,
+    F: FnMut() -> Option<T>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let mut last = probe();
+    let mut quiet = 0;
+    loop {
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {DEADLINE:?} waiting for {what} to go quiet; last: {last:?}");
+        }
+        tokio::time::sleep(QUIET_POLL).await;
+        let now = probe();
+        quiet = if now.is_some() && now == last {
+            quiet + 1
+        } else {
+            0
+        };
+        match now {
+            Some(counters) if quiet >= polls => return counters,
+            now => last = now,
+        }
+    }
+}
+
+/// Every Event in `namespace`.
+pub async fn events(client: &kube::Client, namespace: &str) -> Vec<Event> {
+    Api::<Event>::namespaced(client.clone(), namespace)
+        .list(&ListParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("listing the Events in {namespace}: {e}"))
+        .items
+}
+
+/// The Events in `namespace` about the object named `name` (of any kind).
+pub async fn events_about(client: &kube::Client, namespace: &str, name: &str) -> Vec<Event> {
+    let mut out = events(client, namespace).await;
+    out.retain(|e| e.involved_object.name.as_deref() == Some(name));
+    out
+}
+
+/// Whether `event` is a Warning with this `reason`.
+pub fn is_warning(event: &Event, reason: &str) -> bool {
+    event.type_.as_deref() == Some("Warning") && event.reason.as_deref() == Some(reason)
+}
