@@ -434,3 +434,135 @@ def test_health_ready_fails_while_the_login_fails(kube_sandbox, consul_enterpris
             stderr = stop(proc)
         assert AUTH_METHOD in stderr
         assert "not-a-service-account-token" not in stderr
+
+
+# The allow/deny values with syncCatalog.consulNamespaces: {mirroringK8S:
+# true, mirroringK8SPrefix: "k8s-"} (consulDestinationNamespace keeps its
+# chart default, "default", and is rendered too).
+RENDERED_MIRRORING = textwrap.dedent(
+    """\
+    consul-k8s-control-plane sync-catalog \\
+      -log-level=info \\
+      -log-json=false \\
+      -k8s-default-sync=true \\
+      -consul-domain=consul \\
+      -allow-k8s-namespace="*" \\
+      -deny-k8s-namespace="kube-system" \\
+      -deny-k8s-namespace="kube-public" \\
+      -k8s-write-namespace=${NAMESPACE} \\
+      -node-port-sync-type=ExternalOnly \\
+      -consul-node-name=k8s-sync \\
+      -partition=default \\
+      -enable-namespaces=true \\
+      -consul-destination-namespace=default \\
+      -enable-k8s-namespace-mirroring=true \\
+      -k8s-namespace-mirroring-prefix=k8s- \\
+      -consul-cross-namespace-acl-policy=cross-namespace-policy \\
+      -enable-ingress=true \\
+    """
+)
+
+# What server-acl-init makes for these values (its sync and cross-namespace
+# rule templates, control-plane/subcommand/server-acl-init/rules.go at the
+# commit above, rendered with partitions on, partition "default",
+# mirroring with prefix "k8s-", node k8s-sync).
+SYNC_RULES_MIRRORING = textwrap.dedent(
+    """\
+    node "k8s-sync" {
+      policy = "write"
+    }
+    partition "default" {
+      mesh = "write"
+      acl = "write"
+      namespace_prefix "k8s-" {
+        policy = "write"
+        node_prefix "" {
+          policy = "read"
+        }
+        service_prefix "" {
+          policy = "write"
+        }
+      }
+    }
+    """
+)
+CROSS_NAMESPACE_RULES = textwrap.dedent(
+    """\
+    partition "default" {
+      namespace_prefix "" {
+        service_prefix "" {
+          policy = "read"
+        }
+        node_prefix "" {
+          policy = "read"
+        }
+      }
+    }
+    """
+)
+
+
+def node_services_all_namespaces(consul):
+    """(name, address, namespace) of every instance on k8s-sync."""
+    out = call(consul.url + "/v1/catalog/node-services/k8s-sync?partition=default&ns=*")
+    if not out:
+        return []
+    return sorted((s["Service"], s["Address"], s.get("Namespace")) for s in out.get("Services") or [])
+
+
+def test_the_chart_command_mirrors_namespaces_with_the_charts_acl_rules(
+    kube_sandbox, consul_enterprise_acl, kubectl
+):
+    """Namespaces mirrored with a prefix, ACLs on with the exact policy the
+    chart's server-acl-init job grants, login through the auth method: the
+    namespaces are created on demand with the cross-namespace policy as
+    their default, and a restart writes nothing."""
+    if not (port_free(8080) and port_free(20300)):
+        pytest.skip("port 8080 or 20300 is taken on this machine")
+    consul = consul_enterprise_acl
+    kubectl("apply", "-f", "-", input=OBJECTS)
+    jwt = set_up_acls(kube_sandbox, consul)
+    # Replace the broad test policy with the chart's own rules.
+    policy = call(consul.url + "/v1/acl/policy/name/sync-catalog-policy")
+    call(consul.url + f"/v1/acl/policy/{policy['ID']}", "PUT",
+         {"Name": "sync-catalog-policy", "Rules": SYNC_RULES_MIRRORING})
+    call(consul.url + "/v1/acl/policy", "PUT",
+         {"Name": "cross-namespace-policy", "Rules": CROSS_NAMESPACE_RULES})
+    want = [("cart", "10.2.0.1", "k8s-shop"), ("search", "10.3.0.1", "k8s-other")]
+    with tempfile.TemporaryDirectory() as tmp:
+        bearer = os.path.join(tmp, "token")
+        with open(bearer, "w") as f:
+            f.write(jwt)
+        env = chart_env(consul, kube_sandbox.kubeconfig, bearer)
+        proc = run_chart_command(RENDERED_MIRRORING, env, tmp)
+        try:
+            wait_for("the Services in their mirrored namespaces",
+                     lambda: node_services_all_namespaces(consul) == want)
+            wait_for("/health/ready 204", lambda: health_ready() == 204)
+            assert proc.poll() is None
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nmirra's log:\n{stop(proc)[-4000:]}") from e
+        else:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        for ns in ["k8s-shop", "k8s-other"]:
+            got = call(consul.url + f"/v1/namespace/{ns}?partition=default")
+            defaults = [p["Name"] for p in (got.get("ACLs") or {}).get("PolicyDefaults") or []]
+            assert defaults == ["cross-namespace-policy"], got
+        # Denied namespace: nothing of kube-system, in any namespace.
+        assert all(name != "dns" for name, _, _ in node_services_all_namespaces(consul))
+        assert requests(consul, "PUT /v1/namespace") == 2
+
+        writes = ["PUT /v1/txn", "PUT /v1/catalog/register", "PUT /v1/catalog/deregister",
+                  "PUT /v1/namespace"]
+        before = {w: requests(consul, w) for w in writes}
+        proc = run_chart_command(RENDERED_MIRRORING, env, tmp)
+        try:
+            wait_for("/health/ready 204 after the restart", lambda: health_ready() == 204)
+            wait_for("the first pass", lambda: metric("mirra_catalog_writes_avoided_total") >= len(want))
+            assert node_services_all_namespaces(consul) == want
+        finally:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert {w: requests(consul, w) for w in writes} == before
+        assert jwt not in stderr

@@ -173,6 +173,7 @@ pub(crate) enum Authz {
         acl: Option<AclAccess>,
         operator: Option<AclAccess>,
         scope_policies: Vec<ScopePolicy>,
+        partition_acls: Vec<ScopePolicy>,
         default_allow: bool,
     },
 }
@@ -378,6 +379,7 @@ impl AclTable {
             acl: None,
             operator: None,
             scope_policies: Vec::new(),
+            partition_acls: Vec::new(),
             default_allow,
         };
         let Some(s) = secret.filter(|s| !s.is_empty()) else {
@@ -461,6 +463,7 @@ impl AclState {
         let mut acl: Option<AclAccess> = None;
         let mut operator: Option<AclAccess> = None;
         let mut scope_policies = Vec::new();
+        let mut partition_acls = Vec::new();
         for p in self.policies_of(token) {
             // Consul CE knows no namespaces: scoped rules never apply.
             grants.extend(
@@ -478,6 +481,7 @@ impl AclState {
             }
             if enterprise {
                 scope_policies.extend(p.parsed.scope_policies.iter().cloned());
+                partition_acls.extend(p.parsed.partition_acls.iter().cloned());
             }
         }
         Authz::Rules {
@@ -486,6 +490,7 @@ impl AclState {
             acl,
             operator,
             scope_policies,
+            partition_acls,
             default_allow,
         }
     }
@@ -653,6 +658,44 @@ impl Authz {
                 AclAccess::Deny
             }),
         }
+    }
+
+    /// Checks `acl:<access>` within partition `part`: the top-level `acl`
+    /// rule (the sandbox's tokens live in the default partition), or an
+    /// `acl` rule inside a `partition` block naming `part`.
+    pub fn require_acl_in(&self, part: &str, access: AclAccess) -> Result<(), AclError> {
+        if let Authz::Rules { partition_acls, .. } = self
+            && partition_acls
+                .iter()
+                .filter(|p| p.covers(true, "", part))
+                .map(|p| p.access)
+                .reduce(merge)
+                .is_some_and(|a| a >= access)
+        {
+            return Ok(());
+        }
+        self.require_acl(access)
+    }
+
+    /// May the token create, change or delete namespace `name` of
+    /// partition `part`? `operator:write`, or (Consul Enterprise 1.11+,
+    /// where `operator` is not allowed inside a partition) a `namespace`
+    /// or `namespace_prefix` block's `policy = "write"` covering it: the
+    /// grant consul-k8s's server-acl-init gives sync-catalog and the
+    /// injector for creating namespaces in a partition. Otherwise
+    /// Consul's `operator:write` denial.
+    pub fn require_namespace_write(&self, part: &str, name: &str) -> Result<(), AclError> {
+        if let Authz::Rules { scope_policies, .. } = self
+            && scope_policies
+                .iter()
+                .filter(|p| p.covers(false, part, name))
+                .map(|p| p.access)
+                .reduce(merge)
+                .is_some_and(|a| a >= AclAccess::Write)
+        {
+            return Ok(());
+        }
+        self.require_operator(AclAccess::Write)
     }
 
     /// Checks `operator:<access>` (namespace and partition writes).

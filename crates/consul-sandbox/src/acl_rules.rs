@@ -125,6 +125,10 @@ pub(crate) struct ParsedRules {
     pub operator: Option<AclAccess>,
     /// `policy` lines of `namespace`/`partition` blocks.
     pub scope_policies: Vec<ScopePolicy>,
+    /// `acl = "..."` inside `partition`/`partition_prefix` blocks: ACL
+    /// management within those partitions (consul-k8s's server-acl-init
+    /// grants it so, since `operator` is not allowed in a partition).
+    pub partition_acls: Vec<ScopePolicy>,
 }
 
 /// A tree of HCL/JSON values: strings, or objects with ordered entries.
@@ -260,6 +264,14 @@ fn interpret(
                     let mut s = scope.to_vec();
                     s.push((key.clone(), name.clone()));
                     interpret(inner, &s, out)?;
+                }
+            }
+            "acl" if !scope.is_empty() && scope.iter().all(|(k, _)| k.starts_with("partition")) => {
+                if let Node::Str(v) = value {
+                    out.partition_acls.push(ScopePolicy {
+                        scope: scope.to_vec(),
+                        access: top_level_access(key, v)?,
+                    });
                 }
             }
             "acl" | "operator" if scope.is_empty() => {

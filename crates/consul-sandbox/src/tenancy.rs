@@ -399,7 +399,9 @@ fn put(
 ) -> Answer {
     let p = req.partition;
     let what = kind_word(p);
-    authz.require_operator(AclAccess::Write)?;
+    if p {
+        authz.require_operator(AclAccess::Write)?;
+    }
     let m = decode(req.body, what)?;
     let body_name = str_field(&m, "Name");
     let name = match path_name {
@@ -448,10 +450,6 @@ fn put(
             links(acl, acls, "RoleDefaults", true)?,
         )
     };
-    if !policy_defaults.is_empty() || !role_defaults.is_empty() {
-        // Linking policies or roles is an ACL write.
-        authz.require_acl(AclAccess::Write)?;
-    }
     let part = if p {
         name.clone()
     } else {
@@ -469,6 +467,14 @@ fn put(
             (part, false) => return Err(missing(true, &part)),
         }
     };
+    if !p {
+        authz.require_namespace_write(&part, &name)?;
+    }
+    if !policy_defaults.is_empty() || !role_defaults.is_empty() {
+        // Linking policies or roles is an ACL write (in the namespace's
+        // partition).
+        authz.require_acl_in(&part, AclAccess::Write)?;
+    }
     let key = (fold(&part), fold(&name));
     let existing = if p {
         store.tenancy.partitions.get(&key.1)
@@ -538,7 +544,12 @@ fn delete(store: &mut Store, authz: &Authz, req: &TenancyRequest<'_>, name: &str
     if !valid_name(name) {
         return Err(invalid_name(p, name));
     }
-    authz.require_operator(AclAccess::Write)?;
+    if p {
+        authz.require_operator(AclAccess::Write)?;
+    } else {
+        let (part, _) = ns_partition(store, "", req.partition_param)?;
+        authz.require_namespace_write(&part, name)?;
+    }
     let lname = fold(name);
     if lname == DEFAULT_TENANCY {
         return Err(ApiError::BadRequest(format!(

@@ -615,6 +615,111 @@ async fn namespace_management_needs_operator_write() {
     assert_eq!(r.status, 400, "{}", r.text);
 }
 
+/// Consul Enterprise 1.11+ allows no `operator` rule inside a partition;
+/// consul-k8s's server-acl-init therefore lets sync-catalog create its
+/// mirrored namespaces with a `namespace_prefix` block's `policy = "write"`
+/// and link the cross-namespace policy with `acl = "write"` in the
+/// partition block. The sandbox honours exactly those, and nothing wider.
+#[tokio::test]
+async fn a_namespace_policy_write_in_a_partition_manages_the_namespaces_it_covers() {
+    let api = Api::enterprise_with_acls().await;
+    let chart = token_with(
+        &api,
+        "sync-catalog",
+        r#"
+        node "k8s-sync" { policy = "write" }
+        partition "default" {
+          mesh = "write"
+          acl = "write"
+          namespace_prefix "k8s-" {
+            policy = "write"
+            service_prefix "" { policy = "write" }
+          }
+        }"#,
+    )
+    .await;
+    let no_acl = token_with(
+        &api,
+        "ns-only",
+        r#"partition "default" { namespace_prefix "k8s-" { policy = "write" } }"#,
+    )
+    .await;
+    token_with(
+        &api,
+        "cross-namespace-policy",
+        r#"service_prefix "" { policy = "read" }"#,
+    )
+    .await;
+    let before = api.applies();
+    let put = |token: String, body: Value| {
+        let api = &api;
+        async move {
+            api.call(reqwest::Method::PUT, "/v1/namespace", &token, Some(body))
+                .await
+        }
+    };
+    let linked = json!({"Name": "k8s-shop",
+        "ACLs": {"PolicyDefaults": [{"Name": "cross-namespace-policy"}]}});
+    let r = put(chart.clone(), linked).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.json()["ACLs"]["PolicyDefaults"][0]["Name"],
+        "cross-namespace-policy"
+    );
+
+    // Outside the prefix: Consul's operator denial, nothing applied.
+    let r = put(chart.clone(), json!({"Name": "team"})).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(
+        r.text.contains("lacks permission 'operator:write'"),
+        "{}",
+        r.text
+    );
+
+    // Inside the prefix without `acl`: creating is allowed, linking a
+    // policy is not.
+    let r = put(
+        no_acl.clone(),
+        json!({"Name": "k8s-other",
+        "ACLs": {"PolicyDefaults": [{"Name": "cross-namespace-policy"}]}}),
+    )
+    .await;
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(
+        r.text.contains("lacks permission 'acl:write'"),
+        "{}",
+        r.text
+    );
+    let r = put(no_acl.clone(), json!({"Name": "k8s-other"})).await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        api.applies(),
+        before + 2,
+        "only the two allowed creations apply"
+    );
+
+    // The same block scoped to another partition grants nothing here.
+    let elsewhere = token_with(
+        &api,
+        "elsewhere",
+        r#"partition "other" { namespace_prefix "" { policy = "write" } }"#,
+    )
+    .await;
+    let r = put(elsewhere, json!({"Name": "k8s-third"})).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+
+    // Deleting follows the same rule.
+    let r = api
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/namespace/k8s-other",
+            &chart,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
 fn names(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap()
