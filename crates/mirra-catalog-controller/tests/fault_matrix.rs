@@ -363,7 +363,7 @@ fn expected(agent: &Value, web: &[&str], api_tag: &str, gone: bool) -> Value {
 /// the controller in another process.
 async fn quiet(csb: &consul_sandbox::Sandbox) -> consul_sandbox::Stats {
     let writes = |s: &consul_sandbox::Stats| (s.raft_applies, s.requests_for(TXN));
-    mirra_testkit::settle_for("the controllers", 10, || Some(writes(&csb.stats()))).await;
+    mirra_testkit::settle_for("the controllers", 5, || Some(writes(&csb.stats()))).await;
     csb.stats()
 }
 

@@ -230,7 +230,7 @@ async fn settle(env: &Env) -> Stats {
             .map(|(_, v)| v)
             .sum()
     };
-    mirra_testkit::settle_for("the controllers", 10, || Some(count(&env.sb.stats()))).await;
+    mirra_testkit::settle_for("the controllers", 5, || Some(count(&env.sb.stats()))).await;
     env.sb.stats()
 }
 

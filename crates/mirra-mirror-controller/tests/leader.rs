@@ -67,7 +67,7 @@ async fn settle(env: &Env) {
             .map(|(_, v)| v)
             .sum()
     };
-    mirra_testkit::settle_for("the replicas", 10, || Some(count())).await;
+    mirra_testkit::settle_for("the replicas", 5, || Some(count())).await;
 }
 
 /// A client for the sandbox that counts the ConfigMap patches it sends,

@@ -46,10 +46,10 @@ where
 }
 
 /// Consecutive quiet polls [`settle`] wants; see there.
-pub const QUIET_POLLS: u32 = 3;
+pub const QUIET_POLLS: u32 = 5;
 
 /// Spacing of [`settle`]'s polls.
-pub const QUIET_POLL: Duration = Duration::from_millis(50);
+pub const QUIET_POLL: Duration = Duration::from_millis(100);
 
 /// Waits until a controller is idle and stays so, then returns what
 /// `probe` last observed.
@@ -64,7 +64,11 @@ pub const QUIET_POLL: Duration = Duration::from_millis(50);
 /// to happen, use [`wait_for`] on that thing. The controller's own idle
 /// report covers its timers (debounce, backoff, retries), however long
 /// they are; the quiet polls cover what it cannot report: a watch event or
-/// a write in transit, which take milliseconds in process.
+/// a write in transit. Those take milliseconds in process, but on a loaded
+/// two-core CI machine a task can wait far longer for its turn, and a
+/// window that ends too early makes a "nothing more" check pass without
+/// testing anything (or an exact count flaky), so the window stays at
+/// half a second.
 pub async fn settle<T, F>(what: &str, probe: F) -> T
 where
     T: PartialEq + Debug,
