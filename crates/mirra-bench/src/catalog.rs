@@ -45,6 +45,36 @@ struct Args {
     rollout: usize,
     idle: Duration,
     txn_batch: usize,
+    /// Kubernetes namespaces the Services are spread over (round robin);
+    /// more than one mirrors each into a Consul Enterprise namespace
+    /// (`-enable-namespaces -enable-k8s-namespace-mirroring`).
+    namespaces: usize,
+}
+
+/// The Consul namespace prefix of the mirrored runs (as the chart's
+/// `k8sNamespaceMirroringPrefix` would set it).
+const MIRROR_PREFIX: &str = "k8s-";
+
+impl Args {
+    fn mirrored(&self) -> bool {
+        self.namespaces > 1
+    }
+
+    /// The Kubernetes namespace of Service `i`.
+    fn namespace_of(&self, i: usize) -> String {
+        if self.mirrored() {
+            format!("{NS}-{}", i % self.namespaces)
+        } else {
+            NS.to_owned()
+        }
+    }
+
+    /// The Consul namespace Service `i` is registered in (none without
+    /// namespaces).
+    fn consul_namespace_of(&self, i: usize) -> Option<String> {
+        self.mirrored()
+            .then(|| format!("{MIRROR_PREFIX}{}", self.namespace_of(i)))
+    }
 }
 
 fn parse_args(args: &[String]) -> anyhow::Result<Args> {
@@ -54,6 +84,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
         rollout: 900,
         idle: Duration::from_secs(65),
         txn_batch: 64,
+        namespaces: 1,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -68,6 +99,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
             "--rollout" => a.rollout = n_usize,
             "--idle-secs" => a.idle = Duration::from_secs(n),
             "--txn-batch-size" => a.txn_batch = n_usize.clamp(1, 128),
+            "--k8s-namespaces" => a.namespaces = n_usize.clamp(1, 1_000),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -87,7 +119,7 @@ fn endpoint_ip(generation: usize, svc: usize, ep: usize) -> String {
     )
 }
 
-fn slice(name: &str, ips: &[String]) -> EndpointSlice {
+fn slice(name: &str, namespace: &str, ips: &[String]) -> EndpointSlice {
     let endpoints: Vec<_> = ips
         .iter()
         .map(|a| {
@@ -96,7 +128,7 @@ fn slice(name: &str, ips: &[String]) -> EndpointSlice {
         })
         .collect();
     serde_json::from_value(json!({
-        "metadata": {"name": format!("{name}-1"), "namespace": NS,
+        "metadata": {"name": format!("{name}-1"), "namespace": namespace,
                      "labels": {"kubernetes.io/service-name": name}},
         "addressType": "IPv4",
         "endpoints": endpoints,
@@ -193,17 +225,27 @@ struct ConsulCounts {
 impl Consul {
     /// A Consul sandbox accepting `max_txn_ops` operations per
     /// transaction (64 as older servers, 128 as current ones).
-    async fn start(bin: Option<&Path>, max_txn_ops: usize) -> anyhow::Result<Consul> {
+    /// `enterprise` serves namespaces (Consul Enterprise).
+    async fn start(
+        bin: Option<&Path>,
+        max_txn_ops: usize,
+        enterprise: bool,
+    ) -> anyhow::Result<Consul> {
         let max = max_txn_ops.max(64);
         match bin {
             Some(b) => {
-                let (url, child) =
-                    spawn_sandbox(b, "consul", &["--max-txn-ops", &max.to_string()]).await?;
+                let max = max.to_string();
+                let mut args = vec!["--max-txn-ops", &max];
+                if enterprise {
+                    args.push("--enterprise");
+                }
+                let (url, child) = spawn_sandbox(b, "consul", &args).await?;
                 Ok(Server::Child { url, child })
             }
             None => Ok(Server::InProcess(
                 consul_sandbox::Sandbox::start(consul_sandbox::Config {
                     max_txn_ops: max,
+                    enterprise,
                     ..consul_sandbox::Config::default()
                 })
                 .await?,
@@ -272,6 +314,9 @@ struct ControllerSpec<'a> {
     kubeconfig: Option<&'a Path>,
     consul_url: String,
     txn_batch: usize,
+    /// Mirror Kubernetes namespaces into Consul namespaces (with
+    /// [`MIRROR_PREFIX`]).
+    mirrored: bool,
 }
 
 /// A free loopback port (bound then released: the child binds it next).
@@ -297,6 +342,11 @@ async fn start(
             }
             None => tokio::process::Command::new(bin),
         };
+        let mirroring = [
+            "-enable-namespaces".to_owned(),
+            "-enable-k8s-namespace-mirroring".to_owned(),
+            format!("-k8s-namespace-mirroring-prefix={MIRROR_PREFIX}"),
+        ];
         let child = cmd
             .arg("sync-catalog")
             .args([
@@ -307,6 +357,7 @@ async fn start(
                 &format!("-metrics-port={metrics}"),
                 "-log-level=warn",
             ])
+            .args(if spec.mirrored { &mirroring[..] } else { &[] })
             .env("KUBECONFIG", kubeconfig)
             .env("CONSUL_HTTP_ADDR", &spec.consul_url)
             .stdout(Stdio::null())
@@ -323,6 +374,12 @@ async fn start(
     }
     let sync = SyncSettings {
         allow_k8s_namespaces: ["*".to_owned()].into(),
+        consul_namespaces: mirra_catalog_controller::ConsulNamespaces::from_flags(
+            spec.mirrored,
+            "",
+            spec.mirrored,
+            MIRROR_PREFIX,
+        ),
         ..SyncSettings::default()
     };
     let mut settings = Settings::new(sync);
@@ -559,40 +616,47 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         Server::Child { url, .. } => url.clone(),
     };
     let kube = kube::Client::try_from(kube::Config::new(kube_url.parse()?))?;
-    let csb = Consul::start(bin.as_deref(), a.txn_batch).await?;
+    let csb = Consul::start(bin.as_deref(), a.txn_batch, a.mirrored()).await?;
     let spec = ControllerSpec {
         bin: bin.as_deref(),
         kubeconfig: bin.as_ref().map(|_| kubeconfig.as_path()),
         consul_url: csb.url(),
         txn_batch: a.txn_batch,
+        mirrored: a.mirrored(),
     };
     let http = reqwest::Client::new();
     let consul = mirra_consul::Client::new(mirra_consul::ConsulConfig::new(&csb.url())?)?;
 
     // Seed Kubernetes.
     let nss: Api<Namespace> = Api::all(kube.clone());
-    nss.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": NS}}))?,
-    )
-    .await?;
-    let svcs: Api<Service> = Api::namespaced(kube.clone(), NS);
-    let slices: Api<EndpointSlice> = Api::namespaced(kube.clone(), NS);
+    let namespaces: BTreeSet<String> = (0..a.services).map(|i| a.namespace_of(i)).collect();
+    for ns in &namespaces {
+        nss.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": ns}}))?,
+        )
+        .await?;
+    }
+    let slices_in =
+        |i: usize| -> Api<EndpointSlice> { Api::namespaced(kube.clone(), &a.namespace_of(i)) };
+    let a = &a;
     let seeded = futures::stream::iter(0..a.services)
         .map(|i| {
-            let (svcs, slices) = (svcs.clone(), slices.clone());
+            let ns = a.namespace_of(i);
+            let svcs: Api<Service> = Api::namespaced(kube.clone(), &ns);
+            let slices = slices_in(i);
             let endpoints = a.endpoints;
             async move {
                 let name = format!("svc-{i}");
                 let svc: Service = serde_json::from_value(json!({
-                    "metadata": {"name": name, "namespace": NS},
+                    "metadata": {"name": name, "namespace": ns},
                     "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
                 }))?;
                 svcs.create(&PostParams::default(), &svc).await?;
                 slices
                     .create(
                         &PostParams::default(),
-                        &slice(&name, &ips_for(0, i, endpoints)),
+                        &slice(&name, &ns, &ips_for(0, i, endpoints)),
                     )
                     .await?;
                 anyhow::Ok(())
@@ -640,10 +704,15 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         .map(|i| {
             let consul = consul.clone();
             let want: BTreeSet<String> = ips_for(1, i, a.endpoints).into_iter().collect();
+            let options = mirra_consul::WatchOptions {
+                query: mirra_consul::QueryOptions {
+                    namespace: a.consul_namespace_of(i),
+                    ..mirra_consul::QueryOptions::default()
+                },
+                ..mirra_consul::WatchOptions::default()
+            };
             tokio::spawn(async move {
-                let mut w = Box::pin(
-                    consul.watch_service(format!("svc-{i}"), mirra_consul::WatchOptions::default()),
-                );
+                let mut w = Box::pin(consul.watch_service(format!("svc-{i}"), options));
                 while let Some(Ok(v)) = w.next().await {
                     let got: BTreeSet<String> =
                         v.value.iter().map(|s| s.service_address.clone()).collect();
@@ -660,7 +729,8 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let hist_before = latency_buckets(&ctl.metrics_text().await?);
     let starts = futures::stream::iter(0..rolled_services)
         .map(|i| {
-            let slices = slices.clone();
+            let slices = slices_in(i);
+            let ns = a.namespace_of(i);
             let endpoints = a.endpoints;
             async move {
                 let name = format!("svc-{i}");
@@ -669,7 +739,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                     .patch(
                         &format!("{name}-1"),
                         &PatchParams::apply("bench").force(),
-                        &Patch::Apply(&slice(&name, &ips_for(1, i, endpoints))),
+                        &Patch::Apply(&slice(&name, &ns, &ips_for(1, i, endpoints))),
                     )
                     .await?;
                 anyhow::Ok((i, t))
@@ -713,7 +783,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // against a fresh sandbox.
     drop(csb);
     drop(ksb);
-    let bsb = Consul::start(bin.as_deref(), 64).await?;
+    let bsb = Consul::start(bin.as_deref(), 64, false).await?;
     let bclient = mirra_consul::Client::new(mirra_consul::ConsulConfig::new(&bsb.url())?)?;
     let b0 = bsb.counts(&http).await?.raft_applies;
     let tb = Instant::now();
@@ -759,10 +829,21 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             format!("{:.0}x", base as f64 / ours as f64)
         }
     };
+    if a.mirrored() {
+        println!(
+            "Services spread over {} Kubernetes namespaces, each mirrored into a Consul namespace \
+             (prefix {MIRROR_PREFIX}); the {} namespace creations are Raft applies of their own \
+             (one each, counted in mirra's figures below); the consul-k8s strategy is measured \
+             without namespaces.\n",
+            namespaces.len(),
+            namespaces.len()
+        );
+    }
+    let ns_creations = if a.mirrored() { namespaces.len() } else { 0 };
     println!("| phase | mirra | consul-k8s strategy | ratio |");
     println!("|---|---|---|---|");
     println!(
-        "| cold start, Raft applies ({instances} instances, {} ops per txn) | {cold_applies} (floor: {} ops = node + service and readiness check per instance, ceil(ops/{}) = {}) | {cycle_applies} (measured) | {} |",
+        "| cold start, Raft applies ({instances} instances, {} ops per txn) | {cold_applies} (floor: {} ops = node + service and readiness check per instance, ceil(ops/{}) = {}, + {ns_creations} namespace creations) | {cycle_applies} (measured) | {} |",
         a.txn_batch,
         instances * 2 + 1,
         a.txn_batch,

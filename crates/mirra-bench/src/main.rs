@@ -324,8 +324,11 @@ scenarios:
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart
   catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
+           [--k8s-namespaces N]
            the catalog controller (a `mirra sync-catalog` process) at N Services (default
-           10000) x 5 endpoints, against the consul-k8s strategy
+           10000) x 5 endpoints, against the consul-k8s strategy; with --k8s-namespaces N > 1
+           the Services are spread over N namespaces, each mirrored into a Consul Enterprise
+           namespace (prefix k8s-)
   faults   [--namespaces N] [--items N] [--services N] [--fault-secs S]
            recovery times for each row of the failure model: the mirror at N namespaces
            (default 200) x 5 items, the catalog at N Services (default 1000)

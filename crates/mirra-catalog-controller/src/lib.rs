@@ -59,6 +59,6 @@ pub use metrics::{CatalogMetrics, register_metrics};
 
 // The types of [`run`]'s signature, so that callers (the binary, the
 // benchmark) need no direct dependency on the crates they come from.
-pub use mirra_catalog::SyncSettings;
+pub use mirra_catalog::{ConsulNamespaces, SyncSettings};
 pub use mirra_runtime::{QueueConfig, Readiness, ReadyFlag};
 pub use tokio_util::sync::CancellationToken;
