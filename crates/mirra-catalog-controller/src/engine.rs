@@ -470,7 +470,7 @@ impl Engine {
             kind,
             cause = f.cause().as_str(),
             attempt = f.attempt,
-            retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+            retry_in_ms = f.retry_in_ms(),
             "{}; retrying",
             mirra_runtime::watch::explain(&watch_hints(kind), f)
         );

@@ -110,7 +110,7 @@ pub async fn run_to_k8s(
                     namespace = %namespace,
                     cause = f.cause().as_str(),
                     attempt = f.attempt,
-                    retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+                    retry_in_ms = f.retry_in_ms(),
                     "{} (the Services of the write namespace); retrying",
                     mirra_runtime::watch::explain(&hints, &f)
                 ),

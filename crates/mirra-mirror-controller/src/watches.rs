@@ -182,7 +182,7 @@ fn watch_error(shared: &Shared, hints: &WatchHints, f: &WatchFailure) {
         watch = hints.resource,
         cause = f.cause().as_str(),
         attempt = f.attempt,
-        retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+        retry_in_ms = f.retry_in_ms(),
         "{}; retrying",
         mirra_runtime::watch::explain(hints, f)
     );
@@ -196,7 +196,7 @@ fn dynamic_watch_error(shared: &Shared, what: &str, f: &WatchFailure) {
         watch = what,
         cause = f.cause().as_str(),
         attempt = f.attempt,
-        retry_in_ms = u64::try_from(f.retry_in.as_millis()).unwrap_or(u64::MAX),
+        retry_in_ms = f.retry_in_ms(),
         error = %f.error,
         "watch failed, retrying"
     );

@@ -58,6 +58,11 @@ impl WatchFailure {
         Cause::of(&self.error)
     }
 
+    /// [`WatchFailure::retry_in`] in whole milliseconds, for a log field.
+    pub fn retry_in_ms(&self) -> u64 {
+        u64::try_from(self.retry_in.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// The API server's own message, when it answered with a Status.
     pub fn api_message(&self) -> Option<&str> {
         status_of(&self.error).map(|s| s.message.as_str())
