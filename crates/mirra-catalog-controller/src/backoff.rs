@@ -1,4 +1,4 @@
-//! The Consul writer's own backoff.
+//! The backoff of the Consul writes as a whole.
 //!
 //! Each HTTP request is already retried a few times by `mirra-consul`, and
 //! each key that failed waits out its own backoff in the work queue. Neither

@@ -38,21 +38,25 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
-use mirra_catalog::ServiceKey;
 use mirra_catalog::compact::{parse_health_checks_compact, parse_node_services_compact};
+use mirra_catalog::{ServiceKey, Warning};
 use mirra_consul::WatchOptions;
 use mirra_runtime::watch::{WatchFailure, WatchHints, WatchRetry, retrying};
 use mirra_runtime::{FenceError, Outcome, ReadyFlag, TaskGuard, WorkQueue};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::backoff::WriterBackoff;
 pub use crate::events::{EVENT_COMPONENT, EVENT_REASON};
 use crate::flags::Settings;
 pub use crate::index::OVERLAY_TTL;
-use crate::index::{CatalogIndex, CheckSnapshot, ObservedSnapshot};
+use crate::index::{CatalogIndex, CheckSnapshot, ObservedSnapshot, WriteEvent};
 use crate::metrics::CatalogMetrics;
 use crate::round::{Planned, Round};
-use crate::writer::{TxnWriter, WriteOutcome};
+use crate::writer::task::sleep_until_opt;
+use crate::writer::{
+    Job, Report, Sent, TxnWriter, WriteDone, WriteJob, WriteOutcome, reread_request,
+};
 
 /// Minimum spacing of node-services reads. Each read returns every instance
 /// on our node (50,000 in the benchmark, tens of MB of JSON), and most
@@ -115,6 +119,9 @@ pub enum ControllerError {
     /// restarting.
     #[error("a Consul watch ended unexpectedly")]
     ConsulWatchEnded,
+    /// The writer task ended (it panicked). Retryable by restarting.
+    #[error("the Consul writer ended unexpectedly")]
+    WriterEnded,
     /// `-purge-k8s-services-from-node` could not finish. Retryable: run it
     /// again once Consul is reachable.
     #[error("purging the node failed: {0}")]
@@ -144,7 +151,10 @@ pub async fn run(
         return crate::purge::purge(&consul, &settings, &metrics).await;
     }
     let queue = WorkQueue::new(settings.queue.clone())?;
-    let mut engine = Engine::new(kube.clone(), consul.clone(), settings, metrics, queue);
+    let writer = TxnWriter::new(kube.clone(), consul.clone(), &settings, metrics.clone());
+    let writing = writer.writing();
+    let mut writer = crate::writer::spawn(writer);
+    let mut engine = Engine::new(settings, metrics, queue, writer.jobs.clone());
 
     let services = pin!(watch_stream::<Service>(&kube));
     let slices = pin!(watch_stream::<EndpointSlice>(&kube));
@@ -168,7 +178,7 @@ pub async fn run(
         },
     };
     let node_name = engine.settings.sync.consul_node_name.clone();
-    let pause = mirra_consul::Pause::new(engine.writer.writing(), MAX_READ_DEFERRAL);
+    let pause = mirra_consul::Pause::new(writing, MAX_READ_DEFERRAL);
     // Each answer lists every instance (and every check) on our node; they
     // are decoded and converted on their own tasks so that a 50,000-entry
     // answer never stalls the event loop.
@@ -248,7 +258,7 @@ pub async fn run(
             snap = observed.recv() => match snap {
                 Some(Ok(v)) => {
                     let drift = engine.index.on_observed(v, Instant::now());
-                    engine.repair(drift).await;
+                    engine.repair(drift);
                 }
                 Some(Err(e)) => {
                     engine.metrics.consul_error(e.class());
@@ -259,7 +269,7 @@ pub async fn run(
             snap = checks.recv() => match snap {
                 Some(Ok(v)) => {
                     let drift = engine.index.on_checks(v, Instant::now());
-                    engine.repair(drift).await;
+                    engine.repair(drift);
                 }
                 Some(Err(e)) => {
                     engine.metrics.consul_error(e.class());
@@ -267,34 +277,42 @@ pub async fn run(
                 }
                 None => return Err(ControllerError::ConsulWatchEnded),
             },
-            // While the writer backs off, keys wait in the queue (one entry
-            // per Service however often it changes) and no pass starts.
+            report = writer.reports.recv() => match report {
+                Some(report) => engine.on_report(report),
+                None => return Err(ControllerError::WriterEnded),
+            },
+            // While a write is in flight or the writer backs off, keys wait
+            // in the queue (one entry per Service however often it changes)
+            // and no pass starts.
             keys = queue.next_batch_gathering(max_keys, gather), if engine.may_write() => {
-                engine.process_keys(keys).await;
+                engine.process_keys(keys);
             },
             _ = verify.tick(), if engine.may_write() => {
-                engine.full_pass().await;
+                engine.full_pass();
             },
-            _ = sleep_until_opt(engine.full_pass_retry_at), if engine.may_write() => {
-                engine.full_pass().await;
+            () = sleep_until_opt(engine.full_pass_retry_at), if engine.may_write() => {
+                engine.full_pass();
             },
-            _ = sleep_until_opt(engine.writer.backoff.until()) => {
-                engine.writer.backoff.expired();
-            },
-            _ = sleep_until_opt(engine.writer.resume_reads_at) => {
-                engine.writer.resume_reads();
+            () = sleep_until_opt(engine.backoff.until()) => {
+                engine.backoff.expired();
             },
         }
         if !engine.synced && engine.index.synced() {
             ready.set_ready();
             engine.synced = true;
             tracing::info!("initial lists and Consul state read; running the first pass");
-            engine.full_pass().await;
+            engine.full_pass();
             verify.reset();
         }
         engine.metrics.pending(engine.queue.len());
     }
     engine.queue.shutdown();
+    // The writer finishes the jobs it was given (a write in flight is not
+    // cut in half) and stops once nobody can send it more.
+    drop(engine);
+    if let Err(e) = writer.finish().await {
+        tracing::warn!(error = %e, "the writer task ended abnormally");
+    }
     Ok(())
 }
 
@@ -324,13 +342,6 @@ where
         }
     });
     (rx, mirra_runtime::task::guard(&task))
-}
-
-async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// A cluster-wide watch that backs off while refused (kube's defaults:
@@ -380,14 +391,26 @@ fn decode_error(operation: &'static str, e: &mirra_catalog::ObservedError) -> mi
     }
 }
 
-/// The event loop's state: the index, the writer, the queue, and when
-/// the next verification pass is due.
+/// The event loop's state: the index, the writer's end, the queue, and
+/// when the next verification pass is due.
 struct Engine {
     settings: Settings,
     metrics: CatalogMetrics,
     queue: WorkQueue<ServiceKey>,
     index: CatalogIndex,
-    writer: TxnWriter,
+    /// The writer task's jobs.
+    jobs: tokio::sync::mpsc::UnboundedSender<Job>,
+    /// Waits out Consul's unavailability before the next write.
+    backoff: WriterBackoff,
+    /// Writes and re-reads handed to the writer and not yet answered.
+    writes_in_flight: usize,
+    /// The round whose write is in flight.
+    round: Option<RoundInFlight>,
+    /// The verification pass under way.
+    pass: Option<PassState>,
+    /// Registrations the writer holds back as too large (as of its last
+    /// report).
+    held_back: Vec<String>,
     /// When each pending Service's first unplanned change came in (the
     /// sync latency metric).
     first_event: BTreeMap<ServiceKey, Instant>,
@@ -400,13 +423,39 @@ struct Engine {
     full_pass_retry_at: Option<Instant>,
 }
 
+/// A round whose write is in flight.
+struct RoundInFlight {
+    keys: Vec<ServiceKey>,
+    ids_by_key: BTreeMap<ServiceKey, BTreeSet<String>>,
+    /// The first unplanned change of each key the round covers, taken out
+    /// of `Engine::first_event` so that a change arriving during the write
+    /// starts a latency of its own.
+    first_events: BTreeMap<ServiceKey, Instant>,
+    started: Instant,
+}
+
+/// A verification pass under way: planned a chunk of keys at a time, and
+/// written as whole transactions fill up.
+struct PassState {
+    keys: Vec<ServiceKey>,
+    /// Index in `keys` of the next chunk to plan.
+    next: usize,
+    /// Planned operations not yet written.
+    pending: Vec<Planned>,
+    /// Whether the orphans were planned (the last step).
+    orphans_planned: bool,
+    /// The last step was a write: plan more before writing again.
+    just_flushed: bool,
+    events: Vec<(Service, Vec<Warning>)>,
+    outcome: PassOutcome,
+}
+
 impl Engine {
     fn new(
-        kube: kube::Client,
-        consul: mirra_consul::Client,
         settings: Settings,
         metrics: CatalogMetrics,
         queue: WorkQueue<ServiceKey>,
+        jobs: tokio::sync::mpsc::UnboundedSender<Job>,
     ) -> Self {
         let repairs = crate::repair::RepairGovernor::new(
             settings.repair_backoff_base,
@@ -415,7 +464,12 @@ impl Engine {
         );
         Self {
             index: CatalogIndex::new(settings.sync.clone()),
-            writer: TxnWriter::new(kube, consul, &settings, metrics.clone()),
+            backoff: WriterBackoff::new(settings.write_backoff_base, settings.write_backoff_cap),
+            jobs,
+            writes_in_flight: 0,
+            round: None,
+            pass: None,
+            held_back: Vec::new(),
             settings,
             metrics,
             queue,
@@ -428,9 +482,30 @@ impl Engine {
         }
     }
 
-    /// Whether a round may start: synced, and the writer not backing off.
+    /// Whether a round or a pass may start: synced, the writer idle, and
+    /// not backing off.
     fn may_write(&self) -> bool {
-        self.synced && self.writer.backoff.until().is_none()
+        self.synced
+            && self.backoff.until().is_none()
+            && self.writes_in_flight == 0
+            && self.pass.is_none()
+    }
+
+    /// Hands `job` to the writer task. It is gone only when the controller
+    /// stops, and then nothing more is to be written.
+    fn send(&self, job: Job) {
+        if self.jobs.send(job).is_err() {
+            tracing::debug!("the writer has stopped; job dropped");
+        }
+    }
+
+    /// Hands a write to the writer. Its operations count as ours until it
+    /// is answered, so that a Consul answer showing them half done is not
+    /// taken for someone else's change.
+    fn send_write(&mut self, job: WriteJob) {
+        self.index.begin_write(&job.planned);
+        self.writes_in_flight += 1;
+        self.send(Job::Write(job));
     }
 
     fn enqueue(&mut self, keys: impl IntoIterator<Item = ServiceKey>) {
@@ -444,7 +519,7 @@ impl Engine {
 
     /// Plans again, promptly, the Services whose instances someone else
     /// changed in Consul (before the first pass, that pass covers them).
-    async fn repair(&mut self, keys: BTreeSet<ServiceKey>) {
+    fn repair(&mut self, keys: BTreeSet<ServiceKey>) {
         if !self.synced || keys.is_empty() {
             return;
         }
@@ -454,11 +529,13 @@ impl Engine {
         }
         let fights =
             crate::repair::schedule(&mut self.repairs, &self.queue, &self.metrics, keys, now);
-        let services = fights
+        let services: Vec<Service> = fights
             .iter()
             .filter_map(|k| self.index.service(k).cloned())
             .collect();
-        self.writer.send_contested(services).await;
+        if !services.is_empty() {
+            self.send(Job::Contested(services));
+        }
     }
 
     /// Logs a failed attempt (what is missing and how to fix it, and when
@@ -493,37 +570,161 @@ impl Engine {
         }
     }
 
-    async fn process_keys(&mut self, keys: Vec<ServiceKey>) {
+    /// Plans a batch of keys and hands the writes to the writer; a round
+    /// with nothing to write is done at once.
+    fn process_keys(&mut self, keys: Vec<ServiceKey>) {
         for key in &keys {
             self.repairs.ran(key);
         }
         let round = self.index.plan_round(&keys);
         self.report_plan(&round);
-        self.writer.forget_too_large(
-            round
-                .touched()
-                .into_iter()
-                .filter(|id| !round.wanted.contains(id)),
-        );
+        let forget: Vec<String> = round
+            .touched()
+            .into_iter()
+            .filter(|id| !round.wanted.contains(id))
+            .collect();
         let Round {
             planned,
-            mut ids_by_key,
+            ids_by_key,
             events,
             ..
         } = round;
-        // Every operation of a key round has a key, so no orphan can fail.
-        let started = Instant::now();
+        if planned.is_empty() {
+            for key in &keys {
+                self.first_event.remove(key);
+                self.done(key, Outcome::Success);
+            }
+            if !forget.is_empty() {
+                self.send(Job::Forget(forget));
+            }
+        } else {
+            let first_events = keys
+                .iter()
+                .filter_map(|k| self.first_event.remove(k).map(|t| (k.clone(), t)))
+                .collect();
+            let node_exists = self.index.node_exists();
+            self.send_write(WriteJob {
+                planned,
+                node_exists,
+                whole_transactions_only: false,
+                forget,
+            });
+            self.round = Some(RoundInFlight {
+                keys,
+                ids_by_key,
+                first_events,
+                started: Instant::now(),
+            });
+        }
+        if !events.is_empty() {
+            self.send(Job::Events(events));
+        }
+    }
+
+    /// Folds in what the writer reports.
+    fn on_report(&mut self, report: Report) {
+        match report {
+            Report::Committed {
+                planned,
+                entries,
+                node_created,
+                results,
+                at,
+            } => self.index.fold(WriteEvent::Committed {
+                ops: entries
+                    .iter()
+                    .filter_map(|&i| planned.get(i).map(|p| &p.op))
+                    .collect(),
+                node_created,
+                results: &results,
+                at,
+            }),
+            Report::NodeExists => self.index.fold(WriteEvent::NodeExists),
+            Report::Written(done) => self.on_written(done),
+            Report::Reread { ids, results, at } => {
+                self.index.fold(WriteEvent::Reread {
+                    ids: &ids,
+                    results: results.as_deref(),
+                    at,
+                });
+                self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
+                self.continue_pass();
+            }
+        }
+    }
+
+    /// A write ended: its round is done (or its pass goes on), the refused
+    /// instances are read again, and the writer backs off when Consul was
+    /// unavailable.
+    fn on_written(&mut self, mut done: WriteDone) {
+        self.writes_in_flight = self.writes_in_flight.saturating_sub(1);
+        self.index.end_write();
+        self.held_back = std::mem::take(&mut done.held_back);
+        self.after_sent(&done.sent);
+        for failure in &done.namespace_failures {
+            let services: Vec<Service> = failure
+                .untold
+                .iter()
+                .filter_map(|k| self.index.service(k).cloned())
+                .collect();
+            if !services.is_empty() {
+                self.send(Job::NamespaceFailed {
+                    services,
+                    namespace: failure.namespace.clone(),
+                    error: failure.error.clone(),
+                });
+            }
+        }
+        if !done.stale.is_empty() {
+            let request = reread_request(&self.index, &done.planned, &done.stale);
+            self.writes_in_flight += 1;
+            self.send(Job::Reread(request));
+        }
+        if let Some(round) = self.round.take() {
+            self.finish_round(round, done);
+        } else if let Some(pass) = self.pass.as_mut() {
+            let conflicted = pass_written(pass, done, &mut self.first_event, &self.metrics);
+            self.enqueue(conflicted);
+            self.continue_pass();
+        }
+    }
+
+    /// Backs off when Consul was unavailable; a write Consul answered ends
+    /// the backoff.
+    fn after_sent(&mut self, sent: &Sent) {
+        match sent {
+            Sent::Nothing => {}
+            Sent::Answered => self.backoff.succeeded(),
+            Sent::Unavailable(e) => {
+                let delay = self.backoff.failed(Instant::now(), rand::random::<f64>());
+                self.metrics.write_backoff();
+                tracing::warn!(
+                    class = e.class(),
+                    failures = self.backoff.failures(),
+                    delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                    "Consul unavailable; the writer waits before its next round"
+                );
+            }
+        }
+    }
+
+    /// Marks a round's keys done: those whose writes failed (or met a newer
+    /// catalog state) are retried with their backoff, never resent blindly.
+    fn finish_round(&mut self, mut round: RoundInFlight, done: WriteDone) {
+        let WriteDone {
+            planned, outcome, ..
+        } = done;
         let WriteOutcome {
             mut failed,
             conflicted,
             ..
-        } = self.writer.write(&mut self.index, &planned).await;
+        } = outcome;
         tracing::debug!(
-            keys = keys.len(),
+            keys = round.keys.len(),
             ops = planned.len(),
             failed = failed.len(),
             conflicted = conflicted.len(),
-            write_ms = started.elapsed().as_millis() as u64,
+            write_ms = round.started.elapsed().as_millis() as u64,
             "round written"
         );
         // A Service whose write met a newer catalog state is planned again
@@ -533,14 +734,19 @@ impl Engine {
         let keys_with_ops: BTreeSet<&ServiceKey> =
             planned.iter().filter_map(|p| p.key.as_ref()).collect();
         let now = Instant::now();
-        for key in &keys {
+        for key in &round.keys {
+            let first = round.first_events.remove(key);
             if failed.contains(key) {
-                if let Some(ids) = ids_by_key.remove(key) {
+                if let Some(ids) = round.ids_by_key.remove(key) {
                     self.index.keep_pending(key, ids);
+                }
+                if let Some(t) = first {
+                    let slot = self.first_event.entry(key.clone()).or_insert(t);
+                    *slot = (*slot).min(t);
                 }
                 self.done(key, Outcome::Retry);
             } else {
-                if let Some(t) = self.first_event.remove(key)
+                if let Some(t) = first
                     && keys_with_ops.contains(key)
                 {
                     self.metrics.latency(now.duration_since(t));
@@ -548,7 +754,6 @@ impl Engine {
                 self.done(key, Outcome::Success);
             }
         }
-        self.writer.send_events(events).await;
     }
 
     fn done(&self, key: &ServiceKey, outcome: Outcome) {
@@ -557,35 +762,114 @@ impl Engine {
         }
     }
 
-    /// Re-plans every Service from the caches and writes the drift,
-    /// including the removal of owned instances nothing wants.
-    async fn full_pass(&mut self) {
+    /// Starts a verification pass: re-plans every Service from the caches
+    /// and writes the drift, including the removal of owned instances
+    /// nothing wants.
+    fn full_pass(&mut self) {
         self.full_pass_retry_at = None;
         self.repairs.ran_all();
         let keys = self.index.drop_gone_keys();
-        let mut events = Vec::new();
-        // Keys in ascending order, a chunk at a time, so that only one
-        // chunk's registrations exist at once (see
-        // `CatalogIndex::plan_pass_chunk`).
-        let mut pending = Vec::new();
-        let mut outcome = PassOutcome::default();
-        self.writer.start_pass();
-        for chunk in keys.chunks(FULL_PASS_CHUNK) {
-            let round = self.index.plan_pass_chunk(chunk);
-            self.report_plan(&round);
-            events.extend(round.events);
-            pending.extend(round.planned);
-            if pending.len() >= FULL_PASS_FLUSH {
-                self.flush(&mut pending, false, &mut outcome).await;
-            }
+        self.send(Job::StartPass);
+        self.pass = Some(PassState {
+            keys,
+            next: 0,
+            pending: Vec::new(),
+            orphans_planned: false,
+            just_flushed: false,
+            events: Vec::new(),
+            outcome: PassOutcome::default(),
+        });
+        self.continue_pass();
+    }
+
+    /// Plans the pass on (keys in ascending order, a chunk at a time, so
+    /// that only one chunk's registrations exist at once, see
+    /// `CatalogIndex::plan_pass_chunk`) until a write is handed to the
+    /// writer or the pass ends. Does nothing while a write or re-read is in
+    /// flight: the pass goes on when it is answered.
+    fn continue_pass(&mut self) {
+        if self.writes_in_flight > 0 {
+            return;
         }
-        // Instances no Service claims: this is the only plan that reaps, and
-        // it runs after every Service's registrations were written.
-        let orphans = self.index.plan_orphans();
-        self.report_plan(&orphans);
-        pending.extend(orphans.planned);
-        self.flush(&mut pending, true, &mut outcome).await;
-        self.writer.end_pass(&self.index);
+        let Some(mut pass) = self.pass.take() else {
+            return;
+        };
+        loop {
+            if !pass.just_flushed
+                && pass.pending.len() >= FULL_PASS_FLUSH
+                && self.flush(&mut pass, false)
+            {
+                break;
+            }
+            pass.just_flushed = false;
+            if pass.next < pass.keys.len() {
+                let end = (pass.next + FULL_PASS_CHUNK).min(pass.keys.len());
+                let round = self.index.plan_pass_chunk(&pass.keys[pass.next..end]);
+                pass.next = end;
+                self.report_plan(&round);
+                pass.events.extend(round.events);
+                pass.pending.extend(round.planned);
+                continue;
+            }
+            if !pass.orphans_planned {
+                // Instances no Service claims: this is the only plan that
+                // reaps, and it runs after every Service's registrations
+                // were written.
+                let orphans = self.index.plan_orphans();
+                self.report_plan(&orphans);
+                pass.pending.extend(orphans.planned);
+                pass.orphans_planned = true;
+            }
+            if self.flush(&mut pass, true) {
+                break;
+            }
+            self.finish_pass(pass);
+            return;
+        }
+        self.pass = Some(pass);
+    }
+
+    /// Hands the writer the pass's pending operations: only those that
+    /// fill whole transactions (all of them with `all`), so that a cold
+    /// start never holds every registration at once while packing exactly
+    /// as one write of everything would. After a failure nothing more is
+    /// sent: the pass is retried as a whole. Returns whether a write was
+    /// handed over.
+    fn flush(&mut self, pass: &mut PassState, all: bool) -> bool {
+        if pass.pending.is_empty() {
+            return false;
+        }
+        if pass.outcome.stopped {
+            let out = &mut pass.outcome;
+            out.entries += pass.pending.len();
+            out.failed
+                .extend(pass.pending.iter().filter_map(|p| p.key.clone()));
+            out.orphan_failed |= pass.pending.iter().any(|p| p.key.is_none());
+            pass.pending.clear();
+            return false;
+        }
+        let node_exists = self.index.node_exists();
+        self.send_write(WriteJob {
+            planned: std::mem::take(&mut pass.pending),
+            node_exists,
+            whole_transactions_only: !all,
+            forget: Vec::new(),
+        });
+        pass.just_flushed = true;
+        true
+    }
+
+    /// The pass is written: reports its drift, and schedules its retry
+    /// when a part did not commit.
+    fn finish_pass(&mut self, pass: PassState) {
+        let forget = self
+            .held_back
+            .iter()
+            .filter(|id| self.index.owner_of(id).is_none())
+            .cloned()
+            .collect();
+        self.send(Job::EndPass { forget });
+        let outcome = pass.outcome;
         if outcome.entries > 0 {
             tracing::info!(ops = outcome.entries, "verification pass found drift");
             if self.passes_run > 0 {
@@ -604,55 +888,47 @@ impl Engine {
                 .min(FULL_PASS_BACKOFF_CAP);
             self.full_pass_retry_at = Some(Instant::now() + delay);
         }
-        self.writer.send_events(events).await;
+        if !pass.events.is_empty() {
+            self.send(Job::Events(pass.events));
+        }
     }
+}
 
-    /// Writes the part of a verification pass's `pending` operations that
-    /// fills whole transactions (all of it with `all`), and removes it, so
-    /// that a cold start never holds every registration at once while
-    /// packing exactly as one write of everything would. After a failure
-    /// nothing more is sent: the pass is retried as a whole.
-    async fn flush(&mut self, pending: &mut Vec<Planned>, all: bool, out: &mut PassOutcome) {
-        if pending.is_empty() {
-            return;
+/// Folds a pass's write into its outcome; returns the Services to plan
+/// again because their write met a newer catalog state (a write that did
+/// does not stop the pass: its instances are read again and its Service
+/// goes through the queue).
+fn pass_written(
+    pass: &mut PassState,
+    done: WriteDone,
+    first_event: &mut BTreeMap<ServiceKey, Instant>,
+    metrics: &CatalogMetrics,
+) -> BTreeSet<ServiceKey> {
+    let WriteDone {
+        planned,
+        rest,
+        outcome,
+        ..
+    } = done;
+    let out = &mut pass.outcome;
+    out.entries += planned.len();
+    let now = Instant::now();
+    for p in planned.iter() {
+        if let Some(k) = &p.key
+            && !outcome.failed.contains(k)
+            && !outcome.conflicted.contains(k)
+            && let Some(t) = first_event.remove(k)
+        {
+            metrics.latency(now.duration_since(t));
         }
-        let n = if all {
-            pending.len()
-        } else {
-            self.writer.full_prefix(&self.index, pending)
-        };
-        if n == 0 {
-            return;
-        }
-        let batch: Vec<Planned> = pending.drain(..n).collect();
-        out.entries += batch.len();
-        if out.stopped {
-            out.failed
-                .extend(batch.iter().filter_map(|p| p.key.clone()));
-            out.orphan_failed |= batch.iter().any(|p| p.key.is_none());
-            return;
-        }
-        let WriteOutcome {
-            failed,
-            orphan_failed,
-            conflicted,
-        } = self.writer.write(&mut self.index, &batch).await;
-        let now = Instant::now();
-        for p in &batch {
-            if let Some(k) = &p.key
-                && !failed.contains(k)
-                && !conflicted.contains(k)
-                && let Some(t) = self.first_event.remove(k)
-            {
-                self.metrics.latency(now.duration_since(t));
-            }
-        }
-        // A write that met a newer catalog state does not stop the pass:
-        // its instances were read again and its Service is planned again
-        // through the queue.
-        self.enqueue(conflicted);
-        out.stopped = !failed.is_empty() || orphan_failed;
-        out.failed.extend(failed);
-        out.orphan_failed |= orphan_failed;
     }
+    out.stopped = !outcome.failed.is_empty() || outcome.orphan_failed;
+    out.failed.extend(outcome.failed);
+    out.orphan_failed |= outcome.orphan_failed;
+    // What did not fill a whole transaction is written with what the pass
+    // plans next.
+    let mut pending = rest;
+    pending.append(&mut pass.pending);
+    pass.pending = pending;
+    outcome.conflicted
 }

@@ -682,6 +682,19 @@ impl SyncCatalogArgs {
     }
 }
 
+/// The settings of `mirra sync-catalog` with no flags, for unit tests.
+#[cfg(test)]
+#[allow(clippy::expect_used)]
+pub(crate) fn default_settings() -> Settings {
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SyncCatalogArgs,
+    }
+    let cli = <Cli as clap::Parser>::try_parse_from(["mirra"]).expect("no flags parse");
+    Settings::from_args(&cli.args).expect("the defaults are valid")
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {

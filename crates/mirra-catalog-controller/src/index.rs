@@ -23,7 +23,7 @@
 //! the work queue or metrics, or decide what a Service becomes in Consul
 //! (`mirra_catalog` does).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -210,6 +210,8 @@ pub struct CatalogIndex {
     checks: HashMap<String, Vec<CompactCheck>>,
     checks_seen: bool,
     check_overlay: HashMap<String, CheckExpectation>,
+    /// Service IDs of the write in flight (see [`CatalogIndex::begin_write`]).
+    writing: HashSet<String>,
 
     /// Service IDs a key touched in a round that failed, re-planned with it.
     pub(crate) pending_ids: BTreeMap<ServiceKey, BTreeSet<String>>,
@@ -237,6 +239,7 @@ impl CatalogIndex {
             checks: HashMap::new(),
             checks_seen: false,
             check_overlay: HashMap::new(),
+            writing: HashSet::new(),
             pending_ids: BTreeMap::new(),
             warned: BTreeMap::new(),
         }
@@ -396,6 +399,7 @@ impl CatalogIndex {
             BTreeSet::new()
         };
         drift.extend(contradicted);
+        drift.retain(|id| !self.writing.contains(id));
         if !drift.is_empty() {
             tracing::debug!(index, ?drift, "instances changed in Consul by someone else");
         }
@@ -437,6 +441,7 @@ impl CatalogIndex {
             BTreeSet::new()
         };
         drift.extend(contradicted);
+        drift.retain(|id| !self.writing.contains(id));
         self.checks = snap.checks;
         self.checks_seen = true;
         self.check_overlay.retain(|id, _| kept.contains(id));
@@ -513,6 +518,21 @@ impl CatalogIndex {
     }
 
     // ----- the writer's reports ------------------------------------------------
+
+    /// A write of `planned` was handed to the writer: until it is answered
+    /// ([`CatalogIndex::end_write`]), a Consul answer that shows these
+    /// instances changed shows our own write under way, not someone else's
+    /// change.
+    pub fn begin_write(&mut self, planned: &[crate::round::Planned]) {
+        self.writing
+            .extend(planned.iter().map(|p| op_service_id(&p.op).to_owned()));
+    }
+
+    /// The write handed over last was answered (its commits were folded in
+    /// before).
+    pub fn end_write(&mut self) {
+        self.writing.clear();
+    }
 
     /// Folds in what the writer reports.
     pub fn fold(&mut self, ev: WriteEvent<'_>) {

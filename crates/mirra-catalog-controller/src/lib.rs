@@ -6,29 +6,32 @@
 //!        │                                                     │ node-services/<our node>
 //!        ▼                                                     ▼ health/node/<our node>
 //!   CatalogIndex (index.rs): caches, slice/node indexes, claims, observed + overlay
-//!        │ ServiceKeys                         ▲ WriteEvent (committed, re-read)
-//!        ▼                                     │
+//!        │ ServiceKeys                         ▲ Report (committed, written, re-read)
+//!        ▼                                     │ over a channel
 //!   WorkQueue<ServiceKey> (dedup, debounce, backoff)
 //!        │ batch of keys                       │
 //!        ▼                                     │
-//!   plan_round (round.rs) ──► Round ──► TxnWriter (writer.rs): /v1/txn chunks,
-//!                                      node first, cas preconditions, read pause
+//!   plan_round (round.rs) ──► Job::Write ──► TxnWriter task (writer/): /v1/txn chunks,
+//!                            over a channel    node first, cas preconditions, read pause
 //! ```
 //!
-//! - [`engine`]: [`run`], the event loop wiring the rest together.
+//! - [`engine`]: [`run`], the event loop wiring the rest together; it
+//!   never awaits a write.
 //! - [`index`]: [`index::CatalogIndex`], everything the loop knows, folded
 //!   from watch events, Consul answers and the writer's reports.
 //! - [`round`]: planning a round from the index (claims, winners, the
 //!   indexes each write is conditioned on).
-//! - `writer`: the Consul writer (packing, the node-first transaction,
-//!   concurrency, rollbacks, 413 splits, backoff, the read pause, warning
-//!   Events); `txn`: sending one transaction; `wire`: the wire form of
-//!   plans; `events`: warning Events; `purge`:
-//!   `-purge-k8s-services-from-node`.
+//! - `writer`: the Consul writer, on its own task (packing, the node-first
+//!   transaction, concurrency, rollbacks, 413 splits, re-reads after a
+//!   failed `cas`, namespaces, the read pause, warning Events); `txn`:
+//!   sending one transaction; `wire`: the wire form of plans; `events`:
+//!   warning Events; `purge`: `-purge-k8s-services-from-node`.
+//! - [`to_k8s`]: `-to-k8s`, Consul services written back as ExternalName
+//!   Services.
 //! - [`flags`]: the command line (consul-k8s flag names, both `-flag` and
 //!   `--flag`), [`Settings`] and the Consul connection settings.
 //! - [`metrics`]: the `/metrics` families of the catalog sync.
-//! - `backoff`: the Consul writer's own backoff while Consul is
+//! - `backoff`: the backoff of the writes as a whole while Consul is
 //!   unavailable.
 //! - [`repair`]: prompt repair of instances someone else changed in
 //!   Consul, spaced out while another writer keeps changing them.

@@ -502,3 +502,101 @@ fn the_node_is_known_to_exist_after_a_refusal_or_a_creation() {
     });
     assert!(index.node_exists());
 }
+
+/// Writes `planned` as the writer task does while the loop goes on: the
+/// write is handed over (`begin_write`), Consul applies it, an answer
+/// showing it arrives before the commit is reported, then the commit is
+/// folded and the write answered (`end_write`). Returns the Services the
+/// answer reported as changed by someone else.
+fn write_answered_mid_flight(
+    index: &mut CatalogIndex,
+    consul: &mut Consul,
+    planned: &[Planned],
+    guard: bool,
+) -> BTreeSet<ServiceKey> {
+    if guard {
+        index.begin_write(planned);
+    }
+    let mut results = Vec::new();
+    for p in planned {
+        results.extend(consul.apply(p));
+    }
+    let (o, c) = consul.answers();
+    let mut drift = index.on_observed(o, Instant::now());
+    drift.extend(index.on_checks(c, Instant::now()));
+    if !planned.is_empty() {
+        index.fold(WriteEvent::Committed {
+            ops: planned.iter().map(|p| &p.op).collect(),
+            node_created: false,
+            results: &results,
+            at: Instant::now(),
+        });
+    }
+    if guard {
+        index.end_write();
+    }
+    drift
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A Consul answer that shows a write still in flight (the loop keeps
+    /// folding answers while the writer works) is never taken for someone
+    /// else's change, and the next plans write nothing more.
+    #[test]
+    fn an_answer_during_a_write_is_not_drift(
+        before in world_strategy(),
+        after in world_strategy(),
+        batch in 1usize..4,
+    ) {
+        let mut index = CatalogIndex::new(sync());
+        let mut consul = Consul::default();
+        initial_lists(&mut index, &before);
+        let (o, c) = consul.answers();
+        index.on_observed(o, Instant::now());
+        index.on_checks(c, Instant::now());
+        let keys = index.drop_gone_keys();
+        let round = index.plan_pass_chunk(&keys);
+        let drift = write_answered_mid_flight(&mut index, &mut consul, &round.planned, true);
+        prop_assert!(drift.is_empty(), "drift {:?}", drift);
+        let keys = changes(&mut index, &before, &after);
+        for b in keys.chunks(batch) {
+            let round = index.plan_round(b);
+            let drift = write_answered_mid_flight(&mut index, &mut consul, &round.planned, true);
+            prop_assert!(drift.is_empty(), "drift {:?}", drift);
+        }
+        assert_converged(&consul, &after, &BTreeSet::new());
+        prop_assert_eq!(full_pass(&mut index, &mut consul, 8, true), 0);
+    }
+}
+
+/// Without the in-flight guard the same answer would be drift: the guard
+/// is what keeps a write under way from looking like a fight.
+#[test]
+fn without_the_guard_an_answer_during_a_write_looks_like_drift() {
+    let world: World = [(
+        ("a", "web"),
+        Svc {
+            ns: "a",
+            name: "web",
+            port: 80,
+            endpoints: vec![("10.0.0.1", true)],
+        },
+    )]
+    .into();
+    let mut index = CatalogIndex::new(sync());
+    let mut consul = Consul::default();
+    initial_lists(&mut index, &world);
+    let (o, c) = consul.answers();
+    index.on_observed(o, Instant::now());
+    index.on_checks(c, Instant::now());
+    assert_eq!(full_pass(&mut index, &mut consul, 8, true), 1);
+    let mut changed = world.clone();
+    changed.get_mut(&("a", "web")).unwrap().port = 81;
+    let keys = changes(&mut index, &world, &changed);
+    let round = index.plan_round(&keys);
+    assert!(!round.planned.is_empty());
+    let drift = write_answered_mid_flight(&mut index, &mut consul, &round.planned, false);
+    assert_eq!(drift, BTreeSet::from([ServiceKey::new("a", "web")]));
+}
