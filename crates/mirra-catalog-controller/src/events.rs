@@ -6,11 +6,10 @@
 //! effort, the warning is in the log too, and the Service is synced
 //! regardless.
 
-use k8s_openapi::api::core::v1::{Event, ObjectReference, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use mirra_catalog::Warning;
 use mirra_runtime::WriteFence;
+use mirra_runtime::events::EventRecorder;
 
 use crate::metrics::CatalogMetrics;
 
@@ -25,11 +24,10 @@ pub const EVENT_REASON_NAMESPACE: &str = "ConsulNamespaceFailed";
 /// Component named in warning Events.
 pub const EVENT_COMPONENT: &str = "mirra-sync-catalog";
 
-/// Creates warning Events, through the leader write fence.
+/// Creates warning Events on Services, through the leader write fence: one
+/// per Service and reason, counted up when it happens again.
 pub struct WarningEvents {
-    kube: kube::Client,
-    /// Every Kubernetes write goes through it.
-    fence: WriteFence,
+    recorder: EventRecorder,
     metrics: CatalogMetrics,
 }
 
@@ -37,12 +35,10 @@ impl WarningEvents {
     /// Events written with `kube`, fenced by `fence`.
     pub fn new(kube: kube::Client, fence: WriteFence, metrics: CatalogMetrics) -> Self {
         Self {
-            kube,
-            fence,
+            recorder: EventRecorder::new(kube, fence, EVENT_COMPONENT),
             metrics,
         }
     }
-
     /// Logs each Service's warnings and creates a warning Event for it.
     pub async fn send(&self, events: Vec<(Service, Vec<Warning>)>) {
         for (svc, warnings) in events {
@@ -90,50 +86,23 @@ impl WarningEvents {
     }
 
     async fn create(&self, svc: &Service, reason: &str, message: String) {
-        {
-            let ns = svc.metadata.namespace.clone().unwrap_or_default();
-            let name = svc.metadata.name.clone().unwrap_or_default();
-            let now = Time(k8s_openapi::jiff::Timestamp::now());
-            let ev = Event {
-                metadata: ObjectMeta {
-                    generate_name: Some(format!("{name}.")),
-                    namespace: Some(ns.clone()),
-                    ..ObjectMeta::default()
-                },
-                involved_object: ObjectReference {
-                    api_version: Some("v1".into()),
-                    kind: Some("Service".into()),
-                    name: Some(name.clone()),
-                    namespace: Some(ns.clone()),
-                    uid: svc.metadata.uid.clone(),
-                    resource_version: svc.metadata.resource_version.clone(),
-                    ..ObjectReference::default()
-                },
-                reason: Some(reason.into()),
-                message: Some(message),
-                type_: Some("Warning".into()),
-                count: Some(1),
-                first_timestamp: Some(now.clone()),
-                last_timestamp: Some(now),
-                reporting_component: Some(EVENT_COMPONENT.into()),
-                source: Some(k8s_openapi::api::core::v1::EventSource {
-                    component: Some(EVENT_COMPONENT.into()),
-                    host: None,
-                }),
-                ..Event::default()
-            };
-            let api: Api<Event> = Api::namespaced(self.kube.clone(), &ns);
-            match self
-                .fence
-                .send(api.create(&PostParams::default(), &ev))
-                .await
-            {
-                Ok(Ok(_)) => self.metrics.event(),
-                // Best effort: the warning is also in the log, and the
-                // Service is synced regardless.
-                Ok(Err(e)) => tracing::warn!(error = %e, "could not create the warning Event"),
-                Err(e) => tracing::debug!(error = %e, "warning Event fenced"),
+        let involved = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Service".into()),
+            name: svc.metadata.name.clone(),
+            namespace: svc.metadata.namespace.clone(),
+            uid: svc.metadata.uid.clone(),
+            resource_version: svc.metadata.resource_version.clone(),
+            ..ObjectReference::default()
+        };
+        match self.recorder.warn(&involved, reason, &message).await {
+            Ok(()) => self.metrics.event(),
+            // Best effort: the warning is also in the log, and the Service
+            // is synced regardless.
+            Err(mirra_runtime::events::EventError::Fenced(e)) => {
+                tracing::debug!(error = %e, "warning Event fenced");
             }
+            Err(e) => tracing::warn!(error = %e, "could not create the warning Event"),
         }
     }
 }

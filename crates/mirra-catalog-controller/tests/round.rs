@@ -223,7 +223,12 @@ fn write(index: &mut CatalogIndex, consul: &mut Consul, planned: &[Planned], ans
 
 /// Runs a verification pass, `chunk` Services at a time; returns how many
 /// operations it planned.
-fn full_pass(index: &mut CatalogIndex, consul: &mut Consul, chunk: usize, answer: bool) -> usize {
+fn verification_pass(
+    index: &mut CatalogIndex,
+    consul: &mut Consul,
+    chunk: usize,
+    answer: bool,
+) -> usize {
     let keys = index.drop_gone_keys();
     let mut ops = 0;
     for c in keys.chunks(chunk.max(1)) {
@@ -360,7 +365,7 @@ proptest! {
         index.on_checks(c, Instant::now());
         prop_assert!(index.synced());
 
-        full_pass(&mut index, &mut consul, chunk, answer);
+        verification_pass(&mut index, &mut consul, chunk, answer);
         assert_converged(&consul, &before, &foreign_ids);
 
         let keys = changes(&mut index, &before, &after);
@@ -377,7 +382,7 @@ proptest! {
             write(&mut index, &mut consul, &round.planned, answer);
         }
         assert_converged(&consul, &after, &foreign_ids);
-        prop_assert_eq!(full_pass(&mut index, &mut consul, chunk, answer), 0);
+        prop_assert_eq!(verification_pass(&mut index, &mut consul, chunk, answer), 0);
     }
 }
 
@@ -402,7 +407,7 @@ fn a_folded_commit_is_the_next_plans_precondition() {
     let (o, c) = consul.answers();
     index.on_observed(o, Instant::now());
     index.on_checks(c, Instant::now());
-    assert_eq!(full_pass(&mut index, &mut consul, 8, false), 1);
+    assert_eq!(verification_pass(&mut index, &mut consul, 8, false), 1);
     let id = mirra_catalog::service_id("web", "10.0.0.1");
     assert_eq!(consul.instance_index(&id), 1);
     // No answer since the write: the overlay alone holds it.
@@ -445,7 +450,7 @@ fn a_reread_replaces_the_expectation_and_a_failed_one_drops_it() {
     let (o, c) = consul.answers();
     index.on_observed(o, Instant::now());
     index.on_checks(c, Instant::now());
-    full_pass(&mut index, &mut consul, 8, false);
+    verification_pass(&mut index, &mut consul, 8, false);
     let id = mirra_catalog::service_id("web", "10.0.0.1");
     let ids = BTreeSet::from([id.clone()]);
     // Someone else rewrote it at index 40: the re-read shows their state.
@@ -567,7 +572,7 @@ proptest! {
             prop_assert!(drift.is_empty(), "drift {:?}", drift);
         }
         assert_converged(&consul, &after, &BTreeSet::new());
-        prop_assert_eq!(full_pass(&mut index, &mut consul, 8, true), 0);
+        prop_assert_eq!(verification_pass(&mut index, &mut consul, 8, true), 0);
     }
 }
 
@@ -591,7 +596,7 @@ fn without_the_guard_an_answer_during_a_write_looks_like_drift() {
     let (o, c) = consul.answers();
     index.on_observed(o, Instant::now());
     index.on_checks(c, Instant::now());
-    assert_eq!(full_pass(&mut index, &mut consul, 8, true), 1);
+    assert_eq!(verification_pass(&mut index, &mut consul, 8, true), 1);
     let mut changed = world.clone();
     changed.get_mut(&("a", "web")).unwrap().port = 81;
     let keys = changes(&mut index, &world, &changed);

@@ -12,7 +12,9 @@
 //! leader::LeaderElector publishes who leads and until when; campaign runs a
 //! controller only while leading; fence::WriteFence is checked by every
 //! writer right before it sends; health serves /healthz, /readyz, /metrics;
-//! task::TaskGuard stops a spawned watch when its owner drops it; trim drops
+//! task::TaskGuard stops a spawned watch when its owner drops it;
+//! events::EventRecorder records warning Events, counted per object and
+//! reason; trim drops
 //! the metadata (managedFields, kubectl's last-applied copy) no cache keeps;
 //! watch::retrying backs a refused watch off and watch::explain says what
 //! to fix.
@@ -26,6 +28,7 @@
 
 pub mod cache;
 pub mod campaign;
+pub mod events;
 pub mod fence;
 pub mod health;
 pub mod leader;

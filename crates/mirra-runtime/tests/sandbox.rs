@@ -468,3 +468,100 @@ async fn rate_limited_client_builds_and_works() {
         Err(mirra_runtime::RateLimitError::InvalidQps(_))
     ));
 }
+
+/// One Event per (object, reason): created once, counted up after, and
+/// created again (from 1) when it expired; another reason is another Event.
+#[tokio::test]
+async fn warning_events_are_counted_per_object_and_reason() {
+    use k8s_openapi::api::core::v1::{Event, ObjectReference};
+    use kube::api::DeleteParams;
+    use mirra_runtime::events::EventRecorder;
+    use mirra_runtime::leader::LeaseDeadline;
+
+    let (_sandbox, client) = sandbox().await;
+    let fence = WriteFence::new(LeaseDeadline::always(), Duration::from_secs(5));
+    let recorder = EventRecorder::new(client.clone(), fence, "mirra-test");
+    let svc = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Service".into()),
+        namespace: Some("default".into()),
+        name: Some("web".into()),
+        uid: Some("uid-web".into()),
+        ..ObjectReference::default()
+    };
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    let list = || async {
+        let mut items = events.list(&ListParams::default()).await.unwrap().items;
+        items.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        items
+    };
+    for _ in 0..3 {
+        recorder.warn(&svc, "BadThing", "it is bad").await.unwrap();
+    }
+    let got = list().await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].metadata.name.as_deref(), Some("web.badthing"));
+    assert_eq!(got[0].count, Some(3));
+    assert_eq!(got[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(got[0].involved_object.uid.as_deref(), Some("uid-web"));
+    assert_eq!(
+        got[0].source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("mirra-test")
+    );
+
+    recorder.warn(&svc, "OtherThing", "also bad").await.unwrap();
+    assert_eq!(list().await.len(), 2);
+
+    // Expired (or deleted): the next one starts a new Event from 1.
+    events
+        .delete("web.badthing", &DeleteParams::default())
+        .await
+        .unwrap();
+    recorder.warn(&svc, "BadThing", "bad again").await.unwrap();
+    let again = events.get("web.badthing").await.unwrap();
+    assert_eq!(again.count, Some(1));
+    assert_eq!(again.message.as_deref(), Some("bad again"));
+
+    // A second process finds the first one's Event and counts it up.
+    let fence = WriteFence::new(LeaseDeadline::always(), Duration::from_secs(5));
+    let restarted = EventRecorder::new(client.clone(), fence, "mirra-test");
+    restarted
+        .warn(&svc, "OtherThing", "after a restart")
+        .await
+        .unwrap();
+    let other = events.get("web.otherthing").await.unwrap();
+    assert_eq!(other.count, Some(1));
+    assert_eq!(other.message.as_deref(), Some("after a restart"));
+}
+
+/// A replica that does not lead records nothing.
+#[tokio::test]
+async fn a_fenced_recorder_writes_no_event() {
+    use k8s_openapi::api::core::v1::{Event, ObjectReference};
+    use mirra_runtime::events::{EventError, EventRecorder};
+
+    let (_sandbox, client) = sandbox().await;
+    let elector = LeaderElector::new(client.clone(), config("replica-a")).unwrap();
+    let fence = WriteFence::new(elector.deadline(), Duration::from_millis(100));
+    let recorder = EventRecorder::new(client.clone(), fence, "mirra-test");
+    let svc = ObjectReference {
+        kind: Some("Service".into()),
+        namespace: Some("default".into()),
+        name: Some("web".into()),
+        ..ObjectReference::default()
+    };
+    let err = recorder.warn(&svc, "BadThing", "x").await.unwrap_err();
+    assert!(
+        matches!(err, EventError::Fenced(FenceError::NotLeading)),
+        "{err}"
+    );
+    let events: Api<Event> = Api::namespaced(client, "default");
+    assert!(
+        events
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}

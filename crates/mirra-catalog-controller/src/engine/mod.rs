@@ -259,10 +259,10 @@ pub async fn run(
                 engine.process_keys(keys);
             },
             _ = verify.tick(), if engine.may_write() => {
-                engine.full_pass();
+                engine.verification_pass();
             },
-            () = sleep_until_opt(engine.full_pass_retry_at), if engine.may_write() => {
-                engine.full_pass();
+            () = sleep_until_opt(engine.pass_retry_at), if engine.may_write() => {
+                engine.verification_pass();
             },
             () = sleep_until_opt(engine.backoff.until()) => {
                 engine.backoff.expired();
@@ -272,7 +272,7 @@ pub async fn run(
             ready.set_ready();
             engine.synced = true;
             tracing::info!("initial lists and Consul state read; running the first pass");
-            engine.full_pass();
+            engine.verification_pass();
             verify.reset();
         }
         engine.metrics.pending(engine.queue.len());

@@ -20,7 +20,7 @@ use crate::writer::{Job, WriteDone, WriteJob};
 
 /// Planned operations a verification pass holds before writing the ones that
 /// fill whole transactions: about 32 transactions' worth, a few MB.
-const FULL_PASS_FLUSH: usize = 1024;
+const PASS_FLUSH: usize = 1024;
 
 /// What the writes of one verification pass came to.
 #[derive(Default)]
@@ -38,13 +38,13 @@ struct PassOutcome {
 /// Services planned together in a verification pass: enough to share the
 /// planner's set-up, few enough that their registrations (a few KB each)
 /// never add up to much.
-const FULL_PASS_CHUNK: usize = 256;
+const PASS_CHUNK: usize = 256;
 
 /// Backoff of a failed verification pass: from 1 s up to 60 s, so a Consul
 /// outage costs at most one pass a minute.
-const FULL_PASS_BACKOFF_BASE: Duration = Duration::from_secs(1);
-/// See [`FULL_PASS_BACKOFF_BASE`].
-const FULL_PASS_BACKOFF_CAP: Duration = Duration::from_secs(60);
+const PASS_BACKOFF_BASE: Duration = Duration::from_secs(1);
+/// See [`PASS_BACKOFF_BASE`].
+const PASS_BACKOFF_CAP: Duration = Duration::from_secs(60);
 
 /// A verification pass under way: planned a chunk of keys at a time, and
 /// written as whole transactions fill up.
@@ -66,8 +66,8 @@ impl Engine {
     /// Starts a verification pass: re-plans every Service from the caches
     /// and writes the drift, including the removal of owned instances
     /// nothing wants.
-    pub(super) fn full_pass(&mut self) {
-        self.full_pass_retry_at = None;
+    pub(super) fn verification_pass(&mut self) {
+        self.pass_retry_at = None;
         self.repairs.ran_all();
         let keys = self.index.drop_gone_keys();
         self.send(Job::StartPass);
@@ -97,14 +97,14 @@ impl Engine {
         };
         loop {
             if !pass.just_flushed
-                && pass.pending.len() >= FULL_PASS_FLUSH
+                && pass.pending.len() >= PASS_FLUSH
                 && self.flush(&mut pass, false)
             {
                 break;
             }
             pass.just_flushed = false;
             if pass.next < pass.keys.len() {
-                let end = (pass.next + FULL_PASS_CHUNK).min(pass.keys.len());
+                let end = (pass.next + PASS_CHUNK).min(pass.keys.len());
                 let round = self.index.plan_pass_chunk(&pass.keys[pass.next..end]);
                 pass.next = end;
                 self.report_plan(&round);
@@ -179,15 +179,15 @@ impl Engine {
         }
         self.passes_run = self.passes_run.saturating_add(1);
         if outcome.failed.is_empty() && !outcome.orphan_failed {
-            self.full_pass_failures = 0;
+            self.pass_failures = 0;
             self.index.clear_pending();
         } else {
-            self.full_pass_failures = self.full_pass_failures.saturating_add(1);
-            let exp = self.full_pass_failures.saturating_sub(1).min(16);
-            let delay = FULL_PASS_BACKOFF_BASE
+            self.pass_failures = self.pass_failures.saturating_add(1);
+            let exp = self.pass_failures.saturating_sub(1).min(16);
+            let delay = PASS_BACKOFF_BASE
                 .saturating_mul(1 << exp)
-                .min(FULL_PASS_BACKOFF_CAP);
-            self.full_pass_retry_at = Some(Instant::now() + delay);
+                .min(PASS_BACKOFF_CAP);
+            self.pass_retry_at = Some(Instant::now() + delay);
         }
         if !pass.events.is_empty() {
             self.send(Job::Events(pass.events));

@@ -46,11 +46,11 @@ pub(super) struct Engine {
     pub(super) first_event: BTreeMap<ServiceKey, Instant>,
     pub(super) repairs: crate::repair::RepairGovernor<ServiceKey>,
     pub(super) synced: bool,
-    pub(super) full_pass_failures: u32,
+    pub(super) pass_failures: u32,
     /// Verification passes run, the first (which writes everything the
     /// event path has not yet) included.
     pub(super) passes_run: u64,
-    pub(super) full_pass_retry_at: Option<Instant>,
+    pub(super) pass_retry_at: Option<Instant>,
 }
 
 /// A round whose write is in flight.
@@ -90,9 +90,9 @@ impl Engine {
             first_event: BTreeMap::new(),
             repairs,
             synced: false,
-            full_pass_failures: 0,
+            pass_failures: 0,
             passes_run: 0,
-            full_pass_retry_at: None,
+            pass_retry_at: None,
         }
     }
 
