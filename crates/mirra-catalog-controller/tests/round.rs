@@ -386,11 +386,8 @@ proptest! {
     }
 }
 
-/// A commit folded in is the view the next plan starts from, before any
-/// answer shows it: planning again writes nothing, and a change names the
-/// index the commit got.
-#[test]
-fn a_folded_commit_is_the_next_plans_precondition() {
+/// One Service `a/web` with one endpoint, listed, and an empty Consul read.
+fn one_service_synced() -> (World, CatalogIndex, Consul) {
     let world: World = [(
         ("a", "web"),
         Svc {
@@ -402,11 +399,20 @@ fn a_folded_commit_is_the_next_plans_precondition() {
     )]
     .into();
     let mut index = CatalogIndex::new(sync());
-    let mut consul = Consul::default();
+    let consul = Consul::default();
     initial_lists(&mut index, &world);
     let (o, c) = consul.answers();
     index.on_observed(o, Instant::now());
     index.on_checks(c, Instant::now());
+    (world, index, consul)
+}
+
+/// A commit folded in is the view the next plan starts from, before any
+/// answer shows it: planning again writes nothing, and a change names the
+/// index the commit got.
+#[test]
+fn a_folded_commit_is_the_next_plans_precondition() {
+    let (world, mut index, mut consul) = one_service_synced();
     assert_eq!(verification_pass(&mut index, &mut consul, 8, false), 1);
     let id = mirra_catalog::service_id("web", "10.0.0.1");
     assert_eq!(consul.instance_index(&id), 1);
@@ -434,22 +440,7 @@ fn a_folded_commit_is_the_next_plans_precondition() {
 /// failed re-read drops the expectation, so the next answer decides.
 #[test]
 fn a_reread_replaces_the_expectation_and_a_failed_one_drops_it() {
-    let world: World = [(
-        ("a", "web"),
-        Svc {
-            ns: "a",
-            name: "web",
-            port: 80,
-            endpoints: vec![("10.0.0.1", true)],
-        },
-    )]
-    .into();
-    let mut index = CatalogIndex::new(sync());
-    let mut consul = Consul::default();
-    initial_lists(&mut index, &world);
-    let (o, c) = consul.answers();
-    index.on_observed(o, Instant::now());
-    index.on_checks(c, Instant::now());
+    let (_, mut index, mut consul) = one_service_synced();
     verification_pass(&mut index, &mut consul, 8, false);
     let id = mirra_catalog::service_id("web", "10.0.0.1");
     let ids = BTreeSet::from([id.clone()]);
@@ -580,22 +571,7 @@ proptest! {
 /// is what keeps a write under way from looking like a fight.
 #[test]
 fn without_the_guard_an_answer_during_a_write_looks_like_drift() {
-    let world: World = [(
-        ("a", "web"),
-        Svc {
-            ns: "a",
-            name: "web",
-            port: 80,
-            endpoints: vec![("10.0.0.1", true)],
-        },
-    )]
-    .into();
-    let mut index = CatalogIndex::new(sync());
-    let mut consul = Consul::default();
-    initial_lists(&mut index, &world);
-    let (o, c) = consul.answers();
-    index.on_observed(o, Instant::now());
-    index.on_checks(c, Instant::now());
+    let (world, mut index, mut consul) = one_service_synced();
     assert_eq!(verification_pass(&mut index, &mut consul, 8, true), 1);
     let mut changed = world.clone();
     changed.get_mut(&("a", "web")).unwrap().port = 81;
