@@ -226,7 +226,13 @@ pub async fn run(
                 Some(Err(e)) => engine.watch_error("ingresses", &e),
                 None => return Err(ControllerError::WatchEnded("Ingress")),
             },
-            snap = observed.recv() => match snap {
+            // During a verification pass Consul's answers wait (one each,
+            // a whole snapshot): the pass plans every Service anyway, its
+            // answers would show mostly its own writes, and taking them
+            // would let the paused reads go out every MAX_READ_DEFERRAL,
+            // each listing every instance on the node while the pass
+            // writes them. Kubernetes events are still taken in.
+            snap = observed.recv(), if engine.pass.is_none() => match snap {
                 Some(Ok(v)) => {
                     let drift = engine.index.on_observed(v, Instant::now());
                     engine.repair(drift);
@@ -237,7 +243,7 @@ pub async fn run(
                 }
                 None => return Err(ControllerError::ConsulWatchEnded),
             },
-            snap = checks.recv() => match snap {
+            snap = checks.recv(), if engine.pass.is_none() => match snap {
                 Some(Ok(v)) => {
                     let drift = engine.index.on_checks(v, Instant::now());
                     engine.repair(drift);
