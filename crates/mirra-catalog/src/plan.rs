@@ -2,13 +2,16 @@
 //! the smallest list of catalog operations, plus the index that keeps the
 //! work for one Service proportional to that Service.
 //!
-//! ```text
-//! event on Service K ──► desired_for_service(K) ──► KeyIndex::set(K, regs)
-//!                                                      │ ids touched = old(K) ∪ new(K)
-//!                                                      ▼
-//!        desired_for_ids(ids) + observed restricted to ids ──► plan() ──► ops
-//! verification pass: desired_all() + all observed ──► plan() ──► ops (reaps orphans)
-//! ```
+//! The controller (mirra-catalog-controller's `round` module) calls
+//! [`plan_detailed`] with the registrations of the Services of a round and
+//! the observed instances of the IDs they touch, or, in a verification
+//! pass, of every Service and then of the orphans. The operations come out
+//! as removals, then check removals, then registrations; the controller
+//! reorders them for writing (a Service's new instances before the removal
+//! of its old ones, `round::order_by_key`), so this order says nothing
+//! about what Consul sees first. [`plan`], [`plan_for_key`] and
+//! [`simulate_apply`] serve the property tests, which check the planner's
+//! invariants on whole worlds.
 //!
 //! Invariants: unchanged instances produce no operation; an observed
 //! instance without mirra's marks never appears in an operation (not even
@@ -186,8 +189,7 @@ where
 }
 
 /// Applies operations to a model of mirra's node the way Consul would: the
-/// dry-run renderer and the property tests use it to check that a plan
-/// reaches a fixpoint.
+/// property tests use it to check that a plan reaches a fixpoint.
 pub fn simulate_apply(
     observed: &mut BTreeMap<String, ObservedInstance>,
     ops: &[CatalogOp],

@@ -1,4 +1,6 @@
-//! The metric families both controllers export, with low-cardinality labels.
+//! The metric families of the mirror controller (the catalog controller has
+//! its own, in `mirra-catalog-controller`'s `metrics`), with low-cardinality
+//! labels.
 //!
 //! Every label value here comes from a small, fixed set: a verb, an object
 //! kind, a queue or controller name, an error class. Object names,
