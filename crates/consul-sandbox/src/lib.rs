@@ -59,7 +59,8 @@
 //! `health/node` reports the node's own index where Consul reports the
 //! checks table's (both only grow when the answer may have changed); no
 //! KV store (KV txn ops are refused), no `filter=` expressions (400);
-//! namespaces and partitions only with [`Config::enterprise`] (without it
+//! namespaces and partitions only with [`Config::enterprise`] (ACL
+//! objects then live in the partition `?partition=` names; without it
 //! `ns=default` is accepted and other values are refused like Consul CE
 //! does; with it see `tenancy`: nodes live in a partition, services in
 //! a namespace of it); an ACL model limited to node, service, operator and

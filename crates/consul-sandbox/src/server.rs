@@ -730,6 +730,31 @@ fn check_scope(shared: &Shared, q: &Query) -> Result<Scope, ApiError> {
     })
 }
 
+/// The admin partition an ACL request addresses: `?partition=` (which must
+/// exist, as for catalog data), else `default`. Without Enterprise
+/// features a partition other than `default` is refused as Consul CE does.
+fn acl_partition(shared: &Shared, q: &Query) -> Result<String, ApiError> {
+    let named = q.get("partition").unwrap_or_default();
+    let default = crate::model::DEFAULT_TENANCY.to_string();
+    if !shared.config.enterprise {
+        if named.is_empty() || named.eq_ignore_ascii_case(&default) {
+            return Ok(default);
+        }
+        return Err(ApiError::BadRequest(
+            "Invalid query parameter: \"partition\" - Partitions are a Consul Enterprise feature"
+                .into(),
+        ));
+    }
+    let scope = Scope {
+        enterprise: true,
+        ns: String::new(),
+        partition: named.to_string(),
+    };
+    Ok(scope
+        .data_partition(&shared.read(), &[])?
+        .unwrap_or(default))
+}
+
 /// The partition and namespaces a catalog or health read covers. `ns=*`
 /// (every namespace of the partition) is accepted where `wildcard`; an
 /// unknown namespace reads as empty, as Consul's state store finds nothing
@@ -942,14 +967,21 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 allow: "OPTIONS,POST",
             });
         }
+        let partition = acl_partition(shared, &q)?;
         let b = body(shared, req).await?;
         let login = crate::acl_auth::login_request(&b)?;
-        let config = crate::acl_auth::method_for_login(&shared.acl, &login.auth_method)?;
+        let config =
+            crate::acl_auth::method_for_login(&shared.acl, &partition, &login.auth_method)?;
         // The review goes over the network, so no ACL lock is held.
         let identity = crate::acl_auth::review_login(&config, &login.bearer_token).await?;
-        let out = crate::acl_auth::finish_login(&shared.acl, &login, &identity, &dc, &mut || {
-            shared.acl_apply()
-        })?;
+        let out = crate::acl_auth::finish_login(
+            &shared.acl,
+            &partition,
+            &login,
+            &identity,
+            &dc,
+            &mut || shared.acl_apply(),
+        )?;
         return Ok(json_resp(200, &out, pretty));
     }
     if let Route::Acl(rest) = &route {
@@ -959,6 +991,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             Err(_) if rest == "token/self" || rest == "logout" => Authz::Disabled,
             Err(e) => return Err(e.into()),
         };
+        let partition = acl_partition(shared, &q)?;
         let method = req.method().to_string();
         let b = if method == "GET" {
             Bytes::new()
@@ -971,6 +1004,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             body: &b,
             secret: secret.as_deref(),
             authmethod: q.get("authmethod"),
+            partition: &partition,
         };
         let out =
             crate::acl_http::handle(&shared.acl, &authz, &acl_req, &mut || shared.acl_apply())?;
