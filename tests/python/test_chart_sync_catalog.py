@@ -15,8 +15,12 @@ Differences from a pod, each needed outside a cluster: `CONSUL_ADDRESSES`
 and `CONSUL_HTTP_PORT` point at the sandbox instead of the
 `consul-server` Service; `KUBECONFIG` replaces the in-cluster account;
 `CONSUL_LOGIN_BEARER_TOKEN_FILE` names the file the kubelet would mount at
-the ServiceAccount token path; TLS stays off (the sandbox serves plain
-HTTP, so `global.tls.enabled=false`).
+the ServiceAccount token path. With `global.tls.enabled=true` the
+sandbox serves HTTPS beside plain HTTP (its `--https-listen`, Consul's
+`ports.https`) with a server certificate from a CA the test makes, and
+`CONSUL_CACERT_FILE` names that CA's file where the chart mounts the
+`consul-ca-cert` Secret at `/consul/tls/ca/tls.crt`; the test's own
+set-up calls use the plain port, mirra is given only the HTTPS one.
 
 Counts come from the sandboxes' statistics, never time."""
 
@@ -31,7 +35,7 @@ import urllib.request
 
 import pytest
 
-from conftest import Server, mirra_bin, stop_process, wait_for
+from conftest import HttpsServer, Server, mirra_bin, stop_process, wait_for, write_test_pki
 
 ROOT_TOKEN = "chart-e2e-root"
 RELEASE = "consul"  # helm install consul hashicorp/consul -n consul
@@ -566,3 +570,256 @@ def test_the_chart_command_mirrors_namespaces_with_the_charts_acl_rules(
         assert proc.returncode in (0, -signal.SIGTERM), stderr
         assert {w: requests(consul, w) for w in writes} == before
         assert jwt not in stderr
+
+
+# --- global.tls.enabled=true ---------------------------------------------
+#
+# The allow/deny values plus `global: {tls: {enabled: true}}` (no
+# externalServers, no Vault, no HCP): the command is the allow/deny one
+# unchanged (sync-catalog-deployment.yaml passes no TLS flag), the pod
+# mounts the CA Secret at /consul/tls/ca, and consul.consulK8sConsulServerEnvVars
+# renders CONSUL_HTTP_PORT "8501" and, after the partition variables,
+# CONSUL_USE_TLS "true" and CONSUL_CACERT_FILE "/consul/tls/ca/tls.crt".
+# CONSUL_TLS_SERVER_NAME is rendered only with
+# externalServers.tlsServerName or global.cloud.enabled, so not here: the
+# server certificate is checked against the address itself.
+
+
+@pytest.fixture
+def consul_enterprise_acl_https(tmp_path):
+    # The names the chart's tls-init puts in a server certificate, and the
+    # loopback address the test connects to.
+    pki = write_test_pki(
+        str(tmp_path),
+        server_names=("server.dc1.consul", f"{RELEASE}-server.{RELEASE}.svc", "localhost"),
+    )
+    server = HttpsServer([
+        "sandbox", "consul", "--listen", "127.0.0.1:0", "--enterprise",
+        "--acl-default-policy", "deny",
+        "--acl-initial-management-token", ROOT_TOKEN,
+        "--https-listen", "127.0.0.1:0",
+        "--tls-cert-file", pki["cert"], "--tls-key-file", pki["key"],
+    ])
+    server.pki = pki
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def chart_env_tls(consul, kubeconfig, bearer_file):
+    """chart_env with global.tls.enabled=true: the HTTPS port, and the TLS
+    variables where the helper renders them (right after the partition
+    ones)."""
+    _, https_port = consul.https_addr.rsplit(":", 1)
+    env = {}
+    for key, value in chart_env(consul, kubeconfig, bearer_file).items():
+        if key == "CONSUL_HTTP_PORT":
+            value = https_port  # chart: "8501"
+        env[key] = value
+        if key == "CONSUL_LOGIN_PARTITION":
+            env["CONSUL_USE_TLS"] = "true"
+            env["CONSUL_CACERT_FILE"] = consul.pki["ca"]  # chart: /consul/tls/ca/tls.crt
+    return env
+
+
+def test_the_chart_command_with_tls_syncs_logs_in_and_restarts_without_writes(
+    kube_sandbox, consul_enterprise_acl_https, kubectl
+):
+    if not (port_free(8080) and port_free(20300)):
+        pytest.skip("port 8080 or 20300 is taken on this machine")
+    consul = consul_enterprise_acl_https
+    want = [("cart", "10.2.0.1"), ("search", "10.3.0.1")]
+    kubectl("apply", "-f", "-", input=OBJECTS)
+    jwt = set_up_acls(kube_sandbox, consul)
+    with tempfile.TemporaryDirectory() as tmp:
+        bearer = os.path.join(tmp, "token")
+        with open(bearer, "w") as f:
+            f.write(jwt)
+        env = chart_env_tls(consul, kube_sandbox.kubeconfig, bearer)
+        # mirra is told of the HTTPS port only: whatever reaches the
+        # sandbox from it came through a TLS handshake.
+        _, plain_port = consul.addr.rsplit(":", 1)
+        assert plain_port not in env.values()
+        before_tls = stats(consul)
+        proc = run_chart_command(RENDERED_ALLOW_DENY, env, tmp)
+        try:
+            wait_for("the Services in Consul", lambda: node_services(consul) == want)
+            wait_for("/health/ready 204", lambda: health_ready() == 204)
+            assert requests(consul, "POST /v1/acl/login") == 1
+            assert proc.poll() is None
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nmirra's log:\n{stop(proc)[-4000:]}") from e
+        else:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert "logged out of Consul" in stderr
+        assert requests(consul, "POST /v1/acl/logout") == 1
+        assert jwt not in stderr
+        after = stats(consul)
+        assert after["tls_handshakes"] > before_tls["tls_handshakes"]
+        assert after["tls_handshakes_failed"] == 0
+
+        # Restart: the same command, in step, so no catalog write at all.
+        writes = ["PUT /v1/txn", "PUT /v1/catalog/register", "PUT /v1/catalog/deregister"]
+        before = {w: requests(consul, w) for w in writes}
+        applies = stats(consul)["raft_applies"]
+        proc = run_chart_command(RENDERED_ALLOW_DENY, env, tmp)
+        try:
+            wait_for("/health/ready 204 after the restart", lambda: health_ready() == 204)
+            wait_for("the first pass", lambda: metric("mirra_catalog_writes_avoided_total") >= len(want))
+            assert node_services(consul) == want
+        finally:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert {w: requests(consul, w) for w in writes} == before
+        # Only the login and the logout were applied.
+        assert stats(consul)["raft_applies"] == applies + 2
+        assert requests(consul, "POST /v1/acl/login") == 2
+        assert requests(consul, "POST /v1/acl/logout") == 2
+        assert stats(consul)["tls_handshakes_failed"] == 0
+
+
+# --- global.adminPartitions.name=team --------------------------------------
+#
+# A cluster joined to Consul as admin partition `team`: the allow/deny
+# values with `global.adminPartitions: {enabled: true, name: team}`, and,
+# as the chart wants for a partition whose servers run elsewhere,
+# `externalServers: {enabled: true, hosts: [<servers>], httpsPort: 8500}`
+# (TLS off here, so the "https" port is the plain one). The helper then
+# renders CONSUL_ADDRESSES from the first host, CONSUL_HTTP_PORT from
+# httpsPort, CONSUL_PARTITION and CONSUL_LOGIN_PARTITION "team"; the
+# command passes -partition=team.
+RENDERED_PARTITION = textwrap.dedent(
+    """\
+    consul-k8s-control-plane sync-catalog \\
+      -log-level=info \\
+      -log-json=false \\
+      -k8s-default-sync=true \\
+      -consul-domain=consul \\
+      -allow-k8s-namespace="*" \\
+      -deny-k8s-namespace="kube-system" \\
+      -deny-k8s-namespace="kube-public" \\
+      -k8s-write-namespace=${NAMESPACE} \\
+      -node-port-sync-type=ExternalOnly \\
+      -consul-node-name=k8s-sync \\
+      -partition=team \\
+      -enable-namespaces=true \\
+      -consul-destination-namespace=default \\
+      -consul-cross-namespace-acl-policy=cross-namespace-policy \\
+      -enable-ingress=true \\
+    """
+)
+
+# server-acl-init run with -partition=team: its client addresses partition
+# `team`, so the component auth method, the policies and the binding rule
+# are made there (rules.go's sync and cross-namespace templates, rendered
+# with partitions on, partition "team", destination namespace "default").
+SYNC_RULES_TEAM = textwrap.dedent(
+    """\
+    node "k8s-sync" {
+      policy = "write"
+    }
+    partition "team" {
+      mesh = "write"
+      acl = "write"
+      namespace "default" {
+        policy = "write"
+        node_prefix "" {
+          policy = "read"
+        }
+        service_prefix "" {
+          policy = "write"
+        }
+      }
+    }
+    """
+)
+CROSS_NAMESPACE_RULES_TEAM = CROSS_NAMESPACE_RULES.replace('partition "default"', 'partition "team"')
+
+
+def set_up_partition_acls(kube, consul, partition):
+    """The partition (as the chart's partition-init job makes it with the
+    root token), then what server-acl-init makes in it for sync-catalog."""
+    call(consul.url + "/v1/partition", "PUT", {"Name": partition})
+    for sa in ["consul-auth-method", f"{RELEASE}-sync-catalog"]:
+        kube_post(kube, f"/api/v1/namespaces/{RELEASE}/serviceaccounts", {"metadata": {"name": sa}})
+    reviewer = kube_post(
+        kube, f"/api/v1/namespaces/{RELEASE}/serviceaccounts/consul-auth-method/token", {"spec": {}}
+    )["status"]["token"]
+    q = f"?partition={partition}"
+    call(consul.url + "/v1/acl/auth-method" + q, "PUT", {
+        "Name": AUTH_METHOD, "Type": "kubernetes",
+        "Config": {"Host": kube.url, "CACert": TEST_CA, "ServiceAccountJWT": reviewer},
+    })
+    call(consul.url + "/v1/acl/policy" + q, "PUT",
+         {"Name": "sync-catalog-policy", "Rules": SYNC_RULES_TEAM})
+    call(consul.url + "/v1/acl/policy" + q, "PUT",
+         {"Name": "cross-namespace-policy", "Rules": CROSS_NAMESPACE_RULES_TEAM})
+    call(consul.url + "/v1/acl/binding-rule" + q, "PUT", {
+        "AuthMethod": AUTH_METHOD, "BindType": "policy", "BindName": "sync-catalog-policy",
+        "Selector": f"serviceaccount.name=={RELEASE}-sync-catalog",
+    })
+    return kube_post(
+        kube, f"/api/v1/namespaces/{RELEASE}/serviceaccounts/{RELEASE}-sync-catalog/token", {"spec": {}}
+    )["status"]["token"]
+
+
+def node_services_in(consul, partition):
+    out = call(consul.url + f"/v1/catalog/node-services/k8s-sync?partition={partition}&ns=*")
+    if not out:
+        return []
+    return sorted((s["Service"], s["Address"], s.get("Partition")) for s in out.get("Services") or [])
+
+
+def test_the_chart_command_in_a_non_default_partition(kube_sandbox, consul_enterprise_acl, kubectl):
+    """-partition=team with the auth method, policy and binding rule in
+    partition `team`: the login is made there, every Service lands in
+    `team`, nothing in `default`, and a restart writes nothing."""
+    if not (port_free(8080) and port_free(20300)):
+        pytest.skip("port 8080 or 20300 is taken on this machine")
+    consul = consul_enterprise_acl
+    kubectl("apply", "-f", "-", input=OBJECTS)
+    jwt = set_up_partition_acls(kube_sandbox, consul, "team")
+    want = [("cart", "10.2.0.1", "team"), ("search", "10.3.0.1", "team")]
+    with tempfile.TemporaryDirectory() as tmp:
+        bearer = os.path.join(tmp, "token")
+        with open(bearer, "w") as f:
+            f.write(jwt)
+        env = chart_env(consul, kube_sandbox.kubeconfig, bearer)
+        env["CONSUL_PARTITION"] = "team"
+        env["CONSUL_LOGIN_PARTITION"] = "team"
+        proc = run_chart_command(RENDERED_PARTITION, env, tmp)
+        try:
+            wait_for("the Services in partition team", lambda: node_services_in(consul, "team") == want)
+            wait_for("/health/ready 204", lambda: health_ready() == 204)
+            assert requests(consul, "POST /v1/acl/login") == 1
+            assert proc.poll() is None
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nmirra's log:\n{stop(proc)[-4000:]}") from e
+        else:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert "logged out of Consul" in stderr
+        assert jwt not in stderr
+        # Nothing in `default`: no k8s-sync node, no synced service.
+        assert node_services_in(consul, "default") == []
+        default_services = call(consul.url + "/v1/catalog/services?partition=default&ns=*")
+        assert sorted(default_services) == ["consul"], default_services
+
+        writes = ["PUT /v1/txn", "PUT /v1/catalog/register", "PUT /v1/catalog/deregister",
+                  "PUT /v1/namespace"]
+        before = {w: requests(consul, w) for w in writes}
+        applies = stats(consul)["raft_applies"]
+        proc = run_chart_command(RENDERED_PARTITION, env, tmp)
+        try:
+            wait_for("/health/ready 204 after the restart", lambda: health_ready() == 204)
+            wait_for("the first pass", lambda: metric("mirra_catalog_writes_avoided_total") >= len(want))
+            assert node_services_in(consul, "team") == want
+        finally:
+            stderr = stop(proc)
+        assert proc.returncode in (0, -signal.SIGTERM), stderr
+        assert {w: requests(consul, w) for w in writes} == before
+        # Only the login and the logout were applied.
+        assert stats(consul)["raft_applies"] == applies + 2
+        assert requests(consul, "POST /v1/acl/logout") == 2

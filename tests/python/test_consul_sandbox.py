@@ -16,6 +16,8 @@ import urllib.request
 import consul
 import pytest
 
+from conftest import HttpsServer, mirra_bin, write_test_pki
+
 # Generous bound for "soon": tests assert states, not durations.
 SOON_SECONDS = 20
 
@@ -173,6 +175,87 @@ def test_blocking_query_returns_when_another_process_registers(consul_sandbox):
     # The only write in between was the other process's register.
     assert stats(consul_sandbox)["raft_applies"] == applies + 1
     assert stats(consul_sandbox)["blocking_queries_open"] == 0
+
+
+@pytest.fixture
+def consul_https_sandbox(tmp_path):
+    """A sandbox with an HTTPS listener beside the plain one (Consul's
+    `ports.https` with `tls.defaults.cert_file`/`key_file`)."""
+    pki = write_test_pki(str(tmp_path))
+    server = HttpsServer([
+        "sandbox", "consul", "--listen", "127.0.0.1:0", "--https-listen", "127.0.0.1:0",
+        "--tls-cert-file", pki["cert"], "--tls-key-file", pki["key"],
+    ])
+    server.pki = pki
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_py_consul_over_https_reads_writes_and_blocks(consul_https_sandbox):
+    """py-consul with `scheme="https"` and the CA as `verify`, as an operator
+    would point it at Consul's port 8501; the long poll runs over TLS and is
+    woken by a write on the plain port (one catalog behind both)."""
+    sb = consul_https_sandbox
+    host, port = sb.https_addr.rsplit(":", 1)
+    c = consul.Consul(host=host, port=int(port), scheme="https", verify=sb.pki["ca"])
+    assert c.catalog.register("n1", "10.0.0.1", service={"Service": "web", "ID": "web-1", "Port": 80})
+    index, _ = c.catalog.service("web")
+
+    plain_host, plain_port = sb.addr.rsplit(":", 1)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", BLOCKING_WRITER, sb.url, plain_host, plain_port, str(SOON_SECONDS)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        new_index, nodes = c.catalog.service("web", index=index, wait="60s")
+    finally:
+        try:
+            out, err = writer.communicate(timeout=SOON_SECONDS)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            out, err = writer.communicate()
+    assert writer.returncode == 0, f"writer failed: {out}{err}"
+    assert int(new_index) > int(index)
+    assert nodes[0]["ServicePort"] == 81
+    st = stats(sb)
+    assert st["raft_applies"] == 2
+    assert st["blocking_queries_total"] == 1
+    assert st["tls_handshakes"] >= 1
+    assert st["tls_handshakes_failed"] == 0
+
+    # A client that trusts another CA is refused in the handshake, and the
+    # sandbox counts it without answering anything.
+    stranger = consul.Consul(host=host, port=int(port), scheme="https", verify=sb.pki["other_ca"])
+    with pytest.raises(Exception) as refused:
+        stranger.catalog.services()
+    assert "certificate" in str(refused.value).lower(), refused.value
+    assert stats(sb)["tls_handshakes_failed"] == 1
+
+
+@pytest.mark.parametrize("which", ["cert", "key"])
+@pytest.mark.parametrize("problem", ["missing", "not-pem"])
+def test_bad_tls_files_stop_the_sandbox_naming_the_file(tmp_path, which, problem):
+    pki = write_test_pki(str(tmp_path))
+    bad = str(tmp_path / f"bad-{which}.pem")
+    if problem == "not-pem":
+        with open(bad, "w") as f:
+            f.write("not a PEM file\n")
+    files = dict(pki, **{which: bad})
+    p = subprocess.run(
+        [mirra_bin(), "sandbox", "consul", "--listen", "127.0.0.1:0",
+         "--https-listen", "127.0.0.1:0",
+         "--tls-cert-file", files["cert"], "--tls-key-file", files["key"]],
+        capture_output=True, text=True, timeout=SOON_SECONDS,
+    )
+    assert p.returncode != 0
+    assert bad in p.stderr, p.stderr
+    assert "panicked" not in p.stderr, p.stderr
+    # Nothing was announced: no parent waits on an address that will not answer.
+    assert "listening on" not in p.stdout
 
 
 def test_blocking_query_ends_with_the_same_index_when_nothing_changes(consul_sandbox):

@@ -14,10 +14,19 @@
 //! secret answers 403 `ACL not found`; no token means the anonymous token.
 //! With Enterprise features on ([`crate::Config::enterprise`]), rules
 //! inside `namespace`/`partition` blocks apply within the namespaces they
-//! name, top-level rules within the token's own namespace (`default`: the
-//! sandbox's tokens all live there), and `operator` plus the blocks'
-//! `policy` govern namespace and partition management. With them off,
-//! scoped rules are kept and ignored, as Consul CE does.
+//! name, top-level rules within the token's own partition (its `default`
+//! namespace), and `operator` plus the blocks' `policy` govern namespace
+//! and partition management. With them off, scoped rules are kept and
+//! ignored, as Consul CE does.
+//!
+//! Every ACL object (policy, role, token, auth method, binding rule) lives
+//! in one admin partition, as in Consul Enterprise: the one `?partition=`
+//! names when it is written (`default` without it). Names are unique
+//! within a partition, links and logins resolve names within it, and a
+//! token of a non-default partition acts only there: its policies' rules,
+//! the top-level ones included, are read as if inside a `partition`
+//! block naming its partition, and `operator` (which Consul does not
+//! allow in a partition) grants nothing.
 //!
 //! This module must NOT touch the catalog store or HTTP; it only answers
 //! "may this token do that?", keeps the ACL tables, and renders denials.
@@ -182,6 +191,8 @@ pub(crate) enum Authz {
 #[derive(Debug, Clone)]
 pub(crate) struct PolicyRec {
     pub id: String,
+    /// The admin partition it lives in (`default` without Enterprise).
+    pub partition: String,
     pub name: String,
     pub description: String,
     pub rules: String,
@@ -195,6 +206,8 @@ pub(crate) struct PolicyRec {
 #[derive(Debug, Clone)]
 pub(crate) struct RoleRec {
     pub id: String,
+    /// The admin partition it lives in (`default` without Enterprise).
+    pub partition: String,
     pub name: String,
     pub description: String,
     pub policies: Vec<String>,
@@ -206,6 +219,8 @@ pub(crate) struct RoleRec {
 #[derive(Debug, Clone)]
 pub(crate) struct TokenRec {
     pub accessor_id: String,
+    /// The admin partition it lives in (`default` without Enterprise).
+    pub partition: String,
     pub secret_id: String,
     pub description: String,
     pub policies: Vec<String>,
@@ -226,6 +241,8 @@ pub(crate) struct TokenRec {
 #[derive(Debug, Clone)]
 pub(crate) struct AuthMethodRec {
     pub name: String,
+    /// The admin partition it lives in (`default` without Enterprise).
+    pub partition: String,
     pub kind: String,
     pub display_name: String,
     pub description: String,
@@ -241,6 +258,8 @@ pub(crate) struct AuthMethodRec {
 #[derive(Debug, Clone)]
 pub(crate) struct BindingRuleRec {
     pub id: String,
+    /// The admin partition it lives in (`default` without Enterprise).
+    pub partition: String,
     pub description: String,
     pub auth_method: String,
     pub selector: String,
@@ -253,8 +272,8 @@ pub(crate) struct BindingRuleRec {
 /// The ACL tables written through the HTTP API.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct AclState {
-    /// By name.
-    pub auth_methods: BTreeMap<String, AuthMethodRec>,
+    /// By (partition, name).
+    pub auth_methods: BTreeMap<(String, String), AuthMethodRec>,
     /// By ID.
     pub binding_rules: BTreeMap<String, BindingRuleRec>,
     pub policies: BTreeMap<String, PolicyRec>,
@@ -294,6 +313,7 @@ impl AclTable {
             PolicyRec {
                 id: GLOBAL_MANAGEMENT_ID.to_string(),
                 name: "global-management".into(),
+                partition: crate::model::DEFAULT_TENANCY.into(),
                 description: "Builtin Policy that grants unlimited access".into(),
                 rules: String::new(),
                 parsed: ParsedRules::default(),
@@ -310,6 +330,7 @@ impl AclTable {
                 TokenRec {
                     accessor_id: accessor,
                     secret_id: secret.to_string(),
+                    partition: crate::model::DEFAULT_TENANCY.into(),
                     description: "Initial Management Token".into(),
                     policies: vec![GLOBAL_MANAGEMENT_ID.to_string()],
                     roles: Vec::new(),
@@ -483,6 +504,27 @@ impl AclState {
                 scope_policies.extend(p.parsed.scope_policies.iter().cloned());
                 partition_acls.extend(p.parsed.partition_acls.iter().cloned());
             }
+        }
+        if enterprise
+            && !token
+                .partition
+                .eq_ignore_ascii_case(crate::model::DEFAULT_TENANCY)
+        {
+            // A token of partition P: every rule reads as if written
+            // inside `partition "P" { ... }`.
+            let within = |scope: &mut Vec<(String, String)>| {
+                scope.insert(0, ("partition".to_string(), token.partition.clone()));
+            };
+            grants.iter_mut().for_each(|g| within(&mut g.scope));
+            scope_policies.iter_mut().for_each(|p| within(&mut p.scope));
+            partition_acls.iter_mut().for_each(|p| within(&mut p.scope));
+            if let Some(access) = acl.take() {
+                partition_acls.push(ScopePolicy {
+                    scope: vec![("partition".to_string(), token.partition.clone())],
+                    access,
+                });
+            }
+            operator = None;
         }
         Authz::Rules {
             accessor_id: token.accessor_id.clone(),

@@ -21,7 +21,7 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use crate::acl::{AclAccess, AclTable, AuthMethodRec, Authz, BindingRuleRec, TokenRec};
-use crate::acl_http::{decode, field, str_field};
+use crate::acl_http::{decode, field, in_partition, str_field};
 use crate::acl_selector as sel;
 use crate::error::ApiError;
 
@@ -144,8 +144,14 @@ pub(crate) fn handle(
     arg: Option<&str>,
     apply: &mut dyn FnMut() -> u64,
 ) -> Option<Result<Value, ApiError>> {
-    let (method, body, secret, query_authmethod) =
-        (req.method, req.body, req.secret, req.authmethod);
+    let (method, body, secret, query_authmethod, part) = (
+        req.method,
+        req.body,
+        req.secret,
+        req.authmethod,
+        req.partition,
+    );
+    let key = |name: &str| (part.to_string(), name.to_string());
     let out = match (kind, arg, method) {
         ("logout", None, "POST") => logout(table, secret, apply),
         ("logout", _, _) => Err(ApiError::MethodNotAllowed {
@@ -153,44 +159,46 @@ pub(crate) fn handle(
             allow: "OPTIONS,POST",
         }),
         ("auth-methods", None, "GET") => authz
-            .require_acl(AclAccess::Read)
+            .require_acl_in(part, AclAccess::Read)
             .map_err(Into::into)
             .map(|()| {
                 let st = table.state();
                 Value::Array(
                     st.auth_methods
                         .values()
+                        .filter(|m| in_partition(&m.partition, part))
                         .map(|m| method_json(m, false))
                         .collect(),
                 )
             }),
         ("auth-method", Some(name), "GET") if !name.is_empty() => authz
-            .require_acl(AclAccess::Read)
+            .require_acl_in(part, AclAccess::Read)
             .map_err(Into::into)
             .and_then(|()| {
                 let st = table.state();
                 st.auth_methods
-                    .get(name)
+                    .get(&key(name))
                     .map(|m| method_json(m, true))
                     .ok_or_else(not_found)
             }),
         ("auth-method", url, "PUT") => authz
-            .require_acl(AclAccess::Write)
+            .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
-            .and_then(|()| put_method(table, url.filter(|n| !n.is_empty()), body, apply)),
+            .and_then(|()| put_method(table, part, url.filter(|n| !n.is_empty()), body, apply)),
         ("auth-method", Some(name), "DELETE") if !name.is_empty() => authz
-            .require_acl(AclAccess::Write)
+            .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
             .map(|()| {
                 let mut st = table.state_mut();
-                if st.auth_methods.contains_key(name) {
+                if st.auth_methods.contains_key(&key(name)) {
                     apply();
-                    st.auth_methods.remove(name);
-                    st.binding_rules.retain(|_, r| r.auth_method != name);
+                    st.auth_methods.remove(&key(name));
+                    st.binding_rules
+                        .retain(|_, r| r.auth_method != name || !in_partition(&r.partition, part));
                     let gone: Vec<(String, String)> = st
                         .tokens
                         .values()
-                        .filter(|t| t.auth_method == name)
+                        .filter(|t| t.auth_method == name && in_partition(&t.partition, part))
                         .map(|t| (t.accessor_id.clone(), t.secret_id.clone()))
                         .collect();
                     for (a, s) in gone {
@@ -201,7 +209,7 @@ pub(crate) fn handle(
                 json!(true)
             }),
         ("binding-rules", None, "GET") => authz
-            .require_acl(AclAccess::Read)
+            .require_acl_in(part, AclAccess::Read)
             .map_err(Into::into)
             .map(|()| {
                 let st = table.state();
@@ -209,32 +217,39 @@ pub(crate) fn handle(
                     st.binding_rules
                         .values()
                         .filter(|r| {
-                            query_authmethod.is_none_or(|m| m.is_empty() || r.auth_method == m)
+                            in_partition(&r.partition, part)
+                                && query_authmethod
+                                    .is_none_or(|m| m.is_empty() || r.auth_method == m)
                         })
                         .map(rule_json)
                         .collect(),
                 )
             }),
         ("binding-rule", Some(id), "GET") if !id.is_empty() => authz
-            .require_acl(AclAccess::Read)
+            .require_acl_in(part, AclAccess::Read)
             .map_err(Into::into)
             .and_then(|()| {
                 let st = table.state();
                 st.binding_rules
                     .get(id)
+                    .filter(|r| in_partition(&r.partition, part))
                     .map(rule_json)
                     .ok_or_else(not_found)
             }),
         ("binding-rule", url, "PUT") => authz
-            .require_acl(AclAccess::Write)
+            .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
-            .and_then(|()| put_rule(table, url.filter(|n| !n.is_empty()), body, apply)),
+            .and_then(|()| put_rule(table, part, url.filter(|n| !n.is_empty()), body, apply)),
         ("binding-rule", Some(id), "DELETE") if !id.is_empty() => authz
-            .require_acl(AclAccess::Write)
+            .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
             .map(|()| {
                 let mut st = table.state_mut();
-                if st.binding_rules.contains_key(id) {
+                if st
+                    .binding_rules
+                    .get(id)
+                    .is_some_and(|r| in_partition(&r.partition, part))
+                {
                     apply();
                     st.binding_rules.remove(id);
                 }
@@ -253,6 +268,7 @@ pub(crate) fn handle(
 
 fn put_method(
     table: &AclTable,
+    part: &str,
     url_name: Option<&str>,
     body: &[u8],
     apply: &mut dyn FnMut() -> u64,
@@ -275,7 +291,8 @@ fn put_method(
         ));
     }
     let mut st = table.state_mut();
-    let existing = st.auth_methods.get(&name).cloned();
+    let key = (part.to_string(), name.clone());
+    let existing = st.auth_methods.get(&key).cloned();
     let mut kind = str_field(&m, "Type");
     if let Some(e) = &existing {
         if kind.is_empty() {
@@ -308,6 +325,7 @@ fn put_method(
     let index = apply();
     let rec = AuthMethodRec {
         name: name.clone(),
+        partition: part.to_string(),
         kind,
         display_name: str_field(&m, "DisplayName"),
         description: str_field(&m, "Description"),
@@ -318,7 +336,7 @@ fn put_method(
         modify_index: index,
     };
     let out = method_json(&rec, true);
-    st.auth_methods.insert(name, rec);
+    st.auth_methods.insert(key, rec);
     Ok(out)
 }
 
@@ -343,6 +361,7 @@ fn check_bind_name(bind_type: &str, bind_name: &str) -> Result<(), String> {
 
 fn put_rule(
     table: &AclTable,
+    part: &str,
     url_id: Option<&str>,
     body: &[u8],
     apply: &mut dyn FnMut() -> u64,
@@ -367,6 +386,7 @@ fn put_rule(
         let e = st
             .binding_rules
             .get(&id)
+            .filter(|r| in_partition(&r.partition, part))
             .cloned()
             .ok_or_else(|| bad(format!("cannot find binding rule {id}")))?;
         if auth_method.is_empty() {
@@ -379,7 +399,10 @@ fn put_rule(
     if auth_method.is_empty() {
         return Err(bad("Invalid Binding Rule: no AuthMethod is set"));
     }
-    if !st.auth_methods.contains_key(&auth_method) {
+    if !st
+        .auth_methods
+        .contains_key(&(part.to_string(), auth_method.clone()))
+    {
         return Err(bad(format!(
             "cannot find auth method with name {auth_method:?}"
         )));
@@ -423,6 +446,7 @@ fn put_rule(
     let index = apply();
     let rec = BindingRuleRec {
         id: id.clone(),
+        partition: part.to_string(),
         description: str_field(&m, "Description"),
         auth_method,
         selector,
@@ -491,6 +515,7 @@ pub(crate) fn login_request(body: &[u8]) -> Result<LoginRequest, ApiError> {
 /// The auth method's configuration for a login, or Consul's 403.
 pub(crate) fn method_for_login(
     table: &AclTable,
+    partition: &str,
     name: &str,
 ) -> Result<Map<String, Value>, ApiError> {
     if !table.enabled() {
@@ -501,7 +526,7 @@ pub(crate) fn method_for_login(
     }
     let st = table.state();
     st.auth_methods
-        .get(name)
+        .get(&(partition.to_string(), name.to_string()))
         .map(|m| m.config.clone())
         .ok_or_else(|| {
             ApiError::Forbidden(crate::acl::AclError::Denied(format!(
@@ -674,13 +699,18 @@ pub(crate) async fn review_login(
 /// the login token (one Raft apply): Consul's binder and token writer.
 pub(crate) fn finish_login(
     table: &AclTable,
+    partition: &str,
     req: &LoginRequest,
     identity: &BTreeMap<String, String>,
     datacenter: &str,
     apply: &mut dyn FnMut() -> u64,
 ) -> Result<Value, ApiError> {
     let mut st = table.state_mut();
-    let Some(method) = st.auth_methods.get(&req.auth_method).cloned() else {
+    let Some(method) = st
+        .auth_methods
+        .get(&(partition.to_string(), req.auth_method.clone()))
+        .cloned()
+    else {
         // Deleted while the review was in flight.
         return Err(ApiError::Forbidden(crate::acl::AclError::Denied(format!(
             "ACL not found: auth method {:?} not found",
@@ -689,11 +719,11 @@ pub(crate) fn finish_login(
     };
     let (mut services, mut nodes, mut roles, mut policies) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for rule in st
-        .binding_rules
-        .values()
-        .filter(|r| r.auth_method == method.name && sel::matches(&r.selector, identity))
-    {
+    for rule in st.binding_rules.values().filter(|r| {
+        r.auth_method == method.name
+            && in_partition(&r.partition, partition)
+            && sel::matches(&r.selector, identity)
+    }) {
         let name = sel::interpolate(&rule.bind_name, identity).map_err(ApiError::Rpc)?;
         let valid = match rule.bind_type.as_str() {
             "service" | "node" => sel::valid_identity_name(&name),
@@ -706,12 +736,20 @@ pub(crate) fn finish_login(
             "service" => services.push(name),
             "node" => nodes.push((name, datacenter.to_string())),
             "role" => {
-                if let Some(r) = st.roles.values().find(|r| r.name == name) {
+                if let Some(r) = st
+                    .roles
+                    .values()
+                    .find(|r| r.name == name && in_partition(&r.partition, partition))
+                {
                     roles.push(r.id.clone());
                 }
             }
             "policy" => {
-                if let Some(p) = st.policies.values().find(|p| p.name == name) {
+                if let Some(p) = st
+                    .policies
+                    .values()
+                    .find(|p| p.name == name && in_partition(&p.partition, partition))
+                {
                     policies.push(p.id.clone());
                 }
             }
@@ -735,6 +773,7 @@ pub(crate) fn finish_login(
     let rec = TokenRec {
         accessor_id: accessor_id.clone(),
         secret_id: secret_id.clone(),
+        partition: partition.to_string(),
         description,
         policies,
         roles,

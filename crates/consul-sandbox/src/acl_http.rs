@@ -28,6 +28,15 @@ pub(crate) struct AclRequest<'a> {
     pub secret: Option<&'a str>,
     /// `?authmethod=` (the binding-rule list's filter).
     pub authmethod: Option<&'a str>,
+    /// The admin partition the request addresses (`?partition=`, checked
+    /// to exist; `default` without it or without Enterprise features).
+    pub partition: &'a str,
+}
+
+/// Whether an ACL object of partition `of` is visible to a request
+/// addressing partition `part`.
+pub(crate) fn in_partition(of: &str, part: &str) -> bool {
+    of.eq_ignore_ascii_case(part)
 }
 
 /// The counter-friendly template of an ACL path.
@@ -97,17 +106,22 @@ pub(crate) fn handle(
     if !matches!(m, "GET" | "PUT" | "DELETE") {
         return Err(method_not_allowed(m));
     }
-    authz.require_acl(if write {
-        AclAccess::Write
-    } else {
-        AclAccess::Read
-    })?;
+    let part = req.partition;
+    authz.require_acl_in(
+        part,
+        if write {
+            AclAccess::Write
+        } else {
+            AclAccess::Read
+        },
+    )?;
     match (kind, arg, m) {
         ("policies", None, "GET") => {
             let st = table.state();
             Ok(Value::Array(
                 st.policies
                     .values()
+                    .filter(|p| in_partition(&p.partition, part))
                     .map(|p| policy_json(p, false))
                     .collect(),
             ))
@@ -115,7 +129,11 @@ pub(crate) fn handle(
         ("roles", None, "GET") => {
             let st = table.state();
             Ok(Value::Array(
-                st.roles.values().map(|r| role_json(&st, r)).collect(),
+                st.roles
+                    .values()
+                    .filter(|r| in_partition(&r.partition, part))
+                    .map(|r| role_json(&st, r))
+                    .collect(),
             ))
         }
         ("tokens", None, "GET") => {
@@ -123,20 +141,21 @@ pub(crate) fn handle(
             Ok(Value::Array(
                 st.tokens
                     .values()
+                    .filter(|t| in_partition(&t.partition, part))
                     .map(|t| token_json(&st, t, true))
                     .collect(),
             ))
         }
-        ("policy", None, "PUT") => put_policy(table, None, req.body, apply),
+        ("policy", None, "PUT") => put_policy(table, part, None, req.body, apply),
         ("policy", Some(id), "PUT") if !id.is_empty() => {
-            put_policy(table, Some(id), req.body, apply)
+            put_policy(table, part, Some(id), req.body, apply)
         }
         ("policy", Some(name_path), "GET") if name_path.starts_with("name/") => {
             let name = &name_path["name/".len()..];
             let st = table.state();
             st.policies
                 .values()
-                .find(|p| p.name == name)
+                .find(|p| p.name == name && in_partition(&p.partition, part))
                 .map(|p| policy_json(p, true))
                 .ok_or_else(not_found)
         }
@@ -144,6 +163,7 @@ pub(crate) fn handle(
             let st = table.state();
             st.policies
                 .get(id)
+                .filter(|p| in_partition(&p.partition, part))
                 .map(|p| policy_json(p, true))
                 .ok_or_else(not_found)
         }
@@ -154,43 +174,62 @@ pub(crate) fn handle(
                 ));
             }
             let mut st = table.state_mut();
-            if !st.policies.contains_key(id) {
+            if !st
+                .policies
+                .get(id)
+                .is_some_and(|p| in_partition(&p.partition, part))
+            {
                 return Err(not_found());
             }
             apply();
             st.policies.remove(id);
             Ok(json!(true))
         }
-        ("role", None, "PUT") => put_role(table, None, req.body, apply),
-        ("role", Some(id), "PUT") if !id.is_empty() => put_role(table, Some(id), req.body, apply),
+        ("role", None, "PUT") => put_role(table, part, None, req.body, apply),
+        ("role", Some(id), "PUT") if !id.is_empty() => {
+            put_role(table, part, Some(id), req.body, apply)
+        }
         ("role", Some(id), "GET") => {
             let st = table.state();
             st.roles
                 .get(id)
+                .filter(|r| in_partition(&r.partition, part))
                 .map(|r| role_json(&st, r))
                 .ok_or_else(not_found)
         }
         ("role", Some(id), "DELETE") => {
             let mut st = table.state_mut();
-            if !st.roles.contains_key(id) {
+            if !st
+                .roles
+                .get(id)
+                .is_some_and(|r| in_partition(&r.partition, part))
+            {
                 return Err(not_found());
             }
             apply();
             st.roles.remove(id);
             Ok(json!(true))
         }
-        ("token", None, "PUT") => put_token(table, None, req.body, apply),
-        ("token", Some(id), "PUT") if !id.is_empty() => put_token(table, Some(id), req.body, apply),
+        ("token", None, "PUT") => put_token(table, part, None, req.body, apply),
+        ("token", Some(id), "PUT") if !id.is_empty() => {
+            put_token(table, part, Some(id), req.body, apply)
+        }
         ("token", Some(id), "GET") => {
             let st = table.state();
             st.tokens
                 .get(id)
+                .filter(|t| in_partition(&t.partition, part))
                 .map(|t| token_json(&st, t, true))
                 .ok_or_else(not_found)
         }
         ("token", Some(id), "DELETE") => {
             let mut st = table.state_mut();
-            let Some(t) = st.tokens.get(id).cloned() else {
+            let Some(t) = st
+                .tokens
+                .get(id)
+                .filter(|t| in_partition(&t.partition, part))
+                .cloned()
+            else {
                 return Err(not_found());
             };
             apply();
@@ -242,6 +281,7 @@ fn valid_name(name: &str) -> bool {
 
 fn put_policy(
     table: &AclTable,
+    part: &str,
     url_id: Option<&str>,
     body: &[u8],
     apply: &mut dyn FnMut() -> u64,
@@ -274,7 +314,11 @@ fn put_policy(
     let mut st = table.state_mut();
     let id = match url_id {
         Some(id) => {
-            if !st.policies.contains_key(id) {
+            if !st
+                .policies
+                .get(id)
+                .is_some_and(|p| in_partition(&p.partition, part))
+            {
                 return Err(bad(format!(
                     "Invalid Policy: A Policy with ID {} does not exist",
                     crate::store::go_quote(id)
@@ -289,7 +333,11 @@ fn put_policy(
         }
         None => uuid::Uuid::new_v4().to_string(),
     };
-    if st.policies.values().any(|p| p.name == name && p.id != id) {
+    if st
+        .policies
+        .values()
+        .any(|p| p.name == name && p.id != id && in_partition(&p.partition, part))
+    {
         return Err(bad(format!(
             "Invalid Policy: A Policy with Name {} already exists",
             crate::store::go_quote(&name)
@@ -299,6 +347,7 @@ fn put_policy(
     let create_index = st.policies.get(&id).map_or(index, |p| p.create_index);
     let rec = PolicyRec {
         id: id.clone(),
+        partition: part.to_string(),
         name,
         description: str_field(&m, "Description"),
         rules,
@@ -313,7 +362,11 @@ fn put_policy(
 }
 
 /// Resolves `[{"ID": ...} | {"Name": ...}]` policy links to IDs.
-fn policy_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+fn policy_links(
+    st: &AclState,
+    part: &str,
+    m: &Map<String, Value>,
+) -> Result<Vec<String>, ApiError> {
     let mut out = Vec::new();
     for link in field(m, "Policies")
         .and_then(Value::as_array)
@@ -325,12 +378,13 @@ fn policy_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, Ap
         let found = if !id.is_empty() {
             st.policies
                 .get(id)
+                .filter(|p| in_partition(&p.partition, part))
                 .map(|p| p.id.clone())
                 .ok_or_else(|| bad(format!("cannot find policy {}", crate::store::go_quote(id))))?
         } else if !name.is_empty() {
             st.policies
                 .values()
-                .find(|p| p.name == name)
+                .find(|p| p.name == name && in_partition(&p.partition, part))
                 .map(|p| p.id.clone())
                 .ok_or_else(|| {
                     bad(format!(
@@ -348,7 +402,7 @@ fn policy_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, Ap
     Ok(out)
 }
 
-fn role_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
+fn role_links(st: &AclState, part: &str, m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
     let mut out = Vec::new();
     for link in field(m, "Roles")
         .and_then(Value::as_array)
@@ -361,8 +415,9 @@ fn role_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, ApiE
             .roles
             .values()
             .find(|r| {
-                (!id.is_empty() && r.id == id)
-                    || (id.is_empty() && !name.is_empty() && r.name == name)
+                in_partition(&r.partition, part)
+                    && ((!id.is_empty() && r.id == id)
+                        || (id.is_empty() && !name.is_empty() && r.name == name))
             })
             .map(|r| r.id.clone())
             .ok_or_else(|| {
@@ -380,6 +435,7 @@ fn role_links(st: &AclState, m: &Map<String, Value>) -> Result<Vec<String>, ApiE
 
 fn put_role(
     table: &AclTable,
+    part: &str,
     url_id: Option<&str>,
     body: &[u8],
     apply: &mut dyn FnMut() -> u64,
@@ -399,9 +455,14 @@ fn put_role(
         ));
     }
     let mut st = table.state_mut();
-    let policies = policy_links(&st, &m)?;
+    let policies = policy_links(&st, part, &m)?;
     let id = match url_id {
-        Some(id) if !st.roles.contains_key(id) => {
+        Some(id)
+            if !st
+                .roles
+                .get(id)
+                .is_some_and(|r| in_partition(&r.partition, part)) =>
+        {
             return Err(bad(format!(
                 "Role {} does not exist",
                 crate::store::go_quote(id)
@@ -410,7 +471,11 @@ fn put_role(
         Some(id) => id.to_string(),
         None => uuid::Uuid::new_v4().to_string(),
     };
-    if st.roles.values().any(|r| r.name == name && r.id != id) {
+    if st
+        .roles
+        .values()
+        .any(|r| r.name == name && r.id != id && in_partition(&r.partition, part))
+    {
         return Err(bad(format!(
             "Invalid Role: A Role with Name {} already exists",
             crate::store::go_quote(&name)
@@ -420,6 +485,7 @@ fn put_role(
     let create_index = st.roles.get(&id).map_or(index, |r| r.create_index);
     let rec = RoleRec {
         id: id.clone(),
+        partition: part.to_string(),
         name,
         description: str_field(&m, "Description"),
         policies,
@@ -433,6 +499,7 @@ fn put_role(
 
 fn put_token(
     table: &AclTable,
+    part: &str,
     url_id: Option<&str>,
     body: &[u8],
     apply: &mut dyn FnMut() -> u64,
@@ -446,12 +513,13 @@ fn put_token(
         return Err(bad("Token Accessor ID in URL and payload do not match"));
     }
     let mut st = table.state_mut();
-    let policies = policy_links(&st, &m)?;
-    let roles = role_links(&st, &m)?;
+    let policies = policy_links(&st, part, &m)?;
+    let roles = role_links(&st, part, &m)?;
     let existing = match url_id {
         Some(id) => Some(
             st.tokens
                 .get(id)
+                .filter(|t| in_partition(&t.partition, part))
                 .cloned()
                 .ok_or_else(|| bad(format!("Cannot find token {}", crate::store::go_quote(id))))?,
         ),
@@ -487,6 +555,7 @@ fn put_token(
     let rec = TokenRec {
         accessor_id: accessor_id.clone(),
         secret_id: secret_id.clone(),
+        partition: part.to_string(),
         description: str_field(&m, "Description"),
         policies,
         roles,

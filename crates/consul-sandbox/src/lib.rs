@@ -36,6 +36,12 @@
 //! answer Consul's 400. A token is taken from `?token=`, then
 //! `X-Consul-Token`, then `Authorization: Bearer`, in that order.
 //!
+//! HTTPS, as Consul's `ports.https` with `tls.defaults`: [`Config::tls`]
+//! with [`Sandbox::start`], or [`serve_https`] with a [`TlsConfig::load`]ed
+//! configuration, serves the same API on a second listener over TLS,
+//! optionally demanding client certificates (`verify_incoming`). Bad
+//! certificate or key files are a [`TlsError`] naming the file.
+//!
 //! A leaderless cluster is a fault of its own
 //! ([`FaultsHandle::set_leaderless`], or `{"kind": "leaderless"}` /
 //! `{"kind": "leader_elected"}` on `/v1/sandbox/faults`): until it ends,
@@ -53,7 +59,8 @@
 //! `health/node` reports the node's own index where Consul reports the
 //! checks table's (both only grow when the answer may have changed); no
 //! KV store (KV txn ops are refused), no `filter=` expressions (400);
-//! namespaces and partitions only with [`Config::enterprise`] (without it
+//! namespaces and partitions only with [`Config::enterprise`] (ACL
+//! objects then live in the partition `?partition=` names; without it
 //! `ns=default` is accepted and other values are refused like Consul CE
 //! does; with it see `tenancy`: nodes live in a partition, services in
 //! a namespace of it); an ACL model limited to node, service, operator and
@@ -79,6 +86,7 @@ mod router;
 mod server;
 mod store;
 mod tenancy;
+mod tls;
 mod txn;
 
 use std::collections::BTreeMap;
@@ -98,6 +106,7 @@ pub use decode::DecodeError;
 pub use error::ApiError;
 pub use faults::{FaultAction, FaultRule, FaultsHandle};
 pub use store::StoreError;
+pub use tls::{TlsConfig, TlsError, TlsServer};
 
 /// Consul's default limit on the operations of one transaction (64 in the
 /// Consul releases mirra targets; newer releases document 128).
@@ -144,6 +153,11 @@ pub struct Config {
     /// `/v1/partition[s]`, and ACL rules scoped by `namespace`/`partition`
     /// blocks. Off (the default) answers as Consul CE does.
     pub enterprise: bool,
+    /// An HTTPS listener beside the plain one, as Consul's `ports.https`
+    /// with `tls.defaults`: [`Sandbox::start`] binds a second loopback
+    /// port for it ([`Sandbox::https_url`]). [`serve`] ignores it; use
+    /// [`serve_https`] with [`TlsConfig::load`]'s result.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for Config {
@@ -159,6 +173,7 @@ impl Default for Config {
             register_agent_node: true,
             fault_seed: 0,
             enterprise: false,
+            tls: None,
         }
     }
 }
@@ -189,6 +204,12 @@ pub struct Stats {
     pub faults_injected: u64,
     /// Connections closed by the refusal fault.
     pub connections_refused: u64,
+    /// TLS handshakes completed on the HTTPS listener.
+    pub tls_handshakes: u64,
+    /// TLS handshakes refused or timed out on the HTTPS listener (a client
+    /// without a certificate under `verify_incoming`, a client that does
+    /// not trust the server's certificate, plain HTTP sent to it).
+    pub tls_handshakes_failed: u64,
     /// Nodes in the catalog.
     pub nodes: u64,
     /// Service instances in the catalog.
@@ -212,13 +233,37 @@ pub async fn serve(
     config: Config,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    server::run(listener, server::Shared::new(config), shutdown).await
+    let listeners = server::Listeners {
+        http: Some(listener),
+        https: None,
+    };
+    server::run(listeners, server::Shared::new(config), shutdown).await
+}
+
+/// Like [`serve`], with HTTPS on `https` (Consul's `ports.https`) and, when
+/// `http` is given, plain HTTP beside it on the same store (`ports.http`;
+/// `None` is Consul's `ports.http = -1`). Load `tls` first with
+/// [`TlsConfig::load`], so that bad files are reported before anything
+/// listens.
+pub async fn serve_https(
+    http: Option<TcpListener>,
+    https: TcpListener,
+    tls: TlsServer,
+    config: Config,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let listeners = server::Listeners {
+        http,
+        https: Some((https, tls)),
+    };
+    server::run(listeners, server::Shared::new(config), shutdown).await
 }
 
 /// A sandbox running in the background on `127.0.0.1:<random port>`. It
 /// stops when dropped or on [`Sandbox::shutdown`].
 pub struct Sandbox {
     addr: SocketAddr,
+    https_addr: Option<SocketAddr>,
     shared: Arc<server::Shared>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<std::io::Result<()>>>,
@@ -233,18 +278,38 @@ impl std::fmt::Debug for Sandbox {
 }
 
 impl Sandbox {
-    /// Binds `127.0.0.1:0` and starts serving. Must be called inside a Tokio
-    /// runtime.
+    /// Binds `127.0.0.1:0` and starts serving; with [`Config::tls`], binds
+    /// a second `127.0.0.1:0` for HTTPS. Must be called inside a Tokio
+    /// runtime. Bad TLS files are an `InvalidInput` error wrapping the
+    /// [`TlsError`] that names the file.
     pub async fn start(config: Config) -> std::io::Result<Sandbox> {
+        let https = match &config.tls {
+            Some(tls) => {
+                let tls = tls
+                    .load()
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+                Some((TcpListener::bind(("127.0.0.1", 0)).await?, tls))
+            }
+            None => None,
+        };
+        let https_addr = match &https {
+            Some((l, _)) => Some(l.local_addr()?),
+            None => None,
+        };
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let shared = server::Shared::new(config);
         let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(server::run(listener, shared.clone(), async move {
+        let listeners = server::Listeners {
+            http: Some(listener),
+            https,
+        };
+        let task = tokio::spawn(server::run(listeners, shared.clone(), async move {
             let _ = stopped.await;
         }));
         Ok(Sandbox {
             addr,
+            https_addr,
             shared,
             stop: Some(stop),
             task: Some(task),
@@ -259,6 +324,17 @@ impl Sandbox {
     /// The base URL, e.g. `http://127.0.0.1:41234`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The HTTPS listener's address, with [`Config::tls`].
+    pub fn https_addr(&self) -> Option<SocketAddr> {
+        self.https_addr
+    }
+
+    /// The HTTPS base URL, e.g. `https://127.0.0.1:41235`, with
+    /// [`Config::tls`].
+    pub fn https_url(&self) -> Option<String> {
+        self.https_addr.map(|a| format!("https://{a}"))
     }
 
     /// The configuration the sandbox runs with.

@@ -2,7 +2,7 @@
 //! per endpoint.
 //!
 //! ```text
-//!  accept ── refusing? ──> close the socket at once
+//!  accept (http, or https: TLS handshake first) ── refusing? ──> close
 //!    └─ hyper http1 connection ── request
 //!         route (pure) ─> count "METHOD /template"
 //!         /v1/sandbox/*  ──────────────────────────────> control handlers
@@ -45,7 +45,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rand::Rng;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -60,6 +60,7 @@ use crate::model::{CheckRec, NodeRec, ServiceRec, Weights};
 use crate::router::{self, JITTER_FRACTION, Query, Route};
 use crate::store::{ChangeSet, ListFilter, NsSel, ReadResult, Store, WatchKey};
 use crate::tenancy::{self, Scope, TenancyRequest};
+use crate::tls::TlsServer;
 use crate::txn;
 use crate::{Config, Stats};
 
@@ -96,6 +97,8 @@ pub(crate) struct Shared {
     blocking_open: AtomicU64,
     blocking_total: AtomicU64,
     blocking_wakeups: AtomicU64,
+    tls_handshakes: AtomicU64,
+    tls_handshakes_failed: AtomicU64,
     shutdown: watch::Sender<bool>,
 }
 
@@ -128,6 +131,8 @@ impl Shared {
             blocking_open: AtomicU64::new(0),
             blocking_total: AtomicU64::new(0),
             blocking_wakeups: AtomicU64::new(0),
+            tls_handshakes: AtomicU64::new(0),
+            tls_handshakes_failed: AtomicU64::new(0),
             shutdown,
         })
     }
@@ -187,6 +192,8 @@ impl Shared {
             blocking_wakeups: self.blocking_wakeups.load(Ordering::Relaxed),
             faults_injected: self.faults.injected(),
             connections_refused: self.faults.refused(),
+            tls_handshakes: self.tls_handshakes.load(Ordering::Relaxed),
+            tls_handshakes_failed: self.tls_handshakes_failed.load(Ordering::Relaxed),
             nodes: nodes as u64,
             services: services as u64,
             checks: checks as u64,
@@ -320,35 +327,65 @@ fn bootstrap(store: &mut Store, config: &Config, node_id: &str) {
     }
 }
 
+/// How long a client has to finish the TLS handshake on the HTTPS
+/// listener; a connection still silent after it is dropped, so that idle
+/// sockets do not hold a task each.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The sockets to serve on: plain HTTP (Consul's `ports.http`), HTTPS
+/// (`ports.https`), or both, sharing one store.
+pub(crate) struct Listeners {
+    pub http: Option<TcpListener>,
+    pub https: Option<(TcpListener, TlsServer)>,
+}
+
+async fn accept_on(listener: Option<&TcpListener>) -> std::io::Result<(TcpStream, SocketAddr)> {
+    match listener {
+        Some(l) => l.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Accepts connections until `shutdown` resolves, then stops accepting,
 /// releases blocked queries and lets open connections finish.
 pub(crate) async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     shared: Arc<Shared>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let mut conns = JoinSet::new();
+    let (https, tls) = match listeners.https {
+        Some((l, tls)) => (Some(l), Some(tls)),
+        None => (None, None),
+    };
     tokio::pin!(shutdown);
     loop {
-        tokio::select! {
+        let (accepted, tls) = tokio::select! {
             () = &mut shutdown => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
-                        continue;
-                    }
-                };
-                if shared.faults.refuse_connection() {
-                    tracing::debug!(%peer, "refusing connection (fault)");
-                    drop(stream);
-                    continue;
-                }
-                let _ = stream.set_nodelay(true);
+            Some(_) = conns.join_next(), if !conns.is_empty() => continue,
+            a = accept_on(listeners.http.as_ref()) => (a, None),
+            a = accept_on(https.as_ref()) => (a, tls.clone()),
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                continue;
+            }
+        };
+        if shared.faults.refuse_connection() {
+            tracing::debug!(%peer, "refusing connection (fault)");
+            drop(stream);
+            continue;
+        }
+        let _ = stream.set_nodelay(true);
+        match tls {
+            None => {
                 conns.spawn(serve_connection(stream, peer, shared.clone()));
+            }
+            Some(tls) => {
+                conns.spawn(serve_tls_connection(stream, peer, shared.clone(), tls));
             }
         }
     }
@@ -360,7 +397,37 @@ pub(crate) async fn run(
     Ok(())
 }
 
-async fn serve_connection(stream: tokio::net::TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+/// The TLS handshake, then the same HTTP pipeline as a plain connection.
+/// A refused handshake (no client certificate under `verify_incoming`, a
+/// client that does not trust the server, not TLS at all) is counted and
+/// logged at debug: it is the client's problem, and Consul logs it so too.
+async fn serve_tls_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    tls: TlsServer,
+) {
+    let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, tls.acceptor.accept(stream)).await;
+    match handshake {
+        Ok(Ok(stream)) => {
+            shared.tls_handshakes.fetch_add(1, Ordering::Relaxed);
+            serve_connection(stream, peer, shared).await;
+        }
+        Ok(Err(e)) => {
+            shared.tls_handshakes_failed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%peer, error = %e, "TLS handshake refused");
+        }
+        Err(_) => {
+            shared.tls_handshakes_failed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(%peer, "TLS handshake timed out");
+        }
+    }
+}
+
+async fn serve_connection<I>(stream: I, peer: SocketAddr, shared: Arc<Shared>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut stop = shared.shutdown.subscribe();
     let svc_shared = shared.clone();
     let service = service_fn(move |req| {
@@ -663,6 +730,31 @@ fn check_scope(shared: &Shared, q: &Query) -> Result<Scope, ApiError> {
     })
 }
 
+/// The admin partition an ACL request addresses: `?partition=` (which must
+/// exist, as for catalog data), else `default`. Without Enterprise
+/// features a partition other than `default` is refused as Consul CE does.
+fn acl_partition(shared: &Shared, q: &Query) -> Result<String, ApiError> {
+    let named = q.get("partition").unwrap_or_default();
+    let default = crate::model::DEFAULT_TENANCY.to_string();
+    if !shared.config.enterprise {
+        if named.is_empty() || named.eq_ignore_ascii_case(&default) {
+            return Ok(default);
+        }
+        return Err(ApiError::BadRequest(
+            "Invalid query parameter: \"partition\" - Partitions are a Consul Enterprise feature"
+                .into(),
+        ));
+    }
+    let scope = Scope {
+        enterprise: true,
+        ns: String::new(),
+        partition: named.to_string(),
+    };
+    Ok(scope
+        .data_partition(&shared.read(), &[])?
+        .unwrap_or(default))
+}
+
 /// The partition and namespaces a catalog or health read covers. `ns=*`
 /// (every namespace of the partition) is accepted where `wildcard`; an
 /// unknown namespace reads as empty, as Consul's state store finds nothing
@@ -875,14 +967,21 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
                 allow: "OPTIONS,POST",
             });
         }
+        let partition = acl_partition(shared, &q)?;
         let b = body(shared, req).await?;
         let login = crate::acl_auth::login_request(&b)?;
-        let config = crate::acl_auth::method_for_login(&shared.acl, &login.auth_method)?;
+        let config =
+            crate::acl_auth::method_for_login(&shared.acl, &partition, &login.auth_method)?;
         // The review goes over the network, so no ACL lock is held.
         let identity = crate::acl_auth::review_login(&config, &login.bearer_token).await?;
-        let out = crate::acl_auth::finish_login(&shared.acl, &login, &identity, &dc, &mut || {
-            shared.acl_apply()
-        })?;
+        let out = crate::acl_auth::finish_login(
+            &shared.acl,
+            &partition,
+            &login,
+            &identity,
+            &dc,
+            &mut || shared.acl_apply(),
+        )?;
         return Ok(json_resp(200, &out, pretty));
     }
     if let Route::Acl(rest) = &route {
@@ -892,6 +991,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             Err(_) if rest == "token/self" || rest == "logout" => Authz::Disabled,
             Err(e) => return Err(e.into()),
         };
+        let partition = acl_partition(shared, &q)?;
         let method = req.method().to_string();
         let b = if method == "GET" {
             Bytes::new()
@@ -904,6 +1004,7 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             body: &b,
             secret: secret.as_deref(),
             authmethod: q.get("authmethod"),
+            partition: &partition,
         };
         let out =
             crate::acl_http::handle(&shared.acl, &authz, &acl_req, &mut || shared.acl_apply())?;

@@ -151,7 +151,8 @@ pub enum SandboxCommand {
     /// http://ADDR` on stdout once it accepts connections.
     Kube(KubeSandboxArgs),
     /// An in-process Consul catalog server. Prints `listening on
-    /// http://ADDR` on stdout once it accepts connections.
+    /// http://ADDR` on stdout once it accepts connections (and, with
+    /// --https-listen, a second line `listening on https://ADDR`).
     Consul(ConsulSandboxArgs),
 }
 
@@ -201,6 +202,29 @@ pub struct ConsulSandboxArgs {
     /// without it the server answers as Consul CE.
     #[arg(long)]
     pub enterprise: bool,
+    /// Also serve HTTPS on this address, sharing the same catalog (Consul's
+    /// `ports.https`; 8501 in the consul Helm chart). Needs --tls-cert-file
+    /// and --tls-key-file. The files are read at start-up: a missing or
+    /// non-PEM file stops the server with an error naming it.
+    #[arg(long, value_name = "ADDR", requires_all = ["tls_cert_file", "tls_key_file"])]
+    pub https_listen: Option<SocketAddr>,
+    /// PEM file with the HTTPS certificate, then any intermediates
+    /// (Consul's `tls.defaults.cert_file`).
+    #[arg(long, value_name = "FILE", requires = "https_listen")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM file with the HTTPS certificate's private key (Consul's
+    /// `tls.defaults.key_file`).
+    #[arg(long, value_name = "FILE", requires = "https_listen")]
+    pub tls_key_file: Option<PathBuf>,
+    /// PEM file with the CA certificates that sign client certificates
+    /// (Consul's `tls.defaults.ca_file`); used with --verify-incoming.
+    #[arg(long, value_name = "FILE", requires = "https_listen")]
+    pub tls_ca_file: Option<PathBuf>,
+    /// Refuse HTTPS clients without a certificate signed by --tls-ca-file
+    /// (Consul's `tls.defaults.verify_incoming`). Plain HTTP on --listen is
+    /// not affected.
+    #[arg(long, requires = "tls_ca_file")]
+    pub verify_incoming: bool,
 }
 
 /// `--acl-default-policy` values.

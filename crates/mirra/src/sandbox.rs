@@ -69,8 +69,32 @@ pub async fn kube(args: KubeSandboxArgs) -> anyhow::Result<()> {
 
 /// `mirra sandbox consul`.
 pub async fn consul(args: ConsulSandboxArgs) -> anyhow::Result<()> {
+    let tls = match (&args.tls_cert_file, &args.tls_key_file) {
+        (Some(cert), Some(key)) => Some(consul_sandbox::TlsConfig {
+            cert_file: cert.clone(),
+            key_file: key.clone(),
+            ca_file: args.tls_ca_file.clone(),
+            verify_incoming: args.verify_incoming,
+        }),
+        _ => None,
+    };
+    // The files are read before anything listens: a bad one is reported
+    // at once, and no parent is told an address that will not answer.
+    let loaded = tls
+        .as_ref()
+        .map(consul_sandbox::TlsConfig::load)
+        .transpose()
+        .context("cannot serve HTTPS")?;
     let listener = bind(args.listen, "Consul sandbox").await?;
     let url = format!("http://{}", listener.local_addr()?);
+    let https = match (args.https_listen, loaded) {
+        (Some(addr), Some(loaded)) => Some((bind(addr, "Consul sandbox's HTTPS").await?, loaded)),
+        _ => None,
+    };
+    let https_url = match &https {
+        Some((l, _)) => Some(format!("https://{}", l.local_addr()?)),
+        None => None,
+    };
     let config = consul_sandbox::Config {
         datacenter: args.datacenter,
         max_txn_ops: args.max_txn_ops,
@@ -80,13 +104,25 @@ pub async fn consul(args: ConsulSandboxArgs) -> anyhow::Result<()> {
         }),
         acl_initial_management_token: args.acl_initial_management_token,
         enterprise: args.enterprise,
+        tls,
         ..Default::default()
     };
     announce(&format!("listening on {url}"))?;
-    tracing::info!(%url, "consul-sandbox ready");
-    consul_sandbox::serve(listener, config, shutdown_signal())
-        .await
-        .context("consul-sandbox failed")
+    if let Some(https_url) = &https_url {
+        announce(&format!("listening on {https_url}"))?;
+    }
+    match &https_url {
+        Some(https_url) => tracing::info!(%url, %https_url, "consul-sandbox ready"),
+        None => tracing::info!(%url, "consul-sandbox ready"),
+    }
+    let served = match https {
+        Some((https, loaded)) => {
+            consul_sandbox::serve_https(Some(listener), https, loaded, config, shutdown_signal())
+                .await
+        }
+        None => consul_sandbox::serve(listener, config, shutdown_signal()).await,
+    };
+    served.context("consul-sandbox failed")
 }
 
 /// The namespace whose SyncConfigs `mirra dev` honours: where `kubectl
