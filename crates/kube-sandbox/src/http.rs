@@ -23,7 +23,9 @@ use crate::route::{ObjectRoute, Route, route};
 use crate::semantics;
 use crate::state::Shared;
 use crate::status::ApiError;
-use crate::store::{DeleteOptions, Deleted, Filter, PatchKind, WriteOptions, parse_rv};
+use crate::store::{
+    DeleteOptions, Deleted, Event, Filter, PatchKind, Store, WriteOptions, parse_rv,
+};
 
 /// The largest request body the real API server accepts (3 MiB).
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -133,6 +135,37 @@ fn accepts_json(accept: Option<&str>) -> bool {
     })
 }
 
+/// Goes with a write's JSON answer that is the object of the write's own
+/// event (the same bytes): its protobuf form is then the one the event's
+/// watch frame holds, encoded once for the answer and every watch.
+#[derive(Clone)]
+struct AnswerOf(Arc<Event>);
+
+/// A write's JSON answer, carrying its event when the answer is that
+/// event's object and the client asked for protobuf.
+fn write_answer(
+    store: &Store,
+    code: StatusCode,
+    out: Bytes,
+    protobuf: bool,
+) -> http::Response<Body> {
+    let event = if protobuf { store.event_of(&out) } else { None };
+    let mut r = json_response(code, out);
+    if let Some(e) = event {
+        r.extensions_mut().insert(AnswerOf(e));
+    }
+    r
+}
+
+fn protobuf_body(mut parts: http::response::Parts, pb: Bytes) -> http::Response<Body> {
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
+    );
+    parts.headers.remove(header::CONTENT_LENGTH);
+    http::Response::from_parts(parts, Body::from(pb))
+}
+
 /// A JSON answer (an object, a list, a `Status`) re-encoded as protobuf
 /// for a client that asked for it; answers with no protobuf form (a
 /// Table, anything not JSON) are left as they are.
@@ -145,18 +178,16 @@ async fn as_protobuf(r: http::Response<Body>) -> http::Response<Body> {
         return r;
     }
     let (mut parts, body) = r.into_parts();
+    if let Some(AnswerOf(event)) = parts.extensions.remove::<AnswerOf>()
+        && let Some(frame) = event.protobuf_frame()
+    {
+        return protobuf_body(parts, frame.object());
+    }
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
         return error_response(&ApiError::internal("the answer could not be read"));
     };
     match crate::protobuf::encode_json_bytes(&bytes) {
-        Some(pb) => {
-            parts.headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
-            );
-            parts.headers.remove(header::CONTENT_LENGTH);
-            http::Response::from_parts(parts, Body::from(pb))
-        }
+        Some(pb) => protobuf_body(parts, Bytes::from(pb)),
         None => http::Response::from_parts(parts, Body::from(bytes)),
     }
 }
@@ -664,23 +695,22 @@ async fn object(
             let mut v = body_value(&res, &body, ct)?;
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
-            let out = shared.store.lock().await.create(&res, &ns, v, &opts)?;
-            Ok(with_warnings(
-                json_response(StatusCode::CREATED, out),
-                &warnings,
-            ))
+            let mut store = shared.store.lock().await;
+            let out = store.create(&res, &ns, v, &opts)?;
+            let r = write_answer(&store, StatusCode::CREATED, out, protobuf);
+            drop(store);
+            Ok(with_warnings(r, &warnings))
         }
         ("PUT", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
             let mut v = body_value(&res, &body, ct)?;
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
-            let out = shared
-                .store
-                .lock()
-                .await
-                .update(&res, &ns, name, v, &opts)?;
-            Ok(with_warnings(json_response(StatusCode::OK, out), &warnings))
+            let mut store = shared.store.lock().await;
+            let out = store.update(&res, &ns, name, v, &opts)?;
+            let r = write_answer(&store, StatusCode::OK, out, protobuf);
+            drop(store);
+            Ok(with_warnings(r, &warnings))
         }
         ("PATCH", Some(name)) => {
             let opts = write_options(q, headers, status_sub)?;
@@ -711,25 +741,29 @@ async fn object(
                 return Err(e);
             }
             let out = store.patch(&res, &ns, name, kind, &body, &opts)?;
-            drop(store);
             let code = if existed {
                 StatusCode::OK
             } else {
                 StatusCode::CREATED
             };
-            Ok(with_warnings(json_response(code, out), &warnings))
+            let r = write_answer(&store, code, out, protobuf);
+            drop(store);
+            Ok(with_warnings(r, &warnings))
         }
         ("DELETE", Some(name)) => {
             let opts = delete_options(q, &body, ct)?;
-            let out = shared.store.lock().await.delete(&res, &ns, name, &opts)?;
+            let mut store = shared.store.lock().await;
+            let out = store.delete(&res, &ns, name, &opts)?;
             // Kinds whose registry returns the deleted object answer it
             // even when it is gone at once; the others answer a Status.
             Ok(match out {
                 Deleted::Gone { status, .. } if !res.returns_deleted => {
                     value_response(StatusCode::OK, &status)
                 }
-                Deleted::Gone { object, .. } => json_response(StatusCode::OK, object),
-                Deleted::Pending(obj) => json_response(StatusCode::OK, obj),
+                Deleted::Gone { object, .. } => {
+                    write_answer(&store, StatusCode::OK, object, protobuf)
+                }
+                Deleted::Pending(obj) => write_answer(&store, StatusCode::OK, obj, protobuf),
             })
         }
         ("DELETE", None) => {
@@ -879,8 +913,9 @@ fn event_line(kind: &str, object: &[u8]) -> Bytes {
 /// frame.
 fn event(protobuf: bool, kind: &str, object: &[u8]) -> Bytes {
     if protobuf {
-        let v: Value = crate::json::parse(object).unwrap_or(Value::Null);
-        return crate::protobuf::watch_frame(kind, &v).unwrap_or_default();
+        return crate::protobuf::Frame::of_json(kind, object)
+            .map(|f| f.frame())
+            .unwrap_or_default();
     }
     event_line(kind, object)
 }
@@ -967,14 +1002,19 @@ async fn watch(
                     }
                 };
                 // Every protobuf watch of a stored-version resource sends an
-                // unchanged event's same frame: it is encoded once.
-                let send_form = |e: &crate::store::Event, kind: &str, obj: &Bytes| -> Bytes {
+                // unchanged event's same frame: it is encoded once (or was,
+                // for the answer of the write that made the event).
+                let send_form = |e: &Event, kind: &str, obj: &Bytes| -> Bytes {
                     if protobuf
                         && res.stored_as.is_none()
                         && kind == e.kind.as_str()
                         && obj.as_ptr() == e.object.as_ptr()
+                        && obj.len() == e.object.len()
                     {
-                        return e.protobuf_frame.get_or_init(|| render(kind, obj)).clone();
+                        return e
+                            .protobuf_frame()
+                            .map(crate::protobuf::Frame::frame)
+                            .unwrap_or_default();
                     }
                     render(kind, obj)
                 };
@@ -1060,5 +1100,249 @@ struct WatchGuard(Arc<Shared>);
 impl Drop for WatchGuard {
     fn drop(&mut self) {
         self.0.watch_closed();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A protobuf write's answer and its event's watch frame are encoded
+    //! once and shared; these tests hold the shared bytes equal to a fresh
+    //! encoding of the same JSON, frame by frame and answer by answer.
+
+    use super::*;
+    use crate::protobuf::{MEDIA_TYPE as PB, decode, encode};
+    use crate::{Config, Sandbox};
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent;
+    use k8s_pb::apimachinery::pkg::runtime::RawExtension;
+    use prost::Message;
+
+    const SVCS: &str = "/api/v1/namespaces/default/services";
+
+    /// A write answered in protobuf: the status and the body.
+    async fn write(sb: &Sandbox, method: Method, path: &str, ct: &str, body: Value) -> Bytes {
+        let r = reqwest::Client::new()
+            .request(method, format!("{}{path}", sb.url()))
+            .header("content-type", ct)
+            .header("accept", format!("{PB}, application/json"))
+            .body(serde_json::to_vec(&body).unwrap())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        assert_eq!(r.headers()["content-type"], PB);
+        let b = r.bytes().await.unwrap();
+        assert!(matches!(status, 200 | 201), "{status}");
+        b
+    }
+
+    async fn open_watch(sb: &Sandbox, query: &str, protobuf: bool) -> reqwest::Response {
+        let mut req = reqwest::Client::new().get(format!("{}{SVCS}?watch=true{query}", sb.url()));
+        if protobuf {
+            req = req.header("accept", format!("{PB}, application/json"));
+        }
+        req.send().await.unwrap()
+    }
+
+    /// The next `n` frames of a protobuf watch, each whole with its length.
+    async fn frames(w: &mut reqwest::Response, n: usize) -> Vec<Vec<u8>> {
+        let mut pending = Vec::new();
+        let mut out = Vec::new();
+        while out.len() < n {
+            let chunk = tokio::time::timeout(Duration::from_secs(60), w.chunk())
+                .await
+                .expect("a frame")
+                .unwrap()
+                .expect("the stream goes on");
+            pending.extend_from_slice(&chunk);
+            while pending.len() >= 4 {
+                let len = u32::from_be_bytes([pending[0], pending[1], pending[2], pending[3]]);
+                let end = 4 + len as usize;
+                if pending.len() < end {
+                    break;
+                }
+                out.push(pending.drain(..end).collect());
+            }
+        }
+        out
+    }
+
+    /// The next `n` events of a JSON watch: their type and object.
+    async fn lines(w: &mut reqwest::Response, n: usize) -> Vec<(String, Value)> {
+        let mut pending = Vec::new();
+        let mut out = Vec::new();
+        while out.len() < n {
+            let chunk = tokio::time::timeout(Duration::from_secs(60), w.chunk())
+                .await
+                .expect("an event")
+                .unwrap()
+                .expect("the stream goes on");
+            pending.extend_from_slice(&chunk);
+            while let Some(at) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=at).collect();
+                let mut e: Value = serde_json::from_slice(&line).unwrap();
+                out.push((e["type"].as_str().unwrap().to_string(), e["object"].take()));
+            }
+        }
+        out
+    }
+
+    /// A frame as a fresh, independent encoding makes it: the object
+    /// encoded from its JSON, wrapped by prost's `WatchEvent`.
+    fn fresh_frame(kind: &str, object: &Value) -> Vec<u8> {
+        let event = WatchEvent {
+            r#type: Some(kind.to_string()),
+            object: Some(RawExtension {
+                raw: Some(encode(object).unwrap()),
+            }),
+        };
+        let body = event.encode_to_vec();
+        [(body.len() as u32).to_be_bytes().to_vec(), body].concat()
+    }
+
+    fn name_and_rv(pb: &[u8]) -> (String, String) {
+        let v = decode(pb, "v1", "Service").unwrap();
+        let meta = &v["metadata"];
+        (
+            meta["name"].as_str().unwrap().to_string(),
+            meta["resourceVersion"].as_str().unwrap().to_string(),
+        )
+    }
+
+    fn raw_of(frame: &[u8]) -> Vec<u8> {
+        WatchEvent::decode(&frame[4..])
+            .unwrap()
+            .object
+            .unwrap()
+            .raw
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shared_answers_and_frames_equal_fresh_encodings() {
+        let sb = Sandbox::start(Config::default()).await.unwrap();
+        let before: Value = reqwest::get(format!("{}{SVCS}", sb.url()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        // Every watch starts after the same revision, so all see the same
+        // events in the same order.
+        let from = format!(
+            "&resourceVersion={}",
+            before["metadata"]["resourceVersion"].as_str().unwrap()
+        );
+        let mut live_pb = open_watch(&sb, &from, true).await;
+        let mut live_json = open_watch(&sb, &from, false).await;
+
+        let mut answers = Vec::new();
+        let svc = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "labels": {"v": "1"}},
+            "spec": {"ports": [{"port": 80}]}});
+        answers.push(write(&sb, Method::POST, SVCS, "application/json", svc).await);
+        // An update: the answer is the new version, never the cached
+        // bytes of the one before.
+        let mut current: Value = reqwest::get(format!("{}{SVCS}/web", sb.url()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        current["metadata"]["labels"]["v"] = json!("2");
+        let path = format!("{SVCS}/web");
+        answers.push(write(&sb, Method::PUT, &path, "application/json", current).await);
+        let merge = "application/merge-patch+json";
+        let patch = json!({"metadata": {"labels": {"v": "3"}, "finalizers": ["example.com/keep"]}});
+        answers.push(write(&sb, Method::PATCH, &path, merge, patch).await);
+        // A delete held by a finalizer answers the marked object.
+        answers.push(write(&sb, Method::DELETE, &path, "application/json", json!({})).await);
+        answers.push(
+            write(
+                &sb,
+                Method::PATCH,
+                &path,
+                merge,
+                json!({"metadata": {"finalizers": null}}),
+            )
+            .await,
+        );
+        // A Service's delete answers the deleted object.
+        let api = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "api"}, "spec": {"ports": [{"port": 81}]}});
+        answers.push(write(&sb, Method::POST, SVCS, "application/json", api).await);
+        let api_path = format!("{SVCS}/api");
+        answers.push(
+            write(
+                &sb,
+                Method::DELETE,
+                &api_path,
+                "application/json",
+                json!({}),
+            )
+            .await,
+        );
+
+        // The JSON watch says how many events the writes made, and what
+        // each event's object is.
+        let mut events = Vec::new();
+        loop {
+            let e = lines(&mut live_json, 1).await.remove(0);
+            let done = e.0 == "DELETED" && e.1["metadata"]["name"] == "api";
+            events.push(e);
+            if done {
+                break;
+            }
+        }
+        let by_rv = |rv: &str| -> &Value {
+            &events
+                .iter()
+                .find(|(_, o)| o["metadata"]["resourceVersion"] == rv)
+                .unwrap()
+                .1
+        };
+
+        // Every answer is the fresh encoding of its own version, and each
+        // write's answer is a newer version than the one before.
+        let mut last_rv = 0u64;
+        for a in &answers {
+            let (_, rv) = name_and_rv(a);
+            let n: u64 = rv.parse().unwrap();
+            assert!(n > last_rv, "an answer repeats an older version");
+            last_rv = n;
+            assert_eq!(a.as_ref(), encode(by_rv(&rv)).unwrap().as_slice());
+        }
+        for pair in answers.windows(2) {
+            assert_ne!(pair[0], pair[1]);
+        }
+
+        // The live protobuf watch, and a watch replaying the same events
+        // from history (frames the answers may have encoded first).
+        let mut replay_pb = open_watch(&sb, &from, true).await;
+        for w in [&mut live_pb, &mut replay_pb] {
+            let got = frames(w, events.len()).await;
+            for ((kind, object), frame) in events.iter().zip(&got) {
+                assert_eq!(frame, &fresh_frame(kind, object), "{kind}");
+            }
+        }
+
+        // The initial list of a watch from revision 0: synthetic ADDED
+        // events of every Service there is.
+        let list: Value = reqwest::get(format!("{}{SVCS}", sb.url()))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let items = list["items"].as_array().unwrap().clone();
+        assert!(!items.is_empty());
+        let mut initial = open_watch(&sb, "&resourceVersion=0", true).await;
+        for frame in frames(&mut initial, items.len()).await {
+            let (name, _) = name_and_rv(&raw_of(&frame));
+            let item = items
+                .iter()
+                .find(|i| i["metadata"]["name"] == name.as_str())
+                .unwrap();
+            assert_eq!(frame, fresh_frame("ADDED", item));
+        }
     }
 }

@@ -67,9 +67,20 @@ pub struct Event {
     /// its selection, as the server's watch cache reports it.
     pub prev: Option<(Labels, Bytes)>,
     /// The protobuf watch frame of this event as it is (its kind, its
-    /// object), made by the first protobuf watch that sends it and reused
-    /// by the others.
-    pub protobuf_frame: std::sync::OnceLock<Bytes>,
+    /// object; `None` when the object has no protobuf form), encoded by
+    /// the first that needs it (a protobuf watch sending the event, or the
+    /// protobuf answer of the write that made it) and reused by the
+    /// others: the frame ends with the object's own protobuf form.
+    protobuf: std::sync::OnceLock<Option<crate::protobuf::Frame>>,
+}
+
+impl Event {
+    /// The event's protobuf frame, encoded on first use.
+    pub fn protobuf_frame(&self) -> Option<&crate::protobuf::Frame> {
+        self.protobuf
+            .get_or_init(|| crate::protobuf::Frame::of_json(self.kind.as_str(), &self.object))
+            .as_ref()
+    }
 }
 
 /// An object's labels, parsed once for selectors and packed into one
@@ -692,7 +703,7 @@ impl Store {
             object: json.clone(),
             labels,
             prev,
-            protobuf_frame: std::sync::OnceLock::new(),
+            protobuf: std::sync::OnceLock::new(),
         });
         self.history.push_back(event.clone());
         while self.history.len() > self.config.history_limit {
@@ -703,6 +714,23 @@ impl Store {
         // No receivers is fine: nobody is watching.
         let _ = self.tx.send(event);
         json
+    }
+
+    /// The recent event whose object is `object` itself (the same bytes,
+    /// not an equal copy): a write answers its own event's object, and
+    /// its protobuf answer is then a slice of that event's frame. Only the
+    /// last few events are looked at; an answer found in none of them is
+    /// encoded on its own.
+    pub fn event_of(&self, object: &Bytes) -> Option<Arc<Event>> {
+        // A write commits its own event last, or nearly: a namespace's
+        // deletion commits those of its objects after its own.
+        const RECENT: usize = 8;
+        self.history
+            .iter()
+            .rev()
+            .take(RECENT)
+            .find(|e| e.object.as_ptr() == object.as_ptr() && e.object.len() == object.len())
+            .cloned()
     }
 
     /// Checks that a namespaced write may go into `ns`.
@@ -1687,7 +1715,7 @@ impl Store {
                             object: stored.json.clone(),
                             labels: stored.labels.clone(),
                             prev: None,
-                            protobuf_frame: std::sync::OnceLock::new(),
+                            protobuf: std::sync::OnceLock::new(),
                         }));
                     }
                 }

@@ -8,7 +8,12 @@
 //! message = 2, content encoding = 3, content type = 4). A watch stream is
 //! a sequence of frames, each a 4-byte big-endian length and a
 //! `metav1.WatchEvent` (no envelope) whose object is a `RawExtension`
-//! holding the enveloped object.
+//! holding the enveloped object. A frame therefore ends with its object's
+//! own protobuf answer ([`Frame`]): a write's event keeps one frame, which
+//! serves both the write's answer and every protobuf watch that sends the
+//! event, so a write is encoded once however many watch it (gets, lists
+//! and the initial events of a watch without a revision are encoded as
+//! they are served).
 //!
 //! The conversion is generic: `schema` knows every message's fields (from
 //! the `k8s-pb` crate, Apache-2.0 like this project, whose generated
@@ -789,17 +794,59 @@ pub fn encode_json_bytes(body: &[u8]) -> Option<Vec<u8>> {
 /// One frame of a protobuf watch stream: the event's type and its
 /// object's JSON form (`None` when the object has no protobuf form).
 pub fn watch_frame(event_type: &str, object: &Value) -> Option<Bytes> {
-    let enveloped = encode(object)?;
-    let mut raw_ext = Vec::with_capacity(enveloped.len() + 8);
-    put_bytes(&mut raw_ext, 1, &enveloped);
-    let mut event = Vec::with_capacity(raw_ext.len() + event_type.len() + 8);
-    put_bytes(&mut event, 1, event_type.as_bytes());
-    put_bytes(&mut event, 2, &raw_ext);
-    let len = u32::try_from(event.len()).ok()?;
-    let mut b = BytesMut::with_capacity(event.len() + 4);
-    b.put_u32(len);
-    b.put_slice(&event);
-    Some(b.freeze())
+    Some(Frame::wrap(event_type, &encode(object)?)?.frame)
+}
+
+/// A watch frame that can also serve its object alone: the frame ends
+/// with the enveloped object (the `RawExtension`'s raw is the last field
+/// of the event, and the object is all of that extension), so the
+/// object's protobuf answer is a slice of the frame, not a second
+/// encoding.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    frame: Bytes,
+    /// Where the enveloped object starts in `frame`.
+    object_at: usize,
+}
+
+impl Frame {
+    /// The frame of an event of `event_type` whose object is the JSON
+    /// `object` (`None` when the object has no protobuf form).
+    pub fn of_json(event_type: &str, object: &[u8]) -> Option<Frame> {
+        Frame::wrap(event_type, &encode_json_bytes(object)?)
+    }
+
+    fn wrap(event_type: &str, enveloped: &[u8]) -> Option<Frame> {
+        let mut ext_head = Vec::with_capacity(8);
+        put_key(&mut ext_head, 1, 2);
+        put_varint(&mut ext_head, enveloped.len() as u64);
+        let raw_ext_len = ext_head.len() + enveloped.len();
+        let mut event_head = Vec::with_capacity(event_type.len() + 16);
+        put_bytes(&mut event_head, 1, event_type.as_bytes());
+        put_key(&mut event_head, 2, 2);
+        put_varint(&mut event_head, raw_ext_len as u64);
+        let len = u32::try_from(event_head.len() + raw_ext_len).ok()?;
+        let mut b = BytesMut::with_capacity(4 + len as usize);
+        b.put_u32(len);
+        b.put_slice(&event_head);
+        b.put_slice(&ext_head);
+        let object_at = b.len();
+        b.put_slice(enveloped);
+        Some(Frame {
+            frame: b.freeze(),
+            object_at,
+        })
+    }
+
+    /// The length-prefixed frame, as a watch stream sends it.
+    pub fn frame(&self) -> Bytes {
+        self.frame.clone()
+    }
+
+    /// The enveloped object alone, as a get, create or update answers it.
+    pub fn object(&self) -> Bytes {
+        self.frame.slice(self.object_at..)
+    }
 }
 
 /// The request body summary the server puts in a decode error: the first
