@@ -1,0 +1,144 @@
+//! The espejo baseline: what the reference controller's periodic sync does
+//! against the same cluster, for comparison.
+//!
+//! This module must NOT measure mirra (see `measure`).
+
+use super::*;
+
+/// The same scenario with espejo's strategy, against a fresh sandbox: its
+/// phases (same order as mirra's) and its per-namespace latencies.
+pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<(Vec<Phase>, Vec<Duration>)> {
+    let n = args.namespaces;
+    let server = Server::start(&args.sandbox_bin).await?;
+    let url = server.url();
+    let c = client(&url)?;
+    setup(&c, n, false).await?;
+    let selected: Vec<String> = (0..n).map(ns_name).collect();
+    let mut version = vec![1u32; CONFIGS * ITEMS];
+    let b0 = server.stats().await?;
+    let t = Instant::now();
+    espejo_sync(&c, &selected, &version).await?;
+    let mut base = vec![Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b0, &server.stats().await?),
+    }];
+    let b1 = server.stats().await?;
+    let t = Instant::now();
+    let mut base_lat = Vec::new();
+    for i in n..n + args.events {
+        let name = ns_name(i);
+        let at = Instant::now();
+        create_namespace(&c, &name, true).await?;
+        espejo_sync(&c, std::slice::from_ref(&name), &version).await?;
+        base_lat.push(at.elapsed());
+    }
+    base_lat.sort();
+    let b2 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b1, &b2),
+    });
+    let t = Instant::now();
+    for i in 0..args.events {
+        ns_api_for(&c)
+            .patch(
+                &ns_name(i),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"bench": "no"}}})),
+            )
+            .await?;
+        // The namespace no longer matches: espejo evaluates every SyncConfig
+        // for it, selects none, and (having no ownership) deletes nothing.
+    }
+    let b3 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b2, &b3),
+    });
+    let now_selected: Vec<String> = (args.events..n + args.events).map(ns_name).collect();
+    let t = Instant::now();
+    version[0] = 2;
+    // An edited SyncConfig is re-synced over every namespace it selects.
+    espejo_sync_config(&c, &now_selected, 0, &version).await?;
+    let b4 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b3, &b4),
+    });
+    let t = Instant::now();
+    let mut next = Instant::now();
+    while t.elapsed() < args.idle {
+        if Instant::now() >= next {
+            espejo_sync(&c, &now_selected, &version).await?;
+            next += ESPEJO_INTERVAL;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let b5 = server.stats().await?;
+    base.push(Phase {
+        name: String::new(),
+        time: t.elapsed(),
+        requests: by_verb(&b4, &b5),
+    });
+    server.stop();
+
+    Ok((base, base_lat))
+}
+
+pub(super) fn ns_api_for(c: &kube::Client) -> Api<Namespace> {
+    Api::all(c.clone())
+}
+
+/// espejo's full re-sync of every SyncConfig over `namespaces`.
+pub(super) async fn espejo_sync(
+    c: &kube::Client,
+    namespaces: &[String],
+    version: &[u32],
+) -> anyhow::Result<()> {
+    for j in 0..CONFIGS {
+        espejo_sync_config(c, namespaces, j, version).await?;
+    }
+    Ok(())
+}
+
+/// One SyncConfig over `namespaces`: a live GET per item, a create when
+/// missing, a full PUT when different.
+pub(super) async fn espejo_sync_config(
+    c: &kube::Client,
+    namespaces: &[String],
+    config: usize,
+    version: &[u32],
+) -> anyhow::Result<()> {
+    let work: Vec<(String, usize)> = namespaces
+        .iter()
+        .flat_map(|ns| (0..ITEMS).map(move |k| (ns.clone(), k)))
+        .collect();
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(work)
+        .map(|(ns, k)| async move {
+            let api: Api<ConfigMap> = Api::namespaced(c.clone(), &ns);
+            let mut want = item(config, k, version[config * ITEMS + k]);
+            want["data"]["namespace"] = json!(ns);
+            let want: ConfigMap = serde_json::from_value(want)?;
+            let name = want.metadata.name.clone().unwrap_or_default();
+            match api.get_opt(&name).await? {
+                None => {
+                    api.create(&PostParams::default(), &want).await?;
+                }
+                Some(have) if have.data != want.data => {
+                    let mut put = want.clone();
+                    put.metadata.resource_version = have.metadata.resource_version;
+                    api.replace(&name, &PostParams::default(), &put).await?;
+                }
+                Some(_) => {}
+            }
+            Ok(())
+        })
+        .buffer_unordered(BASELINE_CONCURRENCY)
+        .collect()
+        .await;
+    results.into_iter().collect()
+}

@@ -1,0 +1,168 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::model::{ReadinessCheck, ServiceKey, Weights};
+use crate::observed::echo;
+
+fn reg() -> Registration {
+    Registration {
+        key: ServiceKey::new("ns", "web"),
+        id: "web-1".into(),
+        name: "web".into(),
+        tags: vec!["k8s".into()],
+        address: "10.0.0.1".into(),
+        port: 80,
+        ports: Vec::new(),
+        meta: BTreeMap::from([("external-source".into(), "kubernetes".into())]),
+        weights: Weights::default(),
+        check: Some(ReadinessCheck {
+            check_id: "ns/web-1".into(),
+            service_id: "web-1".into(),
+            status: CheckStatus::Passing,
+        }),
+        namespace: None,
+    }
+}
+
+#[test]
+fn an_owned_instance_in_another_namespace_is_removed_before_it_is_registered() {
+    let s = SyncSettings::default();
+    let mut want = reg();
+    want.namespace = Some("new".into());
+    let mut have = echo(&want, None, &s);
+    // Where it is now decides: in `old`, one removal and nothing else;
+    // in `NEW` (Consul compares without case), nothing at all.
+    have.namespace = Some("old".into());
+    let desired = BTreeMap::from([(want.id.clone(), want.clone())]);
+    let observed = BTreeMap::from([(want.id.clone(), have.clone())]);
+    let ops = crate::plan::plan(&desired, &observed, &s);
+    assert!(
+        matches!(ops.as_slice(), [crate::plan::CatalogOp::Deregister { service_id, .. }] if service_id == "web-1"),
+        "{ops:?}"
+    );
+    have.namespace = Some("NEW".into());
+    let observed = BTreeMap::from([(want.id.clone(), have)]);
+    assert!(crate::plan::plan(&desired, &observed, &s).is_empty());
+    // Without namespaces the namespace Consul reports is not looked at.
+    let mut plain = reg();
+    plain.namespace = None;
+    let mut have = echo(&plain, None, &s);
+    have.namespace = Some("default".into());
+    let desired = BTreeMap::from([(plain.id.clone(), plain)]);
+    let observed = BTreeMap::from([("web-1".to_owned(), have)]);
+    assert!(crate::plan::plan(&desired, &observed, &s).is_empty());
+}
+
+#[test]
+fn a_registration_and_its_echo_fingerprint_alike() {
+    let s = SyncSettings::default();
+    let r = reg();
+    let o = echo(&r, None, &s);
+    assert_eq!(fingerprint_registration(&r), fingerprint_observed(&o));
+    assert_eq!(
+        CompactInstance::of_registration(&r, &s),
+        CompactInstance::of_observed(&o, &s)
+    );
+}
+
+#[test]
+fn field_boundaries_do_not_collide() {
+    // Without length prefixes "ab"+"c" and "a"+"bc" would encode alike.
+    let mut a = reg();
+    a.tags = vec!["ab".into(), "c".into()];
+    let mut b = reg();
+    b.tags = vec!["a".into(), "bc".into()];
+    assert_ne!(fingerprint_registration(&a), fingerprint_registration(&b));
+    let mut c = reg();
+    c.meta.insert("x".into(), "yz".into());
+    let mut d = reg();
+    d.meta.insert("xy".into(), "z".into());
+    assert_ne!(fingerprint_registration(&c), fingerprint_registration(&d));
+}
+
+#[test]
+fn modify_indexes_are_kept_but_do_not_change_the_content() {
+    let s = SyncSettings::default();
+    let body = serde_json::json!({
+        "Node": {"Node": s.consul_node_name},
+        "Services": [
+            {"ID": "web-1", "Service": "web", "Port": 80, "ModifyIndex": 42},
+            {"ID": "web-2", "Service": "web", "Port": 80},
+        ]
+    });
+    let parsed = parse_node_services_compact(&serde_json::to_vec(&body).unwrap(), &s).unwrap();
+    let a = &parsed.instances["web-1"];
+    let b = &parsed.instances["web-2"];
+    assert_eq!(a.modify_index(), 42);
+    assert_eq!(b.modify_index(), 0, "no index sent: unknown");
+    let moved = a.clone().with_modify_index(43);
+    assert_ne!(*a, moved);
+    assert!(a.same_content(&moved));
+
+    let checks = serde_json::json!([
+        {"Node": "n", "CheckID": "ns/web-1", "ServiceID": "web-1", "ModifyIndex": 7},
+        {"Node": "n", "CheckID": "serfHealth", "ModifyIndex": 8},
+    ]);
+    let parsed = parse_health_checks_compact(&serde_json::to_vec(&checks).unwrap()).unwrap();
+    let c = &parsed["web-1"][0];
+    assert_eq!(c.modify_index(), 7);
+    assert!(c.same_content(&c.clone().with_modify_index(9)));
+    assert_ne!(*c, c.clone().with_modify_index(9));
+}
+
+proptest::proptest! {
+    /// Whatever indexes Consul reports, each instance and check keeps
+    /// its own, and the rest of the compact form does not depend on it.
+    #[test]
+    fn every_instance_keeps_its_own_modify_index(
+        indexes in proptest::collection::btree_map("[a-z]{1,6}", proptest::option::of(0u64..u64::MAX), 0..20),
+    ) {
+        let s = SyncSettings::default();
+        let services: Vec<serde_json::Value> = indexes
+            .iter()
+            .map(|(id, idx)| {
+                let mut v = serde_json::json!({"ID": id, "Service": "web", "Port": 80});
+                if let Some(i) = idx {
+                    v["ModifyIndex"] = (*i).into();
+                }
+                v
+            })
+            .collect();
+        let checks: Vec<serde_json::Value> = indexes
+            .iter()
+            .map(|(id, idx)| serde_json::json!({
+                "Node": s.consul_node_name, "CheckID": format!("ns/{id}"),
+                "ServiceID": id, "ModifyIndex": idx.unwrap_or(0)}))
+            .collect();
+        let body = serde_json::json!({"Node": {"Node": s.consul_node_name}, "Services": services});
+        let parsed = parse_node_services_compact(&serde_json::to_vec(&body).unwrap(), &s).unwrap();
+        let parsed_checks = parse_health_checks_compact(&serde_json::to_vec(&checks).unwrap()).unwrap();
+        proptest::prop_assert_eq!(parsed.instances.len(), indexes.len());
+        for (id, idx) in &indexes {
+            let inst = &parsed.instances[id];
+            proptest::prop_assert_eq!(inst.modify_index(), idx.unwrap_or(0));
+            let plain = parse_node_services_compact(
+                &serde_json::to_vec(&serde_json::json!({"Node": {"Node": s.consul_node_name},
+                    "Services": [{"ID": id, "Service": "web", "Port": 80}]})).unwrap(), &s).unwrap();
+            proptest::prop_assert!(plain.instances[id].same_content(inst));
+            proptest::prop_assert_eq!(parsed_checks[id][0].modify_index(), idx.unwrap_or(0));
+        }
+    }
+}
+
+#[test]
+fn a_check_with_other_output_is_not_as_written() {
+    let s = SyncSettings::default();
+    let r = reg();
+    let o = echo(&r, None, &s);
+    let mut check = o.checks.clone().unwrap().remove(0);
+    assert_eq!(
+        CompactCheck::of_observed(&check).as_written,
+        Some(CheckStatus::Passing)
+    );
+    check.output = "something else".into();
+    assert_eq!(CompactCheck::of_observed(&check).as_written, None);
+    check.output = CheckStatus::Passing.output().into();
+    check.notes = "n".into();
+    assert_eq!(CompactCheck::of_observed(&check).as_written, None);
+}

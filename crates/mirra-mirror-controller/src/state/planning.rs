@@ -1,0 +1,216 @@
+//! Planning from the caches: the observed objects of a namespace, the plan for
+//! it, holding back SyncConfigs over a limit, and the target of each write.
+//!
+//! This module must NOT read anything from the API server: plans come from the
+//! watch caches only.
+
+use super::*;
+
+impl State {
+    /// What the caches hold for one namespace, as the planner reads it.
+    pub fn observed_in(&self, namespace: &str) -> ObservedSet {
+        let mut set = ObservedSet::new();
+        // deleteItem objects first: when the same object is also a copy,
+        // the full copy (inserted after) replaces the metadata-only entry.
+        for d in self.deletes.values() {
+            let Some(ar) = &d.resource else { continue };
+            for o in d.objects.in_namespace(namespace) {
+                if let Some(obs) = observed_from_meta(o, ar) {
+                    set.insert(obs);
+                }
+            }
+        }
+        // The names the syncItems of cluster-scoped kinds want here: the
+        // planner must see who holds them, whichever namespace that is for.
+        let view = self
+            .namespaces
+            .get(None, namespace)
+            .map(NamespaceView::from_namespace);
+        let mut cluster_names: BTreeSet<(KindId, String)> = BTreeSet::new();
+        if let Some(view) = &view {
+            for c in self.compiled.values().filter(|c| c.selects(view)) {
+                let Ok(spec) = &c.spec else { continue };
+                for item in &spec.sync_items {
+                    let kind = (item.api_version.clone(), item.kind.clone());
+                    if self.kinds.get(&kind).is_some_and(|e| e.cluster) {
+                        let name = mirra_mirror::template::template_str(&item.name, namespace);
+                        cluster_names.insert((kind, name));
+                    }
+                }
+            }
+        }
+        for (kind, e) in &self.kinds {
+            let Resolution::Served(ar) = &e.resolution else {
+                continue;
+            };
+            if e.cluster {
+                // Cluster-scoped copies have no namespace: the ones made
+                // for this namespace are found by their mark, through the
+                // index (reads only this namespace's copies).
+                for key in e.marked.marked_for(namespace) {
+                    if let Some(obs) = e
+                        .copies
+                        .get_key(key)
+                        .and_then(|o| observed_from_dynamic(o, ar))
+                    {
+                        set.insert(obs);
+                    }
+                }
+                for (_, name) in cluster_names.iter().filter(|(k, _)| k == kind) {
+                    if let Some(obs) = e
+                        .copies
+                        .get(None, name)
+                        .and_then(|o| observed_from_dynamic(o, ar))
+                    {
+                        set.insert(obs);
+                    }
+                }
+                continue;
+            }
+            for o in e.copies.in_namespace(namespace) {
+                if let Some(obs) = observed_from_dynamic(o, ar) {
+                    set.insert(obs);
+                }
+            }
+        }
+        for ((kind, ns, name), uid) in &self.deletes_in_flight {
+            if ns != namespace && !ns.is_empty() {
+                continue;
+            }
+            let key = mirra_mirror::ObjectRef {
+                api_version: kind.0.clone(),
+                kind: kind.1.clone(),
+                namespace: ns.clone(),
+                name: name.clone(),
+            }
+            .key();
+            if let Some(mut obs) = set.remove(&key) {
+                // Deleted already, the watch just has not said so: to the
+                // planner it is terminating (no second delete, no apply
+                // racing the deletion).
+                if obs.uid == *uid {
+                    obs.deleting = true;
+                }
+                set.insert(obs);
+            }
+        }
+        set
+    }
+
+    /// Plans one namespace from the caches, with the ops on kinds the
+    /// server does not serve, or that `--allow-kind` does not allow, turned
+    /// into failed outcomes (the pure planner knows neither discovery nor
+    /// the flags).
+    pub fn plan(&self, namespace: &str, settings: &Settings) -> NamespacePlan {
+        let observed = self.observed_in(namespace);
+        let ns = self.namespaces.get(None, namespace);
+        let view = ns.map(NamespaceView::from_namespace);
+        let excluded = |n: &str| settings.never_write.contains(n);
+        let honoured = |c: &ConfigRef| settings.scope.honours(&c.namespace);
+        let cluster_scoped = |api_version: &str, kind: &str| {
+            self.kinds
+                .get(&(api_version.to_string(), kind.to_string()))
+                .is_some_and(|e| e.cluster)
+        };
+        let mut plan = plan_namespace_full(
+            namespace,
+            view.as_ref(),
+            &self.compiled_list,
+            &observed,
+            &excluded,
+            &honoured,
+            &cluster_scoped,
+        );
+        let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
+            let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+            if let Some(reason) = settings.refuses_kind(group, kind) {
+                return Some(reason);
+            }
+            let id = (api_version.to_string(), kind.to_string());
+            match self.kinds.get(&id).map(|e| &e.resolution) {
+                Some(Resolution::Failed(reason)) => Some(reason.clone()),
+                // Refused: the cache of that kind is unknown, so nothing of
+                // it is applied or pruned on its strength.
+                _ => self.unavailable(&id).map(|u| u.reason.clone()),
+            }
+        };
+        let mut repeated = BTreeSet::new();
+        plan.ops.retain(|op| {
+            if self.repeats_pending_write(op) || self.answered_in_step(op) {
+                repeated.insert(op.target().key());
+                return false;
+            }
+            failed_kind(&op.target().api_version, &op.target().kind).is_none()
+        });
+        for o in &mut plan.outcomes {
+            if o.state == OutcomeState::Applied && repeated.contains(&o.target.key()) {
+                o.state = OutcomeState::InSync;
+            }
+            if matches!(
+                o.state,
+                OutcomeState::Failed { .. } | OutcomeState::Conflict { .. }
+            ) {
+                continue;
+            }
+            if let Some(reason) = failed_kind(&o.target.api_version, &o.target.kind) {
+                o.state = OutcomeState::Failed { reason };
+            }
+        }
+        self.hold_over_limit(&mut plan);
+        plan
+    }
+
+    /// Takes the writes of SyncConfigs over a limit out of `plan`: nothing
+    /// of such a SyncConfig is created, updated, pruned or deleted. Its
+    /// existing copies are not touched, whatever their content: updating
+    /// them would write the very bytes the limit is there to stop (an item
+    /// that grew), and pruning after a selector mistake would delete the
+    /// copies the old selector wanted. Conflicts are still decided as
+    /// usual, so no other SyncConfig takes its objects over meanwhile.
+    pub(super) fn hold_over_limit(&self, plan: &mut NamespacePlan) {
+        let held: BTreeSet<ConfigRef> = plan
+            .ops
+            .iter()
+            .map(Op::config)
+            .filter(|c| self.over_limit(c).is_some())
+            .cloned()
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        plan.ops.retain(|op| !held.contains(op.config()));
+        for o in &mut plan.outcomes {
+            if held.contains(&o.config)
+                && matches!(
+                    o.state,
+                    OutcomeState::Applied
+                        | OutcomeState::Deleted
+                        | OutcomeState::Pruned
+                        | OutcomeState::Released
+                )
+            {
+                o.state = OutcomeState::Held;
+            }
+        }
+    }
+
+    /// Where to send `op`, and what the cache holds of its object.
+    pub fn write_target(&self, op: &Op) -> Option<WriteTarget> {
+        let t = op.target();
+        let entry = self.kinds.get(&(t.api_version.clone(), t.kind.clone()));
+        let ar = match entry.map(|e| &e.resolution) {
+            Some(Resolution::Served(ar)) => Some(ar.clone()),
+            _ => self
+                .deletes
+                .iter()
+                .filter(|((k, _), _)| k.0 == t.api_version && k.1 == t.kind)
+                .find_map(|(_, d)| d.resource.clone()),
+        }?;
+        let cached = entry.and_then(|e| e.copies.get(scope(&t.namespace), &t.name));
+        Some(WriteTarget {
+            resource: ar,
+            uid: cached.and_then(|o| o.metadata.uid.clone()),
+            version: cached.and_then(|o| o.metadata.resource_version.clone()),
+        })
+    }
+}
