@@ -17,8 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Event as KubeEvent;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use mirra_mirror::status::{
     CONDITION_CONFLICT, CONDITION_DEGRADED, CONDITION_ERRORED, CONDITION_INVALID, CONDITION_READY,
     REASON_LIMIT_EXCEEDED,
@@ -72,8 +71,8 @@ pub struct Shared {
     pub kinds_changed: tokio::sync::Notify,
     /// Cancelled on shutdown.
     pub shutdown: CancellationToken,
-    /// Aggregated Events: (SyncConfig, reason) -> count sent so far.
-    events: Mutex<BTreeMap<(ConfigRef, String), i32>>,
+    /// Warning Events, one per SyncConfig and reason, counted up.
+    events: mirra_runtime::events::EventRecorder,
     /// Every Kubernetes write of this controller goes through it.
     pub fence: WriteFence,
 }
@@ -124,6 +123,7 @@ pub async fn run(
         backoff_cap: settings.backoff_cap,
     })?;
     let fence = WriteFence::new(settings.lease.clone(), settings.write_timeout);
+    let events = mirra_runtime::events::EventRecorder::new(client.clone(), fence.clone(), "mirra");
     let state = State::new(&settings);
     let shared = Arc::new(Shared {
         fence,
@@ -134,7 +134,7 @@ pub async fn run(
         state: Mutex::new(state),
         kinds_changed: tokio::sync::Notify::new(),
         shutdown: shutdown.child_token(),
-        events: Mutex::new(BTreeMap::new()),
+        events,
     });
 
     let mut tasks = vec![watches::spawn_namespaces(&shared)];
