@@ -244,3 +244,51 @@ impl Client {
         watch(self.clone(), opts, None, fetch)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::Pause;
+
+    const MAX: Duration = Duration::from_secs(5);
+
+    /// Not paused: the read goes out at once.
+    #[tokio::test(start_paused = true)]
+    async fn an_unpaused_read_does_not_wait() {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let mut pause = Pause::new(rx, MAX);
+        let start = Instant::now();
+        assert!(!pause.until_resumed().await);
+        assert_eq!(start.elapsed(), Duration::ZERO);
+    }
+
+    /// A pause that ends early lets the read go out when it ends.
+    #[tokio::test(start_paused = true)]
+    async fn a_read_waits_until_the_pause_ends() {
+        let (tx, rx) = tokio::sync::watch::channel(true);
+        let mut pause = Pause::new(rx, MAX);
+        let start = Instant::now();
+        let resume = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            tx.send_replace(false);
+            tx
+        });
+        assert!(!pause.until_resumed().await, "resumed, not timed out");
+        assert_eq!(start.elapsed(), Duration::from_secs(2));
+        drop(resume.await);
+    }
+
+    /// A pause longer than `max` is honoured for `max` only: a long stream
+    /// of writes cannot keep third-party changes unseen.
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_holds_a_read_back_for_at_most_max() {
+        let (_tx, rx) = tokio::sync::watch::channel(true);
+        let mut pause = Pause::new(rx, MAX);
+        let start = Instant::now();
+        assert!(pause.until_resumed().await, "still paused");
+        assert_eq!(start.elapsed(), MAX);
+    }
+}
