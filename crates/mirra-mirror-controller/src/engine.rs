@@ -553,3 +553,66 @@ fn record_delete(shared: &Shared, t: &mirra_mirror::ObjectRef, uid: &str) {
         )
     });
 }
+
+#[cfg(test)]
+mod permanent_retry_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: crate::settings::RunArgs,
+    }
+
+    fn settings() -> Settings {
+        let cli = Cli::try_parse_from(["mirra", "--watch-namespace", "ops"]).unwrap();
+        Settings::from_args_with(&cli.run, || None).unwrap()
+    }
+
+    fn delay(o: Outcome) -> Duration {
+        match o {
+            Outcome::RetryAfter(d) => d,
+            other => panic!("expected a delayed retry, got {other:?}"),
+        }
+    }
+
+    /// Passes that keep failing permanently are retried later and later,
+    /// never past the cap; the delay of a namespace is the same in every
+    /// process; a clean pass resets it.
+    #[test]
+    fn permanent_failures_back_off_to_the_cap_and_a_clean_pass_resets() {
+        let settings = settings();
+        let mut state = State::new(&settings);
+        let delays: Vec<Duration> = (0..12)
+            .map(|_| delay(permanent_retry(&settings, &mut state, "team-a", true)))
+            .collect();
+        assert!(delays[0] >= settings.permanent_retry_base / 2);
+        assert!(delays[0] <= settings.permanent_retry_base);
+        for pair in delays.windows(2) {
+            assert!(pair[1] >= pair[0], "{delays:?}");
+        }
+        assert!(delays.iter().all(|d| *d <= settings.permanent_retry_cap));
+        assert!(*delays.last().unwrap() >= settings.permanent_retry_cap / 2);
+
+        let mut again = State::new(&settings);
+        assert_eq!(
+            delay(permanent_retry(&settings, &mut again, "team-a", true)),
+            delays[0],
+            "the jitter comes from the name, not from chance"
+        );
+
+        assert_eq!(
+            permanent_retry(&settings, &mut state, "team-a", false),
+            Outcome::Success
+        );
+        assert_eq!(
+            delay(permanent_retry(&settings, &mut state, "team-a", true)),
+            delays[0],
+            "a clean pass starts the backoff over"
+        );
+    }
+}
