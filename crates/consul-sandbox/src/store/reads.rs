@@ -1,0 +1,417 @@
+//! The catalog and health reads, rendered as Consul's JSON: service and
+//! node listings, one service's nodes or health, a node's services and
+//! checks, checks by state, with the tag, meta and ACL filters applied.
+//!
+//! This module must NOT write the store or compute indexes: each read takes
+//! the index it reports from the parent's index bookkeeping.
+
+use super::*;
+
+impl Store {
+    /// `GET /v1/catalog/services`: service name -> sorted union of tags.
+    pub fn read_services(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let key = WatchKey::Services {
+            node_meta: !filter.node_meta.is_empty(),
+            ns: match ns {
+                NsSel::One(n) => Some(ns_key(partition, n)),
+                NsSel::All => None,
+            },
+        };
+        let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        let mut filtered = false;
+        for s in self.services.values() {
+            if !ns.matches(s.namespace()) || !s.partition().eq_ignore_ascii_case(partition) {
+                continue;
+            }
+            if !filter.node_meta.is_empty() {
+                let meta = self
+                    .node_of(s.partition(), &s.node)
+                    .and_then(|n| n.meta.as_ref());
+                if !filter
+                    .node_meta
+                    .iter()
+                    .all(|(k, v)| meta.and_then(|m| m.get(k)) == Some(v))
+                {
+                    continue;
+                }
+            }
+            if !acl.service_read(partition, s.namespace(), &s.name) {
+                filtered = true;
+                continue;
+            }
+            let tags = names.entry(&s.name).or_default();
+            for t in s.tags.iter().flatten() {
+                tags.insert(t);
+            }
+        }
+        let mut body = Map::new();
+        for (name, tags) in names {
+            body.insert(
+                name.to_string(),
+                json!(tags.into_iter().collect::<Vec<_>>()),
+            );
+        }
+        ReadResult {
+            index: self.index_for(&key),
+            body: Value::Object(body),
+            filtered,
+        }
+    }
+
+    pub(super) fn instances<'a>(
+        &'a self,
+        partition: &str,
+        ns: &str,
+        name: &str,
+    ) -> impl Iterator<Item = &'a ServiceRec> + 'a {
+        self.by_name
+            .get(&svc_key_in(partition, ns, name))
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.services.get(k))
+    }
+
+    /// `GET /v1/catalog/service/<name>`: flattened `ServiceNode`s.
+    pub fn read_service_nodes(
+        &self,
+        partition: &str,
+        ns: &str,
+        name: &str,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let mut out = Vec::new();
+        let mut filtered = false;
+        for s in self.instances(partition, ns, name) {
+            let Some(node) = self.node_of(partition, &s.node) else {
+                continue;
+            };
+            if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
+                continue;
+            }
+            if !acl.service_read(partition, s.namespace(), &s.name)
+                || !acl.node_read(partition, &node.name)
+            {
+                filtered = true;
+                continue;
+            }
+            out.push(s.to_service_node_json(node));
+        }
+        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, name)));
+        ReadResult {
+            index,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/service/<name>`: `[{Node, Service, Checks}]`.
+    pub fn read_health_service(
+        &self,
+        partition: &str,
+        ns: &str,
+        name: &str,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let mut out = Vec::new();
+        let mut filtered = false;
+        for s in self.instances(partition, ns, name) {
+            let Some(node) = self.node_of(partition, &s.node) else {
+                continue;
+            };
+            if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
+                continue;
+            }
+            if !acl.service_read(partition, s.namespace(), &s.name)
+                || !acl.node_read(partition, &node.name)
+            {
+                filtered = true;
+                continue;
+            }
+            let lnode = node_key(partition, &node.name);
+            let mut checks: Vec<&CheckRec> = self
+                .checks_of(&lnode, "")
+                .chain(self.checks_of(&lnode, &fold(&s.id)))
+                .collect();
+            checks.sort_by_key(|c| fold(&c.check_id));
+            if filter.passing && checks.iter().any(|c| c.status != "passing") {
+                continue;
+            }
+            out.push(json!({
+                "Node": node.to_json(),
+                "Service": s.to_node_service_json(true),
+                "Checks": checks.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
+            }));
+        }
+        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, name)));
+        ReadResult {
+            index,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/catalog/node-services/<node>`: `{Node, Services: [...]}`;
+    /// both members are `null` for an unknown node, and `Services` is `null`
+    /// for a node without services (Consul's nil slice).
+    pub fn read_node_services(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let Some(n) = self.nodes.get(&lnode) else {
+            return ReadResult {
+                index,
+                body: json!({"Node": null, "Services": null}),
+                filtered: false,
+            };
+        };
+        if !acl.node_read(partition, &n.name) {
+            return ReadResult {
+                index,
+                body: json!({"Node": null, "Services": null}),
+                filtered: true,
+            };
+        }
+        let mut filtered = false;
+        let mut services = Vec::new();
+        for s in self
+            .services_on(&lnode)
+            .filter(|s| ns.matches(s.namespace()))
+        {
+            if acl.service_read(partition, s.namespace(), &s.name) {
+                services.push(s.to_node_service_json(true));
+            } else {
+                filtered = true;
+            }
+        }
+        let services = if services.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(services)
+        };
+        ReadResult {
+            index,
+            body: json!({"Node": n.to_json(), "Services": services}),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/node/<node>`: the node's checks (node-level and
+    /// service-level) as `HealthCheck`s; an empty array (never `null`) for
+    /// an unknown or unreadable node, as Consul answers. Checks of services
+    /// the caller may not read are filtered out.
+    pub fn read_health_node(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let Some(n) = self.nodes.get(&lnode) else {
+            return ReadResult {
+                index,
+                body: Value::Array(Vec::new()),
+                filtered: false,
+            };
+        };
+        if !acl.node_read(partition, &n.name) {
+            return ReadResult {
+                index,
+                body: Value::Array(Vec::new()),
+                filtered: true,
+            };
+        }
+        let mut filtered = false;
+        let mut out = Vec::new();
+        for c in self.checks_on(&lnode).filter(|c| ns.matches(c.namespace())) {
+            if !c.service_name.is_empty()
+                && !acl.service_read(partition, c.namespace(), &c.service_name)
+            {
+                filtered = true;
+                continue;
+            }
+            out.push(c.to_json());
+        }
+        ReadResult {
+            index,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/state/<state>`: every check in `state` (`any` for
+    /// all), ordered by node then check ID, with the `checks` table index.
+    /// `node-meta` filters the nodes. Checks the caller may not read (node
+    /// or service) are left out, as Consul's ACL filter does.
+    pub fn read_health_state(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        state: &str,
+        node_meta: &[(String, String)],
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let mut filtered = false;
+        let mut out = Vec::new();
+        for c in self.checks.values() {
+            if (state != "any" && c.status != state)
+                || !ns.matches(c.namespace())
+                || !c.partition().eq_ignore_ascii_case(partition)
+            {
+                continue;
+            }
+            let Some(n) = self.node_of(partition, &c.node) else {
+                continue;
+            };
+            if !meta_matches(&n.meta, node_meta) {
+                continue;
+            }
+            if !acl.node_read(partition, &n.name)
+                || (!c.service_name.is_empty()
+                    && !acl.service_read(partition, c.namespace(), &c.service_name))
+            {
+                filtered = true;
+                continue;
+            }
+            out.push(c.to_json());
+        }
+        ReadResult {
+            index: self.idx.checks,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/health/checks/<service>`: the checks of every instance of
+    /// `service`, with the service's index. Without `service:read` the
+    /// answer is empty and marked filtered; checks on nodes the caller may
+    /// not read are dropped.
+    pub fn read_health_checks(
+        &self,
+        partition: &str,
+        ns: &str,
+        service: &str,
+        node_meta: &[(String, String)],
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, service)));
+        if !acl.service_read(partition, ns, service) {
+            return ReadResult {
+                index,
+                body: Value::Array(Vec::new()),
+                filtered: true,
+            };
+        }
+        let mut filtered = false;
+        let mut out = Vec::new();
+        for key in self
+            .by_name
+            .get(&svc_key_in(partition, ns, service))
+            .into_iter()
+            .flatten()
+        {
+            let Some(n) = self.nodes.get(&key.0) else {
+                continue;
+            };
+            if !meta_matches(&n.meta, node_meta) {
+                continue;
+            }
+            if !acl.node_read(partition, &n.name) {
+                filtered = true;
+                continue;
+            }
+            out.extend(self.checks_of(&key.0, &key.1).map(CheckRec::to_json));
+        }
+        ReadResult {
+            index,
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/catalog/node/<node>`: `{Node, Services: {id: ...}}`, or
+    /// `null` for an unknown node.
+    pub fn read_node(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let Some(n) = self.nodes.get(&lnode) else {
+            return ReadResult {
+                index,
+                body: Value::Null,
+                filtered: false,
+            };
+        };
+        if !acl.node_read(partition, &n.name) {
+            return ReadResult {
+                index,
+                body: Value::Null,
+                filtered: true,
+            };
+        }
+        let mut filtered = false;
+        let mut services = Map::new();
+        for s in self
+            .services_on(&lnode)
+            .filter(|s| ns.matches(s.namespace()))
+        {
+            if acl.service_read(partition, s.namespace(), &s.name) {
+                services.insert(s.id.clone(), s.to_node_service_json(true));
+            } else {
+                filtered = true;
+            }
+        }
+        ReadResult {
+            index,
+            body: json!({"Node": n.to_json(), "Services": services}),
+            filtered,
+        }
+    }
+
+    /// `GET /v1/catalog/nodes`.
+    pub fn read_nodes(
+        &self,
+        partition: &str,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        let mut out = Vec::new();
+        let mut filtered = false;
+        for n in self.nodes.values() {
+            if !n.partition().eq_ignore_ascii_case(partition)
+                || !meta_matches(&n.meta, &filter.node_meta)
+            {
+                continue;
+            }
+            if !acl.node_read(partition, &n.name) {
+                filtered = true;
+                continue;
+            }
+            out.push(n.to_json());
+        }
+        ReadResult {
+            index: self.index_for(&WatchKey::Nodes(partition.to_string())),
+            body: Value::Array(out),
+            filtered,
+        }
+    }
+}
