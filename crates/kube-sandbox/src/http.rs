@@ -525,7 +525,10 @@ async fn object(
             if res.namespaced && o.namespace.is_none() {
                 return Err(ApiError::method_not_allowed("create", &res.plural));
             }
-            let opts = write_options(q, headers, false)?;
+            let opts = WriteOptions {
+                protobuf,
+                ..write_options(q, headers, false)?
+            };
             let mut v = body_value(&res, &body, ct)?;
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
@@ -536,7 +539,10 @@ async fn object(
             Ok(with_warnings(r, &warnings))
         }
         ("PUT", Some(name)) => {
-            let opts = write_options(q, headers, status_sub)?;
+            let opts = WriteOptions {
+                protobuf,
+                ..write_options(q, headers, status_sub)?
+            };
             let mut v = body_value(&res, &body, ct)?;
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
@@ -547,7 +553,10 @@ async fn object(
             Ok(with_warnings(r, &warnings))
         }
         ("PATCH", Some(name)) => {
-            let opts = write_options(q, headers, status_sub)?;
+            let opts = WriteOptions {
+                protobuf,
+                ..write_options(q, headers, status_sub)?
+            };
             let ct = headers
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())

@@ -223,6 +223,10 @@ pub struct WriteOptions {
     pub force: bool,
     /// `/status` subresource.
     pub status: bool,
+    /// The client takes its answer in protobuf: the write's event gets its
+    /// frame at commit, from the object in hand, instead of from a parse of
+    /// the stored JSON when the answer is encoded.
+    pub protobuf: bool,
 }
 
 /// A page of a list.
@@ -492,6 +496,7 @@ impl Store {
         name: &str,
         kind: EventType,
         mut obj: Value,
+        protobuf: bool,
     ) -> Bytes {
         self.rv += 1;
         let rv = self.rv;
@@ -503,6 +508,10 @@ impl Store {
         buf.shrink_to_fit();
         let json = Bytes::from(buf);
         let labels = Labels::of(&obj);
+        let frame = std::sync::OnceLock::new();
+        if protobuf {
+            let _ = frame.set(crate::protobuf::Frame::of_value(kind.as_str(), &obj));
+        }
         let resource = self.intern(&res.qualified());
         let key: Key = (self.intern(ns), Arc::from(name));
         let coll = self.objects.entry(resource.clone()).or_default();
@@ -530,7 +539,7 @@ impl Store {
             object: json.clone(),
             labels,
             prev,
-            protobuf: std::sync::OnceLock::new(),
+            protobuf: frame,
         });
         self.history.push_back(event.clone());
         while self.history.len() > self.config.history_limit {

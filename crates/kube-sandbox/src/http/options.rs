@@ -130,6 +130,7 @@ pub(crate) fn write_options(
             .unwrap_or_else(|| default_manager(headers)),
         force: q.flag("force"),
         status,
+        protobuf: false,
     })
 }
 

@@ -581,6 +581,11 @@ impl Frame {
         Frame::wrap(event_type, &encode_json_bytes(object)?)
     }
 
+    /// The same from the object itself, where the caller has it parsed.
+    pub fn of_value(event_type: &str, object: &Value) -> Option<Frame> {
+        Frame::wrap(event_type, &encode(object)?)
+    }
+
     fn wrap(event_type: &str, enveloped: &[u8]) -> Option<Frame> {
         let mut ext_head = Vec::with_capacity(8);
         put_key(&mut ext_head, 1, 2);

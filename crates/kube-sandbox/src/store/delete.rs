@@ -39,7 +39,7 @@ impl Store {
         if res.special == Special::Service {
             self.alloc.release(&obj);
         }
-        let out = self.commit(res, ns, name, EventType::Deleted, obj.clone());
+        let out = self.commit(res, ns, name, EventType::Deleted, obj.clone(), false);
         if res.special == Special::Crd
             && let Ok(crd) = resource_from_crd(&obj)
         {
@@ -88,7 +88,7 @@ impl Store {
             .unwrap_or_default();
         for (ns, name) in keys {
             if let Ok(obj) = self.get_value(&served, &ns, &name) {
-                self.commit(&served, &ns, &name, EventType::Deleted, obj);
+                self.commit(&served, &ns, &name, EventType::Deleted, obj, false);
             }
         }
         self.objects.remove(served.qualified().as_str());
@@ -112,7 +112,7 @@ impl Store {
             spec.insert("finalizers".into(), json!([]));
         }
         if has_finalizers(&obj) {
-            self.commit(&nsres, "", ns, EventType::Modified, obj);
+            self.commit(&nsres, "", ns, EventType::Modified, obj, false);
         } else {
             self.remove(&nsres, "", ns, obj);
         }
@@ -186,7 +186,7 @@ impl Store {
                     serde_json::to_vec(&obj).unwrap_or_default(),
                 )));
             }
-            let out = self.commit(res, ns, name, EventType::Modified, obj);
+            let out = self.commit(res, ns, name, EventType::Modified, obj, false);
             if is_namespace {
                 self.terminate_namespace(name);
                 // The namespace may already be gone.
@@ -250,7 +250,7 @@ impl Store {
         if dry_run {
             return Deleted::Pending(Bytes::from(serde_json::to_vec(&obj).unwrap_or_default()));
         }
-        let answer = self.commit(res, "", name, EventType::Modified, obj.clone());
+        let answer = self.commit(res, "", name, EventType::Modified, obj.clone(), false);
         self.remove(res, "", name, obj);
         Deleted::Pending(answer)
     }

@@ -151,7 +151,7 @@ impl Store {
         }
         check_depth(&body)?;
         let scope_ns = if res.namespaced { ns } else { "" };
-        Ok(self.commit(res, scope_ns, &name, EventType::Added, body))
+        Ok(self.commit(res, scope_ns, &name, EventType::Added, body, opts.protobuf))
     }
 }
 
@@ -477,7 +477,7 @@ impl Store {
         if deleting && !has_finalizers(&new) && !self.blocks_removal(res, &new) {
             return Ok(self.remove(res, scope, name, new));
         }
-        let out = self.commit(res, scope, name, EventType::Modified, new);
+        let out = self.commit(res, scope, name, EventType::Modified, new, opts.protobuf);
         Ok(out)
     }
 }

@@ -271,6 +271,7 @@ pub(super) fn decrement(
         manager: manager.to_string(),
         force: false,
         status: true,
+        protobuf: false,
     };
     store.update(pdb_res, ns, pdb_name, pdb, &opts)?;
     Ok(())
