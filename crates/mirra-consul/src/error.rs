@@ -432,7 +432,7 @@ const HANDSHAKE_REFUSAL_ALERTS: &[&str] = &[
 /// "cannot connect", and safe to resend even for a cas write.
 ///
 /// The HTTP library exposes the TLS error only through its message
-/// ("received fatal alert: CertificateRequired"); `tests/tls.rs` pins that
+/// ("received fatal alert: CertificateRequired"); `tests/it/tls.rs` pins that
 /// spelling against the real TLS stack.
 fn is_handshake_refusal(chain: &str) -> bool {
     chain.split("received fatal alert: ").skip(1).any(|rest| {

@@ -222,7 +222,7 @@ pub fn crd() -> CustomResourceDefinition {
 
 /// The first line of the generated CRD file.
 const CRD_HEADER: &str = "# Generated from the Rust types in crates/mirra-mirror; do not edit.\n\
-                          # Regenerate with: MIRRA_BLESS=1 cargo test -p mirra-mirror --test crd\n";
+                          # Regenerate with: MIRRA_BLESS=1 cargo test -p mirra-mirror --test it crd::\n";
 
 /// [`crd()`] as YAML, the content of `deploy/crd/syncconfig.yaml`.
 pub fn crd_yaml() -> String {

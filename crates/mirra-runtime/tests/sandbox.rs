@@ -166,40 +166,6 @@ async fn leader_steps_down_when_renewals_fail_and_returns_after() {
     assert_eq!(holder(&client).await, None, "released on clean stop");
 }
 
-/// Everything logged while it is the default subscriber of the test's
-/// thread (the tests run on a current-thread runtime, so the elector's
-/// task logs there too).
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn capture_logs() -> (Captured, tracing::subscriber::DefaultGuard) {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
-}
-
 fn encode(registry: &Registry) -> String {
     let mut out = String::new();
     prometheus_client::encoding::text::encode(&mut out, registry).unwrap();
@@ -219,7 +185,7 @@ fn fast_config(namespace: &str, identity: &str) -> LeaderConfig {
 #[tokio::test]
 async fn a_refused_lease_is_named_once_counted_and_fails_readiness_until_it_is_granted() {
     let (sandbox, client) = sandbox().await;
-    let (logs, _guard) = capture_logs();
+    let (logs, _guard) = mirra_testkit::capture_logs(tracing::Level::INFO);
     let mut registry = Registry::default();
     let metrics = LeaderMetrics::register(&mut registry);
     let readiness = Readiness::new();
@@ -287,7 +253,7 @@ async fn a_refused_lease_is_named_once_counted_and_fails_readiness_until_it_is_g
 #[tokio::test]
 async fn a_missing_lease_namespace_is_named() {
     let (sandbox, client) = sandbox().await;
-    let (logs, _guard) = capture_logs();
+    let (logs, _guard) = mirra_testkit::capture_logs(tracing::Level::INFO);
     let elector =
         LeaderElector::new(client.clone(), fast_config("no-such-ns", "replica-a")).unwrap();
     let (stop, rx) = oneshot::channel::<()>();

@@ -1,6 +1,6 @@
 //! Helpers shared by mirra's integration tests: waiting for a condition,
-//! waiting for a controller to go quiet, and reading the Kubernetes Events
-//! a controller recorded.
+//! waiting for a controller to go quiet, reading the Kubernetes Events
+//! a controller recorded, and capturing what it logs.
 //!
 //! This crate is a dev-dependency of the test suites only. Production
 //! code must not depend on it: every helper panics on failure, which is
@@ -12,6 +12,7 @@
 
 use std::fmt::Debug;
 use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
@@ -126,4 +127,48 @@ pub async fn events_about(client: &kube::Client, namespace: &str, name: &str) ->
 /// Whether `event` is a Warning with this `reason`.
 pub fn is_warning(event: &Event, reason: &str) -> bool {
     event.type_.as_deref() == Some("Warning") && event.reason.as_deref() == Some(reason)
+}
+
+/// Everything logged while the guard of [`capture_logs`] lives.
+#[derive(Clone, Default)]
+pub struct CapturedLog(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLog {
+    /// What was logged so far, as text.
+    pub fn text(&self) -> String {
+        let bytes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Makes an in-memory log the default subscriber of this thread, up to
+/// `level`, until the guard drops. On tokio's current-thread test runtime
+/// every task logs on this thread: the code under test's, its HTTP
+/// connections' and the sandboxes'.
+pub fn capture_logs(level: tracing::Level) -> (CapturedLog, tracing::subscriber::DefaultGuard) {
+    let log = CapturedLog::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    (log, tracing::subscriber::set_default(subscriber))
 }

@@ -239,7 +239,7 @@ fn recounted(s: &State) -> BTreeMap<ConfigRef, Footprint> {
 }
 
 /// A SyncConfig selecting `team=a`, compiled into `s` as a SyncConfig
-/// event would (the event wiring is covered by tests/limits.rs).
+/// event would (the event wiring is covered by tests/it/limits.rs).
 fn add_team_config(s: &mut State, name: &str, items: usize) {
     let config = CompiledConfig::from_json(&team_config(name, items));
     let key = config.key.clone();
