@@ -51,3 +51,39 @@ fn depth_counts_containers_and_the_limit_is_what_the_store_reads_back() {
         assert_eq!(reads_back, check_depth(&v).is_ok(), "depth {n}");
     }
 }
+
+/// A write whose client takes protobuf gets its event's frame at commit
+/// (from the object the store holds parsed); other writes leave it to the
+/// first that needs it. Both frames are the same bytes.
+#[test]
+fn a_protobuf_write_has_its_frame_at_commit() {
+    let mut store = Store::new(StoreConfig::default());
+    let Some(res) = store.registry().get("", "v1", "configmaps") else {
+        panic!("configmaps are served");
+    };
+    let cm = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"k": "v"}})
+    };
+    let pb = WriteOptions {
+        protobuf: true,
+        ..WriteOptions::default()
+    };
+    store.create(&res, "default", cm("pb"), &pb).unwrap();
+    let eager = store.history.back().cloned().unwrap();
+    assert!(eager.protobuf.get().is_some(), "encoded at commit");
+
+    store
+        .create(&res, "default", cm("json"), &WriteOptions::default())
+        .unwrap();
+    let lazy = store.history.back().cloned().unwrap();
+    assert!(lazy.protobuf.get().is_none(), "not encoded until asked");
+
+    let fresh = |e: &Event| {
+        crate::protobuf::Frame::of_json(e.kind.as_str(), &e.object)
+            .unwrap()
+            .frame()
+    };
+    assert_eq!(eager.protobuf_frame().unwrap().frame(), fresh(&eager));
+    assert_eq!(lazy.protobuf_frame().unwrap().frame(), fresh(&lazy));
+}
