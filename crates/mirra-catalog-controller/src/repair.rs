@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use mirra_catalog::ServiceKey;
 use mirra_runtime::WorkQueue;
+use mirra_runtime::queue::backoff_delay;
 use tokio::time::Instant;
 
 use crate::metrics::CatalogMetrics;
@@ -229,8 +230,9 @@ impl<K: Eq + Hash + Clone> RepairGovernor<K> {
             }
             Some(r) => {
                 r.repeats = r.repeats.saturating_add(1);
-                let factor = 2u32.saturating_pow(r.repeats.saturating_sub(1).min(31));
-                let delay = self.base.saturating_mul(factor).min(self.cap);
+                // Without jitter: the delay is what the drift metrics and
+                // the tests predict.
+                let delay = backoff_delay(self.base, self.cap, r.repeats, 1.0);
                 r.last = now + delay;
                 Admission::After {
                     delay,

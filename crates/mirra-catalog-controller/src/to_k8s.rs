@@ -32,6 +32,7 @@ use kube::runtime::watcher;
 use mirra_catalog::SyncSettings;
 use mirra_catalog::to_k8s::{K8sOp, desired_k8s_services, plan_k8s};
 use mirra_consul::{ServiceTags, WatchOptions};
+use mirra_runtime::queue::backoff_delay;
 use mirra_runtime::watch::{WatchHints, WatchRetry, retrying};
 use mirra_runtime::{Cache, FenceError, ReadyFlag, WriteFence};
 use tokio_util::sync::CancellationToken;
@@ -143,9 +144,9 @@ pub async fn run_to_k8s(
                     Ok(()) => failures = 0,
                     Err(e) => {
                         failures = failures.saturating_add(1);
-                        let delay = RETRY_BASE
-                            .saturating_mul(2u32.saturating_pow(failures.min(16)))
-                            .min(RETRY_MAX);
+                        // The first retry already waits twice the base;
+                        // no jitter: one writer, nothing to spread out.
+                        let delay = backoff_delay(RETRY_BASE, RETRY_MAX, failures.saturating_add(1), 1.0);
                         tracing::warn!(error = %e, retry_in = ?delay, "writing ExternalName Services");
                         dirty = true;
                         due = tokio::time::Instant::now() + delay;

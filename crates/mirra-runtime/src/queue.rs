@@ -132,8 +132,9 @@ impl QueueConfig {
 ///
 /// This is the one exponential backoff of both controllers: the queue's
 /// per-key retries, the mirror's permanent-failure retries and its watch
-/// backoff (`jitter` 1), and the catalog writer's pause while Consul is
-/// unavailable all compute their delays here. It is a pure function of the
+/// backoff (`jitter` 1), the catalog writer's pause while Consul is
+/// unavailable, the spacing of repeated repairs and the ExternalName
+/// writer's retries all compute their delays here. It is a pure function of the
 /// failure count and a caller-supplied random number, so every caller keeps
 /// its own state on its own (virtual) clock and the bounds are
 /// property-tested; the backoff crates (`backoff`, `backon`) own the clock,
@@ -153,6 +154,11 @@ pub fn backoff_delay(base: Duration, cap: Duration, failures: u32, jitter: f64) 
     } else {
         jitter.clamp(0.0, 1.0)
     };
+    // Exactly the nominal delay: `mul_f64` goes through seconds as a float
+    // and may be a nanosecond off, and callers without jitter compare.
+    if jitter == 1.0 {
+        return nominal;
+    }
     let half = nominal / 2;
     half + (nominal - half).mul_f64(jitter)
 }
