@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{Api, SOON};
+use common::{Api, woken};
 use mirra_testkit::wait_for;
 use serde_json::json;
 
@@ -22,22 +22,13 @@ async fn blocking_service_query_returns_with_a_new_index_after_a_write() {
     let first = api.get("/v1/catalog/service/web").await;
     let idx = first.index();
 
-    let url = api.url(&format!("/v1/catalog/service/web?index={idx}&wait=5m"));
-    let http = api.http.clone();
-    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
+    let waiter = api.spawn_get(&format!("/v1/catalog/service/web?index={idx}&wait=5m"));
     wait_until_blocked(&api, 1).await;
 
     api.register("n1", "web-1", "web", 81).await;
-    let resp = tokio::time::timeout(SOON, waiter)
-        .await
-        .expect("woke up")
-        .unwrap();
-    let new_idx: u64 = resp.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let body: serde_json::Value = resp.json().await.unwrap();
+    let resp = woken(waiter).await;
+    let new_idx = resp.index();
+    let body = resp.json();
     assert!(new_idx > idx, "{new_idx} > {idx}");
     assert_eq!(body[0]["ServicePort"], 81);
     assert_eq!(api.sb.stats().blocking_queries_open, 0);
@@ -50,25 +41,16 @@ async fn blocking_query_times_out_with_the_same_index_when_nothing_relevant_chan
     api.register("n1", "web-1", "web", 80).await;
     let idx = api.get("/v1/catalog/service/web").await.index();
 
-    let url = api.url(&format!("/v1/catalog/service/web?index={idx}&wait=300ms"));
-    let http = api.http.clone();
-    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
+    let waiter = api.spawn_get(&format!("/v1/catalog/service/web?index={idx}&wait=300ms"));
     wait_until_blocked(&api, 1).await;
     // A change to another service moves the global Raft index, not web's.
     api.register("n2", "db-1", "db", 5432).await;
     // An identical re-registration of web moves nothing either.
     api.register("n1", "web-1", "web", 80).await;
 
-    let resp = tokio::time::timeout(SOON, waiter)
-        .await
-        .expect("timed out")
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let same: u64 = resp.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let resp = woken(waiter).await;
+    assert_eq!(resp.status, 200);
+    let same = resp.index();
     assert_eq!(same, idx);
     assert!(api.sb.stats().raft_index > idx);
 }
@@ -81,41 +63,29 @@ async fn node_services_query_watches_only_its_node() {
     let idx = api.get("/v1/catalog/node-services/mine").await.index();
 
     // Changes on another node do not move "mine"'s index...
-    let url = api.url(&format!(
+    let waiter = api.spawn_get(&format!(
         "/v1/catalog/node-services/mine?index={idx}&wait=300ms"
     ));
-    let http = api.http.clone();
-    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
     wait_until_blocked(&api, 1).await;
     api.register("other", "b", "web", 81).await;
-    let resp = tokio::time::timeout(SOON, waiter).await.unwrap().unwrap();
-    let got: u64 = resp.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let resp = woken(waiter).await;
+    let got = resp.index();
     assert_eq!(got, idx);
 
     // ...a change on "mine" does.
-    let url = api.url(&format!(
+    let waiter = api.spawn_get(&format!(
         "/v1/catalog/node-services/mine?index={idx}&wait=5m"
     ));
-    let http = api.http.clone();
-    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
     wait_until_blocked(&api, 1).await;
     api.put(
         "/v1/catalog/deregister",
         &json!({"Node": "mine", "ServiceID": "a"}),
     )
     .await;
-    let resp = tokio::time::timeout(SOON, waiter).await.unwrap().unwrap();
-    let got: u64 = resp.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let resp = woken(waiter).await;
+    let got = resp.index();
     assert!(got > idx);
-    let body: serde_json::Value = resp.json().await.unwrap();
+    let body = resp.json();
     assert_eq!(body["Services"], serde_json::Value::Null);
 }
 
@@ -124,30 +94,14 @@ async fn services_list_and_health_queries_block_too() {
     let api = Api::start().await;
     let idx = api.get("/v1/catalog/services").await.index();
     let hidx = api.get("/v1/health/service/web").await.index();
-    let http = api.http.clone();
-    let u1 = api.url(&format!("/v1/catalog/services?index={idx}"));
-    let u2 = api.url(&format!("/v1/health/service/web?index={hidx}&passing=1"));
-    let h2 = http.clone();
-    let w1 = tokio::spawn(async move { http.get(u1).send().await.unwrap() });
-    let w2 = tokio::spawn(async move { h2.get(u2).send().await.unwrap() });
+    let w1 = api.spawn_get(&format!("/v1/catalog/services?index={idx}"));
+    let w2 = api.spawn_get(&format!("/v1/health/service/web?index={hidx}&passing=1"));
     wait_until_blocked(&api, 2).await;
     api.put("/v1/catalog/register", &json!({"Node": "n", "Address": "a",
         "Service": {"Service": "web"}, "Check": {"Name": "c", "ServiceID": "web", "Status": "passing"}})).await;
-    let r1 = tokio::time::timeout(SOON, w1).await.unwrap().unwrap();
-    let r2 = tokio::time::timeout(SOON, w2).await.unwrap().unwrap();
-    let i1: u64 = r1.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let i2: u64 = r2.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(i1 > idx && i2 > hidx);
-    let health: serde_json::Value = r2.json().await.unwrap();
-    assert_eq!(health.as_array().unwrap().len(), 1);
+    let (r1, r2) = (woken(w1).await, woken(w2).await);
+    assert!(r1.index() > idx && r2.index() > hidx);
+    assert_eq!(r2.count(), 1);
 }
 
 #[tokio::test]
@@ -157,22 +111,12 @@ async fn many_concurrent_blocking_queries_all_wake_on_one_write() {
     let idx = api.get("/v1/catalog/service/web").await.index();
     let mut waiters = Vec::new();
     for _ in 0..200 {
-        let http = api.http.clone();
-        let url = api.url(&format!("/v1/catalog/service/web?index={idx}&wait=5m"));
-        waiters.push(tokio::spawn(
-            async move { http.get(url).send().await.unwrap() },
-        ));
+        waiters.push(api.spawn_get(&format!("/v1/catalog/service/web?index={idx}&wait=5m")));
     }
     wait_until_blocked(&api, 200).await;
     api.register("n1", "web-1", "web", 99).await;
     for w in waiters {
-        let r = tokio::time::timeout(SOON, w).await.unwrap().unwrap();
-        let got: u64 = r.headers()["X-Consul-Index"]
-            .to_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        assert!(got > idx);
+        assert!(woken(w).await.index() > idx);
     }
     assert_eq!(api.sb.stats().blocking_queries_open, 0);
 }
@@ -186,17 +130,11 @@ async fn a_write_wakes_only_the_queries_watching_what_it_changed() {
     let nidx = api.get("/v1/catalog/node-services/n1").await.index();
     let mut waiters = Vec::new();
     for i in 0..20 {
-        let http = api.http.clone();
-        let url = if i % 2 == 0 {
-            api.url(&format!("/v1/catalog/service/web?index={idx}&wait=5m"))
+        waiters.push(api.spawn_get(&if i % 2 == 0 {
+            format!("/v1/catalog/service/web?index={idx}&wait=5m")
         } else {
-            api.url(&format!(
-                "/v1/catalog/node-services/n1?index={nidx}&wait=5m"
-            ))
-        };
-        waiters.push(tokio::spawn(
-            async move { http.get(url).send().await.unwrap() },
-        ));
+            format!("/v1/catalog/node-services/n1?index={nidx}&wait=5m")
+        }));
     }
     wait_until_blocked(&api, 20).await;
     // Ten writes elsewhere: none of them concerns "web" or node n1.
@@ -207,8 +145,7 @@ async fn a_write_wakes_only_the_queries_watching_what_it_changed() {
     // One write that concerns every waiter.
     api.register("n1", "web-1", "web", 81).await;
     for w in waiters {
-        let r = tokio::time::timeout(SOON, w).await.unwrap().unwrap();
-        assert_eq!(r.status(), 200);
+        assert_eq!(woken(w).await.status, 200);
     }
     assert_eq!(
         api.sb.stats().blocking_wakeups,
@@ -221,21 +158,12 @@ async fn a_write_wakes_only_the_queries_watching_what_it_changed() {
 async fn shutdown_releases_blocked_queries() {
     let api = Api::start().await;
     let idx = api.get("/v1/catalog/services").await.index();
-    let url = api.url(&format!("/v1/catalog/services?index={idx}&wait=10m"));
-    let http = api.http.clone();
-    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
+    let waiter = api.spawn_get(&format!("/v1/catalog/services?index={idx}&wait=10m"));
     wait_until_blocked(&api, 1).await;
     api.sb.shutdown().await;
-    let resp = tokio::time::timeout(SOON, waiter)
-        .await
-        .expect("released")
-        .unwrap();
-    assert_eq!(resp.status(), 200);
-    let got: u64 = resp.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let resp = woken(waiter).await;
+    assert_eq!(resp.status, 200);
+    let got = resp.index();
     assert_eq!(got, idx);
 }
 
@@ -290,9 +218,7 @@ async fn health_node_lists_the_nodes_checks_and_blocks_on_check_changes() {
     assert_eq!(checks[0]["Type"], "kubernetes-readiness");
     let idx = first.index();
 
-    let url = api.url(&format!("/v1/health/node/mine?index={idx}&wait=5m"));
-    let http = api.http.clone();
-    let waiter = tokio::spawn(async move { http.get(url).send().await.unwrap() });
+    let waiter = api.spawn_get(&format!("/v1/health/node/mine?index={idx}&wait=5m"));
     wait_until_blocked(&api, 1).await;
     assert_eq!(
         api.put("/v1/catalog/register", &reg("critical"))
@@ -300,14 +226,10 @@ async fn health_node_lists_the_nodes_checks_and_blocks_on_check_changes() {
             .status,
         200
     );
-    let resp = tokio::time::timeout(SOON, waiter).await.unwrap().unwrap();
-    let got: u64 = resp.headers()["X-Consul-Index"]
-        .to_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let resp = woken(waiter).await;
+    let got = resp.index();
     assert!(got > idx, "{got} > {idx}");
-    let body: serde_json::Value = resp.json().await.unwrap();
+    let body = resp.json();
     assert_eq!(body[0]["Status"], "critical");
     assert_eq!(
         api.sb.stats().requests.get("GET /v1/health/node").copied(),

@@ -25,10 +25,38 @@ pub struct Resp {
     pub headers: HeaderMap,
 }
 
+/// The answer of a query started by [`Api::spawn_get`], which must come
+/// within [`SOON`].
+pub async fn woken(waiter: tokio::task::JoinHandle<Resp>) -> Resp {
+    tokio::time::timeout(SOON, waiter)
+        .await
+        .expect("the blocking query returned")
+        .unwrap()
+}
+
 impl Resp {
+    pub async fn read(r: reqwest::Response) -> Resp {
+        let status = r.status().as_u16();
+        let headers = r.headers().clone();
+        let text = r.text().await.unwrap();
+        Resp {
+            status,
+            text,
+            headers,
+        }
+    }
+
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.text)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+    }
+
+    /// How many entries the JSON array answer holds.
+    pub fn count(&self) -> usize {
+        match self.json() {
+            Value::Array(items) => items.len(),
+            other => panic!("not a JSON array: {other}"),
+        }
     }
 
     pub fn header(&self, name: &str) -> Option<String> {
@@ -111,15 +139,14 @@ impl Api {
     }
 
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Resp {
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let headers = r.headers().clone();
-        let text = r.text().await.unwrap();
-        Resp {
-            status,
-            text,
-            headers,
-        }
+        Resp::read(req.send().await.unwrap()).await
+    }
+
+    /// A GET of `path` in a task of its own, for a blocking query the test
+    /// answers with a write; [`woken`] reads its answer.
+    pub fn spawn_get(&self, path: &str) -> tokio::task::JoinHandle<Resp> {
+        let req = self.http.get(self.url(path));
+        tokio::spawn(async move { Resp::read(req.send().await.unwrap()).await })
     }
 
     pub async fn put(&self, path: &str, body: &Value) -> Resp {
