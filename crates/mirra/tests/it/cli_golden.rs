@@ -1,6 +1,6 @@
 //! Golden tests of what users see from the `mirra` binary: `mirra crds`,
 //! `mirra render`, and the help texts. Regenerate the expected files with
-//! `MIRRA_BLESS=1 cargo test -p mirra --test cli_golden` and review the diff.
+//! `MIRRA_BLESS=1 cargo test -p mirra --test it cli_golden::` and review the diff.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

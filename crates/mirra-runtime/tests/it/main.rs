@@ -1,0 +1,5 @@
+//! The integration tests of `mirra-runtime`, linked into one test binary (see
+//! docs/ARCHITECTURE.md, Tests). Run one part with
+//! `cargo test -p mirra-runtime --test it <module>::`.
+
+mod sandbox;
