@@ -16,7 +16,7 @@
 //! sandbox with a 128-operation limit, as current Consul servers have).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -174,7 +174,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         a.services, a.endpoints
     );
 
-    let bin = mirra_bin();
+    let bin = crate::mirra_bin();
     match &bin {
         Some(b) => eprintln!("sandboxes: separate processes of {}", b.display()),
         None => eprintln!("sandboxes: in this process (build the mirra binary to separate them)"),

@@ -20,8 +20,8 @@
 //! - `faults`: recovery times of the mirror (200 namespaces x 5 items) and
 //!   the catalog (1,000 Services) for each row of the failure model.
 //! - `kube-sandbox-memory [MIRRA_BIN]`: the sandbox in its own process
-//!   (default `target/release/mirra`), RSS growth per stored ConfigMap
-//!   against its JSON size.
+//!   (default: the `mirra` built next to this binary), RSS growth per
+//!   stored ConfigMap against its JSON size.
 
 mod catalog;
 mod consul;
@@ -29,6 +29,7 @@ mod faults;
 mod mirror;
 mod normalised;
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -42,6 +43,25 @@ const WRITERS: usize = 16;
 const WATCHES: usize = 10;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// The `mirra` binary built next to this one, if there is one: the
+/// scenarios start it (sandboxes, the catalog controller) wherever the
+/// benchmark is started from.
+pub(crate) fn mirra_bin() -> Option<PathBuf> {
+    let p = std::env::current_exe().ok()?.with_file_name("mirra");
+    p.is_file().then_some(p)
+}
+
+/// The default of `--sandbox-bin` and `MIRRA_BIN`: [`mirra_bin`], else the
+/// path of a release build seen from the repository root. A relative
+/// default alone made a run started elsewhere fall back to an in-process
+/// sandbox, whose figures differ.
+pub(crate) fn default_sandbox_bin() -> String {
+    mirra_bin().map_or_else(
+        || "target/release/mirra".into(),
+        |p| p.display().to_string(),
+    )
+}
 
 /// A ConfigMap create body in protobuf: the `k8s\0` envelope around a
 /// `runtime.Unknown` holding the prost-encoded object.
@@ -349,9 +369,7 @@ async fn main() -> anyhow::Result<()> {
         Some("kube-sandbox") | None => kube_sandbox(false).await,
         Some("kube-sandbox-protobuf") => kube_sandbox(true).await,
         Some("kube-sandbox-memory") => {
-            let mirra = std::env::args()
-                .nth(2)
-                .unwrap_or_else(|| "target/release/mirra".into());
+            let mirra = std::env::args().nth(2).unwrap_or_else(default_sandbox_bin);
             kube_sandbox_memory(&mirra).await
         }
         Some("consul-sandbox") => consul::run().await,

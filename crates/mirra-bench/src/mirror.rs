@@ -5,9 +5,10 @@
 //! item and a PUT when different; every SyncConfig fully re-synced every
 //! 10 s), each against its own fresh kube-sandbox.
 //!
-//! The sandbox runs in its own process when `--sandbox-bin` (default
-//! `target/release/mirra`) exists, so that this process's RSS growth is the
-//! controller's; otherwise in-process, and RSS is not reported.
+//! The sandbox runs in its own process when `--sandbox-bin` (default: the
+//! `mirra` built next to this binary) exists, so that this process's RSS
+//! growth is the controller's; otherwise in-process, and RSS is not
+//! reported.
 //!
 //! Usage: `mirra-bench mirror [--namespaces N] [--events N] [--idle-secs S]
 //! [--sandbox-bin PATH]`. What this module must NOT do: gate anything on
@@ -63,7 +64,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         namespaces: 1000,
         events: 100,
         idle: Duration::from_secs(30),
-        sandbox_bin: "target/release/mirra".into(),
+        sandbox_bin: crate::default_sandbox_bin(),
         skip_baseline: false,
     };
     let mut it = args.into_iter();

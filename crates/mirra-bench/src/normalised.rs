@@ -39,7 +39,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
     let mut out = Args {
         namespaces: 1000,
         idle: Duration::from_secs(30),
-        sandbox_bin: "target/release/mirra".into(),
+        sandbox_bin: crate::default_sandbox_bin(),
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {

@@ -62,12 +62,6 @@ pub(super) async fn spawn_sandbox(
     Ok((url, child))
 }
 
-/// The `mirra` binary next to this one, if it was built.
-pub(super) fn mirra_bin() -> Option<PathBuf> {
-    let p = std::env::current_exe().ok()?.with_file_name("mirra");
-    p.is_file().then_some(p)
-}
-
 pub(super) type Consul = Server<consul_sandbox::Sandbox>;
 
 /// The two counters the scenario reads from the Consul sandbox.
