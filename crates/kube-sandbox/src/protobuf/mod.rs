@@ -559,7 +559,7 @@ pub fn encode_json_bytes(body: &[u8]) -> Option<Vec<u8>> {
 /// One frame of a protobuf watch stream: the event's type and its
 /// object's JSON form (`None` when the object has no protobuf form).
 pub fn watch_frame(event_type: &str, object: &Value) -> Option<Bytes> {
-    Some(Frame::wrap(event_type, &encode(object)?)?.frame)
+    Frame::of_value(event_type, object).map(|f| f.frame)
 }
 
 /// A watch frame that can also serve its object alone: the frame ends
