@@ -189,7 +189,8 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
         if !s.caches_ready() {
             return None;
         }
-        let plan = s.plan(namespace, &shared.settings);
+        let crate::state::Plan { plan, claims } = s.plan_with_claims(namespace, &shared.settings);
+        s.remember_verified(claims);
         let ops: Vec<_> = plan
             .ops
             .into_iter()

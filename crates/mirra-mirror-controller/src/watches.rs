@@ -266,6 +266,12 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> T
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
+                    // Converted here, outside the state lock, once per
+                    // event: plans then share the cached form.
+                    let Some(event) = crate::state::cached_event(event, &ar) else {
+                        tracing::warn!(kind = %kind.1, "skipping a watched copy without a name");
+                        continue;
+                    };
                     let (keys, emptied) = shared.with_state(|s| s.copies_event(&kind, event));
                     if emptied {
                         shared.kinds_changed.notify_one();

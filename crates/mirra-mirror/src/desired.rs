@@ -263,7 +263,7 @@ pub fn is_subset(desired: &Value, observed: &Value) -> bool {
 }
 
 /// Values the API server commonly drops (Go's `omitempty`).
-fn is_empty(v: &Value) -> bool {
+pub(crate) fn is_empty(v: &Value) -> bool {
     match v {
         Value::Null => true,
         Value::Bool(b) => !b,

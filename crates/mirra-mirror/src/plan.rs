@@ -69,8 +69,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::compile::CompiledConfig;
-use crate::desired::{DesiredCopy, desired_copy, is_subset};
+use crate::compile::{CompiledConfig, SyncTemplate};
+use crate::desired::{DesiredCopy, desired_copy, is_empty, is_subset};
 use crate::marks::{
     ADOPTED_ANNOTATION, FOR_NAMESPACE_ANNOTATION, MANAGED_BY_LABEL, OWNER_ANNOTATION,
     PRUNE_ANNOTATION, is_adopted, marks_written_by_mirra, owner_of, prune_opted_out,
@@ -240,6 +240,12 @@ pub struct NamespacePlan {
     /// One outcome per (SyncConfig, item) selecting the namespace, plus one
     /// per orphaned copy.
     pub outcomes: Vec<ItemOutcome>,
+    /// The copies this plan rendered and found in step with the cached
+    /// object, by the object and the (SyncConfig, item) that wants it:
+    /// what the caller may answer through [`ObservedLookup::verified`]
+    /// until the object or the SyncConfig changes. Copies taken as
+    /// verified are not listed again.
+    pub verified: Vec<(ObjectRef, ConfigRef, ItemRef)>,
 }
 
 /// Splits one namespace's writes into those a pass sends now (at most

@@ -24,6 +24,10 @@
 //!
 //! It must NOT: do I/O, hold locks, spawn tasks, or interpret objects
 //! beyond their identity and resourceVersion.
+//!
+//! Any Kubernetes object can be cached as it comes; a controller that needs
+//! less than the whole object caches its own compact form instead (see
+//! [`Cached`]), converted once per event rather than once per read.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,13 +45,33 @@ pub struct ObjectKey {
 
 impl ObjectKey {
     /// The key of `obj`, or `None` if it has no name (malformed input).
-    pub fn of<K: Resource>(obj: &K) -> Option<Self> {
-        let meta = obj.meta();
+    pub fn of<K: Cached>(obj: &K) -> Option<Self> {
+        obj.cache_key()
+    }
+}
+
+/// What the cache reads of an object: its identity and its version.
+/// Every Kubernetes object is one; a compact form a controller keeps
+/// instead of the whole object implements it itself.
+pub trait Cached: Clone {
+    /// The object's key, `None` when it has no name (malformed input).
+    fn cache_key(&self) -> Option<ObjectKey>;
+    /// `metadata.resourceVersion`, if the object has one.
+    fn cache_version(&self) -> Option<&str>;
+}
+
+impl<K: Resource + Clone> Cached for K {
+    fn cache_key(&self) -> Option<ObjectKey> {
+        let meta = self.meta();
         let name = meta.name.clone().filter(|n| !n.is_empty())?;
-        Some(Self {
+        Some(ObjectKey {
             namespace: meta.namespace.clone(),
             name,
         })
+    }
+
+    fn cache_version(&self) -> Option<&str> {
+        self.meta().resource_version.as_deref()
     }
 }
 
@@ -105,14 +129,14 @@ impl<K> Default for Cache<K> {
     }
 }
 
-fn same_version<K: Resource>(a: &K, b: &K) -> bool {
-    match (&a.meta().resource_version, &b.meta().resource_version) {
+fn same_version<K: Cached>(a: &K, b: &K) -> bool {
+    match (a.cache_version(), b.cache_version()) {
         (Some(x), Some(y)) => !x.is_empty() && x == y,
         _ => false,
     }
 }
 
-impl<K: Resource + Clone> Cache<K> {
+impl<K: Cached> Cache<K> {
     /// An empty cache that has not seen its initial list.
     pub fn new() -> Self {
         Self::default()
@@ -222,6 +246,13 @@ impl<K: Resource + Clone> Cache<K> {
     /// The cached object by key.
     pub fn get_key(&self, key: &ObjectKey) -> Option<&K> {
         self.objects.get(key)
+    }
+
+    /// The cached object by key, to update what the caller keeps beside
+    /// the object (never its identity or version: the next event replaces
+    /// the entry whole).
+    pub fn get_key_mut(&mut self, key: &ObjectKey) -> Option<&mut K> {
+        self.objects.get_mut(key)
     }
 
     /// All objects in `namespace`, ordered by name.

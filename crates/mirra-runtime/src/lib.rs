@@ -39,7 +39,7 @@ pub mod task;
 pub mod trim;
 pub mod watch;
 
-pub use cache::{Cache, Change, ObjectKey};
+pub use cache::{Cache, Cached, Change, ObjectKey};
 pub use campaign::run_while_leading;
 pub use fence::{FenceError, WriteFence};
 pub use health::{HealthError, Readiness, ReadyCondition, ReadyFlag, serve_health};

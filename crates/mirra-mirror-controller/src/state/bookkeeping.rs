@@ -11,12 +11,14 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use kube::api::{ApiResource, DynamicObject};
+use kube::api::ApiResource;
 use kube::runtime::watcher::Event;
 use mirra_mirror::{ConfigRef, SyncConfigStatus};
 use mirra_runtime::{Cache, TaskGuard};
 
-use super::{DeleteEntry, DeleteWatchId, KindEntry, KindId, MarkIndex, Resolution, State};
+use super::{
+    CachedCopy, DeleteEntry, DeleteWatchId, KindEntry, KindId, MarkIndex, Resolution, State,
+};
 
 /// A status the writer should send: computed from the caches and the
 /// outcomes, different from the stored one.
@@ -275,7 +277,7 @@ impl State {
     pub fn copies_event(
         &mut self,
         kind: &KindId,
-        event: Event<DynamicObject>,
+        event: Event<CachedCopy>,
     ) -> (BTreeSet<String>, bool) {
         // Any answer means the kind can be read again.
         let mut keys = self.set_copies_unavailable(kind, None);

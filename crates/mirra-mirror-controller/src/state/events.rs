@@ -115,6 +115,13 @@ impl State {
                 // them) change no plan.
                 continue;
             }
+            // What earlier plans verified against it no longer holds.
+            if new.is_some() {
+                self.last_stamp += 1;
+                self.config_stamps.insert(key.clone(), self.last_stamp);
+            } else {
+                self.config_stamps.remove(&key);
+            }
             kinds_changed = true;
             self.recount_footprint(&key);
             let views: Vec<NamespaceView<'_>> = self
@@ -142,7 +149,7 @@ impl State {
 
     /// Folds an event of mirra's copies of `kind`; returns the keys touched
     /// (the echo of mirra's own apply touches none, see `own_writes`).
-    pub fn apply_copies(&mut self, kind: &KindId, event: Event<DynamicObject>) -> BTreeSet<String> {
+    pub fn apply_copies(&mut self, kind: &KindId, event: Event<CachedCopy>) -> BTreeSet<String> {
         let Some(entry) = self.kinds.get_mut(kind) else {
             return BTreeSet::new();
         };
@@ -167,10 +174,7 @@ impl State {
             if change.new.is_none() {
                 self.answers.remove(&copy_hash(&id));
             }
-            let version = change
-                .new
-                .as_ref()
-                .and_then(|o| o.metadata.resource_version.as_deref());
+            let version = change.new.as_ref().and_then(CachedCopy::version);
             let echo = matches!((&written, version), (Some(w), Some(v)) if w.version == v);
             if !echo {
                 keys.extend(homes);
@@ -184,7 +188,7 @@ impl State {
         self.kinds
             .get(&id.0)
             .and_then(|e| e.copies.get(scope(&id.1), &id.2))
-            .and_then(|o| o.metadata.resource_version.as_deref())
+            .and_then(CachedCopy::version)
     }
 
     /// Remembers one of mirra's own applies of a copy (see `own_writes`).
@@ -274,7 +278,7 @@ impl State {
             .kinds
             .get(kind)
             .and_then(|e| e.copies.get(scope(namespace), name))
-            .is_some_and(|o| live(&o.metadata));
+            .is_some_and(|o| o.observed.uid == uid && !o.observed.deleting);
         in_copies
             || self
                 .deletes

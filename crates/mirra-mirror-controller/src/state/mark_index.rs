@@ -9,11 +9,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kube::api::DynamicObject;
 use kube::runtime::watcher::Event;
 use mirra_runtime::{Cache, Change, ObjectKey};
 
-use super::for_namespace;
+use super::{CachedCopy, for_namespace};
 
 /// Cached copies by the namespace their mark names. Holds exactly the
 /// objects of the cache whose mark is set and not empty.
@@ -30,7 +29,7 @@ impl MarkIndex {
     /// The index of everything `cache` holds now: what the index kept in
     /// step must equal, and how tests seed a filled cache.
     #[cfg(test)]
-    pub fn of(cache: &Cache<DynamicObject>) -> Self {
+    pub fn of(cache: &Cache<CachedCopy>) -> Self {
         let mut index = Self::default();
         for (key, obj) in cache.iter() {
             index.set(key, Some(obj));
@@ -40,7 +39,7 @@ impl MarkIndex {
 
     /// Makes the entry of `key` match `obj`, the object the cache holds
     /// under that key now (`None`: it holds none).
-    fn set(&mut self, key: &ObjectKey, obj: Option<&DynamicObject>) {
+    fn set(&mut self, key: &ObjectKey, obj: Option<&CachedCopy>) {
         let mark = obj.and_then(for_namespace);
         if self.mark_of.get(key) == mark.as_ref() {
             return;
@@ -76,10 +75,10 @@ impl MarkIndex {
 /// without reporting a change, and the index must still follow what the
 /// cache holds.
 pub fn apply_indexed(
-    cache: &mut Cache<DynamicObject>,
+    cache: &mut Cache<CachedCopy>,
     index: &mut MarkIndex,
-    event: Event<DynamicObject>,
-) -> Vec<Change<DynamicObject>> {
+    event: Event<CachedCopy>,
+) -> Vec<Change<CachedCopy>> {
     let named = match &event {
         Event::InitApply(obj) | Event::Apply(obj) | Event::Delete(obj) => ObjectKey::of(obj),
         Event::Init | Event::InitDone => None,
@@ -100,12 +99,7 @@ mod tests {
 
     const MARKS: [Option<&str>; 4] = [None, Some(""), Some("a"), Some("b")];
 
-    fn object(
-        namespace: Option<&str>,
-        name: &str,
-        mark: Option<&str>,
-        version: u8,
-    ) -> DynamicObject {
+    fn object(namespace: Option<&str>, name: &str, mark: Option<&str>, version: u8) -> CachedCopy {
         let mut meta = json!({"name": name, "resourceVersion": version.to_string()});
         if let Some(ns) = namespace {
             meta["namespace"] = json!(ns);
@@ -113,11 +107,15 @@ mod tests {
         if let Some(mark) = mark {
             meta["annotations"] = json!({mirra_mirror::FOR_NAMESPACE_ANNOTATION: mark});
         }
-        serde_json::from_value(json!({"apiVersion": "v1", "kind": "X", "metadata": meta})).unwrap()
+        let obj: kube::api::DynamicObject =
+            serde_json::from_value(json!({"apiVersion": "v1", "kind": "X", "metadata": meta}))
+                .unwrap();
+        let ar = kube::api::ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        CachedCopy::new(obj, &ar).unwrap()
     }
 
     /// What the index replaces: a scan of the whole cache.
-    fn scan(cache: &Cache<DynamicObject>, namespace: &str) -> Vec<ObjectKey> {
+    fn scan(cache: &Cache<CachedCopy>, namespace: &str) -> Vec<ObjectKey> {
         cache
             .iter()
             .filter(|(_, o)| for_namespace(o).as_deref() == Some(namespace))
@@ -129,7 +127,7 @@ mod tests {
     /// versions, so that sequences revisit the same objects: a mark
     /// changed, removed, set on a version the cache already holds,
     /// relists that drop objects.
-    fn event() -> impl Strategy<Value = Event<DynamicObject>> {
+    fn event() -> impl Strategy<Value = Event<CachedCopy>> {
         let obj = (0..2usize, 0..3usize, 0..MARKS.len(), 0..3u8).prop_map(|(ns, name, mark, v)| {
             let namespace = [None, Some("x")][ns];
             object(namespace, ["p", "q", "r"][name], MARKS[mark], v)

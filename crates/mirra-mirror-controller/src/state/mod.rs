@@ -6,17 +6,18 @@
 //! `std::sync::Mutex`, held only for CPU work.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::runtime::watcher::Event;
 use mirra_mirror::{
-    CompiledConfig, ConfigRef, Footprint, ItemOutcome, LimitExceeded, Limits, NamespacePlan,
-    NamespaceView, ObservedObject, ObservedSet, Op, OutcomeState, SyncConfigStatus,
-    namespaces_for_config_change, plan_namespace_full,
+    CompiledConfig, ConfigRef, Footprint, ItemOutcome, ItemRef, LimitExceeded, Limits,
+    NamespacePlan, NamespaceView, ObservedLookup, ObservedObject, Op, OutcomeState,
+    SyncConfigStatus, namespaces_for_config_change, plan_namespace_full,
 };
-use mirra_runtime::{Cache, TaskGuard};
+use mirra_runtime::{Cache, Cached, TaskGuard};
 use serde_json::Value;
 
 use crate::config_object::ConfigObject;
@@ -65,10 +66,10 @@ pub struct KindEntry {
     pub resolution: Resolution,
     /// Set while the copies watch is refused.
     pub unavailable: Option<Unavailable>,
-    /// mirra's copies (label-selected), managedFields stripped. Changed
+    /// mirra's copies (label-selected), as the planner reads them. Changed
     /// only through [`mark_index::apply_indexed`], which keeps `marked` in
     /// step.
-    pub copies: Cache<DynamicObject>,
+    pub copies: Cache<CachedCopy>,
     /// `copies` by the namespace their
     /// [`mirra_mirror::FOR_NAMESPACE_ANNOTATION`] names: how a plan finds
     /// the cluster-scoped copies of its namespace without a scan.
@@ -83,6 +84,66 @@ pub struct KindEntry {
     /// namespace and belong to the one their
     /// [`mirra_mirror::FOR_NAMESPACE_ANNOTATION`] names.
     pub cluster: bool,
+}
+
+/// One of mirra's copies as the copy caches hold it: the planner's form,
+/// made once per watch event (not once per plan), and shared with the plans
+/// that read it.
+#[derive(Debug, Clone)]
+pub struct CachedCopy {
+    /// What the planner compares (managedFields reduced to the ownership
+    /// proof, large strings digested).
+    pub observed: Arc<ObservedObject>,
+    /// `metadata.resourceVersion`.
+    version: Option<Box<str>>,
+    /// The SyncConfig version (its stamp, see `State::config_stamps`) and
+    /// item a plan found this very object in step with. Dropped with the
+    /// entry: any change of the object is a new entry.
+    verified: Option<(u64, ItemRef)>,
+}
+
+impl CachedCopy {
+    /// The cached form of a copy the watch brought; `None` for an object
+    /// without a name (never sent by a server; skipped, not trusted).
+    pub fn new(obj: DynamicObject, ar: &ApiResource) -> Option<CachedCopy> {
+        let version = obj.metadata.resource_version.as_deref().map(Box::from);
+        let observed = observed_from_dynamic(obj, ar)?;
+        Some(CachedCopy {
+            version,
+            observed: Arc::new(observed),
+            verified: None,
+        })
+    }
+
+    /// `metadata.resourceVersion`.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+}
+
+impl Cached for CachedCopy {
+    fn cache_key(&self) -> Option<mirra_runtime::ObjectKey> {
+        Some(mirra_runtime::ObjectKey {
+            namespace: scope(&self.observed.namespace).map(str::to_string),
+            name: self.observed.name.clone(),
+        })
+    }
+
+    fn cache_version(&self) -> Option<&str> {
+        self.version()
+    }
+}
+
+/// A watch event of copies in their cached form.
+pub fn cached_event(event: Event<DynamicObject>, ar: &ApiResource) -> Option<Event<CachedCopy>> {
+    let to = |o: DynamicObject| CachedCopy::new(o, ar);
+    Some(match event {
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+        Event::InitApply(o) => Event::InitApply(to(o)?),
+        Event::Apply(o) => Event::Apply(to(o)?),
+        Event::Delete(o) => Event::Delete(to(o)?),
+    })
 }
 
 /// A deleteItem watch: a kind, and the fixed name it selects by field
@@ -153,6 +214,13 @@ pub struct State {
     /// Every honoured SyncConfig, in `compiled` order: the planner's input,
     /// kept ready so that planning a namespace clones nothing.
     compiled_list: Vec<CompiledConfig>,
+    /// A number per honoured SyncConfig, new whenever its plan input
+    /// changes (never reused): a copy verified in step against one stamp
+    /// is vouched for while the SyncConfig still has it (see
+    /// `CachedCopy::verified`).
+    config_stamps: BTreeMap<ConfigRef, u64>,
+    /// The last stamp handed out.
+    last_stamp: u64,
     /// Deletes mirra sent (prunes, deleteItems, forceRecreate) whose effect
     /// the watches have not shown yet: the object's uid. Until a cache shows
     /// that object gone, replaced or terminating, the planner sees it as
@@ -195,11 +263,10 @@ fn scope(namespace: &str) -> Option<&str> {
 }
 
 /// The namespace a cluster-scoped copy was made for, from its mark.
-fn for_namespace(obj: &DynamicObject) -> Option<String> {
-    obj.metadata
+fn for_namespace(obj: &CachedCopy) -> Option<String> {
+    obj.observed
         .annotations
-        .as_ref()
-        .and_then(|a| a.get(mirra_mirror::FOR_NAMESPACE_ANNOTATION))
+        .get(mirra_mirror::FOR_NAMESPACE_ANNOTATION)
         .filter(|ns| !ns.is_empty())
         .cloned()
 }
@@ -259,15 +326,55 @@ fn compile_config(object: &ConfigObject) -> CompiledConfig {
     }
 }
 
-/// An object's JSON with its apiVersion and kind filled from the resource
-/// (list responses may omit them) and managedFields dropped.
-pub fn observed_from_dynamic(obj: &DynamicObject, ar: &ApiResource) -> Option<ObservedObject> {
-    let mut body = serde_json::to_value(obj).ok()?;
-    if let Value::Object(map) = &mut body {
-        map.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
-        map.insert("kind".into(), Value::String(ar.kind.clone()));
+/// The planner's form of a copy the watch brought, compact as
+/// [`ObservedObject::compact`] leaves it: identity, labels and annotations
+/// taken from the typed metadata (moved, not copied), apiVersion and kind
+/// from the resource (list responses may omit them), the ownership proof
+/// read into `marks_by_mirra`, and the content moved into the body with
+/// what else of the metadata a plan reads (finalizers, deletionTimestamp).
+pub fn observed_from_dynamic(obj: DynamicObject, ar: &ApiResource) -> Option<ObservedObject> {
+    let DynamicObject {
+        metadata: mut meta,
+        data,
+        ..
+    } = obj;
+    let name = meta.name.take().filter(|n| !n.is_empty())?;
+    let managed = meta
+        .managed_fields
+        .take()
+        .and_then(|m| serde_json::to_value(m).ok());
+    let labels = meta.labels.take().unwrap_or_default();
+    let annotations = meta.annotations.take().unwrap_or_default();
+    let uid = meta.uid.take().unwrap_or_default();
+    let namespace = meta.namespace.take().unwrap_or_default();
+    meta.resource_version = None;
+    meta.creation_timestamp = None;
+    meta.generation = None;
+    let deleting = meta.deletion_timestamp.is_some();
+    let mut body = match data {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    body.shift_remove("apiVersion");
+    body.shift_remove("kind");
+    body.shift_remove("metadata");
+    if let Ok(Value::Object(rest)) = serde_json::to_value(&meta)
+        && !rest.is_empty()
+    {
+        body.insert("metadata".into(), Value::Object(rest));
     }
-    ObservedObject::from_json(body)
+    Some(ObservedObject {
+        api_version: ar.api_version.clone(),
+        kind: ar.kind.clone(),
+        namespace,
+        name,
+        uid,
+        labels,
+        annotations,
+        body: Value::Object(body),
+        deleting,
+        marks_by_mirra: mirra_mirror::marks::marks_written_by_mirra(managed.as_ref()),
+    })
 }
 
 fn observed_from_meta(
@@ -449,10 +556,9 @@ impl State {
         for e in self.kinds.values() {
             for (key, obj) in e.copies.iter() {
                 let owned = obj
-                    .metadata
+                    .observed
                     .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(mirra_mirror::OWNER_ANNOTATION))
+                    .get(mirra_mirror::OWNER_ANNOTATION)
                     .is_some_and(|o| *o == owner);
                 if !owned {
                     continue;
@@ -591,3 +697,4 @@ mod mark_index;
 mod tests;
 
 pub use bookkeeping::{StatusRound, StatusWrite};
+pub use planning::Plan;

@@ -8,15 +8,21 @@ use super::*;
 
 impl State {
     /// What the caches hold for one namespace, as the planner reads it.
-    pub fn observed_in(&self, namespace: &str) -> ObservedSet {
-        let mut set = ObservedSet::new();
+    pub fn observed_in(&self, namespace: &str) -> NamespaceObserved<'_> {
+        let mut set = NamespaceObserved {
+            objects: BTreeMap::new(),
+            stamps: &self.config_stamps,
+        };
+        let mut insert = |copy: Arc<ObservedObject>, verified: Vouch| {
+            set.objects.insert(copy.key(), (copy, verified));
+        };
         // deleteItem objects first: when the same object is also a copy,
         // the full copy (inserted after) replaces the metadata-only entry.
         for d in self.deletes.values() {
             let Some(ar) = &d.resource else { continue };
             for o in d.objects.in_namespace(namespace) {
                 if let Some(obs) = observed_from_meta(o, ar) {
-                    set.insert(obs);
+                    insert(Arc::new(obs), None);
                 }
             }
         }
@@ -39,8 +45,9 @@ impl State {
                 }
             }
         }
+        let mut insert_copy = |c: &CachedCopy| insert(c.observed.clone(), c.verified);
         for (kind, e) in &self.kinds {
-            let Resolution::Served(ar) = &e.resolution else {
+            let Resolution::Served(_) = &e.resolution else {
                 continue;
             };
             if e.cluster {
@@ -48,29 +55,19 @@ impl State {
                 // for this namespace are found by their mark, through the
                 // index (reads only this namespace's copies).
                 for key in e.marked.marked_for(namespace) {
-                    if let Some(obs) = e
-                        .copies
-                        .get_key(key)
-                        .and_then(|o| observed_from_dynamic(o, ar))
-                    {
-                        set.insert(obs);
+                    if let Some(c) = e.copies.get_key(key) {
+                        insert_copy(c);
                     }
                 }
                 for (_, name) in cluster_names.iter().filter(|(k, _)| k == kind) {
-                    if let Some(obs) = e
-                        .copies
-                        .get(None, name)
-                        .and_then(|o| observed_from_dynamic(o, ar))
-                    {
-                        set.insert(obs);
+                    if let Some(c) = e.copies.get(None, name) {
+                        insert_copy(c);
                     }
                 }
                 continue;
             }
-            for o in e.copies.in_namespace(namespace) {
-                if let Some(obs) = observed_from_dynamic(o, ar) {
-                    set.insert(obs);
-                }
+            for c in e.copies.in_namespace(namespace) {
+                insert_copy(c);
             }
         }
         for ((kind, ns, name), uid) in &self.deletes_in_flight {
@@ -84,24 +81,49 @@ impl State {
                 name: name.clone(),
             }
             .key();
-            if let Some(mut obs) = set.remove(&key) {
+            if let Some((obs, verified)) = set.objects.get_mut(&key)
+                && obs.uid == *uid
+            {
                 // Deleted already, the watch just has not said so: to the
                 // planner it is terminating (no second delete, no apply
                 // racing the deletion).
-                if obs.uid == *uid {
-                    obs.deleting = true;
-                }
-                set.insert(obs);
+                Arc::make_mut(obs).deleting = true;
+                *verified = None;
             }
         }
         set
     }
 
+    /// Remembers, on the cached copies, what a plan just verified (see
+    /// [`Plan::claims`]); the next plans of the namespace take those copies
+    /// as in step without rendering them, until the copy or its SyncConfig
+    /// changes. A claim is kept only on the very cache entry the plan
+    /// compared.
+    pub fn remember_verified(&mut self, claims: Vec<Claim>) {
+        for claim in claims {
+            let Some(entry) = self.kinds.get_mut(&claim.kind) else {
+                continue;
+            };
+            if let Some(copy) = entry.copies.get_key_mut(&claim.key)
+                && Arc::ptr_eq(&copy.observed, &claim.compared)
+            {
+                copy.verified = Some((claim.stamp, claim.item));
+            }
+        }
+    }
+
+    /// The plan alone, for tests.
+    #[cfg(test)]
+    pub fn plan(&self, namespace: &str, settings: &Settings) -> NamespacePlan {
+        self.plan_with_claims(namespace, settings).plan
+    }
+
     /// Plans one namespace from the caches, with the ops on kinds the
     /// server does not serve, or that `--allow-kind` does not allow, turned
     /// into failed outcomes (the pure planner knows neither discovery nor
-    /// the flags).
-    pub fn plan(&self, namespace: &str, settings: &Settings) -> NamespacePlan {
+    /// the flags), and what the plan verified, for
+    /// [`State::remember_verified`].
+    pub fn plan_with_claims(&self, namespace: &str, settings: &Settings) -> Plan {
         let observed = self.observed_in(namespace);
         let ns = self.namespaces.get(None, namespace);
         let view = ns.map(NamespaceView::from_namespace);
@@ -157,7 +179,24 @@ impl State {
             }
         }
         self.hold_over_limit(&mut plan);
-        plan
+        let claims = plan
+            .verified
+            .iter()
+            .filter_map(|(target, config, item)| {
+                let key = target.key();
+                Some(Claim {
+                    kind: (target.api_version.clone(), target.kind.clone()),
+                    key: mirra_runtime::ObjectKey {
+                        namespace: scope(&target.namespace).map(str::to_string),
+                        name: target.name.clone(),
+                    },
+                    compared: observed.objects.get(&key)?.0.clone(),
+                    stamp: *self.config_stamps.get(config)?,
+                    item: *item,
+                })
+            })
+            .collect();
+        Plan { plan, claims }
     }
 
     /// Takes the writes of SyncConfigs over a limit out of `plan`: nothing
@@ -209,8 +248,56 @@ impl State {
         let cached = entry.and_then(|e| e.copies.get(scope(&t.namespace), &t.name));
         Some(WriteTarget {
             resource: ar,
-            uid: cached.and_then(|o| o.metadata.uid.clone()),
-            version: cached.and_then(|o| o.metadata.resource_version.clone()),
+            uid: cached
+                .map(|o| o.observed.uid.clone())
+                .filter(|u| !u.is_empty()),
+            version: cached.and_then(CachedCopy::version).map(str::to_string),
         })
     }
+}
+
+/// What a cached copy was verified in step with: a SyncConfig's stamp
+/// and one of its items.
+type Vouch = Option<(u64, ItemRef)>;
+
+/// The objects the caches hold for one namespace, shared with the caches,
+/// and what earlier plans verified of them.
+pub struct NamespaceObserved<'a> {
+    objects: BTreeMap<mirra_mirror::ObjectKey, (Arc<ObservedObject>, Vouch)>,
+    stamps: &'a BTreeMap<ConfigRef, u64>,
+}
+
+impl ObservedLookup for NamespaceObserved<'_> {
+    fn get(&self, key: &mirra_mirror::ObjectKey) -> Option<&ObservedObject> {
+        self.objects.get(key).map(|(o, _)| &**o)
+    }
+
+    fn objects(&self) -> Box<dyn Iterator<Item = &ObservedObject> + '_> {
+        Box::new(self.objects.values().map(|(o, _)| &**o))
+    }
+
+    fn verified(&self, key: &mirra_mirror::ObjectKey, config: &ConfigRef, item: ItemRef) -> bool {
+        self.objects
+            .get(key)
+            .and_then(|(_, v)| *v)
+            .is_some_and(|(stamp, i)| i == item && self.stamps.get(config) == Some(&stamp))
+    }
+}
+
+/// A plan, and what it verified.
+pub struct Plan {
+    /// The plan.
+    pub plan: NamespacePlan,
+    /// The copies the plan rendered and found in step.
+    pub claims: Vec<Claim>,
+}
+
+/// One copy a plan found in step with a (SyncConfig version, item).
+pub struct Claim {
+    kind: KindId,
+    key: mirra_runtime::ObjectKey,
+    /// The cached form the plan compared.
+    compared: Arc<ObservedObject>,
+    stamp: u64,
+    item: ItemRef,
 }

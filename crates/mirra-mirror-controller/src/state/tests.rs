@@ -7,6 +7,11 @@ fn configmaps() -> ApiResource {
     ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&())
 }
 
+/// A copy as the copies watch caches it.
+fn cached(o: DynamicObject) -> CachedCopy {
+    CachedCopy::new(o, &configmaps()).unwrap()
+}
+
 fn cm_kind() -> KindId {
     ("v1".into(), "ConfigMap".into())
 }
@@ -44,7 +49,7 @@ fn state_with(copies: Vec<DynamicObject>) -> State {
     let mut cache = Cache::new();
     cache.apply(Event::Init);
     for c in copies {
-        cache.apply(Event::InitApply(c));
+        cache.apply(Event::InitApply(cached(c)));
     }
     cache.apply(Event::InitDone);
     s.kinds.insert(
@@ -122,7 +127,7 @@ fn a_written_copy_is_not_applied_again_before_its_echo() {
         again.outcomes
     );
     // The echo settles it and is not queued; the plan stays empty.
-    let keys = s.apply_copies(&cm_kind(), Event::Apply(echo(&body, "10")));
+    let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
     assert!(keys.is_empty(), "{keys:?}");
     assert!(s.own_writes.is_empty());
     assert!(s.plan("t", &settings()).ops.is_empty());
@@ -136,7 +141,7 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
     // edit is queued, and the write's answer must not mask it.
     let mut edited = echo(&body, "11");
     edited.data["data"] = json!({"k": "changed"});
-    let keys = s.apply_copies(&cm_kind(), Event::Apply(edited));
+    let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(edited)));
     assert_eq!(keys, BTreeSet::from(["t".to_string()]));
     s.record_own_write(
         copy_id(),
@@ -445,4 +450,102 @@ fn condition_counts_follow_the_written_statuses() {
         assert_eq!(count(&s, c), Some(usize::from(is_true(c))), "{c}");
     }
     assert_eq!(count(&s, "Ready"), Some(1));
+}
+
+/// The SyncConfig `ops/base` of [`state_with`] with `data`, as its watch
+/// brings it (so that its stamp changes as in the controller).
+fn base_config_event(data: &str, version: &str) -> Event<ConfigObject> {
+    let text = json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
+                     "resourceVersion": version,
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "namespaceSelector": {"matchNames": ["t"]},
+            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c"}, "data": {"k": data}}],
+        },
+    })
+    .to_string();
+    Event::Apply(ConfigObject::from_json_text(&text).unwrap())
+}
+
+/// A copy a plan found in step is vouched for by the next plans (not
+/// rendered: no claim made again) until its SyncConfig's plan input
+/// changes or the copy itself changes; then it is compared afresh and
+/// the difference applied.
+#[test]
+fn a_verified_copy_is_trusted_until_it_or_its_syncconfig_changes() {
+    let mut s = state_with(Vec::new());
+    // Through the watch, as in the controller (state_with's SyncConfig
+    // has no stamp: nothing is vouched for without one).
+    s.apply_config("ops", base_config_event("v1", "1"), Instant::now());
+    let body = apply_body(&s.plan("t", &settings()));
+    s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
+
+    let first = s.plan_with_claims("t", &settings());
+    assert!(first.plan.ops.is_empty(), "{:?}", first.plan.ops);
+    assert_eq!(
+        first.claims.len(),
+        1,
+        "the copy was compared and found in step"
+    );
+    s.remember_verified(first.claims);
+    let vouched = s.plan_with_claims("t", &settings());
+    assert!(vouched.plan.ops.is_empty());
+    assert!(vouched.claims.is_empty(), "vouched for, not compared again");
+    assert_eq!(vouched.plan.outcomes[0].state, OutcomeState::InSync);
+
+    // A status-only change of the SyncConfig keeps the claim.
+    s.apply_config("ops", base_config_event("v1", "2"), Instant::now());
+    assert!(s.plan_with_claims("t", &settings()).claims.is_empty());
+
+    // The item changes: the copy is rendered and the edit applied.
+    s.apply_config("ops", base_config_event("w", "3"), Instant::now());
+    let edited = apply_body(&s.plan("t", &settings()));
+    assert_eq!(edited["data"]["k"], "w");
+    s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&edited, "11"))));
+    let again = s.plan_with_claims("t", &settings());
+    assert!(again.plan.ops.is_empty());
+    s.remember_verified(again.claims);
+    assert!(s.plan_with_claims("t", &settings()).claims.is_empty());
+
+    // Someone edits the copy: a new cache entry, compared afresh.
+    let mut drifted = echo(&edited, "12");
+    drifted.data["data"] = json!({"k": "by hand"});
+    s.apply_copies(&cm_kind(), Event::Apply(cached(drifted)));
+    let repaired = apply_body(&s.plan("t", &settings()));
+    assert_eq!(repaired["data"]["k"], "w");
+}
+
+/// The cached form built from the typed object equals the JSON form made
+/// compact: the planner sees the same object either way.
+#[test]
+fn a_cached_copy_is_its_json_form_made_compact() {
+    let cases = [
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "t", "uid": "u", "resourceVersion": "3",
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"a": "1"}, "annotations": {"b": "2"},
+                "finalizers": ["example.com/hold"], "deletionTimestamp": "2026-01-02T00:00:00Z",
+                "ownerReferences": [{"apiVersion": "v1", "kind": "X", "name": "o", "uid": "x"}],
+                "managedFields": written_by_mirra()},
+            "data": {"k": "v"}}),
+        json!({"metadata": {"name": "bare"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "t"},
+            "binaryData": {"x": "AA=="}, "immutable": true}),
+    ];
+    for case in cases {
+        let obj: DynamicObject = serde_json::from_value(case.clone()).unwrap();
+        let typed = observed_from_dynamic(obj.clone(), &configmaps()).unwrap();
+        let mut json_form = serde_json::to_value(&obj).unwrap();
+        json_form["apiVersion"] = json!("v1");
+        json_form["kind"] = json!("ConfigMap");
+        let mut expected = ObservedObject::from_json(json_form).unwrap();
+        expected.compact();
+        assert_eq!(typed, expected, "{case}");
+    }
+    let nameless: DynamicObject =
+        serde_json::from_value(json!({"metadata": {"namespace": "t"}})).unwrap();
+    assert!(observed_from_dynamic(nameless, &configmaps()).is_none());
 }

@@ -11,8 +11,11 @@ use super::*;
 pub(super) struct Want<'c> {
     pub(super) config: &'c CompiledConfig,
     pub(super) item: ItemRef,
+    pub(super) sync_item: &'c SyncTemplate,
     pub(super) target: ObjectRef,
-    pub(super) body: Value,
+    /// The rendered copy; `None` when the lookup vouched that the cached
+    /// object is in step with it (rendered only if a write needs it).
+    pub(super) body: Option<Value>,
     pub(super) contenders: Vec<ConfigRef>,
 }
 
@@ -110,7 +113,21 @@ pub fn plan_namespace_full(
         for item in &spec.sync_items {
             let item_ref = ItemRef::Sync(item.index);
             let cluster = cluster_scoped(&item.api_version, &item.kind);
-            let copy = if cluster && !item.name.contains(PROJECT_NAME) {
+            // A copy the lookup vouches for is not rendered: only its
+            // target is needed, to find contenders. Rendering is what a
+            // plan costs (templating, canonical JSON, hashing), and an
+            // edit of one SyncConfig re-plans every namespace it selects.
+            let vouched = (!cluster)
+                .then(|| ObjectRef {
+                    api_version: item.api_version.clone(),
+                    kind: item.kind.clone(),
+                    namespace: name.to_string(),
+                    name: template_str(&item.name, name),
+                })
+                .filter(|t| observed.verified(&t.key(), &config.key, item_ref));
+            let copy = if let Some(target) = vouched {
+                Ok((target, None))
+            } else if cluster && !item.name.contains(PROJECT_NAME) {
                 Err(format!(
                     "{} is cluster-scoped and its name {:?} does not contain {PROJECT_NAME}: \
                      every selected namespace would want the same object (a conflict), so \
@@ -120,6 +137,7 @@ pub fn plan_namespace_full(
             } else {
                 desired_copy(config, item, name)
                     .map(|c| if cluster { cluster_copy(c, name) } else { c })
+                    .map(|c| (c.target, Some(c.body)))
             };
             match copy {
                 Err(reason) => outcomes.push(ItemOutcome {
@@ -138,14 +156,14 @@ pub fn plan_namespace_full(
                     state: OutcomeState::Failed { reason },
                     contenders: Vec::new(),
                 }),
-                Ok(copy) => {
-                    let key = copy.target.key();
+                Ok((target, body)) => {
+                    let key = target.key();
                     if let Some(winner) = wants.get_mut(&key) {
                         winner.contenders.push(config.key.clone());
                         outcomes.push(ItemOutcome {
                             config: config.key.clone(),
                             item: item_ref,
-                            target: copy.target,
+                            target,
                             state: OutcomeState::Conflict {
                                 winner: winner.config.key.clone(),
                                 winner_item: winner.item,
@@ -158,8 +176,9 @@ pub fn plan_namespace_full(
                             Want {
                                 config,
                                 item: item_ref,
-                                target: copy.target,
-                                body: copy.body,
+                                sync_item: item,
+                                target,
+                                body,
                                 contenders: Vec::new(),
                             },
                         );
@@ -170,17 +189,29 @@ pub fn plan_namespace_full(
     }
 
     let mut applies = Vec::new();
+    let mut verified = Vec::new();
     for (key, want) in &wants {
         let seen = observed.get(key);
         // An object that existed before mirra's apply stays marked as
         // adopted; one whose marks mirra did not write is adopted now.
         let adopting = seen.is_some_and(|o| o.adopted() || !o.marks_by_mirra);
-        let adopted_body;
-        let body = if adopting {
-            adopted_body = with_adopted_mark(&want.body);
-            &adopted_body
-        } else {
-            &want.body
+        let rendered = || -> Option<Value> {
+            let body = match &want.body {
+                Some(b) => b.clone(),
+                // Vouched for, and needed after all: rendered now. The
+                // same inputs rendered before, so this does not fail.
+                None => desired_copy(want.config, want.sync_item, name).ok()?.body,
+            };
+            Some(if adopting {
+                with_adopted_mark(&body)
+            } else {
+                body
+            })
+        };
+        let in_step = |o: &ObservedObject| match &want.body {
+            None => true,
+            Some(b) if adopting => o.holds(&with_adopted_mark(b)),
+            Some(b) => o.holds(b),
         };
         let state = match seen {
             Some(o) if let Some(reason) = foreign_owner(o, honoured) => {
@@ -193,17 +224,27 @@ pub fn plan_namespace_full(
                 Some(reason) => OutcomeState::Failed { reason },
                 None => OutcomeState::Terminating,
             },
-            Some(o) if is_subset(body, &o.body) => OutcomeState::InSync,
-            _ => {
-                applies.push(Op::Apply {
-                    target: want.target.clone(),
-                    body: body.clone(),
-                    config: want.config.key.clone(),
-                    force_recreate: want.config.force_recreate,
-                    check_adoption: seen.is_none(),
-                });
-                OutcomeState::Applied
+            Some(o) if in_step(o) => {
+                if want.body.is_some() {
+                    verified.push((want.target.clone(), want.config.key.clone(), want.item));
+                }
+                OutcomeState::InSync
             }
+            _ => match rendered() {
+                Some(body) => {
+                    applies.push(Op::Apply {
+                        target: want.target.clone(),
+                        body,
+                        config: want.config.key.clone(),
+                        force_recreate: want.config.force_recreate,
+                        check_adoption: seen.is_none(),
+                    });
+                    OutcomeState::Applied
+                }
+                None => OutcomeState::Failed {
+                    reason: "the copy could not be rendered again".into(),
+                },
+            },
         };
         let mut contenders = want.contenders.clone();
         contenders.sort();
@@ -378,7 +419,11 @@ pub fn plan_namespace_full(
     ops.extend(releases);
     ops.extend(deletes.into_values());
     outcomes.sort_by(|a, b| (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target)));
-    NamespacePlan { ops, outcomes }
+    NamespacePlan {
+        ops,
+        outcomes,
+        verified,
+    }
 }
 
 /// `body` with [`ADOPTED_ANNOTATION`] set, so that an adopted copy keeps

@@ -71,6 +71,81 @@ impl ObservedObject {
         })
     }
 
+    /// Whether every field of the copy `desired` is present and equal in
+    /// this object: [`is_subset`] of the object's JSON, with its identity
+    /// (apiVersion, kind, name, namespace), labels and annotations read
+    /// from their fields, so that the same answer holds after
+    /// [`ObservedObject::compact`].
+    pub fn holds(&self, desired: &Value) -> bool {
+        let Value::Object(d) = desired else {
+            return is_subset(desired, &self.body);
+        };
+        d.iter().all(|(k, dv)| match k.as_str() {
+            "apiVersion" => str_holds(dv, &self.api_version),
+            "kind" => str_holds(dv, &self.kind),
+            "metadata" => self.metadata_holds(dv),
+            _ => match self.body.get(k) {
+                Some(ov) => is_subset(dv, ov),
+                None => is_empty(dv),
+            },
+        })
+    }
+
+    fn metadata_holds(&self, desired: &Value) -> bool {
+        let rest = self.body.get("metadata");
+        let Value::Object(d) = desired else {
+            return match rest {
+                Some(ov) => is_subset(desired, ov),
+                None => is_empty(desired),
+            };
+        };
+        d.iter().all(|(k, dv)| match k.as_str() {
+            "name" => str_holds(dv, &self.name),
+            "namespace" => str_holds(dv, &self.namespace),
+            "labels" => map_holds(dv, &self.labels),
+            "annotations" => map_holds(dv, &self.annotations),
+            _ => match rest.and_then(|m| m.get(k)) {
+                Some(ov) => is_subset(dv, ov),
+                None => is_empty(dv),
+            },
+        })
+    }
+
+    /// Drops from the body what the fields hold already (identity, labels,
+    /// annotations) and what no plan reads (uid, resourceVersion,
+    /// timestamps, managedFields): the form a cache keeps, once per copy.
+    /// [`ObservedObject::holds`] answers as before; `body` alone no longer
+    /// shows the whole object.
+    pub fn compact(&mut self) {
+        let Value::Object(top) = &mut self.body else {
+            return;
+        };
+        top.shift_remove("apiVersion");
+        top.shift_remove("kind");
+        let empty = match top.get_mut("metadata") {
+            Some(Value::Object(meta)) => {
+                for field in [
+                    "name",
+                    "namespace",
+                    "labels",
+                    "annotations",
+                    "managedFields",
+                    "uid",
+                    "resourceVersion",
+                    "creationTimestamp",
+                    "generation",
+                ] {
+                    meta.shift_remove(field);
+                }
+                meta.is_empty()
+            }
+            _ => false,
+        };
+        if empty {
+            top.shift_remove("metadata");
+        }
+    }
+
     /// The object's identity.
     pub fn key(&self) -> ObjectKey {
         ObjectKey {
@@ -119,6 +194,42 @@ impl ObservedObject {
     }
 }
 
+/// [`is_subset`] of an identity field (apiVersion, kind, name,
+/// namespace): empty when the JSON did not have it.
+fn str_holds(desired: &Value, observed: &str) -> bool {
+    if observed.is_empty() {
+        return is_empty(desired);
+    }
+    value_holds(desired, observed)
+}
+
+/// [`is_subset`] of a string value the JSON had (a label, an annotation).
+fn value_holds(desired: &Value, observed: &str) -> bool {
+    match desired {
+        Value::String(d) if d == observed => true,
+        _ => is_subset(desired, &Value::String(observed.to_string())),
+    }
+}
+
+/// [`is_subset`] of a string map the object keeps as a field (labels,
+/// annotations).
+fn map_holds(desired: &Value, observed: &BTreeMap<String, String>) -> bool {
+    match desired {
+        Value::Object(d) => d.iter().all(|(k, dv)| match observed.get(k) {
+            Some(ov) => value_holds(dv, ov),
+            None => is_empty(dv),
+        }),
+        _ if observed.is_empty() => is_empty(desired),
+        _ => {
+            let as_json = observed
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect();
+            is_subset(desired, &Value::Object(as_json))
+        }
+    }
+}
+
 /// Read access to the objects the caches hold for ONE namespace: mirra's
 /// copies (found by its label) and the objects named by deleteItems.
 pub trait ObservedLookup {
@@ -127,6 +238,15 @@ pub trait ObservedLookup {
     /// Every cached object of the namespace. Objects of other namespaces
     /// are ignored by the planner.
     fn objects(&self) -> Box<dyn Iterator<Item = &ObservedObject> + '_>;
+    /// Whether an earlier plan found the cached object `key`, exactly as
+    /// cached now, in step with the copy `config`'s `item` wants, and the
+    /// SyncConfig has not changed since. The planner then takes it as in
+    /// step without rendering the copy again; the caller must forget the
+    /// claim when either side changes (see [`NamespacePlan::verified`]).
+    fn verified(&self, key: &ObjectKey, config: &ConfigRef, item: ItemRef) -> bool {
+        let _ = (key, config, item);
+        false
+    }
 }
 
 /// A simple in-memory [`ObservedLookup`], ordered by identity. Used by
@@ -187,5 +307,141 @@ impl ObservedLookup for ObservedSet {
 
     fn objects(&self) -> Box<dyn Iterator<Item = &ObservedObject> + '_> {
         Box::new(self.objects.values())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn scalar() -> impl Strategy<Value = Value> + Clone {
+        prop_oneof![
+            Just(Value::Null),
+            Just(json!("")),
+            Just(json!("a")),
+            Just(json!("b")),
+            Just(json!(0)),
+            Just(json!(1)),
+            Just(json!(false)),
+        ]
+    }
+
+    /// A map over a few keys, each maybe absent.
+    fn map_of(
+        values: impl Strategy<Value = Value> + Clone,
+    ) -> impl Strategy<Value = Value> + Clone {
+        proptest::collection::btree_map(prop_oneof![Just("x"), Just("y"), Just("z")], values, 0..3)
+            .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
+    }
+
+    fn string() -> impl Strategy<Value = Value> + Clone {
+        prop_oneof![Just(json!("")), Just(json!("a")), Just(json!("b"))]
+    }
+
+    /// An object as a server sends it: identity, string labels and
+    /// annotations, server fields, finalizers, content.
+    fn observed() -> impl Strategy<Value = Value> {
+        (
+            prop_oneof![Just("v1"), Just("apps/v1")],
+            prop_oneof![Just("ConfigMap"), Just("Secret")],
+            prop_oneof![Just("n1"), Just("n2")],
+            proptest::option::of(prop_oneof![Just("t"), Just("u")]),
+            proptest::option::of(map_of(string())),
+            proptest::option::of(map_of(string())),
+            proptest::option::of(Just(json!(["example.com/hold"]))),
+            map_of(scalar()),
+        )
+            .prop_map(
+                |(api_version, kind, name, ns, labels, annotations, finalizers, data)| {
+                    let mut meta = json!({"name": name, "uid": "u-1", "resourceVersion": "7",
+                    "creationTimestamp": "2026-01-01T00:00:00Z",
+                    "managedFields": [{"manager": "x"}]});
+                    if let Some(ns) = ns {
+                        meta["namespace"] = json!(ns);
+                    }
+                    if let Some(l) = labels {
+                        meta["labels"] = l;
+                    }
+                    if let Some(a) = annotations {
+                        meta["annotations"] = a;
+                    }
+                    if let Some(f) = finalizers {
+                        meta["finalizers"] = f;
+                    }
+                    json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "data": data})
+                },
+            )
+    }
+
+    /// A desired copy: any subset of those fields, with values that may
+    /// match, differ, or be empty.
+    fn desired() -> impl Strategy<Value = Value> {
+        (
+            proptest::option::of(prop_oneof![
+                Just(json!("v1")),
+                Just(json!("apps/v1")),
+                Just(json!(""))
+            ]),
+            proptest::option::of(prop_oneof![Just(json!("ConfigMap")), Just(json!("Secret"))]),
+            proptest::option::of(prop_oneof![
+                Just(json!("n1")),
+                Just(json!("n2")),
+                Just(json!(""))
+            ]),
+            proptest::option::of(prop_oneof![
+                Just(json!("t")),
+                Just(json!("")),
+                Just(Value::Null)
+            ]),
+            proptest::option::of(map_of(scalar())),
+            proptest::option::of(map_of(scalar())),
+            proptest::option::of(prop_oneof![
+                Just(json!([])),
+                Just(json!(["example.com/hold"]))
+            ]),
+            proptest::option::of(map_of(scalar())),
+        )
+            .prop_map(
+                |(api_version, kind, name, ns, labels, annotations, finalizers, data)| {
+                    let mut meta = serde_json::Map::new();
+                    let mut top = serde_json::Map::new();
+                    let fields = [
+                        ("name", name),
+                        ("namespace", ns),
+                        ("labels", labels),
+                        ("annotations", annotations),
+                        ("finalizers", finalizers),
+                    ];
+                    for (k, v) in fields {
+                        if let Some(v) = v {
+                            meta.insert(k.into(), v);
+                        }
+                    }
+                    for (k, v) in [("apiVersion", api_version), ("kind", kind), ("data", data)] {
+                        if let Some(v) = v {
+                            top.insert(k.into(), v);
+                        }
+                    }
+                    top.insert("metadata".into(), Value::Object(meta));
+                    Value::Object(top)
+                },
+            )
+    }
+
+    proptest! {
+        /// `holds` answers exactly as `is_subset` of the whole JSON, before
+        /// and after `compact`.
+        #[test]
+        fn holds_is_is_subset_before_and_after_compact(o in observed(), d in desired()) {
+            let expected = is_subset(&d, &o);
+            let mut obj = ObservedObject::from_json(o).unwrap();
+            prop_assert_eq!(obj.holds(&d), expected);
+            obj.compact();
+            prop_assert_eq!(obj.holds(&d), expected);
+            prop_assert!(obj.body.get("apiVersion").is_none());
+        }
     }
 }

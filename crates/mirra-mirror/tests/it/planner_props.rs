@@ -13,7 +13,9 @@ use std::collections::BTreeSet;
 
 use common::{Store, TestNs, foreign};
 use mirra_mirror::template::template_str;
-use mirra_mirror::{CompiledConfig, ConfigRef, DeleteCause, ObjectKey, Op, plan_namespace_scoped};
+use mirra_mirror::{
+    CompiledConfig, ConfigRef, DeleteCause, ItemRef, ObjectKey, Op, plan_namespace_scoped,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -389,6 +391,128 @@ proptest! {
         prop_assert!(!round_scoped(&namespaces, &scoped, &mut store, &none, &honoured)?);
         prop_assert_eq!(foreign_copies(&store), before);
     }
+}
+
+/// A lookup that vouches for the copies an earlier plan verified, as the
+/// controller's cache does, while neither the object nor the SyncConfig
+/// changed.
+struct Vouching<'a> {
+    set: &'a mirra_mirror::ObservedSet,
+    claims: &'a BTreeSet<(ObjectKey, ConfigRef, ItemRef)>,
+}
+
+impl mirra_mirror::ObservedLookup for Vouching<'_> {
+    fn get(&self, key: &ObjectKey) -> Option<&mirra_mirror::ObservedObject> {
+        self.set.get(key)
+    }
+
+    fn objects(&self) -> Box<dyn Iterator<Item = &mirra_mirror::ObservedObject> + '_> {
+        self.set.objects()
+    }
+
+    fn verified(&self, key: &ObjectKey, config: &ConfigRef, item: ItemRef) -> bool {
+        self.claims.contains(&(key.clone(), config.clone(), item))
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Vouching changes what a plan costs, never what it decides: at every
+    /// round, before and after the SyncConfigs change, a plan that trusts
+    /// the claims of earlier plans (forgotten when their object is written
+    /// or their SyncConfig changes) has the same writes and outcomes as
+    /// one that renders everything.
+    #[test]
+    fn vouched_copies_plan_exactly_as_rendered_ones(
+        namespaces in gen_namespaces(),
+        before in proptest::collection::vec(gen_config(), 1..4),
+        after in proptest::collection::vec(gen_config(), 0..4),
+        foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
+    ) {
+        let mut store = Store::default();
+        for (i, (ns, name)) in foreign_objects.iter().enumerate() {
+            let ns = NAMESPACES[*ns];
+            store.insert(foreign("ConfigMap", ns, &FOREIGN_NAMES[*name].replace("{ns}", ns), &format!("foreign-{i}")));
+        }
+        let before: Vec<CompiledConfig> = before.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let after: Vec<CompiledConfig> = after.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let mut claims: BTreeSet<(ObjectKey, ConfigRef, ItemRef)> = BTreeSet::new();
+        let none = |_: &str| false;
+        for configs in [&before, &after] {
+            // A SyncConfig that changed (or went) loses its claims.
+            claims.retain(|(_, c, _)| {
+                before.iter().find(|b| b.key == *c).map(|b| format!("{b:?}"))
+                    == configs.iter().find(|a| a.key == *c).map(|a| format!("{a:?}"))
+            });
+            for _ in 0..4 {
+                for ns in &namespaces {
+                    let observed = store.view(&ns.name);
+                    let rendered = plan_namespace_scoped(Some(&ns.view()), configs, &observed, &none, &|_| true);
+                    let vouching = Vouching { set: &observed, claims: &claims };
+                    let trusted = plan_namespace_scoped(Some(&ns.view()), configs, &vouching, &none, &|_| true);
+                    prop_assert_eq!(&trusted.ops, &rendered.ops);
+                    prop_assert_eq!(&trusted.outcomes, &rendered.outcomes);
+                    // Only what was not vouched for is verified again.
+                    for v in &trusted.verified {
+                        let claim = (v.0.key(), v.1.clone(), v.2);
+                        prop_assert!(!claims.contains(&claim), "verified again: {:?}", v);
+                        prop_assert!(rendered.verified.contains(v));
+                    }
+                    for op in &rendered.ops {
+                        claims.retain(|(k, _, _)| *k != op.target().key());
+                        store.apply(op);
+                    }
+                    claims.extend(trusted.verified.iter().map(|(t, c, i)| (t.key(), c.clone(), *i)));
+                }
+            }
+        }
+    }
+}
+
+/// The claim is trusted, not re-checked: a copy vouched for is in step
+/// even if its content differs (which the caller prevents by forgetting
+/// claims on every change). So the test above compares real work.
+#[test]
+fn a_vouched_copy_is_not_rendered_or_compared() {
+    let spec = json!({"namespaceSelector": {"matchNames": ["a"]},
+        "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s1"}, "data": {"v": "1"}}]});
+    let configs = vec![common::config_with("c0", 0, spec, true)];
+    let ns = TestNs::new("a");
+    let none = |_: &str| false;
+    let mut store = Store::default();
+    let first = plan_namespace_scoped(Some(&ns.view()), &configs, &store.view("a"), &none, &|_| {
+        true
+    });
+    for op in &first.ops {
+        store.apply(op);
+    }
+    let settled =
+        plan_namespace_scoped(Some(&ns.view()), &configs, &store.view("a"), &none, &|_| {
+            true
+        });
+    assert!(settled.ops.is_empty());
+    assert_eq!(settled.verified.len(), 1, "{settled:?}");
+    let claims: BTreeSet<_> = settled
+        .verified
+        .iter()
+        .map(|(t, c, i)| (t.key(), c.clone(), *i))
+        .collect();
+
+    // The copy drifts; rendering would find it, the vouched plan does not.
+    let mut drifted = store.view("a");
+    let mut copy = drifted.iter().next().unwrap().clone();
+    copy.body["data"]["v"] = json!("drifted");
+    drifted.insert(copy);
+    let rendered = plan_namespace_scoped(Some(&ns.view()), &configs, &drifted, &none, &|_| true);
+    assert_eq!(rendered.ops.len(), 1, "rendering sees the drift");
+    let vouching = Vouching {
+        set: &drifted,
+        claims: &claims,
+    };
+    let trusted = plan_namespace_scoped(Some(&ns.view()), &configs, &vouching, &none, &|_| true);
+    assert!(trusted.ops.is_empty(), "the claim stood for the comparison");
+    assert!(trusted.verified.is_empty());
 }
 
 mod turns {
