@@ -279,6 +279,27 @@ fn settle_scoped(
     Err(TestCaseError::fail("the plan did not settle in 3 rounds"))
 }
 
+/// A store holding the pre-existing objects (namespace and name indexes),
+/// and the SyncConfigs before and after the change.
+fn setup(
+    foreign_objects: &[(usize, usize)],
+    before: &[GenConfig],
+    after: &[GenConfig],
+) -> (Store, Vec<CompiledConfig>, Vec<CompiledConfig>) {
+    let mut store = Store::default();
+    for (i, (ns, name)) in foreign_objects.iter().enumerate() {
+        let ns = NAMESPACES[*ns];
+        store.insert(foreign(
+            "ConfigMap",
+            ns,
+            &FOREIGN_NAMES[*name].replace("{ns}", ns),
+            &format!("foreign-{i}"),
+        ));
+    }
+    let compile = |gs: &[GenConfig]| gs.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+    (store, compile(before), compile(after))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
@@ -289,13 +310,7 @@ proptest! {
         after in proptest::collection::vec(gen_config(), 0..4),
         foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
     ) {
-        let mut store = Store::default();
-        for (i, (ns, name)) in foreign_objects.iter().enumerate() {
-            let ns = NAMESPACES[*ns];
-            store.insert(foreign("ConfigMap", ns, &FOREIGN_NAMES[*name].replace("{ns}", ns), &format!("foreign-{i}")));
-        }
-        let before: Vec<CompiledConfig> = before.iter().enumerate().map(|(i, g)| build(i, g)).collect();
-        let after: Vec<CompiledConfig> = after.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let (mut store, before, after) = setup(&foreign_objects, &before, &after);
         let none = BTreeSet::new();
         for configs in [&before, &after] {
             settle(&namespaces, configs, &mut store, &none)?;
@@ -338,13 +353,7 @@ proptest! {
         foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
         excluded in proptest::collection::btree_set(0..NAMESPACES.len(), 1..3),
     ) {
-        let mut store = Store::default();
-        for (i, (ns, name)) in foreign_objects.iter().enumerate() {
-            let ns = NAMESPACES[*ns];
-            store.insert(foreign("ConfigMap", ns, &FOREIGN_NAMES[*name].replace("{ns}", ns), &format!("foreign-{i}")));
-        }
-        let before: Vec<CompiledConfig> = before.iter().enumerate().map(|(i, g)| build(i, g)).collect();
-        let after: Vec<CompiledConfig> = after.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let (mut store, before, after) = setup(&foreign_objects, &before, &after);
         let none = BTreeSet::new();
         // Copies written while nothing was excluded, then a namespace put
         // out of reach: its copies stay as they are, even when the configs
@@ -430,13 +439,7 @@ proptest! {
         after in proptest::collection::vec(gen_config(), 0..4),
         foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
     ) {
-        let mut store = Store::default();
-        for (i, (ns, name)) in foreign_objects.iter().enumerate() {
-            let ns = NAMESPACES[*ns];
-            store.insert(foreign("ConfigMap", ns, &FOREIGN_NAMES[*name].replace("{ns}", ns), &format!("foreign-{i}")));
-        }
-        let before: Vec<CompiledConfig> = before.iter().enumerate().map(|(i, g)| build(i, g)).collect();
-        let after: Vec<CompiledConfig> = after.iter().enumerate().map(|(i, g)| build(i, g)).collect();
+        let (mut store, before, after) = setup(&foreign_objects, &before, &after);
         let mut claims: BTreeSet<(ObjectKey, ConfigRef, ItemRef)> = BTreeSet::new();
         let none = |_: &str| false;
         for configs in [&before, &after] {
