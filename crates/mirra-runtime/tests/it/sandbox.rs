@@ -84,6 +84,19 @@ async fn assert_never_both(a: &watch::Receiver<bool>, b: &watch::Receiver<bool>,
     }
 }
 
+/// Every Lease request answers 500, which kube's client does not retry:
+/// each renewal fails.
+async fn fail_lease_writes(sandbox: &kube_sandbox::Sandbox) {
+    sandbox
+        .inject(kube_sandbox::FaultRule {
+            resource: Some("leases.coordination.k8s.io".into()),
+            status: Some(500),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn exactly_one_leads_and_the_other_takes_over_on_release() {
     let (_sandbox, client) = sandbox().await;
@@ -148,14 +161,7 @@ async fn leader_steps_down_when_renewals_fail_and_returns_after() {
     wait_for("a leads", || async { *a.leading.borrow() }).await;
 
     // 500 is not retried by kube's client, so every attempt fails.
-    sandbox
-        .inject(kube_sandbox::FaultRule {
-            resource: Some("leases.coordination.k8s.io".into()),
-            status: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    fail_lease_writes(&sandbox).await;
     wait_for("a steps down", || async { !*a.leading.borrow() }).await;
 
     sandbox.clear_faults().await;
@@ -306,14 +312,7 @@ async fn the_fence_opens_only_with_the_write_timeout_left_of_the_lease() {
 
     // Renewals refused: the deadline stops moving, and the fence closes
     // for a 500 ms write no later than 500 ms before the step-down.
-    sandbox
-        .inject(kube_sandbox::FaultRule {
-            resource: Some("leases.coordination.k8s.io".into()),
-            status: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    fail_lease_writes(&sandbox).await;
     wait_for("fence closes", || async { short.check().is_err() }).await;
     let left = lease.remaining();
     assert!(
