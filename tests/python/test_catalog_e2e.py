@@ -4,9 +4,11 @@ kubectl) and the consul-sandbox (checked with the Python Consul client)."""
 
 import json
 import os
+import socket
 import subprocess
 import textwrap
 import time
+import urllib.error
 import urllib.request
 
 import consul
@@ -263,3 +265,64 @@ def test_metrics_bind_where_told(kube_sandbox, consul_sandbox, kubectl):
     )
     assert bad.returncode != 0
     assert "invalid metrics address \"localhost\"" in bad.stderr, bad.stderr
+
+
+def test_a_dry_run_lists_the_registrations_on_the_health_port_and_writes_nothing(
+        kubectl, consul_sandbox):
+    kubectl("apply", "-f", "-", input=SERVICE)
+
+    def stats():
+        with urllib.request.urlopen(consul_sandbox.url + "/v1/sandbox/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    before = stats()["raft_applies"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(
+        [
+            mirra_bin(), "sync-catalog", "-dry-run",
+            "-k8s-default-sync=true",
+            "-allow-k8s-namespace=*",
+            "-consul-node-name", "cluster-a",
+            f"-http-addr={consul_sandbox.url}",
+            f"-listen=127.0.0.1:{port}",
+            "-metrics-port=0",
+        ],
+        env=dict(kubectl.env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        def planned():
+            try:
+                with urllib.request.urlopen(url + "/preview", timeout=10) as r:
+                    doc = json.loads(r.read())
+            except (urllib.error.URLError, ConnectionError):
+                return None
+            writes = doc["controllers"][0]["writes"]
+            services = [w for w in writes if w["kind"] == "ConsulService"]
+            return doc if len(services) == 2 else None
+
+        doc = wait_for("two planned registrations", planned)
+        assert doc["quiet"] is False
+        writes = doc["controllers"][0]["writes"]
+        kinds = sorted((w["kind"], w["operation"], w["reason"]) for w in writes)
+        assert ("ConsulNode", "register", "missing") in kinds, kinds
+        assert kinds.count(("ConsulService", "register", "new-instance")) == 2, kinds
+        # Consul's own service would come back as an ExternalName Service.
+        assert ("Service", "apply", "missing") in kinds, kinds
+        with urllib.request.urlopen(url + "/preview?format=text", timeout=10) as r:
+            table = r.read().decode()
+        assert table.startswith("catalog: "), table
+        assert "new-instance" in table
+
+        host, cport = consul_sandbox.addr.split(":")
+        c = consul.Consul(host=host, port=int(cport))
+        _, nodes = c.catalog.service("cart")
+        assert nodes == []
+        assert stats()["raft_applies"] == before, "a preview never writes"
+        services = json.loads(kubectl("get", "services", "-n", "default", "-o", "json").stdout)
+        assert [s["metadata"]["name"] for s in services["items"]] == ["kubernetes"]
+        assert proc.poll() is None, proc.stderr.read()
+    finally:
+        stop_process(proc)

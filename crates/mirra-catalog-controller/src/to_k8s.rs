@@ -63,14 +63,22 @@ enum PassError {
 /// Keeps the write namespace's ExternalName Services in step with Consul
 /// until `shutdown`, every write through `fence`. Sets `ready` once both
 /// sides have been read once.
+/// In a dry run (`preview`), each pass's writes are reported there
+/// instead of sent.
 pub async fn run_to_k8s(
     kube: kube::Client,
     consul: mirra_consul::Client,
     sync: SyncSettings,
     fence: WriteFence,
+    preview: Option<mirra_runtime::Preview>,
     ready: ReadyFlag,
     shutdown: CancellationToken,
 ) {
+    let fence = if preview.is_some() {
+        fence.dry_run()
+    } else {
+        fence
+    };
     let namespace = sync.k8s_write_namespace.clone();
     let api: Api<Service> = Api::namespaced(kube, &namespace);
     // With backoff: a failing list or watch is retried after a growing
@@ -140,7 +148,7 @@ pub async fn run_to_k8s(
                 };
                 ready.set_ready();
                 dirty = false;
-                match sync_once(&fence, &api, &cache, consul_now, &sync).await {
+                match sync_once(&fence, preview.as_ref(), &api, &cache, consul_now, &sync).await {
                     Ok(()) => failures = 0,
                     Err(e) => {
                         failures = failures.saturating_add(1);
@@ -161,6 +169,7 @@ pub async fn run_to_k8s(
 /// failed write; the caller retries the whole (re-computed) plan.
 async fn sync_once(
     fence: &WriteFence,
+    preview: Option<&mirra_runtime::Preview>,
     api: &Api<Service>,
     cache: &Cache<Service>,
     consul_services: &ServiceTags,
@@ -177,6 +186,15 @@ async fn sync_once(
     let plan = plan_k8s(&desired.services, &existing, sync);
     for name in &plan.conflicts {
         tracing::warn!(service = %name, "a Service without the consul=true label has this name; left alone");
+    }
+    if let Some(preview) = preview {
+        let writes = plan
+            .ops
+            .iter()
+            .map(|op| planned_write(op, &existing, sync))
+            .collect();
+        preview.replace(PREVIEW_SCOPE, writes);
+        return Ok(());
     }
     for op in plan.ops {
         match op {
@@ -216,4 +234,67 @@ async fn sync_once(
         }
     }
     Ok(())
+}
+
+/// The preview scope of the ExternalName Services: every pass plans them
+/// all.
+const PREVIEW_SCOPE: &str = "externalname services";
+
+/// A dry run's report of one planned ExternalName write.
+fn planned_write(
+    op: &K8sOp,
+    existing: &BTreeMap<String, Service>,
+    sync: &SyncSettings,
+) -> mirra_runtime::PlannedWrite {
+    let (operation, reason, name, diff) = match op {
+        K8sOp::Create(svc) => (
+            "apply",
+            "missing",
+            svc.metadata.name.clone().unwrap_or_default(),
+            Vec::new(),
+        ),
+        K8sOp::Update(svc) => {
+            let name = svc.metadata.name.clone().unwrap_or_default();
+            let as_json = |s: Option<&Service>| {
+                s.and_then(|s| serde_json::to_value(s).ok())
+                    .unwrap_or_default()
+            };
+            let desired = as_json(Some(svc));
+            let observed = as_json(existing.get(&name));
+            let diff = ["spec", "metadata"]
+                .iter()
+                .flat_map(|part| {
+                    mirra_runtime::preview::short_diff(
+                        &prefixed(part, &desired),
+                        &prefixed(part, &observed),
+                        false,
+                        4,
+                    )
+                })
+                .collect();
+            ("apply", "differs", name, diff)
+        }
+        K8sOp::Delete { name, .. } => ("delete", "not-in-consul", name.clone(), Vec::new()),
+    };
+    mirra_runtime::PlannedWrite {
+        kind: "Service".into(),
+        namespace: sync.k8s_write_namespace.clone(),
+        name,
+        operation,
+        reason,
+        diff,
+    }
+}
+
+/// `{part: v[part]}`, so that a diff names the part. For `metadata` only
+/// the labels and annotations a plan sets count.
+fn prefixed(part: &str, v: &serde_json::Value) -> serde_json::Value {
+    let mut inner = v.get(part).cloned().unwrap_or_default();
+    if part == "metadata" {
+        inner = serde_json::json!({
+            "labels": inner.get("labels").cloned().unwrap_or_default(),
+            "annotations": inner.get("annotations").cloned().unwrap_or_default(),
+        });
+    }
+    serde_json::json!({ part: inner })
 }

@@ -35,6 +35,7 @@ use crate::watches;
 use crate::write::{self, WriteFailure};
 
 mod events;
+mod preview;
 mod status;
 mod verify;
 
@@ -43,7 +44,7 @@ use status::*;
 use verify::*;
 
 /// The name of the queue and controller in metrics.
-const CONTROLLER: &str = "mirror";
+pub(crate) const CONTROLLER: &str = "mirror";
 
 /// How long a worker waits before retrying a key that arrived before the
 /// caches were complete. 50 ms: start-up lists take tens of milliseconds on
@@ -122,7 +123,13 @@ pub async fn run(
         backoff_base: settings.backoff_base,
         backoff_cap: settings.backoff_cap,
     })?;
-    let fence = WriteFence::new(settings.lease.clone(), settings.write_timeout);
+    let mut fence = WriteFence::new(settings.lease.clone(), settings.write_timeout);
+    if settings.preview.is_some() {
+        tracing::warn!(
+            "dry run (--dry-run): nothing will be written; planned writes are logged and listed on /preview"
+        );
+        fence = fence.dry_run();
+    }
     let events = mirra_runtime::events::EventRecorder::new(client.clone(), fence.clone(), "mirra");
     let state = State::new(&settings);
     let shared = Arc::new(Shared {
@@ -204,6 +211,18 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
     let Some((ops, mut outcomes)) = prepared else {
         return Outcome::RetryAfter(NOT_READY_RETRY);
     };
+    if let Some(preview) = &shared.settings.preview {
+        // Every write of the plan, not one pass's share: the real run
+        // sends them all, over as many passes as it takes.
+        let writes = shared.with_state(|s| {
+            ops.iter()
+                .map(|(op, _)| preview::planned_write(op, s.observed_target(op).as_deref()))
+                .collect()
+        });
+        preview.replace(namespace, writes);
+        shared.with_state(|s| s.store_outcomes(namespace, outcomes, Instant::now()));
+        return Outcome::Success;
+    }
     // One pass sends a bounded number of writes, SyncConfigs taking turns;
     // the rest wait for the next pass of this namespace, which follows at
     // once, behind whatever else is queued.

@@ -176,6 +176,17 @@ pub struct RunArgs {
     /// are still pruned. Kinds mirra may not list are skipped silently.
     #[arg(long = "no-startup-sweep")]
     pub no_startup_sweep: bool,
+
+    /// Preview instead of sync: watch, cache and plan as usual, but send no
+    /// write at all (no apply, delete, status, Event or Lease). Each write
+    /// that would be sent is logged ("dry run: would write", with what
+    /// differs), counted in mirra_dry_run_planned_writes and listed on
+    /// /preview of the health port (JSON; ?format=text for a table). Run it
+    /// beside espejo before switching: a quiet preview means the switch
+    /// writes nothing. Cannot be combined with --leader-elect (a preview
+    /// never takes the Lease).
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
 }
 
 /// Default of `--max-copies-per-syncconfig`.
@@ -364,6 +375,9 @@ pub struct Settings {
     /// take before it is cancelled and retried; also how much of the Lease
     /// must be left for a write to be sent at all.
     pub write_timeout: Duration,
+    /// A dry run (`--dry-run`): every write is reported here instead of
+    /// sent.
+    pub preview: Option<mirra_runtime::Preview>,
 }
 
 /// Default of [`Settings::write_timeout`]. 10 s: an apply answers in
@@ -429,6 +443,7 @@ impl Settings {
             startup_sweep: true,
             lease: LeaseDeadline::always(),
             write_timeout: DEFAULT_WRITE_TIMEOUT,
+            preview: None,
         }
     }
 
@@ -596,6 +611,9 @@ impl Settings {
         s.watch_retry_base = Duration::from_millis(args.watch_retry_initial_ms);
         s.watch_retry_cap = Duration::from_millis(args.watch_retry_max_ms);
         s.startup_sweep = !args.no_startup_sweep;
+        s.preview = args
+            .dry_run
+            .then(|| mirra_runtime::Preview::new(crate::engine::CONTROLLER));
         Ok(s)
     }
 }

@@ -66,6 +66,7 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
+                    watch_answered(&shared, NAMESPACE_HINTS.resource);
                     let keys = shared.with_state(|s| s.apply_namespace(event));
                     shared.enqueue(keys);
                 }
@@ -111,6 +112,7 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
                 while let Some(item) = next_or_cancel(&shared, &mut stream).await {
                     match item {
                         Ok(event) => {
+                            watch_answered(&shared, SYNCCONFIG_HINTS.resource);
                             report_undecodable(&shared, &event);
                             let (keys, kinds_changed) =
                                 shared.with_state(|s| s.apply_config(&name, event, Instant::now()));
@@ -178,6 +180,12 @@ const NAMESPACE_HINTS: WatchHints = WatchHints {
 /// stays false until the watch has listed.
 fn watch_error(shared: &Shared, hints: &WatchHints, f: &WatchFailure) {
     shared.metrics.error("watch");
+    if let Some(preview) = &shared.settings.preview {
+        preview.unreadable(
+            hints.resource,
+            Some(mirra_runtime::watch::explain(hints, f)),
+        );
+    }
     tracing::warn!(
         watch = hints.resource,
         cause = f.cause().as_str(),
@@ -188,10 +196,21 @@ fn watch_error(shared: &Shared, hints: &WatchHints, f: &WatchFailure) {
     );
 }
 
+/// A watch that answered again: in a dry run, its earlier failure no
+/// longer makes the preview incomplete.
+fn watch_answered(shared: &Shared, what: &str) {
+    if let Some(preview) = &shared.settings.preview {
+        preview.unreadable(what, None);
+    }
+}
+
 /// The copy and deleteItem watches name their resource at run time, so
 /// their line is built here rather than from static hints.
 fn dynamic_watch_error(shared: &Shared, what: &str, f: &WatchFailure) {
     shared.metrics.error("watch");
+    if let Some(preview) = &shared.settings.preview {
+        preview.unreadable(what, Some(f.error.to_string()));
+    }
     tracing::warn!(
         watch = what,
         cause = f.cause().as_str(),
@@ -266,6 +285,7 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> T
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
+                    watch_answered(&shared, &kind.1);
                     // Converted here, outside the state lock, once per
                     // event: plans then share the cached form.
                     let Some(event) = crate::state::cached_event(event, &ar) else {
@@ -308,6 +328,7 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
         while let Some(item) = next_or_cancel(&shared, &mut stream).await {
             match item {
                 Ok(event) => {
+                    watch_answered(&shared, &format!("deleteItems ({})", ar.kind));
                     let keys = shared.with_state(|s| {
                         let mut keys = s.set_delete_unavailable(&id, None);
                         keys.extend(s.apply_delete_watch(&id, event));
@@ -316,7 +337,7 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
                     shared.enqueue(keys);
                 }
                 Err(f) => {
-                    dynamic_watch_error(&shared, "deleteItems", &f);
+                    dynamic_watch_error(&shared, &format!("deleteItems ({})", ar.kind), &f);
                     if let Some(u) = refusal(&ar, &f.error) {
                         let keys = shared.with_state(|s| s.set_delete_unavailable(&id, Some(u)));
                         shared.enqueue(keys);

@@ -49,6 +49,11 @@ pub enum FenceError {
     /// applied it: callers' writes are idempotent or preconditioned).
     #[error("the write did not finish within {0:?} and was cancelled")]
     TimedOut(Duration),
+    /// A dry run (`--dry-run`): nothing is ever sent. The controllers
+    /// report their writes to the preview instead of sending them; this
+    /// refusal is the second line, for any write that was not.
+    #[error("dry run: write not sent")]
+    DryRun,
 }
 
 impl FenceError {
@@ -57,6 +62,7 @@ impl FenceError {
         match self {
             FenceError::NotLeading | FenceError::TooLittleLeft { .. } => "fenced",
             FenceError::TimedOut(_) => "write_timeout",
+            FenceError::DryRun => "dry_run",
         }
     }
 }
@@ -67,12 +73,25 @@ impl FenceError {
 pub struct WriteFence {
     lease: LeaseDeadline,
     timeout: Duration,
+    dry_run: bool,
 }
 
 impl WriteFence {
     /// A fence for requests of at most `timeout` under `lease`.
     pub fn new(lease: LeaseDeadline, timeout: Duration) -> Self {
-        Self { lease, timeout }
+        Self {
+            lease,
+            timeout,
+            dry_run: false,
+        }
+    }
+
+    /// The same fence refusing every write ([`FenceError::DryRun`]).
+    pub fn dry_run(self) -> Self {
+        Self {
+            dry_run: true,
+            ..self
+        }
     }
 
     /// The request timeout this fence requires and enforces.
@@ -83,6 +102,10 @@ impl WriteFence {
     /// Whether a request started now would end while the lease is surely
     /// held. A refusal is counted in `mirra_fenced_writes_total`.
     pub fn check(&self) -> Result<(), FenceError> {
+        if self.dry_run {
+            tracing::error!("a write reached the fence in a dry run; not sent");
+            return Err(FenceError::DryRun);
+        }
         let refusal = match self.lease.remaining() {
             None => FenceError::NotLeading,
             Some(left) if left >= self.timeout => return Ok(()),
@@ -129,6 +152,18 @@ mod tests {
             .await;
         assert_eq!(slow, Err(FenceError::TimedOut(Duration::from_secs(10))));
         assert_eq!(slow.unwrap_err().class(), "write_timeout");
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_fence_sends_nothing() {
+        let fence = WriteFence::new(LeaseDeadline::always(), Duration::from_secs(10)).dry_run();
+        let sent = std::sync::atomic::AtomicBool::new(false);
+        let r = fence
+            .send(async { sent.store(true, std::sync::atomic::Ordering::SeqCst) })
+            .await;
+        assert_eq!(r, Err(FenceError::DryRun));
+        assert_eq!(FenceError::DryRun.class(), "dry_run");
+        assert!(!sent.load(std::sync::atomic::Ordering::SeqCst));
     }
 
     #[tokio::test]

@@ -9,6 +9,9 @@
 //! | `/health/ready`           | the same as consul-k8s answers it: 204 when ready,  |
 //! |                           | 500 (with the same names) otherwise                 |
 //! | `/metrics`                | the prometheus-client registry as OpenMetrics text  |
+//! | `/preview`                | in a dry run, what the controllers would write      |
+//! |                           | (JSON, or a text table with `?format=text`); 404    |
+//! |                           | otherwise (see `preview`)                           |
 //!
 //! Readiness means "full knowledge": a controller that has not seen the
 //! initial list of everything it depends on must not prune, and its pod
@@ -195,21 +198,28 @@ impl Readiness {
 struct AppState {
     readiness: Readiness,
     registry: Arc<Registry>,
+    previews: Arc<[crate::preview::Preview]>,
 }
 
 /// The OpenMetrics content type prometheus-client's text encoder produces.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The router alone, for embedding into another server.
-pub fn router(readiness: Readiness, registry: Arc<Registry>) -> Router {
+pub fn router(
+    readiness: Readiness,
+    registry: Arc<Registry>,
+    previews: Vec<crate::preview::Preview>,
+) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/health/ready", get(ready_consul_k8s))
         .route("/metrics", get(metrics))
+        .route("/preview", get(preview))
         .with_state(AppState {
             readiness,
             registry,
+            previews: previews.into(),
         })
 }
 
@@ -246,6 +256,38 @@ async fn ready_consul_k8s(State(st): State<AppState>) -> Response {
     }
 }
 
+/// The dry-run previews: one JSON document over every controller of the
+/// process, or the text table with `?format=text`.
+async fn preview(State(st): State<AppState>, uri: axum::http::Uri) -> Response {
+    if st.previews.is_empty() {
+        return (
+            StatusCode::NOT_FOUND,
+            "not a dry run: start the controller with --dry-run to preview its writes\n",
+        )
+            .into_response();
+    }
+    let text = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .any(|kv| kv == "format=text");
+    if text {
+        return (
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            crate::preview::text(&st.previews),
+        )
+            .into_response();
+    }
+    let controllers: Vec<serde_json::Value> = st.previews.iter().map(|p| p.summary()).collect();
+    let quiet = controllers.iter().all(|c| c["quiet"] == true);
+    let body = serde_json::json!({"dryRun": true, "quiet": quiet, "controllers": controllers});
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        format!("{body}\n"),
+    )
+        .into_response()
+}
+
 async fn metrics(State(st): State<AppState>) -> Response {
     let mut body = String::new();
     match prometheus_client::encoding::text::encode(&mut body, &st.registry) {
@@ -268,12 +310,13 @@ pub async fn serve_health(
     listener: TcpListener,
     readiness: Readiness,
     registry: Arc<Registry>,
+    previews: Vec<crate::preview::Preview>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), HealthError> {
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "serving health and metrics");
     }
-    axum::serve(listener, router(readiness, registry))
+    axum::serve(listener, router(readiness, registry, previews))
         .with_graceful_shutdown(shutdown)
         .await?;
     Ok(())
@@ -291,6 +334,17 @@ mod tests {
         tokio::sync::oneshot::Sender<()>,
         tokio::task::JoinHandle<Result<(), HealthError>>,
     ) {
+        start_with(readiness, Vec::new()).await
+    }
+
+    async fn start_with(
+        readiness: Readiness,
+        previews: Vec<crate::preview::Preview>,
+    ) -> (
+        String,
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<Result<(), HealthError>>,
+    ) {
         let mut registry = Registry::default();
         let c: Counter = Counter::default();
         c.inc();
@@ -302,6 +356,7 @@ mod tests {
             listener,
             readiness,
             Arc::new(registry),
+            previews,
             async move {
                 let _ = rx.await;
             },
@@ -414,7 +469,58 @@ mod tests {
 
         let missing = http.get(format!("{url}/nope")).send().await.unwrap();
         assert_eq!(missing.status(), 404);
+        let no_preview = http.get(format!("{url}/preview")).send().await.unwrap();
+        assert_eq!(no_preview.status(), 404, "not a dry run");
+        assert!(no_preview.text().await.unwrap().contains("--dry-run"));
 
+        stop.send(()).unwrap();
+        task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_preview_is_served_as_json_and_as_text() {
+        let mirror = crate::preview::Preview::new("mirror");
+        let catalog = crate::preview::Preview::new("catalog");
+        let (url, stop, task) =
+            start_with(Readiness::new(), vec![mirror.clone(), catalog.clone()]).await;
+        let http = reqwest::Client::new();
+        let get = |q: &'static str| {
+            let http = http.clone();
+            let url = url.clone();
+            async move { http.get(format!("{url}/preview{q}")).send().await.unwrap() }
+        };
+        let quiet: serde_json::Value = get("").await.json().await.unwrap();
+        assert_eq!(quiet["quiet"], true);
+        assert_eq!(quiet["controllers"][1]["controller"], "catalog");
+
+        mirror.replace(
+            "team-a",
+            vec![crate::preview::PlannedWrite {
+                kind: "ConfigMap".into(),
+                namespace: "team-a".into(),
+                name: "settings".into(),
+                operation: "apply",
+                reason: "create-or-adopt",
+                diff: Vec::new(),
+            }],
+        );
+        let r = get("").await;
+        assert_eq!(
+            r.headers()[reqwest::header::CONTENT_TYPE],
+            "application/json"
+        );
+        let body = r.text().await.unwrap();
+        assert!(body.ends_with("}\n"), "{body}");
+        let loud: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(loud["quiet"], false);
+        assert_eq!(loud["controllers"][0]["writes"][0]["name"], "settings");
+
+        let text = get("?format=text").await.text().await.unwrap();
+        assert!(text.starts_with("mirror: 1 planned write(s)\n"), "{text}");
+        assert!(
+            text.contains("catalog: 0 planned write(s), quiet"),
+            "{text}"
+        );
         stop.send(()).unwrap();
         task.await.unwrap().unwrap();
     }

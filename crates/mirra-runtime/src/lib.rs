@@ -11,7 +11,8 @@
 //!                                        ratelimit (kube client layer), metrics
 //! leader::LeaderElector publishes who leads and until when; campaign runs a
 //! controller only while leading; fence::WriteFence is checked by every
-//! writer right before it sends; health serves /healthz, /readyz, /metrics;
+//! writer right before it sends; health serves /healthz, /readyz, /metrics
+//! and, in a dry run, /preview (what preview keeps instead of sending);
 //! task::TaskGuard stops a spawned watch when its owner drops it;
 //! events::EventRecorder records warning Events, counted per object and
 //! reason; trim drops
@@ -33,6 +34,7 @@ pub mod fence;
 pub mod health;
 pub mod leader;
 pub mod metrics;
+pub mod preview;
 pub mod queue;
 pub mod ratelimit;
 pub mod task;
@@ -45,6 +47,7 @@ pub use fence::{FenceError, WriteFence};
 pub use health::{HealthError, Readiness, ReadyCondition, ReadyFlag, serve_health};
 pub use leader::{LeaderConfig, LeaderElector, LeaderError, LeaseDeadline, default_identity};
 pub use metrics::{LeaderMetrics, Metrics};
+pub use preview::{PlannedWrite, Preview};
 pub use queue::{Outcome, QueueConfig, QueueError, WorkQueue};
 pub use ratelimit::{RateLimitConfig, RateLimitError, RateLimitLayer};
 pub use task::TaskGuard;

@@ -12,10 +12,15 @@ use crate::serve;
 
 /// `mirra run`: the mirror controller.
 pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
+    serve::check_dry_run(&args.serve.client, args.mirror.dry_run, "--dry-run")?;
     let settings = mirra_mirror_controller::Settings::from_args(&args.mirror)?;
     let client = serve::kube_client(&args.serve.client).await?;
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
+    let previews: Vec<_> = settings.preview.iter().cloned().collect();
+    for p in &previews {
+        p.register(&mut registry);
+    }
     let leader_metrics = LeaderMetrics::register(&mut registry);
     let readiness = Readiness::new();
     let ready = readiness.register("mirror");
@@ -26,6 +31,7 @@ pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
         args.serve.health_addr,
         readiness.clone(),
         registry,
+        previews,
         stop.clone(),
     )
     .await?;
@@ -60,6 +66,7 @@ pub async fn mirror(args: RunCommandArgs) -> anyhow::Result<()> {
 /// (with `-to-k8s`, on by default as in consul-k8s) Consul services back as
 /// ExternalName Services.
 pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
+    serve::check_dry_run(&args.serve.client, args.catalog.dry_run, "-dry-run")?;
     let settings = mirra_catalog_controller::Settings::from_args(&args.catalog)?;
     let (to_consul, to_k8s) = (settings.sync.to_consul, settings.sync.to_k8s);
     anyhow::ensure!(
@@ -79,6 +86,10 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = mirra_catalog_controller::register_metrics(&mut registry);
     let leader_metrics = LeaderMetrics::register(&mut registry);
+    let previews: Vec<_> = settings.preview.iter().cloned().collect();
+    for p in &previews {
+        p.register(&mut registry);
+    }
     let readiness = Readiness::new();
     let ready = to_consul.then(|| readiness.register("catalog"));
     let ready_k8s = to_k8s.then(|| readiness.register("to-k8s"));
@@ -91,6 +102,7 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
         args.serve.listen,
         readiness.clone(),
         registry,
+        previews,
         stop.clone(),
     )
     .await?;
@@ -124,6 +136,7 @@ pub async fn catalog(args: SyncCatalogCommandArgs) -> anyhow::Result<()> {
                         settings.lease.clone(),
                         settings.kube_write_timeout,
                     ),
+                    settings.preview.clone(),
                     ready,
                     token.child_token(),
                 ))

@@ -199,6 +199,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
             catalog_settings.lease.clone(),
             catalog_settings.kube_write_timeout,
         ),
+        None,
         readiness.register("to-k8s"),
         stop.clone(),
     ));
@@ -215,6 +216,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
         args.health_listen,
         readiness,
         registry,
+        Vec::new(),
         stop.clone(),
     )
     .await?;

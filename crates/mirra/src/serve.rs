@@ -135,6 +135,7 @@ pub async fn start_health(
     health_addr: SocketAddr,
     readiness: Readiness,
     registry: Registry,
+    previews: Vec<mirra_runtime::Preview>,
     stop: CancellationToken,
 ) -> anyhow::Result<Vec<SocketAddr>> {
     let mut bound = Vec::new();
@@ -150,11 +151,12 @@ pub async fn start_health(
         bound.push(listener.local_addr()?);
         let readiness = readiness.clone();
         let registry = registry.clone();
+        let previews = previews.clone();
         let stop = stop.clone();
         tokio::spawn(async move {
             let shutdown = async move { stop.cancelled().await };
             if let Err(e) =
-                mirra_runtime::serve_health(listener, readiness, registry, shutdown).await
+                mirra_runtime::serve_health(listener, readiness, registry, previews, shutdown).await
             {
                 tracing::error!(error = %e, %addr, "health server failed");
             }
@@ -183,6 +185,18 @@ pub fn cancel_on_signal(token: CancellationToken) {
 pub fn fence_budget(args: &ClientArgs) -> Option<std::time::Duration> {
     args.leader_elect
         .then(|| LeaderConfig::new("", "", "").fence_budget())
+}
+
+/// Refuses `--dry-run` with `--leader-elect`: a preview never takes the
+/// Lease (taking it would stop the leader it runs beside, or be a write).
+pub fn check_dry_run(args: &ClientArgs, dry_run: bool, flag: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !(dry_run && args.leader_elect),
+        "{flag} cannot be combined with --leader-elect: a preview never takes the \
+         leader-election Lease (taking it would be a write, and would stop the replicas \
+         it runs beside); run the preview as a single replica without --leader-elect"
+    );
+    Ok(())
 }
 
 /// Refuses a request timeout that leader election's fence would never let

@@ -53,6 +53,7 @@ use crate::writer::TxnWriter;
 use crate::writer::task::sleep_until_opt;
 
 mod pass;
+mod preview;
 mod rounds;
 
 use rounds::Engine;

@@ -105,7 +105,11 @@ impl Engine {
             pass.just_flushed = false;
             if pass.next < pass.keys.len() {
                 let end = (pass.next + PASS_CHUNK).min(pass.keys.len());
-                let round = self.index.plan_pass_chunk(&pass.keys[pass.next..end]);
+                let chunk = &pass.keys[pass.next..end];
+                let round = self.index.plan_pass_chunk(chunk);
+                if let Some(preview) = &self.settings.preview {
+                    super::preview::report(preview, &self.index, chunk, &round.planned);
+                }
                 pass.next = end;
                 self.report_plan(&round);
                 pass.events.extend(round.events);
@@ -118,6 +122,9 @@ impl Engine {
                 // were written.
                 let orphans = self.index.plan_orphans();
                 self.report_plan(&orphans);
+                if let Some(preview) = &self.settings.preview {
+                    super::preview::report_orphans(preview, &self.index, &orphans.planned);
+                }
                 pass.pending.extend(orphans.planned);
                 pass.orphans_planned = true;
             }

@@ -192,6 +192,9 @@ impl Engine {
         }
         let round = self.index.plan_round(&keys);
         self.report_plan(&round);
+        if let Some(preview) = &self.settings.preview {
+            super::preview::report(preview, &self.index, &keys, &round.planned);
+        }
         let forget: Vec<String> = round
             .touched()
             .into_iter()

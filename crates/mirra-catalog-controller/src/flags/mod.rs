@@ -120,6 +120,17 @@ pub struct SyncCatalogArgs {
     #[arg(long = "purge-k8s-services-from-node", default_value = "false", num_args = 0..=1,
           require_equals = true, default_missing_value = "true", value_parser = go_bool)]
     pub purge_k8s_services_from_node: bool,
+    /// Preview instead of sync: watch Kubernetes and Consul and plan as
+    /// usual, but write nothing (no transaction, Consul namespace, Event,
+    /// ExternalName Service or Lease). Each write that would be sent is
+    /// logged ("dry run: would write"), counted in
+    /// mirra_dry_run_planned_writes and listed on /preview of the -listen
+    /// and metrics ports (JSON; ?format=text for a table). Run it beside
+    /// consul-k8s before switching: a quiet preview means the switch writes
+    /// nothing. Not with -purge-k8s-services-from-node or --leader-elect.
+    #[arg(long = "dry-run", default_value = "false", num_args = 0..=1,
+          require_equals = true, default_missing_value = "true", value_parser = go_bool)]
+    pub dry_run: bool,
     /// Quiet time after a Service's last event before it is synced; events
     /// within the window (a rollout) share transactions. Go duration.
     #[arg(long = "debounce", default_value = "100ms", value_parser = go_duration)]
@@ -407,6 +418,12 @@ pub enum SettingsError {
     /// `-metrics-path` other than `/metrics`.
     #[error("-metrics-path {0:?} is not supported: metrics are served at /metrics only")]
     MetricsPath(String),
+    /// `-dry-run` with `-purge-k8s-services-from-node`.
+    #[error(
+        "-dry-run cannot be combined with -purge-k8s-services-from-node: the purge is a write \
+         of every instance mirra owns on its node, which a preview would only list"
+    )]
+    DryRunPurge,
 }
 
 /// Everything the engine needs, validated. Build it with
@@ -455,6 +472,9 @@ pub struct Settings {
     /// `-consul-cross-namespace-acl-policy`: linked as a policy default of
     /// every Consul namespace mirra creates (empty: none).
     pub cross_namespace_acl_policy: String,
+    /// A dry run (`-dry-run`): every write is reported here instead of
+    /// sent.
+    pub preview: Option<mirra_runtime::Preview>,
 }
 
 /// Default of [`Settings::kube_write_timeout`]: 10 s, as the mirror
@@ -497,6 +517,7 @@ impl Settings {
             repair_backoff_cap: crate::repair::DEFAULT_REPAIR_BACKOFF_CAP,
             repair_quiet: crate::repair::DEFAULT_REPAIR_QUIET,
             cross_namespace_acl_policy: String::new(),
+            preview: None,
         }
     }
 
@@ -565,6 +586,12 @@ impl Settings {
         s.purge = args.purge_k8s_services_from_node;
         if args.enable_namespaces {
             s.cross_namespace_acl_policy = args.consul_cross_namespace_acl_policy.clone();
+        }
+        if args.dry_run {
+            if args.purge_k8s_services_from_node {
+                return Err(SettingsError::DryRunPurge);
+            }
+            s.preview = Some(mirra_runtime::Preview::new("catalog"));
         }
         Ok(s)
     }

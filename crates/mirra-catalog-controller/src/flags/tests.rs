@@ -234,6 +234,35 @@ fn bad_values_are_clear_errors() {
 }
 
 #[test]
+fn dry_run_in_every_spelling_and_never_with_a_purge() {
+    let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
+    assert!(s.preview.is_none());
+    for args in [
+        &["-dry-run"][..],
+        &["-dry-run=true"],
+        &["--dry-run"],
+        &["--dry-run=true"],
+    ] {
+        let s = Settings::from_args(&parse(args).unwrap()).unwrap();
+        assert_eq!(
+            s.preview.map(|p| p.controller()),
+            Some("catalog"),
+            "{args:?}"
+        );
+    }
+    let s = Settings::from_args(&parse(&["-dry-run=false"]).unwrap()).unwrap();
+    assert!(s.preview.is_none());
+    assert!(parse(&["-dry-run=maybe"]).is_err());
+    let e = Settings::from_args(&parse(&["-dry-run", "-purge-k8s-services-from-node"]).unwrap())
+        .unwrap_err();
+    assert!(matches!(e, SettingsError::DryRunPurge), "{e}");
+    assert!(
+        e.to_string().contains("-purge-k8s-services-from-node"),
+        "{e}"
+    );
+}
+
+#[test]
 fn port_layout_flag_in_both_spellings_and_its_default() {
     let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
     assert_eq!(s.sync.port_layout, PortLayout::Single);

@@ -38,6 +38,7 @@
 //! the job), touch the work queue, or retry individual HTTP requests
 //! (mirra-consul does).
 
+mod dry_run;
 mod namespaces;
 mod reread;
 mod send;
@@ -117,6 +118,10 @@ pub struct TxnWriter {
     namespace_failures: HashMap<String, HashSet<ServiceKey>>,
     /// `-consul-cross-namespace-acl-policy` (empty: none).
     cross_namespace_acl_policy: String,
+    /// A dry run: nothing is sent; the node and the Consul namespaces the
+    /// writes would create are reported here (the event loop reports the
+    /// registrations).
+    preview: Option<mirra_runtime::Preview>,
 }
 
 impl TxnWriter {
@@ -127,10 +132,15 @@ impl TxnWriter {
         settings: &Settings,
         metrics: CatalogMetrics,
     ) -> Self {
-        let kube_fence = WriteFence::new(settings.lease.clone(), settings.kube_write_timeout);
+        let mut kube_fence = WriteFence::new(settings.lease.clone(), settings.kube_write_timeout);
+        let mut fence = WriteFence::new(settings.lease.clone(), consul.request_timeout());
+        if settings.preview.is_some() {
+            kube_fence = kube_fence.dry_run();
+            fence = fence.dry_run();
+        }
         Self {
             events: WarningEvents::new(kube, kube_fence, metrics.clone()),
-            fence: WriteFence::new(settings.lease.clone(), consul.request_timeout()),
+            fence,
             consul,
             metrics,
             node: settings.sync.consul_node_name.clone(),
@@ -145,6 +155,7 @@ impl TxnWriter {
             known_namespaces: HashSet::new(),
             namespace_failures: HashMap::new(),
             cross_namespace_acl_policy: settings.cross_namespace_acl_policy.clone(),
+            preview: settings.preview.clone(),
         }
     }
 

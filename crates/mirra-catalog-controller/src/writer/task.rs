@@ -200,6 +200,9 @@ pub(crate) async fn sleep_until_opt(at: Option<Instant>) {
 
 impl TxnWriter {
     async fn run_job(&mut self, job: Job, reports: &Reports) {
+        if self.preview.is_some() {
+            return self.run_job_dry(job, reports).await;
+        }
         match job {
             Job::Write(job) => {
                 self.forget_too_large(job.forget);

@@ -13,7 +13,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use mirra_catalog::service_id;
 use mirra_catalog_controller::register_metrics;
-use mirra_consul::{ConsulConfig, HealthCheck, QueryOptions, RegisterRequest};
+use mirra_consul::{ConsulConfig, QueryOptions, RegisterRequest};
 use mirra_testkit::is_warning;
 use serde_json::json;
 
@@ -21,7 +21,10 @@ use crate::common;
 
 // The shared fixtures, except the Consul client: these tests keep the
 // client's own retries (common's client makes one attempt per request).
-use common::{kube, sample, settings, start, start_with_metrics, sync_settings, wait_for};
+use common::{
+    kube, register_like_consul_k8s, sample, settings, start, start_with_metrics, sync_settings,
+    wait_for,
+};
 
 async fn consul() -> (consul_sandbox::Sandbox, mirra_consul::Client) {
     let sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
@@ -347,47 +350,6 @@ async fn check_changed_by_someone_else_is_seen_and_restored_with_one_write() {
     // Theirs, then exactly one repair of ours.
     assert_eq!(csb.stats().raft_applies - before, 2);
     ctl.stop().await;
-}
-
-/// Registers an instance the way consul-k8s does: one catalog/register per
-/// instance, carrying the node, the service and its readiness check.
-async fn register_like_consul_k8s(
-    c: &mirra_consul::Client,
-    r: &mirra_catalog::Registration,
-    node: &str,
-) {
-    let check = r.check.as_ref().map(|ch| HealthCheck {
-        node: node.into(),
-        check_id: ch.check_id.clone(),
-        name: ch.name().into(),
-        status: ch.status.as_str().into(),
-        output: ch.output().into(),
-        service_id: ch.service_id.clone(),
-        service_name: r.name.clone(),
-        r#type: ch.check_type().into(),
-        ..HealthCheck::default()
-    });
-    let req = RegisterRequest {
-        node: node.into(),
-        address: "127.0.0.1".into(),
-        node_meta: [("external-source".to_owned(), "kubernetes".to_owned())].into(),
-        service: Some(mirra_consul::Service {
-            id: r.id.clone(),
-            service: r.name.clone(),
-            tags: r.tags.clone(),
-            address: r.address.clone(),
-            meta: r.meta.clone(),
-            port: r.port,
-            weights: Some(mirra_consul::Weights {
-                passing: r.weights.passing,
-                warning: r.weights.warning,
-            }),
-            ..mirra_consul::Service::default()
-        }),
-        check,
-        ..RegisterRequest::default()
-    };
-    c.register(&req).await.unwrap();
 }
 
 #[tokio::test]

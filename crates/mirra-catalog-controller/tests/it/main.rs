@@ -11,6 +11,7 @@ mod catalog_faults;
 mod catalog_mapping_parity;
 mod catalog_namespaces;
 mod catalog_ports;
+mod catalog_preview;
 mod catalog_repair;
 mod common;
 mod fault_matrix;

@@ -62,6 +62,15 @@ fn start_with(
     consul_url: &str,
     sync: SyncSettings,
 ) -> (Running, mirra_runtime::ReadyFlag) {
+    start_previewing(kube, consul_url, sync, None)
+}
+
+fn start_previewing(
+    kube: &kube::Client,
+    consul_url: &str,
+    sync: SyncSettings,
+    preview: Option<mirra_runtime::Preview>,
+) -> (Running, mirra_runtime::ReadyFlag) {
     let consul = mirra_consul::Client::new(ConsulConfig::new(consul_url).unwrap()).unwrap();
     let readiness = Readiness::new();
     let ready = readiness.register("to-k8s");
@@ -74,6 +83,7 @@ fn start_with(
             mirra_runtime::LeaseDeadline::always(),
             Duration::from_secs(10),
         ),
+        preview,
         ready.clone(),
         stop.clone(),
     ));
@@ -513,4 +523,73 @@ async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
     running.stop.cancel();
     running.task.await.unwrap();
     assert_eq!(writes(&sb.kube_sb), before, "in step: nothing rewritten");
+}
+
+/// A dry run lists the ExternalName Services the real run then writes,
+/// and writes none itself.
+#[tokio::test]
+async fn a_preview_lists_the_external_name_services_and_writes_none() {
+    let kube_sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
+        .await
+        .unwrap();
+    let kube = kube::Client::try_from(kube::Config::new(kube_sb.url().parse().unwrap())).unwrap();
+    let consul_sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
+        .await
+        .unwrap();
+    let consul = mirra_consul::Client::new(ConsulConfig::new(&consul_sb.url()).unwrap()).unwrap();
+    consul.register(&register("ext", "db", &[])).await.unwrap();
+    consul
+        .register(&register("k8s-sync", "web", &["k8s"]))
+        .await
+        .unwrap();
+    let preview = mirra_runtime::Preview::new("catalog");
+    let (running, _ready) = start_previewing(
+        &kube,
+        &consul_sb.url(),
+        SyncSettings::default(),
+        Some(preview.clone()),
+    );
+    wait_for("db planned", || async {
+        preview.writes().iter().any(|w| w.name == "db")
+    })
+    .await;
+    let planned: Vec<_> = preview
+        .writes()
+        .into_iter()
+        .map(|w| (w.kind, w.namespace, w.name, w.operation, w.reason))
+        .collect();
+    // Consul's own `consul` service comes back as well, as consul-k8s's.
+    let planned_names: Vec<String> = planned.iter().map(|p| p.2.clone()).collect();
+    assert_eq!(planned_names, vec!["consul".to_string(), "db".to_string()]);
+    assert!(
+        planned
+            .iter()
+            .all(|p| p.0 == "Service" && p.1 == "default" && p.3 == "apply" && p.4 == "missing"),
+        "{planned:?}"
+    );
+    assert_eq!(writes(&kube_sb), 0, "a preview writes nothing");
+    running.stop.cancel();
+    running.task.await.unwrap();
+
+    let (running, _ready) = start(&kube, &consul_sb.url());
+    let services: Api<Service> = Api::namespaced(kube.clone(), "default");
+    let ours = ListParams::default().labels("consul=true");
+    wait_for("both written", || async {
+        services.list(&ours).await.unwrap().items.len() == 2
+    })
+    .await;
+    let names: Vec<String> = services
+        .list(&ours)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.metadata.name)
+        .collect();
+    assert_eq!(
+        names, planned_names,
+        "the real run writes what the preview listed"
+    );
+    assert_eq!(writes(&kube_sb), 2);
+    running.stop.cancel();
+    running.task.await.unwrap();
 }

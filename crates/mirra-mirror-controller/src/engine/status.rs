@@ -64,6 +64,31 @@ pub(super) async fn write_status(shared: &Shared, w: StatusWrite) {
     } = w;
     let key = &key;
     let previous = previous.as_ref();
+    if let Some(preview) = &shared.settings.preview {
+        // What the status would become, against what it is: reported, and
+        // taken as written so the same status is not planned again.
+        let diff = mirra_runtime::preview::short_diff(
+            &serde_json::to_value(&new).unwrap_or_default(),
+            &previous
+                .and_then(|p| serde_json::to_value(p).ok())
+                .unwrap_or_else(|| json!({})),
+            false,
+            8,
+        );
+        preview.replace(
+            &format!("status {}/{}", key.namespace, key.name),
+            vec![mirra_runtime::PlannedWrite {
+                kind: mirra_mirror::resource::KIND.to_string(),
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                operation: "patch-status",
+                reason: "status",
+                diff,
+            }],
+        );
+        shared.with_state(|s| s.status_written(key, new, base, None, &deletes_shown));
+        return;
+    }
     // The answer is decoded as a ConfigObject so that a SyncConfig nested
     // too deep for the decoder still gets its status.
     let api: Api<ConfigObject> = Api::namespaced_with(

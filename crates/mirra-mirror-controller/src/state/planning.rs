@@ -233,6 +233,17 @@ impl State {
         }
     }
 
+    /// The cached form of the object `op` writes, when the caches hold it
+    /// (a dry run's report says what differs).
+    pub fn observed_target(&self, op: &Op) -> Option<Arc<ObservedObject>> {
+        let t = op.target();
+        self.kinds
+            .get(&(t.api_version.clone(), t.kind.clone()))?
+            .copies
+            .get(scope(&t.namespace), &t.name)
+            .map(|c| c.observed.clone())
+    }
+
     /// Where to send `op`, and what the cache holds of its object.
     pub fn write_target(&self, op: &Op) -> Option<WriteTarget> {
         let t = op.target();

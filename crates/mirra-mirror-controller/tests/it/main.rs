@@ -15,5 +15,6 @@ mod leader;
 mod limits;
 mod normalised;
 mod ownership;
+mod preview;
 mod restart;
 mod safety;

@@ -141,6 +141,25 @@ fn help_texts() {
     );
 }
 
+/// A preview never takes the leader-election Lease: asking for both is
+/// refused at start, before anything connects anywhere.
+#[test]
+fn a_dry_run_is_refused_with_leader_election() {
+    let out = mirra(&[
+        "run",
+        "--dry-run",
+        "--leader-elect",
+        "--watch-namespace",
+        "ops",
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--dry-run cannot be combined with --leader-elect"),
+        "{stderr}"
+    );
+}
+
 /// The chart runs `consul-k8s-control-plane sync-catalog ...` from its
 /// shell; an image with a link of that name to mirra runs the same
 /// command as `mirra sync-catalog ...`.

@@ -486,6 +486,47 @@ impl Writes {
 
 // ----- consul-k8s's registrations, written by hand -------------------------
 
+/// Registers an instance the way consul-k8s does: one catalog/register per
+/// instance, carrying the node, the service and its readiness check.
+pub async fn register_like_consul_k8s(
+    c: &mirra_consul::Client,
+    r: &mirra_catalog::Registration,
+    node: &str,
+) {
+    let check = r.check.as_ref().map(|ch| mirra_consul::HealthCheck {
+        node: node.into(),
+        check_id: ch.check_id.clone(),
+        name: ch.name().into(),
+        status: ch.status.as_str().into(),
+        output: ch.output().into(),
+        service_id: ch.service_id.clone(),
+        service_name: r.name.clone(),
+        r#type: ch.check_type().into(),
+        ..mirra_consul::HealthCheck::default()
+    });
+    let req = mirra_consul::RegisterRequest {
+        node: node.into(),
+        address: "127.0.0.1".into(),
+        node_meta: [("external-source".to_owned(), "kubernetes".to_owned())].into(),
+        service: Some(mirra_consul::Service {
+            id: r.id.clone(),
+            service: r.name.clone(),
+            tags: r.tags.clone(),
+            address: r.address.clone(),
+            meta: r.meta.clone(),
+            port: r.port,
+            weights: Some(mirra_consul::Weights {
+                passing: r.weights.passing,
+                warning: r.weights.warning,
+            }),
+            ..mirra_consul::Service::default()
+        }),
+        check,
+        ..mirra_consul::RegisterRequest::default()
+    };
+    c.register(&req).await.unwrap();
+}
+
 /// The `CatalogRegistration` consul-k8s sends for one instance, as its Go
 /// client marshals it (empty fields included), written by hand from
 /// consul-k8s's `to-consul/resource.go` rather than from mirra's mapping.

@@ -1,0 +1,207 @@
+//! Dry runs (`-dry-run`) beside what consul-k8s leaves in Consul: quiet
+//! when the layout flags match, every instance a rewrite when they do
+//! not, exactly the writes the real run then makes, and not one Raft
+//! apply of its own.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::Api;
+use mirra_catalog::{PortLayout, SyncSettings};
+use mirra_catalog_controller::Settings;
+use mirra_consul::RegisterRequest;
+use mirra_runtime::Preview;
+
+use crate::common::*;
+
+const NODE: &str = "k8s-sync";
+
+/// `web` (five ready endpoints) as consul-k8s registered it, with the
+/// mapping of `sync`.
+async fn as_consul_k8s_left_it(k: &kube::Client, c: &mirra_consul::Client, sync: &SyncSettings) {
+    cluster_ip(k, "default", "web", serde_json::json!({})).await;
+    let addrs = ips("10.4.0", 5);
+    put_slice(k, "default", "web", "web-1", &eps(&addrs)).await;
+    let svc: Service = Api::namespaced(k.clone(), "default")
+        .get("web")
+        .await
+        .unwrap();
+    let slice: EndpointSlice = Api::namespaced(k.clone(), "default")
+        .get("web-1")
+        .await
+        .unwrap();
+    let out =
+        mirra_catalog::desired_for_service(&svc, &[&slice], &mirra_catalog::NoNodes, &[], sync);
+    assert_eq!(out.registrations.len(), 5);
+    for r in &out.registrations {
+        register_like_consul_k8s(c, r, NODE).await;
+    }
+}
+
+fn dry_run(sync: SyncSettings) -> (Settings, Preview) {
+    let mut s = settings(sync);
+    let preview = Preview::new("catalog");
+    s.preview = Some(preview.clone());
+    (s, preview)
+}
+
+/// The preview's writes as `(kind, name, operation, reason)`, once they
+/// stop changing.
+async fn settled(
+    ctl: &Running,
+    csb: &consul_sandbox::Sandbox,
+    preview: &Preview,
+) -> BTreeSet<(String, String, String, String)> {
+    ctl.wait_ready().await;
+    ctl.settle(csb).await;
+    mirra_testkit::settle("the preview", || {
+        Some(
+            preview
+                .writes()
+                .into_iter()
+                .map(|w| {
+                    (
+                        w.kind,
+                        w.name,
+                        w.operation.to_string(),
+                        w.reason.to_string(),
+                    )
+                })
+                .collect::<BTreeSet<_>>(),
+        )
+    })
+    .await
+}
+
+#[tokio::test]
+async fn beside_consul_k8s_a_preview_is_quiet_and_a_wrong_port_layout_rewrites_every_instance() {
+    let k = kube().await;
+    let (csb, c) = consul().await;
+    let sync = sync_settings(NODE);
+    as_consul_k8s_left_it(&k.client, &c, &sync).await;
+    let before = csb.stats().raft_applies;
+
+    let (s, preview) = dry_run(sync.clone());
+    let ctl = start(&k.client, &c, s);
+    assert_eq!(settled(&ctl, &csb, &preview).await, BTreeSet::new());
+    assert_eq!(preview.summary()["quiet"], true);
+    ctl.stop().await;
+
+    let (s, preview) = dry_run(SyncSettings {
+        port_layout: PortLayout::Multi,
+        ..sync
+    });
+    let ctl = start(&k.client, &c, s);
+    let planned = settled(&ctl, &csb, &preview).await;
+    let ids: BTreeSet<String> = instances(&c, NODE).await.into_keys().collect();
+    assert_eq!(ids.len(), 5);
+    assert_eq!(
+        planned,
+        ids.iter()
+            .map(|id| (
+                "ConsulService".to_string(),
+                id.clone(),
+                "register".to_string(),
+                "differs".to_string()
+            ))
+            .collect::<BTreeSet<_>>()
+    );
+    let w = preview.writes();
+    assert!(
+        w[0].diff.contains(&"ports: http=8080".to_string()),
+        "{:?}",
+        w[0].diff
+    );
+    assert_eq!(csb.stats().raft_applies, before, "a preview never writes");
+    let written = Writes::of(&ctl.metrics);
+    assert_eq!((written.transactions, written.registers), (0, 0));
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn a_preview_reports_exactly_the_writes_the_real_run_then_makes() {
+    let k = kube().await;
+    let (csb, c) = consul().await;
+    let sync = sync_settings(NODE);
+    as_consul_k8s_left_it(&k.client, &c, &sync).await;
+    // A Service consul-k8s has not synced yet, and an instance of a
+    // Service deleted meanwhile (consul-k8s's marks: mirra owns it).
+    cluster_ip(&k.client, "default", "api", serde_json::json!({})).await;
+    put_slice(
+        &k.client,
+        "default",
+        "api",
+        "api-1",
+        &eps(&ips("10.5.0", 2)),
+    )
+    .await;
+    c.register(&RegisterRequest {
+        node: NODE.into(),
+        address: "127.0.0.1".into(),
+        service: Some(mirra_consul::Service {
+            id: "gone-1".into(),
+            service: "gone".into(),
+            tags: vec!["k8s".into()],
+            address: "10.6.0.1".into(),
+            port: 80,
+            meta: BTreeMap::from([
+                ("external-source".to_string(), "kubernetes".to_string()),
+                ("external-k8s-ns".to_string(), "default".to_string()),
+            ]),
+            ..mirra_consul::Service::default()
+        }),
+        ..RegisterRequest::default()
+    })
+    .await
+    .unwrap();
+    let before = csb.stats().raft_applies;
+
+    let (s, preview) = dry_run(sync.clone());
+    let ctl = start(&k.client, &c, s);
+    let planned = settled(&ctl, &csb, &preview).await;
+    assert_eq!(csb.stats().raft_applies, before, "a preview never writes");
+    ctl.stop().await;
+    let reasons: BTreeMap<String, u64> = planned.iter().fold(BTreeMap::new(), |mut m, w| {
+        *m.entry(w.3.clone()).or_default() += 1;
+        m
+    });
+    assert_eq!(
+        reasons,
+        BTreeMap::from([("new-instance".to_string(), 2), ("orphan".to_string(), 1)])
+    );
+
+    // The real run from the same state: what it registers and removes is
+    // what the preview listed.
+    let old = instances(&c, NODE).await;
+    let ctl = start(&k.client, &c, settings(sync));
+    ctl.wait_ready().await;
+    wait_for("the orphan gone", || async {
+        !instances(&c, NODE).await.contains_key("gone-1")
+    })
+    .await;
+    ctl.settle(&csb).await;
+    let new = instances(&c, NODE).await;
+    let mut made = BTreeSet::new();
+    for (id, inst) in &new {
+        if old.get(id) != Some(inst) {
+            made.insert((
+                "ConsulService".to_string(),
+                id.clone(),
+                "register".to_string(),
+            ));
+        }
+    }
+    for id in old.keys().filter(|id| !new.contains_key(*id)) {
+        made.insert((
+            "ConsulService".to_string(),
+            id.clone(),
+            "deregister".to_string(),
+        ));
+    }
+    let previewed: BTreeSet<_> = planned.into_iter().map(|w| (w.0, w.1, w.2)).collect();
+    assert_eq!(made, previewed);
+    ctl.stop().await;
+}
