@@ -56,6 +56,11 @@ mod pass;
 mod preview;
 mod rounds;
 
+/// The Consul reads a dry run names when they fail.
+const NODE_SERVICES: &str = "Consul node-services of mirra's node";
+/// See [`NODE_SERVICES`].
+const HEALTH_NODE: &str = "Consul health/node of mirra's node";
+
 use rounds::Engine;
 
 /// Minimum spacing of node-services reads. Each read returns every instance
@@ -197,6 +202,7 @@ pub async fn run(
             _ = shutdown.cancelled() => break,
             ev = services.next() => match ev {
                 Some(Ok(ev)) => {
+                    engine.answered("services");
                     let keys = engine.index.on_service(ev);
                     engine.enqueue(keys);
                 }
@@ -205,6 +211,7 @@ pub async fn run(
             },
             ev = slices.next() => match ev {
                 Some(Ok(ev)) => {
+                    engine.answered("endpointslices");
                     let keys = engine.index.on_slice(ev);
                     engine.enqueue(keys);
                 }
@@ -213,6 +220,7 @@ pub async fn run(
             },
             ev = nodes.next() => match ev {
                 Some(Ok(ev)) => {
+                    engine.answered("nodes");
                     let keys = engine.index.on_node(ev);
                     engine.enqueue(keys);
                 }
@@ -221,6 +229,7 @@ pub async fn run(
             },
             ev = ingresses.next(), if ingress_enabled => match ev {
                 Some(Ok(ev)) => {
+                    engine.answered("ingresses");
                     let keys = engine.index.on_ingress(ev);
                     engine.enqueue(keys);
                 }
@@ -235,22 +244,26 @@ pub async fn run(
             // writes them. Kubernetes events are still taken in.
             snap = observed.recv(), if engine.pass.is_none() => match snap {
                 Some(Ok(v)) => {
+                    engine.answered(NODE_SERVICES);
                     let drift = engine.index.on_observed(v, Instant::now());
                     engine.repair(drift);
                 }
                 Some(Err(e)) => {
                     engine.metrics.consul_error(e.class());
+                    engine.unreadable(NODE_SERVICES, &e);
                     tracing::warn!(error = %e, "reading node-services failed; retrying");
                 }
                 None => return Err(ControllerError::ConsulWatchEnded),
             },
             snap = checks.recv(), if engine.pass.is_none() => match snap {
                 Some(Ok(v)) => {
+                    engine.answered(HEALTH_NODE);
                     let drift = engine.index.on_checks(v, Instant::now());
                     engine.repair(drift);
                 }
                 Some(Err(e)) => {
                     engine.metrics.consul_error(e.class());
+                    engine.unreadable(HEALTH_NODE, &e);
                     tracing::warn!(error = %e, "reading health/node failed; retrying");
                 }
                 None => return Err(ControllerError::ConsulWatchEnded),

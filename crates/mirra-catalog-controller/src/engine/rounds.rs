@@ -157,6 +157,7 @@ impl Engine {
     /// readiness stays false until every watch has listed.
     pub(super) fn watch_error(&self, kind: &'static str, f: &WatchFailure) {
         self.metrics.watch_error(kind);
+        self.unreadable(kind, &mirra_runtime::watch::explain(&watch_hints(kind), f));
         tracing::warn!(
             kind,
             cause = f.cause().as_str(),
@@ -165,6 +166,21 @@ impl Engine {
             "{}; retrying",
             mirra_runtime::watch::explain(&watch_hints(kind), f)
         );
+    }
+
+    /// In a dry run, says that `what` could not be read: the preview is
+    /// incomplete until it answers again.
+    pub(super) fn unreadable(&self, what: &str, error: &dyn std::fmt::Display) {
+        if let Some(preview) = &self.settings.preview {
+            preview.unreadable(what, Some(error.to_string()));
+        }
+    }
+
+    /// In a dry run, says that `what` answered again.
+    pub(super) fn answered(&self, what: &str) {
+        if let Some(preview) = &self.settings.preview {
+            preview.unreadable(what, None);
+        }
     }
 
     /// Reports what planning found: writes avoided, and IDs held by

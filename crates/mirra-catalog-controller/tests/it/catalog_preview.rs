@@ -205,3 +205,109 @@ async fn a_preview_reports_exactly_the_writes_the_real_run_then_makes() {
     assert_eq!(made, previewed);
     ctl.stop().await;
 }
+
+#[tokio::test]
+async fn a_preview_follows_a_rollout_and_the_incumbents_writes() {
+    let k = kube().await;
+    let (csb, c) = consul().await;
+    let sync = sync_settings(NODE);
+    as_consul_k8s_left_it(&k.client, &c, &sync).await;
+    let (s, preview) = dry_run(sync.clone());
+    let ctl = start(&k.client, &c, s);
+    assert_eq!(settled(&ctl, &csb, &preview).await, BTreeSet::new());
+    let before = csb.stats().raft_applies;
+
+    // A rollout adds a pod: the preview shows its registration...
+    let mut addrs = ips("10.4.0", 5);
+    addrs.push("10.4.0.9".into());
+    put_slice(&k.client, "default", "web", "web-1", &eps(&addrs)).await;
+    let id = mirra_catalog::service_id("web", "10.4.0.9");
+    wait_for("the new pod's registration planned", || async {
+        preview
+            .writes()
+            .iter()
+            .any(|w| w.name == id && w.reason == "new-instance")
+    })
+    .await;
+
+    // ... until the incumbent registers it the same way.
+    let svc: Service = Api::namespaced(k.client.clone(), "default")
+        .get("web")
+        .await
+        .unwrap();
+    let slice: EndpointSlice = Api::namespaced(k.client.clone(), "default")
+        .get("web-1")
+        .await
+        .unwrap();
+    let out =
+        mirra_catalog::desired_for_service(&svc, &[&slice], &mirra_catalog::NoNodes, &[], &sync);
+    let r = out.registrations.iter().find(|r| r.id == id).unwrap();
+    register_like_consul_k8s(&c, r, NODE).await;
+    wait_for("nothing left to write", || async {
+        preview.writes().is_empty()
+    })
+    .await;
+    assert_eq!(preview.summary()["quiet"], true);
+    assert!(preview.summary()["reportedSinceStart"].as_u64() >= Some(1));
+    ctl.settle(&csb).await;
+    assert_eq!(
+        csb.stats().raft_applies - before,
+        1,
+        "only the incumbent's registration"
+    );
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn a_preview_that_cannot_read_says_so_and_writes_nothing() {
+    let k = kube().await;
+    let (csb, c) = consul().await;
+    cluster_ip(&k.client, "default", "web", serde_json::json!({})).await;
+    put_slice(
+        &k.client,
+        "default",
+        "web",
+        "web-1",
+        &eps(&ips("10.4.0", 2)),
+    )
+    .await;
+    k.sb.inject(kube_sandbox::FaultRule {
+        verb: Some("list".into()),
+        resource: Some("endpointslices.discovery.k8s.io".into()),
+        status: Some(403),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let before = csb.stats().raft_applies;
+    let (s, preview) = dry_run(sync_settings(NODE));
+    let ctl = start(&k.client, &c, s);
+    wait_for("the refused read reported", || async {
+        preview.summary()["unreadable"]
+            .as_array()
+            .is_some_and(|u| !u.is_empty())
+    })
+    .await;
+    let summary = preview.summary();
+    assert_eq!(summary["quiet"], false, "{summary}");
+    assert_eq!(
+        summary["unreadable"][0]["what"], "endpointslices",
+        "{summary}"
+    );
+
+    // Granted: the gap closes and the registrations are planned, unsent.
+    k.sb.clear_faults().await;
+    let planned = settled(&ctl, &csb, &preview).await;
+    assert!(
+        preview.summary()["unreadable"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    );
+    assert_eq!(
+        planned.iter().filter(|w| w.3 == "new-instance").count(),
+        2,
+        "{planned:?}"
+    );
+    assert_eq!(csb.stats().raft_applies, before, "a preview never writes");
+    ctl.stop().await;
+}
