@@ -129,9 +129,12 @@ pub struct Applied {
     /// none), so that the watch's echo of this very write can be
     /// recognised.
     pub version: String,
-    /// Whether the answer's managedFields name a manager other than
-    /// mirra's apply: for an object the caches did not hold, it existed
-    /// before (mirra adopted it).
+    /// Whether the object existed before this apply (the server answered
+    /// 200, not 201 Created) or its managedFields name a manager other
+    /// than mirra's apply: for an object the caches did not hold, mirra
+    /// adopted it. The status code is what says so when mirra's forced
+    /// apply took over every field the object's creator had set (the
+    /// creator's managedFields entry is then gone).
     pub others_had_a_hand: bool,
 }
 
@@ -174,9 +177,9 @@ pub async fn apply(
         }
         None => body,
     };
-    let o = fenced(
+    let (o, created) = fenced(
         fence
-            .send(api.patch(name, &params, &Patch::Apply(body)))
+            .send(patch_telling_created(client, &api, name, &params, body))
             .await,
     )?;
     let managed = o
@@ -186,8 +189,39 @@ pub async fn apply(
         .and_then(|m| serde_json::to_value(m).ok());
     Ok(Applied {
         version: o.metadata.resource_version.unwrap_or_default(),
-        others_had_a_hand: mirra_mirror::marks::has_other_managers(managed.as_ref()),
+        others_had_a_hand: !created || mirra_mirror::marks::has_other_managers(managed.as_ref()),
     })
+}
+
+/// `api.patch` of an apply, also saying whether the server created the
+/// object (201) rather than changed an existing one (200), which kube's
+/// `Api::patch` does not tell. Error answers become `kube::Error::Api` as
+/// there.
+async fn patch_telling_created(
+    client: &kube::Client,
+    api: &Api<DynamicObject>,
+    name: &str,
+    params: &PatchParams,
+    body: &Value,
+) -> Result<(DynamicObject, bool), kube::Error> {
+    let request = kube::core::Request::new(api.resource_url())
+        .patch(name, params, &Patch::Apply(body))
+        .map_err(kube::Error::BuildRequest)?;
+    let response = client.send(request.map(kube::client::Body::from)).await?;
+    let status = response.status().as_u16();
+    let bytes = response.into_body().collect_bytes().await?;
+    if !(200..300).contains(&status) {
+        let failure = serde_json::from_slice::<kube::core::Status>(&bytes).unwrap_or_else(|_| {
+            kube::core::Status::failure(
+                String::from_utf8_lossy(&bytes).trim(),
+                "Failed to parse error data",
+            )
+            .with_code(status)
+        });
+        return Err(kube::Error::Api(failure.boxed()));
+    }
+    let object = serde_json::from_slice(&bytes).map_err(kube::Error::SerdeError)?;
+    Ok((object, status == 201))
 }
 
 /// Lets an adopted object go: a server-side apply of its identity alone,

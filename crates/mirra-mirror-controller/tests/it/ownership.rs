@@ -150,3 +150,76 @@ async fn an_adopted_object_is_released_not_deleted() {
     assert_eq!(quiet.get("patch configmaps"), 0, "{:?}", quiet.requests);
     ctl.stop().await;
 }
+
+/// An object whose every field mirra's forced apply takes over (a copy
+/// espejo left out of date) keeps no other manager in its managedFields;
+/// it is still one mirra did not create (the server answered the apply
+/// 200, not 201), so it is marked adopted and released, never deleted.
+#[tokio::test]
+async fn an_object_whose_every_field_mirra_took_over_is_adopted_and_released() {
+    let env = Env::new().await;
+    env.create_ns("a", &[("team", "a")]).await;
+    env.cms("a")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "shared"}, "data": {"mode": "slow"}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    env.create_sc(
+        "base",
+        json!({}),
+        spec_for_team("a", vec![cm_item("shared", json!({"mode": "fast"}))]),
+    )
+    .await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("shared adopted", || async {
+        env.cm("a", "shared").await.is_some_and(|c| {
+            c.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.get(ADOPTED_ANNOTATION).map(String::as_str) == Some("true"))
+        })
+    })
+    .await;
+    let adopted = env.cm("a", "shared").await.unwrap();
+    assert_eq!(adopted.data.unwrap()["mode"], "fast");
+    let managers: Vec<String> = adopted
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(
+        managers,
+        vec!["mirra".to_string()],
+        "the creator's fields are all mirra's now"
+    );
+
+    env.patch_sc_spec(
+        "base",
+        spec_for_team("a", vec![cm_item("other", json!({}))]),
+    )
+    .await;
+    wait_for("shared released", || async {
+        env.cm("a", "shared").await.is_some_and(|c| {
+            !c.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(MANAGED_BY_LABEL))
+        })
+    })
+    .await;
+    let stats = env.settle().await;
+    assert!(
+        env.cm("a", "shared").await.is_some(),
+        "released, not deleted"
+    );
+    assert_eq!(stats.namespaces["a"].get("delete configmaps"), None);
+    ctl.stop().await;
+}
