@@ -40,6 +40,7 @@ mod status;
 mod verify;
 
 use events::*;
+pub(crate) use status::status_scope;
 use status::*;
 use verify::*;
 

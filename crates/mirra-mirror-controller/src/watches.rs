@@ -114,6 +114,7 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
                         Ok(event) => {
                             watch_answered(&shared, SYNCCONFIG_HINTS.resource);
                             report_undecodable(&shared, &event);
+                            forget_previewed_status(&shared, &event);
                             let (keys, kinds_changed) =
                                 shared.with_state(|s| s.apply_config(&name, event, Instant::now()));
                             if kinds_changed {
@@ -154,6 +155,19 @@ fn report_undecodable(shared: &Shared, event: &watcher::Event<ConfigObject>) {
             name = object.metadata.name.as_deref().unwrap_or_default(),
             reason = %reason,
             "SyncConfig cannot be decoded; its copies are kept until it is fixed"
+        );
+    }
+}
+
+/// In a dry run, a deleted SyncConfig's status would not be written.
+fn forget_previewed_status(shared: &Shared, event: &watcher::Event<ConfigObject>) {
+    if let (Some(preview), watcher::Event::Delete(o)) = (&shared.settings.preview, event) {
+        preview.replace(
+            &crate::engine::status_scope(
+                o.metadata.namespace.as_deref().unwrap_or_default(),
+                o.metadata.name.as_deref().unwrap_or_default(),
+            ),
+            Vec::new(),
         );
     }
 }

@@ -76,7 +76,7 @@ pub(super) async fn write_status(shared: &Shared, w: StatusWrite) {
             8,
         );
         preview.replace(
-            &format!("status {}/{}", key.namespace, key.name),
+            &status_scope(&key.namespace, &key.name),
             vec![mirra_runtime::PlannedWrite {
                 kind: mirra_mirror::resource::KIND.to_string(),
                 namespace: key.namespace.clone(),
@@ -148,4 +148,9 @@ pub(super) async fn write_status(shared: &Shared, w: StatusWrite) {
             shared.with_state(|s| s.status_write_failed(key));
         }
     }
+}
+
+/// The preview scope of a SyncConfig's status in a dry run.
+pub(crate) fn status_scope(namespace: &str, name: &str) -> String {
+    format!("status {namespace}/{name}")
 }

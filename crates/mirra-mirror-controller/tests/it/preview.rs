@@ -253,6 +253,24 @@ async fn a_preview_follows_the_cluster_as_events_arrive() {
         ))
     })
     .await;
+    // The SyncConfig deleted: the copy mirra created would be pruned, the
+    // two it adopted from espejo released, and no status written.
+    env.delete_sc("shared").await;
+    wait_for("the SyncConfig's end planned", || async {
+        let w = planned(&preview);
+        w.len() == 3
+            && w.iter()
+                .all(|(_, ns, name, _)| ns.starts_with("team-") && name == "shared")
+    })
+    .await;
+    let by_ns: BTreeMap<String, (&str, &str)> = preview
+        .writes()
+        .into_iter()
+        .map(|w| (w.namespace, (w.operation, w.reason)))
+        .collect();
+    assert_eq!(by_ns["team-c"], ("delete", "prune"));
+    assert_eq!(by_ns["team-a"], ("release", "release"));
+    assert_eq!(by_ns["team-b"], ("release", "release"));
     let stats = env.settle().await;
     let writes: BTreeMap<String, u64> = non_watch(&stats)
         .into_iter()
@@ -266,7 +284,8 @@ async fn a_preview_follows_the_cluster_as_events_arrive() {
         writes,
         BTreeMap::from([
             ("patch configmaps".to_string(), 2),
-            ("create namespaces".to_string(), 1)
+            ("create namespaces".to_string(), 1),
+            ("delete syncconfigs.sync.appuio.ch".to_string(), 1)
         ]),
         "only the test's own writes"
     );
