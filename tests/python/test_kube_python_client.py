@@ -1,5 +1,7 @@
 """kube-sandbox checked with the official Python client (`kubernetes`)."""
 
+import json
+import re
 import threading
 
 import pytest
@@ -207,3 +209,58 @@ def test_state_file_keeps_objects_across_a_process_restart(start_kube_sandbox, t
             pass
     api.close()
     assert e.value.status == 410
+
+
+def test_rbac_tokens_roles_and_the_servers_refusals(start_kube_sandbox):
+    """`mirra sandbox kube --rbac` with the official client: the admin of
+    the written kubeconfig, a user of a static token, and a token nobody
+    issued, reading the server's 401 and 403. (kubectl sends no bearer
+    token over plain HTTP, so it is not the client here.)"""
+    server = start_kube_sandbox("--rbac", "--token", "dev-token=dev,developers")
+    admin_client = config.new_client_from_config(config_file=server.kubeconfig)
+    admin = client.CoreV1Api(admin_client)
+    admin.create_namespaced_config_map("default", cm("settings", {"a": "1"}))
+    rbac = client.RbacAuthorizationV1Api(admin_client)
+    names = [b.metadata.name for b in rbac.list_cluster_role_binding().items]
+    assert "cluster-admin" in names and "system:discovery" in names
+
+    def as_token(token):
+        # The same kubeconfig with another user's token.
+        with open(server.kubeconfig) as f:
+            text = f.read()
+        path = f"{server.kubeconfig}-{token}"
+        with open(path, "w") as f:
+            f.write(re.sub(r"token: \S+", f"token: {token}", text))
+        return config.new_client_from_config(config_file=path)
+
+    dev_client = as_token("dev-token")
+    dev = client.CoreV1Api(dev_client)
+    with pytest.raises(ApiException) as denied:
+        dev.list_namespaced_config_map("default")
+    assert denied.value.status == 403
+    body = json.loads(denied.value.body)
+    assert body["reason"] == "Forbidden"
+    assert body["message"] == (
+        'configmaps is forbidden: User "dev" cannot list resource "configmaps" '
+        'in API group "" in the namespace "default"')
+
+    rbac.create_namespaced_role("default", client.V1Role(
+        metadata=client.V1ObjectMeta(name="cm-reader"),
+        rules=[client.V1PolicyRule(api_groups=[""], resources=["configmaps"], verbs=["get", "list"])]))
+    rbac.create_namespaced_role_binding("default", client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="developers"),
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name="cm-reader"),
+        subjects=[client.RbacV1Subject(kind="Group", name="developers",
+                                       api_group="rbac.authorization.k8s.io")]))
+    assert [c.metadata.name for c in dev.list_namespaced_config_map("default").items] == ["settings"]
+    with pytest.raises(ApiException) as elsewhere:
+        dev.list_namespaced_config_map("kube-system")
+    assert 'in the namespace "kube-system"' in json.loads(elsewhere.value.body)["message"]
+
+    forged_client = as_token("nobody-issued-this")
+    with pytest.raises(ApiException) as forged:
+        client.CoreV1Api(forged_client).list_namespaced_config_map("default")
+    assert forged.value.status == 401
+    assert json.loads(forged.value.body)["reason"] == "Unauthorized"
+    for c in (admin_client, dev_client, forged_client):
+        c.close()

@@ -316,3 +316,4 @@ def test_unknown_fields_are_refused_strictly_and_dropped_otherwise(kubectl):
     )
     assert out.returncode != 0
     assert ".spec: field not declared in schema" in out.stderr, out.stderr
+

@@ -214,6 +214,40 @@ fn body_value(res: &Resource, body: &[u8], ct: &str) -> Result<Value, ApiError> 
 }
 
 /// Handles one request.
+/// Authenticates the request and asks the RBAC authorizer (see
+/// `crate::auth`): a refusal is the server's 401 or 403.
+async fn authorize_request(
+    shared: &Shared,
+    auth: &crate::auth::AuthConfig,
+    parts: &http::request::Parts,
+    routed: &Route,
+    q: &Query,
+    path: &str,
+) -> Result<(), ApiError> {
+    let header = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let store = shared.store.lock().await;
+    let user = crate::auth::authenticate(auth, &store, &shared.signer, header, shared.token_now())?;
+    let method = parts.method.as_str().to_ascii_lowercase();
+    let request = match routed {
+        Route::Object(o) => crate::auth::Request::Resource {
+            verb: verb_of(&parts.method, o, q),
+            group: &o.res.group,
+            resource: &o.res.plural,
+            subresource: o.subresource.as_deref().unwrap_or_default(),
+            namespace: o.namespace.as_deref().unwrap_or_default(),
+            name: o.name.as_deref().unwrap_or_default(),
+        },
+        _ => crate::auth::Request::NonResource {
+            verb: &method,
+            path,
+        },
+    };
+    crate::auth::authorize(&store, &user, &request)
+}
+
 pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Response<Body> {
     let (parts, body) = req.into_parts();
     let q = Query::parse(parts.uri.query());
@@ -258,6 +292,11 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
         _ => (format!("get {path}"), None),
     };
     shared.count(&key, namespace.as_deref());
+    if let Some(auth) = &shared.config.auth
+        && let Err(e) = authorize_request(&shared, auth, &parts, &routed, &q, &path).await
+    {
+        return error_response(&e);
+    }
     // The decision is taken under the faults lock, the injected latency
     // slept without it: one slow request must not stall every other.
     let outcome =

@@ -30,6 +30,7 @@
 // boxing for.
 #![allow(clippy::result_large_err)]
 
+pub mod auth;
 mod builtin;
 mod component_status;
 mod convert;
@@ -76,6 +77,9 @@ pub struct Config {
     /// included. The watch history is not kept: a watch resumed from before
     /// the restart gets 410 and its client lists again. `None`: memory only.
     pub state_file: Option<std::path::PathBuf>,
+    /// Bearer-token authentication and the RBAC authorizer (see [`auth`]);
+    /// `None`: every request is anonymous and allowed.
+    pub auth: Option<auth::AuthConfig>,
 }
 
 impl Default for Config {
@@ -86,6 +90,7 @@ impl Default for Config {
             // interval lets tests observe them without waiting.
             bookmark_interval: Duration::from_secs(5),
             state_file: None,
+            auth: None,
         }
     }
 }
@@ -252,7 +257,16 @@ impl Drop for Sandbox {
 
 /// A kubeconfig with one cluster, user and context named `mirra-sandbox`.
 pub fn kubeconfig(url: &str) -> String {
+    kubeconfig_with_token(url, None)
+}
+
+/// The same, its user authenticating with `token` when given.
+pub fn kubeconfig_with_token(url: &str, token: Option<&str>) -> String {
+    let user = match token {
+        Some(t) => format!("\n    token: {t}"),
+        None => " {}".to_string(),
+    };
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: mirra-sandbox\n  cluster:\n    server: {url}\nusers:\n- name: mirra-sandbox\n  user: {{}}\ncontexts:\n- name: mirra-sandbox\n  context:\n    cluster: mirra-sandbox\n    user: mirra-sandbox\n    namespace: default\ncurrent-context: mirra-sandbox\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mirra-sandbox\n  cluster:\n    server: {url}\nusers:\n- name: mirra-sandbox\n  user:{user}\ncontexts:\n- name: mirra-sandbox\n  context:\n    cluster: mirra-sandbox\n    user: mirra-sandbox\n    namespace: default\ncurrent-context: mirra-sandbox\npreferences: {{}}\n"
     )
 }

@@ -14,9 +14,12 @@
 //! `authorization/*/rest.go` and the authorization validation) come
 //! first, with their status codes and texts.
 //!
+//! With `Config::auth` the requests themselves are authenticated and
+//! authorized (`crate::auth`), but these reviews still answer as above:
+//! wiring them to the caller and the RBAC decisions is not done yet.
+//!
 //! What this module must NOT do: store anything, count as a write, or
-//! decide who the caller is from the request (the sandbox authenticates
-//! nobody; when it does, the user and the decisions come from there).
+//! decide who the caller is from the request itself.
 
 use axum::body::Body;
 use bytes::Bytes;

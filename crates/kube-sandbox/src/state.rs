@@ -98,14 +98,42 @@ pub struct Shared {
     token_clock_offset: std::sync::atomic::AtomicI64,
 }
 
+/// Creates the bootstrap policy's RBAC objects that are missing (a state
+/// file may hold them, edited, from an earlier run: those are kept).
+fn bootstrap_rbac(store: &mut Store) -> std::io::Result<()> {
+    let opts = crate::store::WriteOptions {
+        manager: "kube-apiserver".into(),
+        ..Default::default()
+    };
+    for (plural, object) in crate::auth::bootstrap_policy() {
+        let Some(res) = store
+            .registry()
+            .get("rbac.authorization.k8s.io", "v1", plural)
+        else {
+            return Err(std::io::Error::other(format!("{plural} not served")));
+        };
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        if store.get(&res, "", name).is_ok() {
+            continue;
+        }
+        store
+            .create(&res, "", object, &opts)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+    }
+    Ok(())
+}
+
 impl Shared {
     /// New shared state.
     pub fn new(config: Config) -> std::io::Result<Self> {
         let (watch_closer, _) = tokio::sync::watch::channel(0);
-        let store = match &config.state_file {
+        let mut store = match &config.state_file {
             Some(path) if path.exists() => load_state(path, &config)?,
             _ => Store::new(config.store.clone()),
         };
+        if config.auth.is_some() {
+            bootstrap_rbac(&mut store)?;
+        }
         Ok(Shared {
             store: tokio::sync::Mutex::new(store),
             faults: tokio::sync::Mutex::new(Faults::default()),

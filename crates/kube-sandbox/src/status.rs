@@ -293,6 +293,16 @@ impl ApiError {
         .with_details(group, resource, name)
     }
 
+    /// 401 Unauthorized: a bearer token no authenticator accepts.
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403 Forbidden for a non-resource path (no details to name).
+    pub fn forbidden_path(message: String) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
     /// 429 TooManyRequests with a `Retry-After`.
     pub fn too_many_requests(retry_after: u32) -> Self {
         let mut e = Self::new(

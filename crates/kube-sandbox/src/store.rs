@@ -464,6 +464,19 @@ impl Store {
             .unwrap_or_else(|| res.clone())
     }
 
+    /// Every stored object of `group`/`plural`, in namespace `ns` (or in
+    /// all), parsed: the authorizer reads the RBAC objects this way.
+    pub fn objects_of(&self, group: &str, plural: &str, ns: Option<&str>) -> Vec<Value> {
+        let qualified = crate::status::qualified(group, plural);
+        let Some(coll) = self.objects.get(qualified.as_str()) else {
+            return Vec::new();
+        };
+        coll.iter()
+            .filter(|((o_ns, _), _)| ns.is_none_or(|n| **o_ns == *n))
+            .filter_map(|(_, stored)| Self::parse(stored).ok())
+            .collect()
+    }
+
     fn collection(&self, res: &Resource) -> Option<&Collection> {
         self.objects.get(res.qualified().as_str())
     }

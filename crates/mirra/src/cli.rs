@@ -174,6 +174,20 @@ pub struct KubeSandboxArgs {
     /// an etcd compaction. A killed process (SIGKILL) saves nothing.
     #[arg(long, value_name = "FILE")]
     pub state_file: Option<PathBuf>,
+    /// Authenticate bearer tokens and authorize every request with RBAC,
+    /// as a server started with --authorization-mode=RBAC: a request
+    /// without a token is system:anonymous, a refusal is the server's 401
+    /// or 403, and the bootstrap ClusterRoles (cluster-admin for group
+    /// system:masters, discovery, basic-user, public-info-viewer) exist.
+    /// The --kubeconfig-out file then carries a fresh admin token (user
+    /// `admin`, group system:masters).
+    #[arg(long)]
+    pub rbac: bool,
+    /// A static bearer token, as a line of --token-auth-file:
+    /// TOKEN=USER[,GROUP...] (repeatable; needs --rbac).
+    #[arg(long = "token", value_name = "TOKEN=USER[,GROUP...]", requires = "rbac",
+          value_parser = kube_sandbox::auth::StaticToken::parse)]
+    pub tokens: Vec<kube_sandbox::auth::StaticToken>,
 }
 
 /// `mirra sandbox consul`.

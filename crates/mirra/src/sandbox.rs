@@ -40,7 +40,11 @@ fn announce(line: &str) -> anyhow::Result<()> {
 }
 
 fn write_kubeconfig(path: &Path, url: &str) -> anyhow::Result<()> {
-    std::fs::write(path, kube_sandbox::kubeconfig(url))
+    write_kubeconfig_with_token(path, url, None)
+}
+
+fn write_kubeconfig_with_token(path: &Path, url: &str, token: Option<&str>) -> anyhow::Result<()> {
+    std::fs::write(path, kube_sandbox::kubeconfig_with_token(url, token))
         .with_context(|| format!("cannot write kubeconfig to {}", path.display()))
 }
 
@@ -54,12 +58,24 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<tokio::n
 pub async fn kube(args: KubeSandboxArgs) -> anyhow::Result<()> {
     let listener = bind(args.listen, "Kubernetes sandbox").await?;
     let url = format!("http://{}", listener.local_addr()?);
-    if let Some(path) = &args.kubeconfig_out {
-        write_kubeconfig(path, &url)?;
-    }
     let mut config = kube_sandbox::Config::default();
     config.store.history_limit = args.history;
     config.state_file = args.state_file;
+    let mut admin_token = None;
+    if args.rbac {
+        let token = kube_sandbox::auth::random_token().map_err(anyhow::Error::msg)?;
+        let mut tokens = args.tokens;
+        tokens.push(kube_sandbox::auth::StaticToken {
+            token: token.clone(),
+            user: "admin".into(),
+            groups: vec![kube_sandbox::auth::MASTERS.into()],
+        });
+        config.auth = Some(kube_sandbox::auth::AuthConfig { tokens });
+        admin_token = Some(token);
+    }
+    if let Some(path) = &args.kubeconfig_out {
+        write_kubeconfig_with_token(path, &url, admin_token.as_deref())?;
+    }
     announce(&format!("listening on {url}"))?;
     tracing::info!(%url, "kube-sandbox ready");
     kube_sandbox::serve(listener, config, shutdown_signal())

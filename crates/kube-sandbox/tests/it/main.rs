@@ -9,6 +9,7 @@ mod decode_errors;
 mod fields;
 mod hpa_versions;
 mod protobuf;
+mod rbac;
 mod reflector;
 mod restart;
 mod review_and_subresources;

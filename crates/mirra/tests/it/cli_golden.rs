@@ -308,3 +308,25 @@ fn json_logs_are_flat_objects_with_the_usual_keys() {
     );
     assert!(ready.get("fields").is_none());
 }
+
+/// `mirra sandbox kube --token` needs `--rbac` and the token file's line
+/// form; both mistakes stop it at once, naming what is wrong.
+#[test]
+fn sandbox_tokens_need_rbac_and_their_form() {
+    for (args, says) in [
+        (&["sandbox", "kube", "--token", "t=alice"][..], "--rbac"),
+        (
+            &["sandbox", "kube", "--rbac", "--token", "alice"],
+            "TOKEN=USER",
+        ),
+        (
+            &["sandbox", "kube", "--rbac", "--token", "t="],
+            "must not be empty",
+        ),
+    ] {
+        let out = mirra(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -1,0 +1,303 @@
+//! Bearer-token authentication and the RBAC authorizer (`Config::auth`),
+//! through kube-rs over real HTTP: the admin's static token, a
+//! ServiceAccount's issued token, the anonymous user, Roles and
+//! ClusterRoles with their bindings, aggregation, and the server's 401
+//! and 403 answers.
+
+// Test fixtures: a failure to set up is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::{ConfigMap, ServiceAccount};
+use kube::api::{Api, ListParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Client, Config};
+use kube_sandbox::Sandbox;
+use kube_sandbox::auth::{AuthConfig, MASTERS, StaticToken};
+use serde_json::{Value, json};
+
+const ADMIN: &str = "admin-token";
+
+async fn sandbox() -> (Sandbox, Client) {
+    let sb = Sandbox::start(kube_sandbox::Config {
+        auth: Some(AuthConfig {
+            tokens: vec![
+                StaticToken {
+                    token: ADMIN.into(),
+                    user: "admin".into(),
+                    groups: vec![MASTERS.into()],
+                },
+                StaticToken {
+                    token: "dev-token".into(),
+                    user: "dev".into(),
+                    groups: vec!["developers".into()],
+                },
+            ],
+        }),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let admin = client(&sb, Some(ADMIN)).await;
+    (sb, admin)
+}
+
+async fn client(sb: &Sandbox, token: Option<&str>) -> Client {
+    let kc =
+        kube::config::Kubeconfig::from_yaml(&kube_sandbox::kubeconfig_with_token(&sb.url(), token))
+            .unwrap();
+    let config = Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+fn rbac(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("rbac.authorization.k8s.io", "v1", kind),
+        plural,
+    )
+}
+
+async fn create(client: &Client, kind: &str, plural: &str, ns: Option<&str>, body: Value) {
+    let ar = rbac(kind, plural);
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    };
+    let mut body = body;
+    body["apiVersion"] = json!("rbac.authorization.k8s.io/v1");
+    body["kind"] = json!(kind);
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(body).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+fn refusal(e: kube::Error) -> (u16, String, String) {
+    match e {
+        kube::Error::Api(s) => (s.code, s.reason, s.message),
+        other => panic!("not an API error: {other:?}"),
+    }
+}
+
+async fn ns(client: &Client, name: &str) {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
+    let (sb, admin) = sandbox().await;
+    ns(&admin, "team-a").await;
+    ns(&admin, "team-b").await;
+    Api::<ServiceAccount>::namespaced(admin.clone(), "team-a")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "sync"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let token = Api::<ServiceAccount>::namespaced(admin.clone(), "team-a")
+        .create_token_request(
+            "sync",
+            &PostParams::default(),
+            &serde_json::from_value(json!({"spec": {}})).unwrap(),
+        )
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let sa = client(&sb, Some(&token)).await;
+    let cms = |c: &Client, ns: &str| Api::<ConfigMap>::namespaced(c.clone(), ns);
+
+    // Nothing granted yet.
+    let (code, reason, message) = refusal(
+        cms(&sa, "team-a")
+            .list(&ListParams::default())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        message,
+        "configmaps is forbidden: User \"system:serviceaccount:team-a:sync\" cannot list \
+         resource \"configmaps\" in API group \"\" in the namespace \"team-a\""
+    );
+
+    create(&admin, "Role", "roles", Some("team-a"), json!({
+        "metadata": {"name": "cm-writer", "namespace": "team-a"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}],
+    }))
+    .await;
+    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
+        "metadata": {"name": "sync", "namespace": "team-a"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-writer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sync"}],
+    }))
+    .await;
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+    cms(&sa, "team-a")
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    assert_eq!(
+        cms(&sa, "team-a")
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    // Not a granted verb; not its namespace.
+    let (code, _, message) = refusal(
+        cms(&sa, "team-a")
+            .delete("x", &Default::default())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 403);
+    assert!(message.starts_with("configmaps \"x\" is forbidden: User \"system:serviceaccount:team-a:sync\" cannot delete resource \"configmaps\""), "{message}");
+    let (code, _, message) = refusal(
+        cms(&sa, "team-b")
+            .create(&PostParams::default(), &cm)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 403);
+    assert!(
+        message.ends_with("in the namespace \"team-b\""),
+        "{message}"
+    );
+    // A binding to a role that does not exist says so in the refusal.
+    create(
+        &admin,
+        "RoleBinding",
+        "rolebindings",
+        Some("team-b"),
+        json!({
+            "metadata": {"name": "dangling", "namespace": "team-b"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gone"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sync", "namespace": "team-a"}],
+        }),
+    )
+    .await;
+    let (_, _, message) = refusal(
+        cms(&sa, "team-b")
+            .list(&ListParams::default())
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        message.ends_with(": RBAC: role.rbac.authorization.k8s.io \"gone\" not found"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn cluster_roles_bind_groups_and_aggregate() {
+    let (sb, admin) = sandbox().await;
+    let dev = client(&sb, Some("dev-token")).await;
+    let cms = Api::<ConfigMap>::all(dev.clone());
+    let (code, _, message) = refusal(cms.list(&ListParams::default()).await.unwrap_err());
+    assert_eq!(code, 403);
+    assert!(message.ends_with("at the cluster scope"), "{message}");
+
+    // An aggregated ClusterRole: its rules are those of the ClusterRoles
+    // its selector matches, added after it.
+    create(&admin, "ClusterRole", "clusterroles", None, json!({
+        "metadata": {"name": "view-all"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"example.com/aggregate-to-view": "true"}}]},
+        "rules": [],
+    }))
+    .await;
+    create(&admin, "ClusterRoleBinding", "clusterrolebindings", None, json!({
+        "metadata": {"name": "developers-view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view-all"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
+    }))
+    .await;
+    assert!(
+        cms.list(&ListParams::default()).await.is_err(),
+        "nothing aggregated yet"
+    );
+    create(
+        &admin,
+        "ClusterRole",
+        "clusterroles",
+        None,
+        json!({
+            "metadata": {"name": "cm-view", "labels": {"example.com/aggregate-to-view": "true"}},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+        }),
+    )
+    .await;
+    cms.list(&ListParams::default()).await.unwrap();
+}
+
+#[tokio::test]
+async fn tokens_nobody_issued_are_401_and_no_token_is_anonymous() {
+    let (sb, admin) = sandbox().await;
+    // The admin token is cluster-admin.
+    Api::<ConfigMap>::all(admin.clone())
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    let get = |path: &'static str, token: Option<&'static str>| {
+        let mut req = http.get(format!("{}{path}", sb.url()));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (code, body) = get("/api/v1/configmaps", Some("forged")).await;
+    assert_eq!(code, 401);
+    assert_eq!(
+        body,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+    );
+    // Anonymous: the version is public, discovery is not.
+    assert_eq!(get("/version", None).await.0, 200);
+    let (code, body) = get("/api", None).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "forbidden: User \"system:anonymous\" cannot get path \"/api\""
+    );
+    // An authenticated user discovers.
+    assert_eq!(get("/api", Some("dev-token")).await.0, 200);
+    assert_eq!(get("/apis", Some("dev-token")).await.0, 200);
+}
+
+#[tokio::test]
+async fn without_auth_everyone_may_do_everything_as_before() {
+    let sb = Sandbox::start(kube_sandbox::Config::default())
+        .await
+        .unwrap();
+    let anyone = client(&sb, None).await;
+    Api::<ConfigMap>::all(anyone)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    let anyone = client(&sb, Some("whatever")).await;
+    Api::<ConfigMap>::all(anyone)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+}
