@@ -214,8 +214,8 @@ def test_state_file_keeps_objects_across_a_process_restart(start_kube_sandbox, t
 def test_rbac_tokens_roles_and_the_servers_refusals(start_kube_sandbox):
     """`mirra sandbox kube --rbac` with the official client: the admin of
     the written kubeconfig, a user of a static token, and a token nobody
-    issued, reading the server's 401 and 403. (kubectl sends no bearer
-    token over plain HTTP, so it is not the client here.)"""
+    issued, reading the server's 401 and 403, over plain HTTP (kubectl's
+    check, over HTTPS, is in test_kubectl.py)."""
     server = start_kube_sandbox("--rbac", "--token", "dev-token=dev,developers")
     admin_client = config.new_client_from_config(config_file=server.kubeconfig)
     admin = client.CoreV1Api(admin_client)

@@ -317,3 +317,42 @@ def test_unknown_fields_are_refused_strictly_and_dropped_otherwise(kubectl):
     assert out.returncode != 0
     assert ".spec: field not declared in schema" in out.stderr, out.stderr
 
+
+
+def test_rbac_over_https_with_kubectl(start_kube_sandbox):
+    """`mirra sandbox kube --https --rbac`: kubectl trusts the written
+    kubeconfig's CA, acts as its admin, and as a static token's user reads
+    the server's 403 and 401 as it prints them."""
+    server = start_kube_sandbox("--https", "--rbac", "--token", "dev-token=dev,developers")
+    assert server.url.startswith("https://")
+    env = dict(os.environ, KUBECONFIG=server.kubeconfig)
+    env["KUBECACHEDIR"] = server.kubeconfig + ".cache"
+
+    def kubectl(*args, token=None):
+        extra = ["--token", token] if token else []
+        return subprocess.run(["kubectl", *extra, *args], env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    admin = kubectl("create", "configmap", "settings", "--from-literal=a=1")
+    assert admin.returncode == 0, admin.stderr
+    assert "clusterrolebinding.rbac.authorization.k8s.io/cluster-admin" in kubectl(
+        "get", "clusterrolebindings", "-o", "name").stdout
+
+    denied = kubectl("get", "configmaps", token="dev-token")
+    assert denied.returncode != 0
+    assert ('Error from server (Forbidden): configmaps is forbidden: User "dev" cannot list '
+            'resource "configmaps" in API group "" in the namespace "default"') in denied.stderr
+
+    assert kubectl("create", "role", "cm-reader", "--verb=get,list",
+                   "--resource=configmaps").returncode == 0
+    assert kubectl("create", "rolebinding", "developers", "--role=cm-reader",
+                   "--group=developers").returncode == 0
+    allowed = kubectl("get", "configmaps", "-o", "name", token="dev-token")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "configmap/settings" in allowed.stdout
+    other = kubectl("get", "configmaps", "-n", "kube-system", token="dev-token")
+    assert 'in the namespace "kube-system"' in other.stderr
+
+    forged = kubectl("get", "configmaps", token="nobody-issued-this")
+    assert forged.returncode != 0
+    assert "Unauthorized" in forged.stderr

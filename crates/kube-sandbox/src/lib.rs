@@ -10,20 +10,24 @@
 //! ([`Sandbox::inject`], `POST /sandbox/faults`).
 //!
 //! ```text
-//! HTTP request -> route (path -> resource) -> count -> faults
+//! HTTP(S) request -> route (path -> resource) -> count
+//!              -> authenticate, authorize (only with Config::auth) -> faults
 //!              -> store (one lock: validate, write, revision, event)
 //!              -> JSON / Table / watch stream (broadcast of events)
 //!              -> protobuf for built-in kinds when the client asks for it
 //! ```
 //!
+//! Authentication and the RBAC authorizer are off unless
+//! [`Config::auth`] is given ([`auth`]); HTTPS is off unless [`Config::tls`]
+//! is ([`tls`]). The review resources answer as on a server with the
+//! AlwaysAllow authorizer either way (every caller the anonymous user);
+//! only a TokenReview judges a token, the ServiceAccount tokens the
+//! sandbox's `serviceaccounts/token` issued.
+//!
 //! What it must not do: run controllers (no Deployment rollouts, no
 //! EndpointSlice controller, no garbage collection by owner references),
-//! authenticate or authorize, or persist anything. Those are out of scope;
-//! tests create the objects controllers would. (The review resources
-//! answer accordingly: every caller is the anonymous user and everything
-//! is allowed, as on a server with the AlwaysAllow authorizer; only a
-//! TokenReview judges a token, the ServiceAccount tokens the sandbox's
-//! `serviceaccounts/token` issued.)
+//! or persist anything beyond `Config::state_file`. Those are out of
+//! scope; tests create the objects controllers would.
 
 // `ApiError` carries the whole `Status` (causes, details) the client sees;
 // it is built only on the failure path, where its size costs nothing worth
@@ -53,6 +57,7 @@ mod status;
 mod store;
 mod subresources;
 mod table;
+pub mod tls;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -80,6 +85,8 @@ pub struct Config {
     /// Bearer-token authentication and the RBAC authorizer (see [`auth`]);
     /// `None`: every request is anonymous and allowed.
     pub auth: Option<auth::AuthConfig>,
+    /// Speak HTTPS with this identity (see [`tls`]); `None`: plain HTTP.
+    pub tls: Option<tls::ServerTls>,
 }
 
 impl Default for Config {
@@ -91,6 +98,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(5),
             state_file: None,
             auth: None,
+            tls: None,
         }
     }
 }
@@ -112,17 +120,29 @@ async fn serve_shared(
 ) -> std::io::Result<()> {
     let closer = shared.clone();
     let saver = shared.clone();
+    let tls = shared.config.tls.clone();
     let app = axum::Router::new().fallback(move |req: ::http::Request<axum::body::Body>| {
         let shared = shared.clone();
         async move { http::handle(shared, req).await }
     });
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Open watches would hold graceful shutdown forever.
-            closer.close_watches();
-        })
-        .await?;
+    let shutdown = async move {
+        shutdown.await;
+        // Open watches would hold graceful shutdown forever.
+        closer.close_watches();
+    };
+    match tls {
+        Some(tls) => {
+            let listener = tls::TlsListener { tcp: listener, tls };
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await?;
+        }
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await?;
+        }
+    }
     saver.save_state().await
 }
 
@@ -162,14 +182,24 @@ impl Sandbox {
         self.addr
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with [`Config::tls`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
     }
 
-    /// A kubeconfig document pointing at this sandbox.
+    /// A kubeconfig document pointing at this sandbox (trusting its CA
+    /// when it speaks HTTPS), without credentials.
     pub fn kubeconfig(&self) -> String {
-        kubeconfig(&self.url())
+        kubeconfig_for(
+            &self.url(),
+            None,
+            self.shared.config.tls.as_ref().map(tls::ServerTls::ca_pem),
+        )
     }
 
     /// Request counters so far.
@@ -262,11 +292,26 @@ pub fn kubeconfig(url: &str) -> String {
 
 /// The same, its user authenticating with `token` when given.
 pub fn kubeconfig_with_token(url: &str, token: Option<&str>) -> String {
+    kubeconfig_for(url, token, None)
+}
+
+/// The same, trusting the CA `ca_pem` when given (a sandbox speaking
+/// HTTPS).
+pub fn kubeconfig_for(url: &str, token: Option<&str>, ca_pem: Option<&str>) -> String {
+    use base64::Engine;
     let user = match token {
         Some(t) => format!("\n    token: {t}"),
         None => " {}".to_string(),
     };
+    let ca = ca_pem
+        .map(|pem| {
+            format!(
+                "\n    certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: mirra-sandbox\n  cluster:\n    server: {url}\nusers:\n- name: mirra-sandbox\n  user:{user}\ncontexts:\n- name: mirra-sandbox\n  context:\n    cluster: mirra-sandbox\n    user: mirra-sandbox\n    namespace: default\ncurrent-context: mirra-sandbox\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: mirra-sandbox\n  cluster:\n    server: {url}{ca}\nusers:\n- name: mirra-sandbox\n  user:{user}\ncontexts:\n- name: mirra-sandbox\n  context:\n    cluster: mirra-sandbox\n    user: mirra-sandbox\n    namespace: default\ncurrent-context: mirra-sandbox\npreferences: {{}}\n"
     )
 }

@@ -183,6 +183,11 @@ pub struct KubeSandboxArgs {
     /// `admin`, group system:masters).
     #[arg(long)]
     pub rbac: bool,
+    /// Speak HTTPS, with a CA and serving certificate made at start (the
+    /// --kubeconfig-out file trusts the CA). kubectl sends bearer tokens
+    /// only over HTTPS: use it with --rbac.
+    #[arg(long)]
+    pub https: bool,
     /// A static bearer token, as a line of --token-auth-file:
     /// TOKEN=USER[,GROUP...] (repeatable; needs --rbac).
     #[arg(long = "token", value_name = "TOKEN=USER[,GROUP...]", requires = "rbac",

@@ -44,7 +44,16 @@ fn write_kubeconfig(path: &Path, url: &str) -> anyhow::Result<()> {
 }
 
 fn write_kubeconfig_with_token(path: &Path, url: &str, token: Option<&str>) -> anyhow::Result<()> {
-    std::fs::write(path, kube_sandbox::kubeconfig_with_token(url, token))
+    write_kubeconfig_for(path, url, token, None)
+}
+
+fn write_kubeconfig_for(
+    path: &Path,
+    url: &str,
+    token: Option<&str>,
+    ca_pem: Option<&str>,
+) -> anyhow::Result<()> {
+    std::fs::write(path, kube_sandbox::kubeconfig_for(url, token, ca_pem))
         .with_context(|| format!("cannot write kubeconfig to {}", path.display()))
 }
 
@@ -57,8 +66,12 @@ async fn bind(addr: std::net::SocketAddr, what: &str) -> anyhow::Result<tokio::n
 /// `mirra sandbox kube`.
 pub async fn kube(args: KubeSandboxArgs) -> anyhow::Result<()> {
     let listener = bind(args.listen, "Kubernetes sandbox").await?;
-    let url = format!("http://{}", listener.local_addr()?);
     let mut config = kube_sandbox::Config::default();
+    if args.https {
+        config.tls = Some(kube_sandbox::tls::ServerTls::generate()?);
+    }
+    let scheme = if args.https { "https" } else { "http" };
+    let url = format!("{scheme}://{}", listener.local_addr()?);
     config.store.history_limit = args.history;
     config.state_file = args.state_file;
     let mut admin_token = None;
@@ -74,7 +87,11 @@ pub async fn kube(args: KubeSandboxArgs) -> anyhow::Result<()> {
         admin_token = Some(token);
     }
     if let Some(path) = &args.kubeconfig_out {
-        write_kubeconfig_with_token(path, &url, admin_token.as_deref())?;
+        let ca = config
+            .tls
+            .as_ref()
+            .map(kube_sandbox::tls::ServerTls::ca_pem);
+        write_kubeconfig_for(path, &url, admin_token.as_deref(), ca)?;
     }
     announce(&format!("listening on {url}"))?;
     tracing::info!(%url, "kube-sandbox ready");

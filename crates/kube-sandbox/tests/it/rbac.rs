@@ -301,3 +301,49 @@ async fn without_auth_everyone_may_do_everything_as_before() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn over_https_a_client_trusting_the_ca_authenticates_and_others_cannot_connect() {
+    let tls = kube_sandbox::tls::ServerTls::generate().unwrap();
+    let ca = tls.ca_pem().to_string();
+    let sb = Sandbox::start(kube_sandbox::Config {
+        auth: Some(AuthConfig {
+            tokens: vec![StaticToken {
+                token: ADMIN.into(),
+                user: "admin".into(),
+                groups: vec![MASTERS.into()],
+            }],
+        }),
+        tls: Some(tls),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert!(sb.url().starts_with("https://127.0.0.1:"));
+    assert!(sb.kubeconfig().contains("certificate-authority-data: "));
+    let kc = kube::config::Kubeconfig::from_yaml(&kube_sandbox::kubeconfig_for(
+        &sb.url(),
+        Some(ADMIN),
+        Some(&ca),
+    ))
+    .unwrap();
+    let admin = Client::try_from(
+        Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    Api::<ConfigMap>::all(admin)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    // A client that does not trust the CA never gets an answer.
+    let untrusting = reqwest::Client::new();
+    assert!(
+        untrusting
+            .get(format!("{}/version", sb.url()))
+            .send()
+            .await
+            .is_err()
+    );
+}
