@@ -338,6 +338,12 @@ def test_rbac_over_https_with_kubectl(start_kube_sandbox):
     assert "clusterrolebinding.rbac.authorization.k8s.io/cluster-admin" in kubectl(
         "get", "clusterrolebindings", "-o", "name").stdout
 
+    whoami = kubectl("auth", "whoami", token="dev-token")
+    assert whoami.returncode == 0, whoami.stderr
+    assert "dev" in whoami.stdout and "developers" in whoami.stdout, whoami.stdout
+    assert kubectl("auth", "can-i", "list", "configmaps", token="dev-token").stdout.strip() == "no"
+    assert kubectl("auth", "can-i", "list", "configmaps").stdout.strip() == "yes"
+
     denied = kubectl("get", "configmaps", token="dev-token")
     assert denied.returncode != 0
     assert ('Error from server (Forbidden): configmaps is forbidden: User "dev" cannot list '
@@ -347,6 +353,9 @@ def test_rbac_over_https_with_kubectl(start_kube_sandbox):
                    "--resource=configmaps").returncode == 0
     assert kubectl("create", "rolebinding", "developers", "--role=cm-reader",
                    "--group=developers").returncode == 0
+    assert kubectl("auth", "can-i", "list", "configmaps", token="dev-token").stdout.strip() == "yes"
+    assert kubectl("auth", "can-i", "list", "configmaps", "-n", "kube-system",
+                   token="dev-token").stdout.strip() == "no"
     allowed = kubectl("get", "configmaps", "-o", "name", token="dev-token")
     assert allowed.returncode == 0, allowed.stderr
     assert "configmap/settings" in allowed.stdout

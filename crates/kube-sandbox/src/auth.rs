@@ -27,10 +27,9 @@
 //!   `system:discovery`, `system:basic-user` and
 //!   `system:public-info-viewer`, with their bindings.
 //!
-//! Not modelled (written down in docs/ARCHITECTURE.md): impersonation
-//! headers, the `escalate`/`bind` checks on RBAC writes, and the access
-//! reviews answered with these decisions (they still answer for the
-//! anonymous user and AlwaysAllow).
+//! The review resources answer with the same caller and decisions
+//! (`crate::review`). Not modelled (written down in docs/ARCHITECTURE.md):
+//! impersonation headers and the `escalate`/`bind` checks on RBAC writes.
 //!
 //! What this module must NOT do: store anything, or take the store lock
 //! itself (the caller passes the store it holds).
@@ -193,44 +192,147 @@ pub enum Request<'a> {
     },
 }
 
+/// An authorizer's answer: allowed (with the binding that allowed it, as
+/// upstream words it) or not (with the resolution errors met, if any).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether some rule allows the request.
+    pub allowed: bool,
+    /// `RBAC: allowed by ClusterRoleBinding "x" of ClusterRole "y" to
+    /// Group "z"`, or the errors that may explain a refusal (roles not
+    /// found), or empty.
+    pub reason: String,
+}
+
 /// Decides `request` for `user` from the RBAC objects in `store`; the
 /// refusal is the server's 403.
 pub fn authorize(store: &Store, user: &UserInfo, request: &Request<'_>) -> Result<(), ApiError> {
+    let d = decide(store, user, request);
+    if d.allowed {
+        return Ok(());
+    }
+    Err(forbidden(user, request, &d.reason))
+}
+
+/// The RBAC authorizer's decision on `request` for `user`.
+pub fn decide(store: &Store, user: &UserInfo, request: &Request<'_>) -> Decision {
     let namespace = match request {
         Request::Resource { namespace, .. } => *namespace,
         Request::NonResource { .. } => "",
     };
     let mut errors = Vec::new();
-    for (role_ref, binding_ns) in bindings_for(store, user, namespace) {
-        match rules_of(store, &role_ref, &binding_ns) {
+    for b in bindings_for(store, user, namespace) {
+        match rules_of(store, &b.role_ref, &b.namespace) {
             Ok(rules) => {
                 if rules.iter().any(|r| rule_allows(r, request)) {
-                    return Ok(());
+                    return Decision {
+                        allowed: true,
+                        reason: format!("RBAC: allowed by {}", b.describe()),
+                    };
                 }
             }
             Err(e) => errors.push(e),
         }
     }
-    Err(forbidden(user, request, &errors))
+    Decision {
+        allowed: false,
+        reason: rbac_errors(&errors),
+    }
 }
 
-/// The roles bound to `user`: every ClusterRoleBinding's, then (for a
-/// namespaced request) the namespace's RoleBindings', with the binding's
-/// namespace (empty for a ClusterRoleBinding).
-fn bindings_for(store: &Store, user: &UserInfo, namespace: &str) -> Vec<(Value, String)> {
-    let mut out = Vec::new();
-    let mut scopes = vec![("clusterrolebindings", None)];
-    if !namespace.is_empty() {
-        scopes.push(("rolebindings", Some(namespace)));
+/// Every rule that applies to `user` in `namespace` (cluster-wide ones
+/// included), and the errors met finding them: what a
+/// SelfSubjectRulesReview lists.
+pub fn rules_for(store: &Store, user: &UserInfo, namespace: &str) -> (Vec<Value>, String) {
+    let mut rules = Vec::new();
+    let mut errors = Vec::new();
+    for b in bindings_for(store, user, namespace) {
+        match rules_of(store, &b.role_ref, &b.namespace) {
+            Ok(r) => rules.extend(r),
+            Err(e) => errors.push(e),
+        }
     }
-    for (plural, ns) in scopes {
+    (rules, rbac_errors(&errors))
+}
+
+/// Go's error aggregate under `RBAC: `: one error as it is, several in
+/// brackets; nothing without errors.
+fn rbac_errors(errors: &[String]) -> String {
+    match errors {
+        [] => String::new(),
+        [one] => format!("RBAC: {one}"),
+        many => format!("RBAC: [{}]", many.join(", ")),
+    }
+}
+
+/// A binding that applies to the user, through one of its subjects.
+struct Bound {
+    /// `ClusterRoleBinding` or `RoleBinding`.
+    kind: &'static str,
+    name: String,
+    /// The binding's namespace (empty for a ClusterRoleBinding).
+    namespace: String,
+    role_ref: Value,
+    subject: Value,
+}
+
+impl Bound {
+    /// How upstream names the source of an allowed request.
+    fn describe(&self) -> String {
+        let name = if self.namespace.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.name, self.namespace)
+        };
+        let s = |v: &Value, k: &str| v[k].as_str().unwrap_or_default().to_string();
+        let subject_kind = s(&self.subject, "kind");
+        let mut subject_name = s(&self.subject, "name");
+        if subject_kind == "ServiceAccount" {
+            let ns = s(&self.subject, "namespace");
+            let ns = if ns.is_empty() {
+                self.namespace.clone()
+            } else {
+                ns
+            };
+            subject_name = format!("{subject_name}/{ns}");
+        }
+        format!(
+            "{} {name:?} of {} {:?} to {subject_kind} {subject_name:?}",
+            self.kind,
+            s(&self.role_ref, "kind"),
+            s(&self.role_ref, "name"),
+        )
+    }
+}
+
+/// The bindings that apply to `user`: every ClusterRoleBinding's, then
+/// (for a namespaced request) the namespace's RoleBindings'.
+fn bindings_for(store: &Store, user: &UserInfo, namespace: &str) -> Vec<Bound> {
+    let mut out = Vec::new();
+    let mut scopes = vec![("clusterrolebindings", "ClusterRoleBinding", None)];
+    if !namespace.is_empty() {
+        scopes.push(("rolebindings", "RoleBinding", Some(namespace)));
+    }
+    for (plural, kind, ns) in scopes {
         for b in store.objects_of("rbac.authorization.k8s.io", plural, ns) {
             let binding_ns = ns.unwrap_or_default();
-            let applies = b["subjects"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|s| subject_matches(s, user, binding_ns)));
-            if applies {
-                out.push((b["roleRef"].clone(), binding_ns.to_string()));
+            let subject = b["subjects"].as_array().and_then(|s| {
+                s.iter()
+                    .find(|s| subject_matches(s, user, binding_ns))
+                    .cloned()
+            });
+            if let Some(subject) = subject {
+                out.push(Bound {
+                    kind,
+                    name: b
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    namespace: binding_ns.to_string(),
+                    role_ref: b["roleRef"].clone(),
+                    subject,
+                });
             }
         }
     }
@@ -380,12 +482,11 @@ pub fn rule_allows(rule: &Value, request: &Request<'_>) -> bool {
 }
 
 /// The server's 403 for a refused request.
-fn forbidden(user: &UserInfo, request: &Request<'_>, errors: &[String]) -> ApiError {
-    // Go's error aggregate: one error as it is, several in brackets.
-    let reason = match errors {
-        [] => String::new(),
-        [one] => format!(": RBAC: {one}"),
-        many => format!(": RBAC: [{}]", many.join(", ")),
+fn forbidden(user: &UserInfo, request: &Request<'_>, reason: &str) -> ApiError {
+    let reason = if reason.is_empty() {
+        String::new()
+    } else {
+        format!(": {reason}")
     };
     match request {
         Request::Resource {

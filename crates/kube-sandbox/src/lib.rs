@@ -19,10 +19,10 @@
 //!
 //! Authentication and the RBAC authorizer are off unless
 //! [`Config::auth`] is given ([`auth`]); HTTPS is off unless [`Config::tls`]
-//! is ([`tls`]). The review resources answer as on a server with the
-//! AlwaysAllow authorizer either way (every caller the anonymous user);
-//! only a TokenReview judges a token, the ServiceAccount tokens the
-//! sandbox's `serviceaccounts/token` issued.
+//! is ([`tls`]). Without auth the review resources answer as on a server
+//! with the AlwaysAllow authorizer (every caller the anonymous user); with
+//! it, for the caller with the RBAC decisions. A TokenReview judges the
+//! ServiceAccount tokens the sandbox's `serviceaccounts/token` issued.
 //!
 //! What it must not do: run controllers (no Deployment rollouts, no
 //! EndpointSlice controller, no garbage collection by owner references),

@@ -14,9 +14,12 @@
 //! `authorization/*/rest.go` and the authorization validation) come
 //! first, with their status codes and texts.
 //!
-//! With `Config::auth` the requests themselves are authenticated and
-//! authorized (`crate::auth`), but these reviews still answer as above:
-//! wiring them to the caller and the RBAC decisions is not done yet.
+//! With `Config::auth` the caller is the authenticated user and the
+//! decisions are the RBAC authorizer's (`crate::auth`): a SelfSubjectReview
+//! answers the caller's name and groups, an access review `allowed` with
+//! upstream's reason (`RBAC: allowed by ClusterRoleBinding "x" of
+//! ClusterRole "y" to Group "z"`) or `allowed: false`, a rules review the
+//! caller's rules in the namespace.
 //!
 //! What this module must NOT do: store anything, count as a write, or
 //! decide who the caller is from the request itself.
@@ -93,7 +96,20 @@ pub async fn serve(
     let authn = |token: &str, auds: &[String]| {
         crate::sa_token::review(&store, &shared.signer, token, auds, secs)
     };
-    let out = review(res, ns, v, &manager, &now, &authn)?;
+    let access = match &shared.config.auth {
+        Some(auth) => {
+            let header = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
+            let caller = crate::auth::authenticate(auth, &store, &shared.signer, header, secs)?;
+            Some(Access {
+                caller,
+                store: &store,
+            })
+        }
+        None => None,
+    };
+    let out = review(res, ns, v, &manager, &now, &authn, access.as_ref())?;
     Ok(with_warnings(
         value_response(StatusCode::CREATED, &out),
         &warnings,
@@ -109,8 +125,101 @@ fn anonymous() -> Value {
 /// audiences in, the review's `status` out.
 pub type Authenticate<'a> = dyn Fn(&str, &[String]) -> Value + 'a;
 
+/// What the reviews answer with when the sandbox authenticates and
+/// authorizes (`Config::auth`): the caller, and the store the RBAC
+/// authorizer reads.
+pub struct Access<'a> {
+    /// Who sent the review.
+    pub caller: crate::auth::UserInfo,
+    /// The store, locked by the caller.
+    pub store: &'a Store,
+}
+
+/// An access review's attributes as the authorizer's request, from
+/// `spec` (`namespace` overrides the attributes' own for a local review).
+fn attributes(spec: &Value, namespace: Option<&str>) -> (Vec<String>, bool) {
+    let s = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    if let Some(r) = spec.get("resourceAttributes").filter(|v| v.is_object()) {
+        let ns = namespace.map_or_else(|| s(r, "namespace"), str::to_string);
+        let parts = vec![
+            s(r, "verb"),
+            s(r, "group"),
+            s(r, "resource"),
+            s(r, "subresource"),
+            ns,
+            s(r, "name"),
+        ];
+        return (parts, true);
+    }
+    let n = spec
+        .get("nonResourceAttributes")
+        .cloned()
+        .unwrap_or_default();
+    (vec![s(&n, "verb"), s(&n, "path")], false)
+}
+
+/// The access review's status for `user`: the RBAC decision.
+fn access_status(
+    access: &Access<'_>,
+    user: &crate::auth::UserInfo,
+    spec: &Value,
+    namespace: Option<&str>,
+) -> Value {
+    let (p, resource) = attributes(spec, namespace);
+    let at = |i: usize| p.get(i).map(String::as_str).unwrap_or_default();
+    let request = if resource {
+        crate::auth::Request::Resource {
+            verb: at(0),
+            group: at(1),
+            resource: at(2),
+            subresource: at(3),
+            namespace: at(4),
+            name: at(5),
+        }
+    } else {
+        crate::auth::Request::NonResource {
+            verb: at(0),
+            path: at(1),
+        }
+    };
+    let d = crate::auth::decide(access.store, user, &request);
+    let mut status = json!({"allowed": d.allowed});
+    if !d.reason.is_empty() {
+        status["reason"] = json!(d.reason);
+    }
+    status
+}
+
+/// A SubjectAccessReview's subject.
+fn subject_of(spec: &Value) -> crate::auth::UserInfo {
+    crate::auth::UserInfo {
+        name: spec
+            .get("user")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        groups: spec
+            .get("groups")
+            .and_then(Value::as_array)
+            .map(|g| {
+                g.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
 /// Answers one review (the body already decoded and of the right kind).
-/// `ns` is the URL's namespace (LocalSubjectAccessReview only).
+/// `ns` is the URL's namespace (LocalSubjectAccessReview only). With
+/// `access` the caller and the RBAC authorizer answer; without, the
+/// anonymous user and AlwaysAllow.
 pub fn review(
     res: &Resource,
     ns: &str,
@@ -118,6 +227,7 @@ pub fn review(
     manager: &str,
     now: &str,
     authn: &Authenticate<'_>,
+    access: Option<&Access<'_>>,
 ) -> Result<Value, ApiError> {
     if !obj.is_object() {
         return Err(ApiError::bad_request(
@@ -163,27 +273,39 @@ pub fn review(
                 .unwrap_or_default();
             authn(token, &auds)
         }
-        "SelfSubjectReview" => json!({"userInfo": anonymous()}),
+        "SelfSubjectReview" => match access {
+            Some(a) => json!({"userInfo": {"username": a.caller.name, "groups": a.caller.groups}}),
+            None => json!({"userInfo": anonymous()}),
+        },
         "SubjectAccessReview" => {
             let causes = validate_access_review(&obj, true, false);
             if !causes.is_empty() {
                 return Err(invalid(causes));
             }
-            json!({"allowed": true})
+            match access {
+                Some(a) => access_status(a, &subject_of(&obj["spec"]), &obj["spec"], None),
+                None => json!({"allowed": true}),
+            }
         }
         "LocalSubjectAccessReview" => {
             let causes = validate_access_review(&obj, true, true);
             if !causes.is_empty() {
                 return Err(invalid(causes));
             }
-            json!({"allowed": true})
+            match access {
+                Some(a) => access_status(a, &subject_of(&obj["spec"]), &obj["spec"], Some(ns)),
+                None => json!({"allowed": true}),
+            }
         }
         "SelfSubjectAccessReview" => {
             let causes = validate_access_review(&obj, false, false);
             if !causes.is_empty() {
                 return Err(invalid(causes));
             }
-            json!({"allowed": true})
+            match access {
+                Some(a) => access_status(a, &a.caller, &obj["spec"], None),
+                None => json!({"allowed": true}),
+            }
         }
         "SelfSubjectRulesReview" => {
             let namespace = obj
@@ -193,6 +315,14 @@ pub fn review(
             if namespace.is_empty() {
                 return Err(ApiError::bad_request("no namespace on request"));
             }
+            let status = match access {
+                Some(a) => rules_status(a, namespace),
+                None => json!({
+                    "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                    "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                    "incomplete": false
+                }),
+            };
             // The registry answers a new object: the request's spec and
             // metadata are not echoed.
             return Ok(json!({
@@ -200,11 +330,7 @@ pub fn review(
                 "apiVersion": res.api_version(),
                 "metadata": {"creationTimestamp": null},
                 "spec": {},
-                "status": {
-                    "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                    "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                    "incomplete": false
-                }
+                "status": status,
             }));
         }
         _ => return Err(ApiError::no_route()),
@@ -217,6 +343,49 @@ pub fn review(
     }
     obj["status"] = status;
     Ok(obj)
+}
+
+/// A SelfSubjectRulesReview's status: the caller's rules in `namespace`,
+/// split as the API lists them.
+fn rules_status(access: &Access<'_>, namespace: &str) -> Value {
+    let (rules, errors) = crate::auth::rules_for(access.store, &access.caller, namespace);
+    let list = |r: &Value, k: &str| r.get(k).cloned().unwrap_or_else(|| json!([]));
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    for r in &rules {
+        if r.get("resources")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            let mut rule = json!({"verbs": list(r, "verbs")});
+            for k in ["apiGroups", "resources", "resourceNames"] {
+                if r.get(k)
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty())
+                {
+                    rule[k] = list(r, k);
+                }
+            }
+            resource_rules.push(rule);
+        }
+        if r.get("nonResourceURLs")
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+        {
+            non_resource_rules.push(
+                json!({"verbs": list(r, "verbs"), "nonResourceURLs": list(r, "nonResourceURLs")}),
+            );
+        }
+    }
+    let mut status = json!({
+        "resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules,
+        "incomplete": false,
+    });
+    if !errors.is_empty() {
+        status["evaluationError"] = json!(errors);
+    }
+    status
 }
 
 fn cause(reason: &str, field: &str, message: String) -> Cause {
@@ -455,7 +624,7 @@ mod tests {
             no_authn(t, a)
         };
         let body = json!({"spec": {"token": "abc", "audiences": ["x"]}});
-        let out = review(&r, "", body, "m", "t", &record).unwrap();
+        let out = review(&r, "", body, "m", "t", &record, None).unwrap();
         assert_eq!(
             seen.borrow().clone(),
             Some(("abc".into(), vec!["x".into()]))
@@ -463,7 +632,7 @@ mod tests {
         assert_eq!(out["status"]["error"], "invalid bearer token");
         assert!(out["status"].get("authenticated").is_none());
         assert_eq!(out["metadata"]["creationTimestamp"], Value::Null);
-        let e = review(&r, "", json!({"spec": {}}), "m", "t", &no_authn).unwrap_err();
+        let e = review(&r, "", json!({"spec": {}}), "m", "t", &no_authn, None).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (400, "token is required for TokenReview in authentication")
@@ -473,7 +642,16 @@ mod tests {
     #[test]
     fn access_reviews_are_validated_then_allowed() {
         let r = res("authorization.k8s.io", "subjectaccessreviews");
-        let e = review(&r, "", json!({"spec": {"user": "u"}}), "m", "t", &no_authn).unwrap_err();
+        let e = review(
+            &r,
+            "",
+            json!({"spec": {"user": "u"}}),
+            "m",
+            "t",
+            &no_authn,
+            None,
+        )
+        .unwrap_err();
         assert_eq!(e.code, 422);
         assert_eq!(
             e.message,
@@ -486,6 +664,7 @@ mod tests {
             "m",
             "t",
             &no_authn,
+            None,
         )
         .unwrap_err();
         assert!(
@@ -495,7 +674,7 @@ mod tests {
             "{}",
             e.message
         );
-        let ok = review(&r, "", json!({"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}}), "m", "t", &no_authn).unwrap();
+        let ok = review(&r, "", json!({"spec": {"user": "u", "resourceAttributes": {"verb": "get", "resource": "pods"}}}), "m", "t", &no_authn, None).unwrap();
         assert_eq!(ok["status"], json!({"allowed": true}));
         assert_eq!(ok["spec"]["user"], "u");
 
@@ -507,6 +686,7 @@ mod tests {
             "m",
             "t",
             &no_authn,
+            None,
         )
         .unwrap_err();
         assert_eq!(
@@ -520,12 +700,13 @@ mod tests {
             "m",
             "t",
             &no_authn,
+            None,
         )
         .unwrap();
         assert_eq!(ok["metadata"]["namespace"], "a");
 
         let s = res("authorization.k8s.io", "selfsubjectaccessreviews");
-        let e = review(&s, "", json!({"metadata": {"name": "x"}, "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}), "m", "t", &no_authn).unwrap_err();
+        let e = review(&s, "", json!({"metadata": {"name": "x"}, "spec": {"nonResourceAttributes": {"path": "/", "verb": "get"}}}), "m", "t", &no_authn, None).unwrap_err();
         assert!(
             e.message
                 .contains("metadata: Invalid value: v1.ObjectMeta{Name:\"x\""),
@@ -572,13 +753,13 @@ mod tests {
             for plural in ["subjectaccessreviews", "localsubjectaccessreviews",
                 "selfsubjectaccessreviews", "selfsubjectrulesreviews"] {
                 let r = reg.get("authorization.k8s.io", "v1", plural).unwrap();
-                if let Err(e) = review(&r, "ns", body.clone(), "m", "t", &no_authn) {
+                if let Err(e) = review(&r, "ns", body.clone(), "m", "t", &no_authn, None) {
                     proptest::prop_assert!(matches!(e.code, 400 | 422), "{e:?}");
                 }
             }
             for plural in ["tokenreviews", "selfsubjectreviews"] {
                 let r = reg.get("authentication.k8s.io", "v1", plural).unwrap();
-                if let Err(e) = review(&r, "", body.clone(), "m", "t", &no_authn) {
+                if let Err(e) = review(&r, "", body.clone(), "m", "t", &no_authn, None) {
                     proptest::prop_assert_eq!(e.code, 400);
                 }
             }
@@ -588,7 +769,7 @@ mod tests {
     #[test]
     fn a_rules_review_lists_everything_for_its_namespace() {
         let r = res("authorization.k8s.io", "selfsubjectrulesreviews");
-        let e = review(&r, "", json!({"spec": {}}), "m", "t", &no_authn).unwrap_err();
+        let e = review(&r, "", json!({"spec": {}}), "m", "t", &no_authn, None).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (400, "no namespace on request")
@@ -600,6 +781,7 @@ mod tests {
             "m",
             "t",
             &no_authn,
+            None,
         )
         .unwrap();
         assert_eq!(out["spec"], json!({}));

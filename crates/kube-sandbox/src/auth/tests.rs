@@ -205,7 +205,7 @@ fn static_tokens_parse_as_token_file_lines_and_bad_ones_say_why() {
 #[test]
 fn refusals_are_worded_as_the_server_words_them() {
     let user = UserInfo::anonymous();
-    let e = forbidden(&user, &res("list", "", "configmaps", "", ""), &[]);
+    let e = forbidden(&user, &res("list", "", "configmaps", "", ""), "");
     assert_eq!(e.code, 403);
     assert_eq!(
         e.message,
@@ -223,7 +223,7 @@ fn refusals_are_worded_as_the_server_words_them() {
             namespace: "",
             name: "web",
         },
-        &["clusterrole.rbac.authorization.k8s.io \"gone\" not found".into()],
+        &rbac_errors(&["clusterrole.rbac.authorization.k8s.io \"gone\" not found".into()]),
     );
     assert_eq!(
         e.message,
@@ -241,7 +241,7 @@ fn refusals_are_worded_as_the_server_words_them() {
             verb: "get",
             path: "/api",
         },
-        &[],
+        "",
     );
     assert_eq!(
         e.message,

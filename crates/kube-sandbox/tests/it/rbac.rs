@@ -347,3 +347,110 @@ async fn over_https_a_client_trusting_the_ca_authenticates_and_others_cannot_con
             .is_err()
     );
 }
+
+/// The review resources answer with the caller and the RBAC decisions.
+#[tokio::test]
+async fn reviews_answer_for_the_caller_with_the_rbac_decisions() {
+    let (sb, admin) = sandbox().await;
+    let dev = client(&sb, Some("dev-token")).await;
+    let post = |c: &Client, plural: &str, kind: &str, group: &str, spec: Value| {
+        let ar =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(c.clone(), &ar);
+        let body: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": format!("{group}/v1"), "kind": kind, "spec": spec,
+        }))
+        .unwrap();
+        async move {
+            let out = api.create(&PostParams::default(), &body).await.unwrap();
+            out.data["status"].clone()
+        }
+    };
+    let whoami = post(
+        &dev,
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        "authentication.k8s.io",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        whoami["userInfo"],
+        json!({"username": "dev", "groups": ["developers", "system:authenticated"]})
+    );
+    let list_cms = json!({"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "configmaps"}});
+    let ssar = |c: &Client| {
+        post(
+            c,
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            "authorization.k8s.io",
+            list_cms.clone(),
+        )
+    };
+    assert_eq!(ssar(&dev).await, json!({"allowed": false}));
+    assert_eq!(
+        ssar(&admin).await,
+        json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"cluster-admin\" of ClusterRole \"cluster-admin\" to Group \"system:masters\""})
+    );
+
+    create(
+        &admin,
+        "Role",
+        "roles",
+        Some("default"),
+        json!({
+            "metadata": {"name": "cm-reader", "namespace": "default"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+        }),
+    )
+    .await;
+    create(&admin, "RoleBinding", "rolebindings", Some("default"), json!({
+        "metadata": {"name": "developers", "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
+    }))
+    .await;
+    assert_eq!(
+        ssar(&dev).await,
+        json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"developers/default\" of Role \"cm-reader\" to Group \"developers\""})
+    );
+    // The admin asks about another user.
+    let mut spec = list_cms.clone();
+    spec["user"] = json!("someone");
+    spec["groups"] = json!(["developers"]);
+    let sar = post(
+        &admin,
+        "subjectaccessreviews",
+        "SubjectAccessReview",
+        "authorization.k8s.io",
+        spec,
+    )
+    .await;
+    assert_eq!(sar["allowed"], true);
+    let rules = post(
+        &dev,
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        "authorization.k8s.io",
+        json!({"namespace": "default"}),
+    )
+    .await;
+    let resource_rules = rules["resourceRules"].as_array().unwrap();
+    assert!(
+        resource_rules
+            .contains(&json!({"verbs": ["list"], "apiGroups": [""], "resources": ["configmaps"]})),
+        "{rules}"
+    );
+    assert!(
+        rules["nonResourceRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["nonResourceURLs"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("/api"))),
+        "discovery, from system:discovery: {rules}"
+    );
+}
