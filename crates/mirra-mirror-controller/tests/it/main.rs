@@ -8,6 +8,7 @@ mod cluster_scoped;
 mod common;
 mod counts;
 mod deep;
+mod deploy_rbac;
 mod espejo_samples;
 mod fault_matrix;
 mod faults;
