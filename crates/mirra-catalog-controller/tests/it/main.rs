@@ -14,6 +14,7 @@ mod catalog_ports;
 mod catalog_preview;
 mod catalog_repair;
 mod common;
+mod deploy_rbac;
 mod fault_matrix;
 mod leader;
 mod round;
