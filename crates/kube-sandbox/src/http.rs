@@ -295,6 +295,7 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
     if let Some(auth) = &shared.config.auth
         && let Err(e) = authorize_request(&shared, auth, &parts, &routed, &q, &path).await
     {
+        shared.count_refused(&key);
         return error_response(&e);
     }
     // The decision is taken under the faults lock, the injected latency

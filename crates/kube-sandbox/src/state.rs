@@ -24,6 +24,9 @@ pub struct Stats {
     pub namespaces: BTreeMap<String, BTreeMap<String, u64>>,
     /// Watches open now.
     pub open_watches: u64,
+    /// Requests refused by authentication or authorization (401, 403;
+    /// only with `Config::auth`), by the same keys as `requests`.
+    pub refused: BTreeMap<String, u64>,
 }
 
 impl Stats {
@@ -73,6 +76,7 @@ impl Stats {
                 .filter(|(_, m)| !m.is_empty())
                 .collect(),
             open_watches: self.open_watches,
+            refused: diff(&self.refused, &earlier.refused),
         }
     }
 }
@@ -187,6 +191,12 @@ impl Shared {
                 .entry(key.to_string())
                 .or_default() += 1;
         }
+    }
+
+    /// Counts a request refused by authentication or authorization.
+    pub fn count_refused(&self, key: &str) {
+        let mut s = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        *s.refused.entry(key.to_string()).or_default() += 1;
     }
 
     /// A snapshot of the counters.

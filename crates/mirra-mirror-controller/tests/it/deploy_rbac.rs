@@ -36,16 +36,20 @@ async fn client(sb: &Sandbox, token: &str) -> Client {
     .unwrap()
 }
 
-/// Applies every document of deploy/mirror/rbac.yaml as kustomize would
-/// (namespaced ones into mirra-system).
-async fn apply_deploy_rbac(admin: &Client) {
+/// The documents of deploy/mirror/rbac.yaml.
+fn deploy_rbac() -> Vec<Value> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/mirror/rbac.yaml");
     let text = std::fs::read_to_string(path).unwrap();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let mut v: Value = serde::Deserialize::deserialize(doc).unwrap();
-        if v.is_null() {
-            continue;
-        }
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+/// Applies RBAC documents as kustomize would (namespaced ones into
+/// mirra-system).
+async fn apply_rbac(admin: &Client, docs: Vec<Value>) {
+    for mut v in docs {
         let kind = v["kind"].as_str().unwrap().to_string();
         let (group, version) = match v["apiVersion"].as_str().unwrap().split_once('/') {
             Some((g, ver)) => (g.to_string(), ver.to_string()),
@@ -104,7 +108,7 @@ async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
     namespace(&admin, NS, json!({})).await;
     namespace(&admin, "team-a", json!({"team": "x"})).await;
     namespace(&admin, "team-b", json!({"team": "x"})).await;
-    apply_deploy_rbac(&admin).await;
+    apply_rbac(&admin, deploy_rbac()).await;
     // Something a deleteItem names.
     Api::<ConfigMap>::namespaced(admin.clone(), "team-a")
         .create(
@@ -218,4 +222,106 @@ async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
         .unwrap();
     wait_for("team-b pruned", || async { cm("team-b").await.is_none() }).await;
     ctl.stop().await;
+}
+
+/// Every rule of the ClusterRole is used: without it, mirra's run is
+/// refused exactly there (the sandbox counts refusals by verb and
+/// resource), so none is superfluous.
+#[tokio::test]
+async fn every_rule_of_the_cluster_role_is_needed() {
+    let docs = deploy_rbac();
+    let role_at = docs
+        .iter()
+        .position(|d| d["kind"] == "ClusterRole")
+        .unwrap();
+    let rules = docs[role_at]["rules"].as_array().unwrap().clone();
+    assert!(rules.len() >= 6, "{rules:?}");
+    for (i, removed) in rules.iter().enumerate() {
+        let sb = Sandbox::start(kube_sandbox::Config {
+            auth: Some(AuthConfig {
+                tokens: vec![StaticToken {
+                    token: ADMIN.into(),
+                    user: "admin".into(),
+                    groups: vec![MASTERS.into()],
+                }],
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let admin = client(&sb, ADMIN).await;
+        Api::<CustomResourceDefinition>::all(admin.clone())
+            .create(
+                &PostParams::default(),
+                &mirra_mirror_controller::mirra_mirror::crd(),
+            )
+            .await
+            .unwrap();
+        namespace(&admin, NS, json!({})).await;
+        namespace(&admin, "team-a", json!({"team": "x"})).await;
+        let mut without = docs.clone();
+        without[role_at]["rules"].as_array_mut().unwrap().remove(i);
+        apply_rbac(&admin, without).await;
+        let token = Api::<ServiceAccount>::namespaced(admin.clone(), NS)
+            .create_token_request(
+                "mirra-mirror",
+                &PostParams::default(),
+                &serde_json::from_value(json!({"spec": {}})).unwrap(),
+            )
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .token;
+        let scs: Api<DynamicObject> = Api::namespaced_with(admin.clone(), NS, &sc_resource());
+        scs.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+                "metadata": {"name": "defaults", "namespace": NS},
+                "spec": {
+                    "namespaceSelector": {"labelSelector": {"matchLabels": {"team": "x"}}},
+                    "syncItems": [
+                        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "info"}},
+                        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                         "metadata": {"name": "deny"}, "spec": {"podSelector": {}}},
+                        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}}
+                    ],
+                },
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+        // What the removed rule grants, as the sandbox names resources.
+        let granted: Vec<String> = removed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| {
+                let r = r.as_str().unwrap().to_string();
+                removed["apiGroups"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(move |g| {
+                        let g = g.as_str().unwrap();
+                        match (g, r.split_once('/')) {
+                            ("", _) => r.clone(),
+                            (g, Some((base, sub))) => format!("{base}.{g}/{sub}"),
+                            (g, None) => format!("{r}.{g}"),
+                        }
+                    })
+            })
+            .collect();
+        let ctl = start_with_client(client(&sb, &token).await, Settings::for_tests(&[NS]));
+        wait_for("a refusal of what the removed rule grants", || async {
+            sb.stats().refused.keys().any(|k| {
+                k.split_once(' ')
+                    .is_some_and(|(_, resource)| granted.iter().any(|g| g == resource))
+            })
+        })
+        .await;
+        ctl.stop().await;
+    }
 }
