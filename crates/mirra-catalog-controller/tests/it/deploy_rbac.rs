@@ -38,19 +38,23 @@ async fn client_with(sb: &Sandbox, token: &str) -> Client {
     .unwrap()
 }
 
-/// Applies every document of deploy/catalog/rbac.yaml as it is
-/// (namespaced objects into the namespace they name, else mirra-system).
-async fn apply_deploy_rbac(admin: &Client) {
+/// The documents of deploy/catalog/rbac.yaml.
+fn deploy_rbac() -> Vec<Value> {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../deploy/catalog/rbac.yaml"
     );
     let text = std::fs::read_to_string(path).unwrap();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let mut v: Value = serde::Deserialize::deserialize(doc).unwrap();
-        if v.is_null() {
-            continue;
-        }
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+/// Applies RBAC documents as they are (namespaced objects into the
+/// namespace they name, else mirra-system).
+async fn apply_rbac(admin: &Client, docs: Vec<Value>) {
+    for mut v in docs {
         let kind = v["kind"].as_str().unwrap().to_string();
         let api_version = v["apiVersion"].as_str().unwrap().to_string();
         let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
@@ -91,7 +95,7 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
     .unwrap();
     let admin = client_with(&sb, ADMIN).await;
     ensure_namespace(&admin, "mirra-system").await;
-    apply_deploy_rbac(&admin).await;
+    apply_rbac(&admin, deploy_rbac()).await;
     cluster_ip(
         &admin,
         "shop",
@@ -175,4 +179,87 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
     stop.cancel();
     reverse.await.unwrap();
     ctl.stop().await;
+}
+
+/// Every rule of the ClusterRole is used: without it, the sync is refused
+/// exactly there (the sandbox counts refusals by verb and resource).
+#[tokio::test]
+async fn every_rule_of_the_cluster_role_is_needed() {
+    let docs = deploy_rbac();
+    let role_at = docs
+        .iter()
+        .position(|d| d["kind"] == "ClusterRole")
+        .unwrap();
+    let rules = docs[role_at]["rules"].as_array().unwrap().clone();
+    assert!(rules.len() >= 5, "{rules:?}");
+    let (_csb, c) = consul().await;
+    for (i, removed) in rules.iter().enumerate() {
+        let sb = Sandbox::start(kube_sandbox::Config {
+            auth: Some(AuthConfig {
+                tokens: vec![StaticToken {
+                    token: ADMIN.into(),
+                    user: "admin".into(),
+                    groups: vec![MASTERS.into()],
+                }],
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let admin = client_with(&sb, ADMIN).await;
+        ensure_namespace(&admin, "mirra-system").await;
+        let mut without = docs.clone();
+        without[role_at]["rules"].as_array_mut().unwrap().remove(i);
+        apply_rbac(&admin, without).await;
+        // A bad annotation, so that an Event is due.
+        cluster_ip(
+            &admin,
+            "shop",
+            "cart",
+            json!({"consul.hashicorp.com/service-port": "nope"}),
+        )
+        .await;
+        put_slice(&admin, "shop", "cart", "cart-1", &eps(&ips("10.3.0", 1))).await;
+        let token = Api::<ServiceAccount>::namespaced(admin.clone(), "mirra-system")
+            .create_token_request(
+                "mirra-catalog",
+                &PostParams::default(),
+                &serde_json::from_value(json!({"spec": {}})).unwrap(),
+            )
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .token;
+        let granted: Vec<String> = removed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| {
+                let r = r.as_str().unwrap().to_string();
+                removed["apiGroups"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(move |g| match g.as_str().unwrap() {
+                        "" => r.clone(),
+                        g => format!("{r}.{g}"),
+                    })
+            })
+            .collect();
+        let sync = SyncSettings {
+            enable_ingress: true,
+            ..sync_settings(&format!("k8s-sync-{i}"))
+        };
+        let ctl = start(&client_with(&sb, &token).await, &c, settings(sync));
+        wait_for("a refusal of what the removed rule grants", || async {
+            sb.stats().refused.keys().any(|k| {
+                k.split_once(' ')
+                    .is_some_and(|(_, resource)| granted.iter().any(|g| g == resource))
+            })
+        })
+        .await;
+        ctl.stop.cancel();
+        let _ = ctl.task.await;
+    }
 }
