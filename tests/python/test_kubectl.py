@@ -362,6 +362,15 @@ def test_rbac_over_https_with_kubectl(start_kube_sandbox):
     other = kubectl("get", "configmaps", "-n", "kube-system", token="dev-token")
     assert 'in the namespace "kube-system"' in other.stderr
 
+    # Impersonation: the admin may act as anyone, dev may not.
+    as_sa = kubectl("auth", "whoami", "--as", "system:serviceaccount:default:bot")
+    assert as_sa.returncode == 0, as_sa.stderr
+    assert "system:serviceaccount:default:bot" in as_sa.stdout
+    assert "system:serviceaccounts:default" in as_sa.stdout
+    refused = kubectl("get", "configmaps", "--as", "alice", token="dev-token")
+    assert ('users "alice" is forbidden: User "dev" cannot impersonate resource "users" '
+            'in API group "" at the cluster scope') in refused.stderr
+
     forged = kubectl("get", "configmaps", token="nobody-issued-this")
     assert forged.returncode != 0
     assert "Unauthorized" in forged.stderr

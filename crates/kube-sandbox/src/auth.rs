@@ -27,9 +27,13 @@
 //!   `system:discovery`, `system:basic-user` and
 //!   `system:public-info-viewer`, with their bindings.
 //!
+//! - Impersonation ([`impersonate`]): the `Impersonate-*` headers, each
+//!   authorized with the `impersonate` verb, make the request act as
+//!   another user.
+//!
 //! The review resources answer with the same caller and decisions
 //! (`crate::review`). Not modelled (written down in docs/ARCHITECTURE.md):
-//! impersonation headers and the `escalate`/`bind` checks on RBAC writes.
+//! the `escalate`/`bind` checks on RBAC writes.
 //!
 //! What this module must NOT do: store anything, or take the store lock
 //! itself (the caller passes the store it holds).
@@ -163,6 +167,102 @@ pub fn authenticate(
 
 fn unauthorized() -> ApiError {
     ApiError::unauthorized()
+}
+
+/// The user a request acts as through the impersonation headers
+/// (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-<key>`), each of which
+/// `requestor` must be allowed to `impersonate` (users, groups,
+/// serviceaccounts, and `uids` and `userextras/<key>` in
+/// `authentication.k8s.io`); `Ok(None)` without such headers. As upstream's
+/// filter: a ServiceAccount's user name brings its groups when no group is
+/// given, and a named user without groups gets `system:authenticated`.
+pub fn impersonate(
+    store: &Store,
+    requestor: &UserInfo,
+    headers: &http::HeaderMap,
+) -> Result<Option<UserInfo>, ApiError> {
+    let values = |name: &str| -> Vec<String> {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(str::to_string)
+            .collect()
+    };
+    let user = values("impersonate-user")
+        .into_iter()
+        .next()
+        .filter(|u| !u.is_empty());
+    let groups = values("impersonate-group");
+    let uid = values("impersonate-uid").into_iter().next();
+    let extras: Vec<(String, String)> = headers
+        .iter()
+        .filter_map(|(name, v)| {
+            let key = name.as_str().strip_prefix("impersonate-extra-")?;
+            Some((key.to_string(), v.to_str().ok()?.to_string()))
+        })
+        .collect();
+    let Some(user) = user else {
+        if groups.is_empty() && uid.is_none() && extras.is_empty() {
+            return Ok(None);
+        }
+        return Err(ApiError::internal(
+            "requested impersonation of groups, a uid or extras without impersonating a user",
+        ));
+    };
+    let check = |group: &str, resource: &str, sub: &str, namespace: &str, name: &str| {
+        authorize(
+            store,
+            requestor,
+            &Request::Resource {
+                verb: "impersonate",
+                group,
+                resource,
+                subresource: sub,
+                namespace,
+                name,
+            },
+        )
+    };
+    let mut out_groups = Vec::new();
+    let service_account = user
+        .strip_prefix("system:serviceaccount:")
+        .and_then(|rest| rest.split_once(':'))
+        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains(':'));
+    match service_account {
+        Some((ns, name)) => {
+            check("", "serviceaccounts", "", ns, name)?;
+            if groups.is_empty() {
+                out_groups = vec![
+                    "system:serviceaccounts".to_string(),
+                    format!("system:serviceaccounts:{ns}"),
+                ];
+            }
+        }
+        None => check("", "users", "", "", &user)?,
+    }
+    for g in &groups {
+        check("", "groups", "", "", g)?;
+        out_groups.push(g.clone());
+    }
+    if let Some(uid) = &uid {
+        check("authentication.k8s.io", "uids", "", "", uid)?;
+    }
+    for (key, value) in &extras {
+        check("authentication.k8s.io", "userextras", key, "", value)?;
+    }
+    if groups.is_empty()
+        && user != ANONYMOUS
+        && !out_groups
+            .iter()
+            .any(|g| g == AUTHENTICATED || g == UNAUTHENTICATED)
+    {
+        out_groups.push(AUTHENTICATED.into());
+    }
+    Ok(Some(UserInfo {
+        name: user,
+        groups: out_groups,
+    }))
 }
 
 /// What a request asks to do, as the authorizer sees it.

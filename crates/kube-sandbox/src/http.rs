@@ -229,7 +229,11 @@ async fn authorize_request(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let store = shared.store.lock().await;
-    let user = crate::auth::authenticate(auth, &store, &shared.signer, header, shared.token_now())?;
+    let mut user =
+        crate::auth::authenticate(auth, &store, &shared.signer, header, shared.token_now())?;
+    if let Some(acting_as) = crate::auth::impersonate(&store, &user, &parts.headers)? {
+        user = acting_as;
+    }
     let method = parts.method.as_str().to_ascii_lowercase();
     let request = match routed {
         Route::Object(o) => crate::auth::Request::Resource {

@@ -101,7 +101,10 @@ pub async fn serve(
             let header = headers
                 .get(header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok());
-            let caller = crate::auth::authenticate(auth, &store, &shared.signer, header, secs)?;
+            let mut caller = crate::auth::authenticate(auth, &store, &shared.signer, header, secs)?;
+            if let Some(acting_as) = crate::auth::impersonate(&store, &caller, headers)? {
+                caller = acting_as;
+            }
             Some(Access {
                 caller,
                 store: &store,

@@ -454,3 +454,80 @@ async fn reviews_answer_for_the_caller_with_the_rbac_decisions() {
         "discovery, from system:discovery: {rules}"
     );
 }
+
+/// `Impersonate-*` headers act as another user when the caller may
+/// `impersonate` it, and are refused with the server's 403 otherwise.
+#[tokio::test]
+async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_that_user() {
+    let (sb, admin) = sandbox().await;
+    let http = reqwest::Client::new();
+    let get = |token: &'static str, headers: &'static [(&'static str, &'static str)]| {
+        let mut req = http
+            .get(format!("{}/api/v1/namespaces/default/configmaps", sb.url()))
+            .bearer_auth(token);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    // dev may not impersonate anyone.
+    let (code, body) = get("dev-token", &[("Impersonate-User", "alice")]).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        body["message"],
+        "users \"alice\" is forbidden: User \"dev\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    // The admin may; alice (authenticated, nothing more) may not list.
+    let (code, body) = get(ADMIN, &[("Impersonate-User", "alice")]).await;
+    assert_eq!(code, 403);
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("User \"alice\" cannot list"),
+        "{body}"
+    );
+    // As a ServiceAccount, with its groups.
+    create(&admin, "RoleBinding", "rolebindings", Some("default"), json!({
+        "metadata": {"name": "sas-view", "namespace": "default"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-list"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:default"}],
+    }))
+    .await;
+    create(
+        &admin,
+        "ClusterRole",
+        "clusterroles",
+        None,
+        json!({
+            "metadata": {"name": "cm-list"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
+        }),
+    )
+    .await;
+    let (code, _) = get(
+        ADMIN,
+        &[("Impersonate-User", "system:serviceaccount:default:bot")],
+    )
+    .await;
+    assert_eq!(code, 200, "the ServiceAccount's group is bound");
+    // Groups given replace the automatic ones.
+    let (code, _) = get(
+        ADMIN,
+        &[
+            ("Impersonate-User", "system:serviceaccount:default:bot"),
+            ("Impersonate-Group", "nobody"),
+        ],
+    )
+    .await;
+    assert_eq!(code, 403);
+    // A group without a user is the server's 500.
+    let (code, _) = get(ADMIN, &[("Impersonate-Group", "developers")]).await;
+    assert_eq!(code, 500);
+}
