@@ -214,6 +214,40 @@ fn body_value(res: &Resource, body: &[u8], ct: &str) -> Result<Value, ApiError> 
 }
 
 /// Handles one request.
+/// Whether a write of `res` is subject to RBAC's escalation check.
+fn is_rbac_write(shared: &Shared, res: &crate::registry::Resource) -> bool {
+    shared.config.auth.is_some() && res.group == "rbac.authorization.k8s.io"
+}
+
+/// RBAC's escalation prevention on a write of a role or binding (see
+/// `crate::auth::check_escalation`), for the request's user.
+fn check_rbac_write(
+    shared: &Shared,
+    store: &crate::store::Store,
+    headers: &HeaderMap,
+    res: &crate::registry::Resource,
+    ns: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    let Some(auth) = shared
+        .config
+        .auth
+        .as_ref()
+        .filter(|_| is_rbac_write(shared, res))
+    else {
+        return Ok(());
+    };
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let mut user =
+        crate::auth::authenticate(auth, store, &shared.signer, header, shared.token_now())?;
+    if let Some(acting_as) = crate::auth::impersonate(store, &user, headers)? {
+        user = acting_as;
+    }
+    crate::auth::check_escalation(store, &user, &res.plural, ns, obj)
+}
+
 /// Authenticates the request and asks the RBAC authorizer (see
 /// `crate::auth`): a refusal is the server's 401 or 403.
 async fn authorize_request(
@@ -577,6 +611,7 @@ async fn object(
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
             let mut store = shared.store.lock().await;
+            check_rbac_write(&shared, &store, headers, &res, &ns, &v)?;
             let out = store.create(&res, &ns, v, &opts)?;
             let r = write_answer(&store, StatusCode::CREATED, out, protobuf);
             drop(store);
@@ -591,6 +626,7 @@ async fn object(
             let warnings =
                 check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
             let mut store = shared.store.lock().await;
+            check_rbac_write(&shared, &store, headers, &res, &ns, &v)?;
             let out = store.update(&res, &ns, name, v, &opts)?;
             let r = write_answer(&store, StatusCode::OK, out, protobuf);
             drop(store);
@@ -626,6 +662,17 @@ async fn object(
                 && let Some(e) = crate::decode_error::patch_error(&res, &old, kind, &body)
             {
                 return Err(e);
+            }
+            if is_rbac_write(&shared, &res) {
+                // What the patch would store, judged before it is stored.
+                let dry = WriteOptions {
+                    dry_run: true,
+                    ..opts.clone()
+                };
+                let would = store.patch(&res, &ns, name, kind, &body, &dry)?;
+                let would: Value = crate::json::parse(&would)
+                    .map_err(|e| ApiError::internal(format!("patched object: {e}")))?;
+                check_rbac_write(&shared, &store, headers, &res, &ns, &would)?;
             }
             let out = store.patch(&res, &ns, name, kind, &body, &opts)?;
             let code = if existed {

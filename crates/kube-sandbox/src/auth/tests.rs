@@ -249,3 +249,37 @@ fn refusals_are_worded_as_the_server_words_them() {
     );
     assert_eq!(e.reason, "Forbidden");
 }
+
+#[test]
+fn coverage_is_checked_rule_by_atomic_rule() {
+    let wanted = vec![json!({
+        "apiGroups": ["", "apps"], "resources": ["configmaps", "deployments/scale"],
+        "resourceNames": ["a"], "verbs": ["get", "update"]
+    })];
+    let atoms = atomic_rules(&wanted);
+    assert_eq!(atoms.len(), 8, "{atoms:?}");
+    let held = json!({"apiGroups": ["*"], "resources": ["configmaps", "*/scale"], "verbs": ["get", "update"]});
+    assert!(atoms.iter().all(|a| covers(&held, a)));
+    let narrow = json!({"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["b"], "verbs": ["*"]});
+    assert!(
+        !atoms.iter().any(|a| covers(&narrow, a)),
+        "another name covers nothing"
+    );
+    let urls = atomic_rules(&[json!({"nonResourceURLs": ["/metrics"], "verbs": ["get"]})]);
+    assert!(covers(
+        &json!({"nonResourceURLs": ["/*"], "verbs": ["get"]}),
+        &urls[0]
+    ));
+    assert!(!covers(
+        &json!({"nonResourceURLs": ["/healthz"], "verbs": ["get"]}),
+        &urls[0]
+    ));
+    assert_eq!(
+        compact_rule(&atoms[0]),
+        "{APIGroups:[\"\"], Resources:[\"configmaps\"], ResourceNames:[\"a\"], Verbs:[\"get\"]}"
+    );
+    assert_eq!(
+        compact_rule(&urls[0]),
+        "{NonResourceURLs:[\"/metrics\"], Verbs:[\"get\"]}"
+    );
+}

@@ -531,3 +531,121 @@ async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_that_user() {
     let (code, _) = get(ADMIN, &[("Impersonate-Group", "developers")]).await;
     assert_eq!(code, 500);
 }
+
+/// Roles and bindings grant only what their writer holds, unless the
+/// writer may `escalate` or `bind`.
+#[tokio::test]
+async fn nobody_grants_more_than_they_hold_without_escalate_or_bind() {
+    let (sb, admin) = sandbox().await;
+    ns(&admin, "team-a").await;
+    create(&admin, "Role", "roles", Some("team-a"), json!({
+        "metadata": {"name": "rbac-admin", "namespace": "team-a"},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
+        ],
+    }))
+    .await;
+    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
+        "metadata": {"name": "developers", "namespace": "team-a"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "rbac-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
+    }))
+    .await;
+    let dev = client(&sb, Some("dev-token")).await;
+    let roles: Api<DynamicObject> =
+        Api::namespaced_with(dev.clone(), "team-a", &rbac("Role", "roles"));
+    let bindings: Api<DynamicObject> =
+        Api::namespaced_with(dev.clone(), "team-a", &rbac("RoleBinding", "rolebindings"));
+    let role = |name: &str, resource: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name},
+            "rules": [{"apiGroups": [""], "resources": [resource], "verbs": ["get"]}],
+        }))
+        .unwrap()
+    };
+    // What dev holds, dev may grant.
+    roles
+        .create(&PostParams::default(), &role("cm-get", "configmaps"))
+        .await
+        .unwrap();
+    let (code, _, message) = refusal(
+        roles
+            .create(&PostParams::default(), &role("secret-get", "secrets"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 403);
+    assert_eq!(
+        message,
+        "roles.rbac.authorization.k8s.io \"secret-get\" is forbidden: user \"dev\" (groups=[\"developers\" \"system:authenticated\"]) \
+         is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}"
+    );
+    let binding = |name: &str, kind: &str, role: &str| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "eve"}],
+        }))
+        .unwrap()
+    };
+    bindings
+        .create(&PostParams::default(), &binding("eve-cm", "Role", "cm-get"))
+        .await
+        .unwrap();
+    let (code, _, message) = refusal(
+        bindings
+            .create(
+                &PostParams::default(),
+                &binding("eve-admin", "ClusterRole", "cluster-admin"),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 403);
+    assert!(
+        message.contains("is attempting to grant RBAC permissions not currently held"),
+        "{message}"
+    );
+
+    // escalate and bind lift the checks.
+    create(&admin, "Role", "roles", Some("team-a"), json!({
+        "metadata": {"name": "escalator", "namespace": "team-a"},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]},
+        ],
+    }))
+    .await;
+    create(&admin, "ClusterRole", "clusterroles", None, json!({
+        "metadata": {"name": "bind-admin"},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["cluster-admin"]},
+        ],
+    }))
+    .await;
+    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
+        "metadata": {"name": "developers-escalate", "namespace": "team-a"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "escalator"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
+    }))
+    .await;
+    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
+        "metadata": {"name": "developers-bind", "namespace": "team-a"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
+    }))
+    .await;
+    roles
+        .create(&PostParams::default(), &role("secret-get", "secrets"))
+        .await
+        .unwrap();
+    bindings
+        .create(
+            &PostParams::default(),
+            &binding("eve-admin", "ClusterRole", "cluster-admin"),
+        )
+        .await
+        .unwrap();
+}
