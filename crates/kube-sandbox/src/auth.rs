@@ -395,7 +395,7 @@ fn atomic_rules(rules: &[Value]) -> Vec<Value> {
 /// Whether the held rule `owner` grants everything the atomic rule `want`
 /// does.
 fn covers(owner: &Value, want: &Value) -> bool {
-    let has = |k: &str, x: &str| strings(&owner[k]).iter().any(|o| *o == x);
+    let has = |k: &str, x: &str| strings(&owner[k]).contains(&x);
     let one = |k: &str| {
         strings(&want[k])
             .first()

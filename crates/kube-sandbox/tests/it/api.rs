@@ -2249,7 +2249,8 @@ async fn stats_json_over_http() {
     let v: Value = r.json().await.unwrap();
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["namespaces", "open_watches", "requests"]);
+    assert_eq!(keys, ["namespaces", "open_watches", "refused", "requests"]);
+    assert_eq!(v["refused"], json!({}), "nothing refused without auth");
     assert_eq!(
         v["requests"],
         json!({
