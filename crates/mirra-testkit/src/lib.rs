@@ -1,6 +1,7 @@
 //! Helpers shared by mirra's integration tests: waiting for a condition,
 //! waiting for a controller to go quiet, reading the Kubernetes Events
-//! a controller recorded, and capturing what it logs.
+//! a controller recorded, capturing what it logs, and (`rbac`) a sandbox
+//! with RBAC on with deploy/'s manifests applied.
 //!
 //! This crate is a dev-dependency of the test suites only. Production
 //! code must not depend on it: every helper panics on failure, which is
@@ -9,6 +10,8 @@
 //! Tests never assert on elapsed time. [`DEADLINE`] only bounds how long a
 //! broken test hangs before it fails with a message naming what it was
 //! waiting for; a passing test returns as soon as the condition holds.
+
+pub mod rbac;
 
 use std::fmt::Debug;
 use std::future::Future;

@@ -9,93 +9,26 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Service, ServiceAccount};
-use kube::api::{Api, DynamicObject, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use kube::{Client, Config};
-use kube_sandbox::Sandbox;
-use kube_sandbox::auth::{AuthConfig, MASTERS, StaticToken};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, PostParams};
 use mirra_catalog::SyncSettings;
 use mirra_runtime::Readiness;
-use serde_json::{Value, json};
+use mirra_testkit::rbac::{
+    apply, client_with_token, documents, granted_resources, refused_any, sandbox_with_rbac,
+    service_account_token,
+};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::*;
 
-const ADMIN: &str = "admin-token";
-
-async fn client_with(sb: &Sandbox, token: &str) -> Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&kube_sandbox::kubeconfig_with_token(
-        &sb.url(),
-        Some(token),
-    ))
-    .unwrap();
-    Client::try_from(
-        Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap()
-}
-
-/// The documents of deploy/catalog/rbac.yaml.
-fn deploy_rbac() -> Vec<Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/catalog/rbac.yaml"
-    );
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|v: &Value| !v.is_null())
-        .collect()
-}
-
-/// Applies RBAC documents as they are (namespaced objects into the
-/// namespace they name, else mirra-system).
-async fn apply_rbac(admin: &Client, docs: Vec<Value>) {
-    for mut v in docs {
-        let kind = v["kind"].as_str().unwrap().to_string();
-        let api_version = v["apiVersion"].as_str().unwrap().to_string();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(group, version, &kind),
-            &format!("{}s", kind.to_lowercase()),
-        );
-        let api: Api<DynamicObject> =
-            if matches!(kind.as_str(), "ServiceAccount" | "Role" | "RoleBinding") {
-                let ns = v["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("mirra-system")
-                    .to_string();
-                v["metadata"]["namespace"] = json!(ns);
-                Api::namespaced_with(admin.clone(), &ns, &ar)
-            } else {
-                Api::all_with(admin.clone(), &ar)
-            };
-        api.create(&PostParams::default(), &serde_json::from_value(v).unwrap())
-            .await
-            .unwrap();
-    }
-}
+const RBAC: &str = "deploy/catalog/rbac.yaml";
 
 #[tokio::test]
 async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
-    let sb = Sandbox::start(kube_sandbox::Config {
-        auth: Some(AuthConfig {
-            tokens: vec![StaticToken {
-                token: ADMIN.into(),
-                user: "admin".into(),
-                groups: vec![MASTERS.into()],
-            }],
-        }),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let admin = client_with(&sb, ADMIN).await;
+    let (sb, admin) = sandbox_with_rbac().await;
     ensure_namespace(&admin, "mirra-system").await;
-    apply_rbac(&admin, deploy_rbac()).await;
+    apply(&admin, documents(RBAC), "mirra-system").await;
     cluster_ip(
         &admin,
         "shop",
@@ -105,18 +38,8 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
     .await;
     put_slice(&admin, "shop", "cart", "cart-1", &eps(&ips("10.3.0", 2))).await;
 
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), "mirra-system")
-        .create_token_request(
-            "mirra-catalog",
-            &PostParams::default(),
-            &serde_json::from_value(json!({"spec": {}})).unwrap(),
-        )
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
-    let mirra = client_with(&sb, &token).await;
+    let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
+    let mirra = client_with_token(&sb, &token).await;
     Api::<Lease>::namespaced(mirra.clone(), "mirra-system")
         .create(
             &PostParams::default(),
@@ -185,7 +108,7 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
 /// exactly there (the sandbox counts refusals by verb and resource).
 #[tokio::test]
 async fn every_rule_of_the_cluster_role_is_needed() {
-    let docs = deploy_rbac();
+    let docs = documents(RBAC);
     let role_at = docs
         .iter()
         .position(|d| d["kind"] == "ClusterRole")
@@ -194,23 +117,11 @@ async fn every_rule_of_the_cluster_role_is_needed() {
     assert!(rules.len() >= 5, "{rules:?}");
     let (_csb, c) = consul().await;
     for (i, removed) in rules.iter().enumerate() {
-        let sb = Sandbox::start(kube_sandbox::Config {
-            auth: Some(AuthConfig {
-                tokens: vec![StaticToken {
-                    token: ADMIN.into(),
-                    user: "admin".into(),
-                    groups: vec![MASTERS.into()],
-                }],
-            }),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-        let admin = client_with(&sb, ADMIN).await;
+        let (sb, admin) = sandbox_with_rbac().await;
         ensure_namespace(&admin, "mirra-system").await;
         let mut without = docs.clone();
         without[role_at]["rules"].as_array_mut().unwrap().remove(i);
-        apply_rbac(&admin, without).await;
+        apply(&admin, without, "mirra-system").await;
         // A bad annotation, so that an Event is due.
         cluster_ip(
             &admin,
@@ -220,43 +131,15 @@ async fn every_rule_of_the_cluster_role_is_needed() {
         )
         .await;
         put_slice(&admin, "shop", "cart", "cart-1", &eps(&ips("10.3.0", 1))).await;
-        let token = Api::<ServiceAccount>::namespaced(admin.clone(), "mirra-system")
-            .create_token_request(
-                "mirra-catalog",
-                &PostParams::default(),
-                &serde_json::from_value(json!({"spec": {}})).unwrap(),
-            )
-            .await
-            .unwrap()
-            .status
-            .unwrap()
-            .token;
-        let granted: Vec<String> = removed["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| {
-                let r = r.as_str().unwrap().to_string();
-                removed["apiGroups"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(move |g| match g.as_str().unwrap() {
-                        "" => r.clone(),
-                        g => format!("{r}.{g}"),
-                    })
-            })
-            .collect();
+        let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
+        let granted = granted_resources(removed);
         let sync = SyncSettings {
             enable_ingress: true,
             ..sync_settings(&format!("k8s-sync-{i}"))
         };
-        let ctl = start(&client_with(&sb, &token).await, &c, settings(sync));
+        let ctl = start(&client_with_token(&sb, &token).await, &c, settings(sync));
         wait_for("a refusal of what the removed rule grants", || async {
-            sb.stats().refused.keys().any(|k| {
-                k.split_once(' ')
-                    .is_some_and(|(_, resource)| granted.iter().any(|g| g == resource))
-            })
+            refused_any(&sb, &granted)
         })
         .await;
         ctl.stop.cancel();

@@ -7,71 +7,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use kube::{Client, Config};
-use kube_sandbox::Sandbox;
-use kube_sandbox::auth::{AuthConfig, MASTERS, StaticToken};
 use mirra_mirror_controller::Settings;
+use mirra_testkit::rbac::{
+    apply, client_with_token, documents, granted_resources, refused_any, sandbox_with_rbac,
+    service_account_token,
+};
 use serde_json::{Value, json};
 
 use crate::common::{sc_resource, start_with_client, wait_for};
 
 const NS: &str = "mirra-system";
-const ADMIN: &str = "admin-token";
-
-async fn client(sb: &Sandbox, token: &str) -> Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&kube_sandbox::kubeconfig_with_token(
-        &sb.url(),
-        Some(token),
-    ))
-    .unwrap();
-    Client::try_from(
-        Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap(),
-    )
-    .unwrap()
-}
-
-/// The documents of deploy/mirror/rbac.yaml.
-fn deploy_rbac() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/mirror/rbac.yaml");
-    let text = std::fs::read_to_string(path).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| serde::Deserialize::deserialize(doc).unwrap())
-        .filter(|v: &Value| !v.is_null())
-        .collect()
-}
-
-/// Applies RBAC documents as kustomize would (namespaced ones into
-/// mirra-system).
-async fn apply_rbac(admin: &Client, docs: Vec<Value>) {
-    for mut v in docs {
-        let kind = v["kind"].as_str().unwrap().to_string();
-        let (group, version) = match v["apiVersion"].as_str().unwrap().split_once('/') {
-            Some((g, ver)) => (g.to_string(), ver.to_string()),
-            None => (String::new(), v["apiVersion"].as_str().unwrap().to_string()),
-        };
-        let plural = format!("{}s", kind.to_lowercase());
-        let ar = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(&group, &version, &kind),
-            &plural,
-        );
-        let namespaced = matches!(kind.as_str(), "ServiceAccount" | "Role" | "RoleBinding");
-        let api: Api<DynamicObject> = if namespaced {
-            v["metadata"]["namespace"] = json!(NS);
-            Api::namespaced_with(admin.clone(), NS, &ar)
-        } else {
-            Api::all_with(admin.clone(), &ar)
-        };
-        api.create(&PostParams::default(), &serde_json::from_value(v).unwrap())
-            .await
-            .unwrap();
-    }
-}
+const RBAC: &str = "deploy/mirror/rbac.yaml";
 
 async fn namespace(admin: &Client, name: &str, labels: Value) {
     Api::<Namespace>::all(admin.clone())
@@ -85,19 +35,7 @@ async fn namespace(admin: &Client, name: &str, labels: Value) {
 
 #[tokio::test]
 async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
-    let sb = Sandbox::start(kube_sandbox::Config {
-        auth: Some(AuthConfig {
-            tokens: vec![StaticToken {
-                token: ADMIN.into(),
-                user: "admin".into(),
-                groups: vec![MASTERS.into()],
-            }],
-        }),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
-    let admin = client(&sb, ADMIN).await;
+    let (sb, admin) = sandbox_with_rbac().await;
     Api::<CustomResourceDefinition>::all(admin.clone())
         .create(
             &PostParams::default(),
@@ -108,7 +46,7 @@ async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
     namespace(&admin, NS, json!({})).await;
     namespace(&admin, "team-a", json!({"team": "x"})).await;
     namespace(&admin, "team-b", json!({"team": "x"})).await;
-    apply_rbac(&admin, deploy_rbac()).await;
+    apply(&admin, documents(RBAC), NS).await;
     // Something a deleteItem names.
     Api::<ConfigMap>::namespaced(admin.clone(), "team-a")
         .create(
@@ -118,18 +56,8 @@ async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
         .await
         .unwrap();
 
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), NS)
-        .create_token_request(
-            "mirra-mirror",
-            &PostParams::default(),
-            &serde_json::from_value(json!({"spec": {}})).unwrap(),
-        )
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
-    let mirra = client(&sb, &token).await;
+    let token = service_account_token(&admin, NS, "mirra-mirror").await;
+    let mirra = client_with_token(&sb, &token).await;
 
     // The Lease the deployment's leader election takes.
     let leases = Api::<Lease>::namespaced(mirra.clone(), NS);
@@ -229,7 +157,7 @@ async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
 /// resource), so none is superfluous.
 #[tokio::test]
 async fn every_rule_of_the_cluster_role_is_needed() {
-    let docs = deploy_rbac();
+    let docs = documents(RBAC);
     let role_at = docs
         .iter()
         .position(|d| d["kind"] == "ClusterRole")
@@ -237,19 +165,7 @@ async fn every_rule_of_the_cluster_role_is_needed() {
     let rules = docs[role_at]["rules"].as_array().unwrap().clone();
     assert!(rules.len() >= 6, "{rules:?}");
     for (i, removed) in rules.iter().enumerate() {
-        let sb = Sandbox::start(kube_sandbox::Config {
-            auth: Some(AuthConfig {
-                tokens: vec![StaticToken {
-                    token: ADMIN.into(),
-                    user: "admin".into(),
-                    groups: vec![MASTERS.into()],
-                }],
-            }),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-        let admin = client(&sb, ADMIN).await;
+        let (sb, admin) = sandbox_with_rbac().await;
         Api::<CustomResourceDefinition>::all(admin.clone())
             .create(
                 &PostParams::default(),
@@ -261,18 +177,8 @@ async fn every_rule_of_the_cluster_role_is_needed() {
         namespace(&admin, "team-a", json!({"team": "x"})).await;
         let mut without = docs.clone();
         without[role_at]["rules"].as_array_mut().unwrap().remove(i);
-        apply_rbac(&admin, without).await;
-        let token = Api::<ServiceAccount>::namespaced(admin.clone(), NS)
-            .create_token_request(
-                "mirra-mirror",
-                &PostParams::default(),
-                &serde_json::from_value(json!({"spec": {}})).unwrap(),
-            )
-            .await
-            .unwrap()
-            .status
-            .unwrap()
-            .token;
+        apply(&admin, without, NS).await;
+        let token = service_account_token(&admin, NS, "mirra-mirror").await;
         let scs: Api<DynamicObject> = Api::namespaced_with(admin.clone(), NS, &sc_resource());
         scs.create(
             &PostParams::default(),
@@ -294,32 +200,13 @@ async fn every_rule_of_the_cluster_role_is_needed() {
         .await
         .unwrap();
         // What the removed rule grants, as the sandbox names resources.
-        let granted: Vec<String> = removed["resources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .flat_map(|r| {
-                let r = r.as_str().unwrap().to_string();
-                removed["apiGroups"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(move |g| {
-                        let g = g.as_str().unwrap();
-                        match (g, r.split_once('/')) {
-                            ("", _) => r.clone(),
-                            (g, Some((base, sub))) => format!("{base}.{g}/{sub}"),
-                            (g, None) => format!("{r}.{g}"),
-                        }
-                    })
-            })
-            .collect();
-        let ctl = start_with_client(client(&sb, &token).await, Settings::for_tests(&[NS]));
+        let granted = granted_resources(removed);
+        let ctl = start_with_client(
+            client_with_token(&sb, &token).await,
+            Settings::for_tests(&[NS]),
+        );
         wait_for("a refusal of what the removed rule grants", || async {
-            sb.stats().refused.keys().any(|k| {
-                k.split_once(' ')
-                    .is_some_and(|(_, resource)| granted.iter().any(|g| g == resource))
-            })
+            refused_any(&sb, &granted)
         })
         .await;
         ctl.stop().await;
