@@ -435,27 +435,36 @@ async fn send(
         {
             Ok(applied) => {
                 shared.metrics.write("apply", &t.kind);
-                let (version, body_hash) = if *check_adoption && applied.others_had_a_hand {
-                    // The object existed before this apply: say so on it,
-                    // so it is released rather than deleted later.
-                    tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
+                // An object this process created moments ago is no
+                // adoption, even when this answer says it existed.
+                let made_here = shared.with_state(|s| {
+                    if applied.created {
+                        s.remember_created(&applied.uid);
+                    }
+                    s.created_here(&applied.uid)
+                });
+                let (version, body_hash) =
+                    if *check_adoption && applied.others_had_a_hand && !made_here {
+                        // The object existed before this apply: say so on it,
+                        // so it is released rather than deleted later.
+                        tracing::info!(namespace = %t.namespace, name = %t.name, kind = %t.kind,
                         "adopted an existing object");
-                    let marked = mirra_mirror::with_adopted_mark(body);
-                    let again = write::apply(
-                        &shared.fence,
-                        client,
-                        &ar,
-                        &t.namespace,
-                        &t.name,
-                        &marked,
-                        Some(&applied.version),
-                    )
-                    .await?;
-                    shared.metrics.write("apply", &t.kind);
-                    (again.version, mirra_mirror::marks::content_hash(&marked))
-                } else {
-                    (applied.version, mirra_mirror::marks::content_hash(body))
-                };
+                        let marked = mirra_mirror::with_adopted_mark(body);
+                        let again = write::apply(
+                            &shared.fence,
+                            client,
+                            &ar,
+                            &t.namespace,
+                            &t.name,
+                            &marked,
+                            Some(&applied.version),
+                        )
+                        .await?;
+                        shared.metrics.write("apply", &t.kind);
+                        (again.version, mirra_mirror::marks::content_hash(&marked))
+                    } else {
+                        (applied.version, mirra_mirror::marks::content_hash(body))
+                    };
                 let write = OwnWrite {
                     version,
                     planned_from,

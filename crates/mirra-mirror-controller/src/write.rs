@@ -136,6 +136,10 @@ pub struct Applied {
     /// apply took over every field the object's creator had set (the
     /// creator's managedFields entry is then gone).
     pub others_had_a_hand: bool,
+    /// Whether the server created the object (201).
+    pub created: bool,
+    /// The object's uid.
+    pub uid: String,
 }
 
 /// The API of `ar` in `namespace`, or cluster-wide when `namespace` is
@@ -188,6 +192,8 @@ pub async fn apply(
         .as_ref()
         .and_then(|m| serde_json::to_value(m).ok());
     Ok(Applied {
+        created,
+        uid: o.metadata.uid.clone().unwrap_or_default(),
         version: o.metadata.resource_version.unwrap_or_default(),
         others_had_a_hand: !created || mirra_mirror::marks::has_other_managers(managed.as_ref()),
     })

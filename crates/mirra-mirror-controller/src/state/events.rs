@@ -167,6 +167,9 @@ impl State {
                     .filter_map(for_namespace)
                     .collect(),
             };
+            if let Some(new) = &change.new {
+                self.created_here.remove(&new.observed.uid);
+            }
             let namespace = change.key.namespace.unwrap_or_default();
             let id = (kind.clone(), namespace, change.key.name);
             self.settle_delete(&id);
@@ -189,6 +192,20 @@ impl State {
             .get(&id.0)
             .and_then(|e| e.copies.get(scope(&id.1), &id.2))
             .and_then(CachedCopy::version)
+    }
+
+    /// Remembers that an apply of this process created the object `uid`
+    /// (see `created_here`).
+    pub fn remember_created(&mut self, uid: &str) {
+        if !uid.is_empty() {
+            self.created_here.insert(uid.to_string());
+        }
+    }
+
+    /// Whether an apply of this process created the object `uid` and its
+    /// watch event has not arrived yet.
+    pub fn created_here(&self, uid: &str) -> bool {
+        self.created_here.contains(uid)
     }
 
     /// Remembers one of mirra's own applies of a copy (see `own_writes`).

@@ -199,6 +199,12 @@ pub struct State {
     /// in between) treats the copy as written rather than applying the same
     /// content again. Every event of the object drops its entry.
     own_writes: BTreeMap<CopyId, OwnWrite>,
+    /// uids of the objects an apply of this process created (answered 201)
+    /// whose watch event has not arrived yet. A later apply of one that
+    /// answers 200 (a retry after a lost answer, a pass racing the echo)
+    /// is not an adoption: mirra made the object. The object's first event
+    /// drops its entry, so this holds only creations in flight.
+    created_here: std::collections::HashSet<String>,
     /// What the server answered to mirra's latest apply of each copy: the
     /// hash of the body sent and of the resourceVersion answered, keyed by
     /// a hash of the copy's identity (24 bytes a copy). While the cache

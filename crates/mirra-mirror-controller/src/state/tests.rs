@@ -549,3 +549,23 @@ fn a_cached_copy_is_its_json_form_made_compact() {
         serde_json::from_value(json!({"metadata": {"namespace": "t"}})).unwrap();
     assert!(observed_from_dynamic(nameless, &configmaps()).is_none());
 }
+
+/// An object an apply of this process created stays "made here" until
+/// its watch event arrives: a second apply answered 200 meanwhile is no
+/// adoption.
+#[test]
+fn a_creation_is_remembered_until_its_echo() {
+    let mut s = state_with(Vec::new());
+    let plan = s.plan("t", &settings());
+    let body = apply_body(&plan);
+    assert!(!s.created_here("c-uid"));
+    s.remember_created("c-uid");
+    s.remember_created("");
+    assert!(s.created_here("c-uid"));
+    assert!(
+        !s.created_here(""),
+        "an answer without a uid proves nothing"
+    );
+    s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
+    assert!(!s.created_here("c-uid"), "the echo ends it");
+}
