@@ -710,14 +710,11 @@ fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
             }
         })
     });
-    // An empty selector selects nothing here, as the aggregation
-    // controller treats it.
-    let empty = selector.as_object().is_none_or(|m| {
-        m.values().all(|v| {
-            v.as_object().is_some_and(|o| o.is_empty()) || v.as_array().is_some_and(Vec::is_empty)
-        })
-    });
-    !empty && labels_ok && exprs_ok
+    // The aggregation controller converts each selector as
+    // `LabelSelectorAsSelector` does: an empty one (`{}`) selects every
+    // ClusterRole; only a selector that is not an object at all (null)
+    // selects nothing.
+    selector.is_object() && labels_ok && exprs_ok
 }
 
 fn strings(v: &Value) -> Vec<&str> {

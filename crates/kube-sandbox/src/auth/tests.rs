@@ -151,7 +151,7 @@ fn subjects_match_users_groups_and_service_accounts() {
 }
 
 #[test]
-fn aggregation_selectors_need_something_to_match() {
+fn aggregation_selectors_match_as_label_selectors_convert() {
     let labels = json!({"rbac.example.com/aggregate-to-view": "true", "tier": "a"});
     let sel = |v: Value| selector_matches(&v, Some(&labels));
     assert!(sel(
@@ -175,8 +175,12 @@ fn aggregation_selectors_need_something_to_match() {
     assert!(!sel(
         json!({"matchExpressions": [{"key": "tier", "operator": "Near"}]})
     ));
-    assert!(!sel(json!({})), "an empty selector aggregates nothing");
-    assert!(!sel(json!({"matchLabels": {}})));
+    assert!(
+        sel(json!({})),
+        "an empty selector aggregates every ClusterRole"
+    );
+    assert!(sel(json!({"matchLabels": {}})));
+    assert!(!sel(Value::Null), "a null selector aggregates nothing");
 }
 
 #[test]
