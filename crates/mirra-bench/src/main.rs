@@ -15,6 +15,8 @@
 //!   x 20 SyncConfigs, against the espejo strategy.
 //! - `mirror-normalised`: 1,000 namespaces x a LimitRange and a
 //!   ResourceQuota with quantities the server rewrites.
+//! - `mirror-copy`: one Secret copied by a copyItem into 1,000 namespaces,
+//!   then changed: exactly 1,000 applies and no read, checked from counts.
 //! - `catalog [--services N]`: the catalog controller at 10,000 Services x
 //!   5 endpoints, against the consul-k8s strategy.
 //! - `faults`: recovery times of the mirror (200 namespaces x 5 items) and
@@ -27,6 +29,7 @@ mod catalog;
 mod consul;
 mod faults;
 mod mirror;
+mod mirror_copy;
 mod normalised;
 
 use std::path::PathBuf;
@@ -343,6 +346,9 @@ scenarios:
   mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart
+  mirror-copy [--namespaces N] [--sandbox-bin PATH]
+           one Secret copied by a copyItem into N namespaces (default 1000): the requests
+           a change of the source costs (exactly N applies, no read) and its latency
   catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
            [--k8s-namespaces N]
            the catalog controller (a `mirra sync-catalog` process) at N Services (default
@@ -375,6 +381,7 @@ async fn main() -> anyhow::Result<()> {
         Some("consul-sandbox") => consul::run().await,
         Some("mirror") => mirror::run(std::env::args().skip(2).collect()).await,
         Some("mirror-normalised") => normalised::run(std::env::args().skip(2).collect()).await,
+        Some("mirror-copy") => mirror_copy::run(std::env::args().skip(2).collect()).await,
         Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
         Some("faults") => faults::run(std::env::args().skip(2).collect()).await,
         Some(other) => anyhow::bail!("unknown scenario {other:?}\n\n{USAGE}"),

@@ -28,7 +28,7 @@ use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
 use crate::settings::WatchScope;
-use crate::state::{DeleteWatchId, KindId, Resolution, State, Unavailable};
+use crate::state::{DeleteWatchId, KindId, Resolution, SourceId, State, Unavailable};
 
 /// The SyncConfig resource.
 pub fn syncconfig_resource() -> ApiResource {
@@ -363,6 +363,39 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
     mirra_runtime::task::guard(&task)
 }
 
+/// Watches one copyItem source: its namespace, its name by field selector,
+/// the whole object (its content is what the copies hold).
+fn spawn_source_watch(shared: &Arc<Shared>, id: SourceId, ar: &ApiResource) -> TaskGuard {
+    let ((_, kind), namespace, name) = &id;
+    let api: Api<DynamicObject> = Api::namespaced_with(shared.client.clone(), namespace, ar);
+    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let stream = retrying(watcher::watcher(api, config), watch_retry(&shared.settings));
+    let what = format!("copyItems source ({kind} {namespace}/{name})");
+    let shared = shared.clone();
+    let ar = ar.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+            match item {
+                Ok(event) => {
+                    watch_answered(&shared, &what);
+                    let keys = shared.with_state(|s| s.apply_source(&id, event, Instant::now()));
+                    shared.enqueue(keys);
+                }
+                Err(f) => {
+                    dynamic_watch_error(&shared, &what, &f);
+                    if let Some(u) = refusal(&ar, &f.error) {
+                        let keys = shared
+                            .with_state(|s| s.set_source_unavailable(&id, Some(u), Instant::now()));
+                        shared.enqueue(keys);
+                    }
+                }
+            }
+        }
+    });
+    mirra_runtime::task::guard(&task)
+}
+
 /// Restarts, in place, every copy and deleteItem watch refused after its
 /// list was allowed. Such a watcher only retries the watch, and a watch
 /// granted later brings no event to notice it by; a new watcher lists
@@ -374,7 +407,8 @@ pub fn restart_refused_watches(shared: &Arc<Shared>) {
         s.restart_refused_watches(
             |kind, ar| spawn_copies_watch(shared, kind.clone(), ar),
             |id, ar| spawn_delete_watch(shared, id.clone(), ar),
-        )
+        );
+        s.restart_refused_source_watches(|id, ar| spawn_source_watch(shared, id.clone(), ar));
     });
 }
 
@@ -420,7 +454,8 @@ async fn resolve(client: &kube::Client, kind: &KindId) -> Result<(Resolution, bo
 /// SyncConfigs need. Runs until shutdown.
 pub async fn manage_kinds(shared: Arc<Shared>) {
     loop {
-        let (to_resolve, to_watch_deletes) = shared.with_state(State::align_watches);
+        let (to_resolve, to_watch_deletes, to_watch_sources) =
+            shared.with_state(State::align_watches);
         let mut retry = false;
         for kind in to_resolve {
             match resolve(&shared.client, &kind).await {
@@ -471,6 +506,31 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
                 _ => (None, None),
             };
             shared.with_state(|s| s.add_delete_watch(id, resource, task));
+        }
+        for id in to_watch_sources {
+            let resolution = shared.with_state(|s| s.kind_resolution(&id.0));
+            let cluster = shared.with_state(|s| s.is_cluster_kind(&id.0));
+            let (resource, task) = match resolution {
+                Some(Resolution::Pending) | None => {
+                    retry = true;
+                    continue;
+                }
+                Some(Resolution::Served(_)) if cluster => (
+                    Err(format!(
+                        "{} is cluster-scoped: copyItems copy namespaced objects only",
+                        id.0.1
+                    )),
+                    None,
+                ),
+                Some(Resolution::Served(ar)) => {
+                    let task = spawn_source_watch(&shared, id.clone(), &ar);
+                    (Ok(ar), Some(task))
+                }
+                Some(Resolution::Failed(reason)) => (Err(reason), None),
+            };
+            let keys =
+                shared.with_state(|s| s.add_source_watch(id, resource, task, Instant::now()));
+            shared.enqueue(keys);
         }
         let wait = if retry { Some(DISCOVERY_RETRY) } else { None };
         tokio::select! {

@@ -6,7 +6,7 @@
 //! - a namespace selector is required, with `labelSelector` or `matchNames`
 //!   (`ignoreNames` alone is not enough); every pattern must compile and the
 //!   label selector must be valid;
-//! - at least one of `syncItems` / `deleteItems`;
+//! - at least one of `syncItems` / `deleteItems` / `copyItems`;
 //! - every syncItem is an object with `apiVersion`, `kind` and
 //!   `metadata.name`; `apiVersion` and `kind` may not use `${PROJECT_NAME}`
 //!   (the object's type must not depend on the namespace); the name, with a
@@ -14,9 +14,13 @@
 //!   `metadata.labels` / `metadata.annotations`, when present, are maps of
 //!   strings;
 //! - every deleteItem has `apiVersion`, `kind` and `name`, with the same rules;
+//! - every copyItem names its source with `apiVersion`, `kind`, `namespace`
+//!   and `name` (none templated: the source is one object) and may give a
+//!   `targetName` (templated like a syncItem's name); its label and
+//!   annotation keys are non-empty;
 //! - the same object (group, kind, name as written) may not appear twice in
-//!   syncItems, nor in both syncItems and deleteItems: such a spec asks for
-//!   two contradictory things, which espejo executed as a fight.
+//!   syncItems and copyItems, nor in both those and deleteItems: such a spec
+//!   asks for two contradictory things, which espejo executed as a fight.
 //!
 //! `metadata.namespace` in a syncItem is IGNORED, not rejected: every copy is
 //! written to the target namespace, as espejo did, so SyncConfigs exported
@@ -31,9 +35,10 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::error::ValidationError;
 use crate::marks::{PRUNE_ANNOTATION, prune_opted_out};
-use crate::names::{check_name, strict_name_rule};
-use crate::refs::{ConfigRef, group_of};
-use crate::resource::{SyncConfig, SyncConfigSpec};
+use crate::names::{NameRule, check_name, strict_name_rule};
+use crate::plan::ItemRef;
+use crate::refs::{ConfigRef, ObjectRef, group_of};
+use crate::resource::{CopyItem, SyncConfig, SyncConfigSpec};
 use crate::selector::{CompiledSelector, NamespaceView};
 use crate::template::{PROJECT_NAME, template_str};
 
@@ -72,6 +77,68 @@ pub struct SyncTemplate {
     pub name: String,
     /// The item without server-owned metadata and without `status`.
     pub body: Value,
+    /// For a copyItem's copy, the object it is made from.
+    pub source: Option<ObjectRef>,
+}
+
+impl SyncTemplate {
+    /// Which entry of the spec this is.
+    pub fn item_ref(&self) -> ItemRef {
+        match self.source {
+            Some(_) => ItemRef::Copy(self.index),
+            None => ItemRef::Sync(self.index),
+        }
+    }
+}
+
+/// One copyItem, validated, and what its source resolved to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyTemplate {
+    /// Position in `spec.copyItems`.
+    pub index: usize,
+    /// apiVersion of the source and of its copies.
+    pub api_version: String,
+    /// API group derived from `api_version`.
+    pub group: String,
+    /// Kind of the source and of its copies.
+    pub kind: String,
+    /// The source object.
+    pub source: ObjectRef,
+    /// Name of the copies as written, possibly containing
+    /// `${PROJECT_NAME}` (the source's name by default).
+    pub target_name: String,
+    /// Label keys copied from the source.
+    pub labels: Vec<String>,
+    /// Annotation keys copied from the source.
+    pub annotations: Vec<String>,
+    /// What the source resolved to.
+    pub resolved: CopySource,
+}
+
+/// A copyItem's source as the planner sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CopySource {
+    /// Not looked up: offline, or before the controller has read it. Its
+    /// copies are kept and nothing is written.
+    Unresolved,
+    /// The copy every selected namespace gets, made from the source.
+    Copy(Box<SyncTemplate>),
+    /// The source cannot be copied now (the reason): missing, unreadable,
+    /// or without content to copy. Its copies are kept as they are.
+    Held(String),
+}
+
+/// What the caller knows of a source object.
+#[derive(Debug, Clone, Copy)]
+pub enum SourceState<'a> {
+    /// The object as read.
+    Found(&'a Value),
+    /// Read: there is no such object.
+    Missing,
+    /// Not read yet.
+    Unknown,
+    /// It cannot be read (why).
+    Unreadable(&'a str),
 }
 
 /// One deleteItem, validated, before templating.
@@ -98,6 +165,21 @@ pub struct CompiledSpec {
     pub sync_items: Vec<SyncTemplate>,
     /// The deleteItems, in spec order.
     pub delete_items: Vec<DeleteTemplate>,
+    /// The copyItems, in spec order.
+    pub copy_items: Vec<CopyTemplate>,
+}
+
+impl CompiledSpec {
+    /// The copies this spec wants made: every syncItem, then every copyItem
+    /// whose source resolved to a copy.
+    pub fn templates(&self) -> impl Iterator<Item = &SyncTemplate> {
+        self.sync_items
+            .iter()
+            .chain(self.copy_items.iter().filter_map(|c| match &c.resolved {
+                CopySource::Copy(t) => Some(&**t),
+                _ => None,
+            }))
+    }
 }
 
 /// Everything the planner needs to know about one SyncConfig.
@@ -244,6 +326,35 @@ impl CompiledConfig {
         }
     }
 
+    /// Resolves every copyItem against what `lookup` says of its source,
+    /// and makes the sources part of the plan input: a change of a source
+    /// is a change of this SyncConfig to the planner.
+    pub fn resolve_sources<'s>(&mut self, lookup: &dyn Fn(&ObjectRef) -> SourceState<'s>) {
+        let Ok(spec) = &mut self.spec else { return };
+        if spec.copy_items.is_empty() {
+            return;
+        }
+        let mut seen = Vec::with_capacity(spec.copy_items.len());
+        for item in &mut spec.copy_items {
+            item.resolved = resolve_copy(item, lookup(&item.source));
+            seen.push(match &item.resolved {
+                CopySource::Copy(t) => t.body.clone(),
+                CopySource::Held(reason) => Value::String(reason.clone()),
+                CopySource::Unresolved => Value::Null,
+            });
+        }
+        if let Value::Object(input) = &mut self.plan_input {
+            input.insert("sources".into(), Value::Array(seen));
+        }
+    }
+
+    /// The sources this SyncConfig's copyItems name (none when invalid).
+    pub fn sources(&self) -> impl Iterator<Item = &ObjectRef> {
+        self.spec
+            .iter()
+            .flat_map(|s| s.copy_items.iter().map(|c| &c.source))
+    }
+
     /// Whether the spec is valid.
     pub fn is_valid(&self) -> bool {
         self.spec.is_ok()
@@ -331,10 +442,10 @@ pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<Validatio
             None
         }
     };
-    if spec.sync_items.is_empty() && spec.delete_items.is_empty() {
+    if spec.sync_items.is_empty() && spec.delete_items.is_empty() && spec.copy_items.is_empty() {
         errors.push(ValidationError::Missing {
             path: "spec".into(),
-            message: "either syncItems or deleteItems is required".into(),
+            message: "one of syncItems, deleteItems or copyItems is required".into(),
         });
     }
     // (group, kind, name as written) -> path of its first appearance.
@@ -354,6 +465,25 @@ pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<Validatio
                     seen.push((id, path));
                 }
                 sync_items.push(t);
+            }
+            Err(e) => errors.extend(e),
+        }
+    }
+    let mut copy_items = Vec::new();
+    for (index, item) in spec.copy_items.iter().enumerate() {
+        let path = format!("spec.copyItems[{index}]");
+        match compile_copy_item(index, item, &path) {
+            Ok(t) => {
+                let id = (t.group.clone(), t.kind.clone(), t.target_name.clone());
+                if let Some((_, first)) = seen.iter().find(|(k, _)| *k == id) {
+                    errors.push(ValidationError::Contradiction {
+                        path: format!("{path}.targetName"),
+                        message: format!("names the same copy as {first}"),
+                    });
+                } else {
+                    seen.push((id, path));
+                }
+                copy_items.push(t);
             }
             Err(e) => errors.extend(e),
         }
@@ -385,10 +515,7 @@ pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<Validatio
         if let (true, Some(api_version), Some(kind)) = (item_errors.is_empty(), api_version, kind) {
             let group = group_of(&api_version).to_string();
             let id = (group.clone(), kind.clone(), item.name.clone());
-            if let Some((_, first)) = seen
-                .iter()
-                .find(|(k, p)| *k == id && p.starts_with("spec.syncItems"))
-            {
+            if let Some((_, first)) = seen.iter().find(|(k, _)| *k == id) {
                 errors.push(ValidationError::Contradiction {
                     path: path.clone(),
                     message: format!("deletes the object that {first} syncs"),
@@ -409,6 +536,7 @@ pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<Validatio
             selector,
             sync_items,
             delete_items,
+            copy_items,
         }),
         _ => Err(errors),
     }
@@ -584,10 +712,194 @@ fn compile_sync_item(
                 kind,
                 name,
                 body: clean_body(obj),
+                source: None,
             })
         }
         _ => Err(errors),
     }
+}
+
+fn compile_copy_item(
+    index: usize,
+    item: &CopyItem,
+    path: &str,
+) -> Result<CopyTemplate, Vec<ValidationError>> {
+    let mut errors = Vec::new();
+    let api_version = required_type_field(
+        &item.api_version,
+        &format!("{path}.apiVersion"),
+        &mut errors,
+    );
+    let kind = required_type_field(&item.kind, &format!("{path}.kind"), &mut errors);
+    let mut fixed_name = |value: &str, field: &str, rule: NameRule| {
+        let field_path = format!("{path}.{field}");
+        if value.is_empty() {
+            errors.push(ValidationError::Missing {
+                path: field_path,
+                message: "is required".into(),
+            });
+        } else if value.contains(PROJECT_NAME) {
+            errors.push(ValidationError::Malformed {
+                path: field_path,
+                message: format!(
+                    "must not contain {PROJECT_NAME}: the source is one object, the same for \
+                     every namespace"
+                ),
+            });
+        } else if let Err(message) = check_name(value, rule).and_then(|()| {
+            // A namespace is a DNS-1123 label: a subdomain without dots,
+            // at most 63 characters.
+            if field == "namespace" && (value.contains('.') || value.len() > 63) {
+                Err("must be a DNS-1123 label (no dots, at most 63 characters)".to_string())
+            } else {
+                Ok(())
+            }
+        }) {
+            errors.push(ValidationError::Name {
+                path: field_path,
+                name: value.into(),
+                message,
+            });
+        }
+    };
+    fixed_name(&item.namespace, "namespace", NameRule::Dns1123Subdomain);
+    if let (Some(av), Some(k)) = (&api_version, &kind) {
+        fixed_name(&item.name, "name", strict_name_rule(group_of(av), k));
+    } else if item.name.is_empty() {
+        fixed_name(&item.name, "name", NameRule::PathSegment);
+    }
+    let target_name = item
+        .target_name
+        .clone()
+        .unwrap_or_else(|| item.name.clone());
+    if item.target_name.as_deref() == Some("") {
+        errors.push(ValidationError::Missing {
+            path: format!("{path}.targetName"),
+            message: "must not be empty (leave it out to use the source's name)".into(),
+        });
+    } else if let (Some(av), Some(k), Some(_)) = (&api_version, &kind, &item.target_name) {
+        check_static_name(
+            &target_name,
+            group_of(av),
+            k,
+            &format!("{path}.targetName"),
+            &mut errors,
+        );
+    }
+    for (field, keys) in [("labels", &item.labels), ("annotations", &item.annotations)] {
+        for (i, key) in keys.iter().enumerate() {
+            if key.is_empty() {
+                errors.push(ValidationError::Malformed {
+                    path: format!("{path}.{field}[{i}]"),
+                    message: "must be a key, found an empty string".into(),
+                });
+            }
+        }
+    }
+    match (api_version, kind) {
+        (Some(api_version), Some(kind)) if errors.is_empty() => {
+            let group = group_of(&api_version).to_string();
+            Ok(CopyTemplate {
+                index,
+                source: ObjectRef {
+                    api_version: api_version.clone(),
+                    kind: kind.clone(),
+                    namespace: item.namespace.clone(),
+                    name: item.name.clone(),
+                },
+                api_version,
+                group,
+                kind,
+                target_name,
+                labels: item.labels.clone(),
+                annotations: item.annotations.clone(),
+                resolved: CopySource::Unresolved,
+            })
+        }
+        _ => Err(errors),
+    }
+}
+
+/// A copyItem's copy made from what is known of its source.
+fn resolve_copy(item: &CopyTemplate, source: SourceState<'_>) -> CopySource {
+    let what = format!(
+        "source {} {}/{}",
+        item.kind, item.source.namespace, item.source.name
+    );
+    let body = match source {
+        SourceState::Unknown => return CopySource::Unresolved,
+        SourceState::Missing => {
+            return CopySource::Held(format!(
+                "the {what} does not exist; its copies are kept as they are"
+            ));
+        }
+        SourceState::Unreadable(why) => {
+            return CopySource::Held(format!(
+                "the {what} cannot be read ({why}); its copies are kept as they are"
+            ));
+        }
+        SourceState::Found(body) => body,
+    };
+    match copy_body(item, body) {
+        Ok(body) => CopySource::Copy(Box::new(SyncTemplate {
+            index: item.index,
+            api_version: item.api_version.clone(),
+            group: item.group.clone(),
+            kind: item.kind.clone(),
+            name: item.target_name.clone(),
+            body,
+            source: Some(item.source.clone()),
+        })),
+        Err(why) => CopySource::Held(format!(
+            "the {what} cannot be copied: {why}; its copies are kept as they are"
+        )),
+    }
+}
+
+/// The syncItem a source makes: its content (for Secrets `type` and
+/// `data`, for ConfigMaps `data` and `binaryData`, for other kinds `spec`)
+/// and the labels and annotations the item names, under the copies' name.
+fn copy_body(item: &CopyTemplate, source: &Value) -> Result<Value, String> {
+    let Some(obj) = source.as_object() else {
+        return Err("it is not an object".into());
+    };
+    let mut meta = Map::new();
+    meta.insert("name".into(), Value::String(item.target_name.clone()));
+    for (field, keys) in [("labels", &item.labels), ("annotations", &item.annotations)] {
+        let from = source.pointer(&format!("/metadata/{field}"));
+        let chosen: Map<String, Value> = keys
+            .iter()
+            .filter_map(|k| {
+                let v = from?.get(k)?.as_str()?;
+                Some((k.clone(), Value::String(v.to_string())))
+            })
+            .collect();
+        if !chosen.is_empty() {
+            meta.insert(field.into(), Value::Object(chosen));
+        }
+    }
+    let mut body = Map::new();
+    body.insert("apiVersion".into(), Value::String(item.api_version.clone()));
+    body.insert("kind".into(), Value::String(item.kind.clone()));
+    body.insert("metadata".into(), Value::Object(meta));
+    let content: &[&str] = match (item.group.as_str(), item.kind.as_str()) {
+        ("", "Secret") => &["type", "data"],
+        ("", "ConfigMap") => &["data", "binaryData"],
+        _ => &["spec"],
+    };
+    for field in content {
+        if let Some(v) = obj.get(*field).filter(|v| !v.is_null()) {
+            body.insert((*field).into(), v.clone());
+        }
+    }
+    if content == ["spec"] && !body.contains_key("spec") {
+        return Err(format!(
+            "a {} has no spec to copy (copyItems copy the data of Secrets and ConfigMaps and \
+             the spec of other kinds)",
+            item.kind
+        ));
+    }
+    Ok(Value::Object(body))
 }
 
 /// The item without `status` and without server-owned metadata.

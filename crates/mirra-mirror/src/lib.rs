@@ -35,7 +35,10 @@ pub mod selector;
 pub mod status;
 pub mod template;
 
-pub use compile::{CompiledConfig, CompiledSpec, DeleteTemplate, SyncTemplate};
+pub use compile::{
+    CompiledConfig, CompiledSpec, CopySource, CopyTemplate, DeleteTemplate, SourceState,
+    SyncTemplate,
+};
 pub use desired::{
     DesiredCopy, desired_copy, digest_large_strings, is_subset, redact_secret_values,
 };
@@ -53,7 +56,7 @@ pub use plan::{
 pub use refs::{ConfigRef, ObjectKey, ObjectRef};
 pub use render::render;
 pub use resource::{
-    DeleteItem, LabelSelector, LabelSelectorRequirement, NamespaceSelector, SyncConfig,
+    CopyItem, DeleteItem, LabelSelector, LabelSelectorRequirement, NamespaceSelector, SyncConfig,
     SyncConfigCondition, SyncConfigSpec, SyncConfigStatus, crd, crd_yaml,
 };
 pub use selector::NamespaceView;

@@ -54,9 +54,9 @@ impl Default for Limits {
 /// What one SyncConfig costs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Footprint {
-    /// Number of syncItems.
+    /// Number of syncItems and copyItems.
     pub items: u64,
-    /// Sum of the syncItems' sizes in bytes.
+    /// Sum of the sizes of the copies they make, in bytes.
     pub item_bytes: u64,
     /// Namespaces it writes into.
     pub namespaces: u64,
@@ -69,13 +69,15 @@ impl Footprint {
         let Ok(spec) = &config.spec else {
             return Footprint::default();
         };
+        // A copyItem counts as an item whether or not its source is known;
+        // its bytes are those of the copy its source makes.
         let item_bytes = spec
-            .sync_items
-            .iter()
+            .templates()
             .map(|t| json_len(&t.body))
             .fold(0u64, u64::saturating_add);
+        let items = spec.sync_items.len().saturating_add(spec.copy_items.len());
         Footprint {
-            items: u64::try_from(spec.sync_items.len()).unwrap_or(u64::MAX),
+            items: u64::try_from(items).unwrap_or(u64::MAX),
             item_bytes,
             namespaces: 0,
         }

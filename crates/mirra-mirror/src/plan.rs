@@ -69,7 +69,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::compile::{CompiledConfig, SyncTemplate};
+use crate::compile::{CompiledConfig, CopySource, SyncTemplate};
 use crate::desired::{DesiredCopy, desired_copy, is_empty, is_subset};
 use crate::marks::{
     ADOPTED_ANNOTATION, FOR_NAMESPACE_ANNOTATION, MANAGED_BY_LABEL, OWNER_ANNOTATION,
@@ -165,6 +165,8 @@ impl Op {
 pub enum ItemRef {
     /// `spec.syncItems[i]`.
     Sync(usize),
+    /// `spec.copyItems[i]`.
+    Copy(usize),
     /// `spec.deleteItems[i]`.
     Delete(usize),
     /// A copy the SyncConfig owns that no entry wants any more.

@@ -5,16 +5,21 @@
 //! It runs the same planner as the controller, with nothing observed, so the
 //! output is exactly the apply bodies (marks and hash included), ordered by
 //! namespace, then API group, kind and name. Deletions are not shown: with
-//! nothing observed there is nothing to delete.
+//! nothing observed there is nothing to delete. The sources of copyItems
+//! are taken from the objects given beside the SyncConfigs; a source not
+//! given is missing, as it would be in a cluster without it.
 //!
 //! What this module must NOT do: read files or talk to a cluster; the caller
 //! parses the manifests and prints the result.
 
 use k8s_openapi::api::core::v1::Namespace;
 
-use crate::compile::CompiledConfig;
+use serde_json::Value;
+
+use crate::compile::{CompiledConfig, SourceState};
 use crate::error::RenderError;
 use crate::plan::{ObservedSet, Op, OutcomeState, plan_namespace};
+use crate::refs::{ObjectRef, group_of};
 use crate::resource::SyncConfig;
 use crate::selector::NamespaceView;
 
@@ -22,12 +27,30 @@ use crate::selector::NamespaceView;
 /// in, as `kubectl apply` would place it with a default context.
 pub const DEFAULT_NAMESPACE: &str = "default";
 
-/// Renders what `configs` would write into `namespaces`.
+/// Renders what `configs` would write into `namespaces`, with `sources`
+/// the objects copyItems may name.
 ///
 /// Fails on the first invalid SyncConfig (in `namespace/name` order) and on
 /// any item that cannot be written to some namespace, because the controller
 /// would refuse them too. Conflicts are not errors: the winner is rendered.
-pub fn render(configs: &[SyncConfig], namespaces: &[Namespace]) -> Result<String, RenderError> {
+pub fn render(
+    configs: &[SyncConfig],
+    namespaces: &[Namespace],
+    sources: &[Value],
+) -> Result<String, RenderError> {
+    let lookup = |wanted: &ObjectRef| {
+        let field = |o: &Value, p: &str| o.pointer(p).and_then(Value::as_str).map(str::to_string);
+        sources
+            .iter()
+            .find(|o| {
+                field(o, "/kind").as_deref() == Some(wanted.kind.as_str())
+                    && field(o, "/apiVersion")
+                        .is_some_and(|v| group_of(&v) == group_of(&wanted.api_version))
+                    && field(o, "/metadata/namespace").as_deref() == Some(wanted.namespace.as_str())
+                    && field(o, "/metadata/name").as_deref() == Some(wanted.name.as_str())
+            })
+            .map_or(SourceState::Missing, SourceState::Found)
+    };
     let mut compiled: Vec<CompiledConfig> = configs
         .iter()
         .map(|c| {
@@ -35,7 +58,9 @@ pub fn render(configs: &[SyncConfig], namespaces: &[Namespace]) -> Result<String
             if c.metadata.namespace.as_deref().is_none_or(str::is_empty) {
                 c.metadata.namespace = Some(DEFAULT_NAMESPACE.into());
             }
-            CompiledConfig::compile(&c)
+            let mut compiled = CompiledConfig::compile(&c);
+            compiled.resolve_sources(&lookup);
+            compiled
         })
         .collect();
     compiled.sort_by(|a, b| a.key.cmp(&b.key));

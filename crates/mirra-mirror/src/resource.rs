@@ -3,7 +3,8 @@
 //!
 //! The wire format is espejo's, unchanged: a SyncConfig written for espejo
 //! deserializes here as it is, and one written by mirra is readable by espejo.
-//! The only addition is the optional `status.observedGeneration`.
+//! The additions are the optional `status.observedGeneration` and
+//! `spec.copyItems` (copies of existing objects), which espejo ignores.
 //!
 //! What this module must NOT do: interpret the spec. Validation, selection and
 //! templating live in their own modules; the types here accept anything the
@@ -62,6 +63,44 @@ pub struct SyncConfigSpec {
     /// Objects to delete from every targeted namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub delete_items: Vec<DeleteItem>,
+    /// Existing objects to copy into every targeted namespace and keep in
+    /// step with (a mirra extension; espejo ignores it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copy_items: Vec<CopyItem>,
+}
+
+/// An existing object (the source) whose content is copied into every
+/// targeted namespace and kept equal to it: a change of the source updates
+/// every copy. Secrets copy `type` and `data`, ConfigMaps `data` and
+/// `binaryData`, other kinds `spec`; labels and annotations are copied only
+/// where named in `labels` and `annotations`. A copy is owned, pruned and
+/// opted out of like a syncItem's. When the source is missing or cannot be
+/// read, its copies are kept as they are and the item is reported failed.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CopyItem {
+    /// apiVersion of the source, e.g. `v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// Kind of the source, e.g. `Secret`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Namespace of the source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name of the source.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Name of the copies (default: the source's name); `${PROJECT_NAME}`
+    /// is replaced by the target namespace's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
+    /// Keys of the source's labels copied onto the copies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// Keys of the source's annotations copied onto the copies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<String>,
 }
 
 /// An object to delete, named by apiVersion, kind and name.

@@ -136,7 +136,9 @@ pub fn summarize<'a>(
         let place = format!("{} {}/{}", o.target.namespace, o.target.kind, o.target.name);
         match (&o.state, o.item) {
             (_, ItemRef::Orphan) => {}
-            (OutcomeState::InSync | OutcomeState::Applied, ItemRef::Sync(_)) => s.synchronized += 1,
+            (OutcomeState::InSync | OutcomeState::Applied, ItemRef::Sync(_) | ItemRef::Copy(_)) => {
+                s.synchronized += 1
+            }
             (OutcomeState::Deleted | OutcomeState::Terminating, ItemRef::Delete(_)) => {
                 s.deleted_objects.insert(o.target.key());
             }
@@ -185,6 +187,7 @@ impl StatusSummary {
 fn item_path(item: ItemRef) -> String {
     match item {
         ItemRef::Sync(i) => format!("spec.syncItems[{i}]"),
+        ItemRef::Copy(i) => format!("spec.copyItems[{i}]"),
         ItemRef::Delete(i) => format!("spec.deleteItems[{i}]"),
         ItemRef::Orphan => "an orphaned copy".into(),
     }

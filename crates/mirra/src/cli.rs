@@ -108,7 +108,9 @@ pub struct SyncCatalogCommandArgs {
 #[derive(Debug, Args)]
 pub struct RenderArgs {
     /// A file of SyncConfigs (multi-document YAML or JSON; `List` documents
-    /// are read too). Repeatable; `-` reads stdin.
+    /// are read too), and of the source objects their copyItems name (e.g.
+    /// `kubectl get secret -n cert-manager wildcard-tls -o yaml`).
+    /// Repeatable; `-` reads stdin.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
     /// A file of Namespaces to render into, e.g. the output of `kubectl get

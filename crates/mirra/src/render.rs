@@ -53,6 +53,8 @@ pub struct Manifests {
     pub configs: Vec<SyncConfig>,
     /// Every Namespace found.
     pub namespaces: Vec<Namespace>,
+    /// Every other namespaced object: the sources copyItems may name.
+    pub sources: Vec<Value>,
 }
 
 /// Reads `path` (`-` for stdin).
@@ -130,10 +132,22 @@ fn add_object(
                 add_object(item.clone(), source_name, index, out)?;
             }
         }
+        _ if value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty())
+            && value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty()) =>
+        {
+            out.sources.push(value);
+        }
         (k, v) => {
             return Err(err(format!(
-                "is a {k} ({v}); expected a SyncConfig (sync.appuio.ch/v1alpha1), \
-                 a Namespace (v1) or a List of them"
+                "is a {k} ({v}) without metadata.namespace and metadata.name; expected a \
+                 SyncConfig (sync.appuio.ch/v1alpha1), a Namespace (v1), the source object of \
+                 a copyItem (with its namespace and name) or a List of them"
             )));
         }
     }
@@ -153,6 +167,7 @@ pub fn render_files(files: &[PathBuf], namespaces: &[PathBuf]) -> anyhow::Result
     Ok(mirra_mirror::render(
         &manifests.configs,
         &manifests.namespaces,
+        &manifests.sources,
     )?)
 }
 

@@ -17,7 +17,8 @@ use mirra_mirror::{ConfigRef, SyncConfigStatus};
 use mirra_runtime::{Cache, TaskGuard};
 
 use super::{
-    CachedCopy, DeleteEntry, DeleteWatchId, KindEntry, KindId, MarkIndex, Resolution, State,
+    CachedCopy, DeleteEntry, DeleteWatchId, KindEntry, KindId, MarkIndex, Resolution, SourceId,
+    State,
 };
 
 /// A status the writer should send: computed from the caches and the
@@ -269,6 +270,7 @@ impl State {
     pub fn drop_watches(&mut self) {
         self.kinds.clear();
         self.deletes.clear();
+        self.sources.clear();
     }
 
     /// Folds one event of a kind's copies watch: the keys to plan again,
@@ -313,8 +315,9 @@ impl State {
 
     /// Makes the watch entries match what the SyncConfigs name: drops the
     /// unwanted ones, adds a pending entry for each new kind. Returns the
-    /// kinds to resolve and the deleteItem watches to start.
-    pub fn align_watches(&mut self) -> (Vec<KindId>, Vec<DeleteWatchId>) {
+    /// kinds to resolve, the deleteItem watches and the copyItem source
+    /// watches to start.
+    pub fn align_watches(&mut self) -> (Vec<KindId>, Vec<DeleteWatchId>, Vec<SourceId>) {
         let wanted = self.wanted_kinds();
         self.kinds.retain(|k, _| wanted.contains(k));
         let missing: Vec<KindId> = wanted
@@ -341,7 +344,7 @@ impl State {
             .into_iter()
             .filter(|k| !self.deletes.contains_key(k))
             .collect();
-        (missing, missing_del)
+        (missing, missing_del, self.align_source_watches())
     }
 
     /// Discovery answered for a kind: its resolution and watch are kept,

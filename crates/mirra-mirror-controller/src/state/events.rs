@@ -102,49 +102,63 @@ impl State {
             else {
                 continue;
             };
-            let new = change.new.as_ref().map(compile_config);
-            let old = match &new {
-                Some(n) => self.compiled.insert(key.clone(), n.clone()),
-                None => self.compiled.remove(&key),
-            };
-            self.compiled_list = self.compiled.values().cloned().collect();
-            if let (Some(o), Some(n)) = (&old, &new)
-                && o.same_plan_input(n)
-            {
-                // Status or label edits (mirra's own status writes among
-                // them) change no plan.
-                continue;
-            }
-            // What earlier plans verified against it no longer holds.
-            if new.is_some() {
-                self.last_stamp += 1;
-                self.config_stamps.insert(key.clone(), self.last_stamp);
-            } else {
-                self.config_stamps.remove(&key);
-            }
-            kinds_changed = true;
-            self.recount_footprint(&key);
-            let views: Vec<NamespaceView<'_>> = self
-                .namespaces
-                .iter()
-                .map(|(_, ns)| NamespaceView::from_namespace(ns))
-                .collect();
-            keys.extend(namespaces_for_config_change(
-                old.as_ref(),
-                new.as_ref(),
-                views.iter(),
-            ));
-            keys.extend(self.namespaces_with_copies_of(&key));
-            if new.is_some() {
-                self.dirty_status.insert(key, now);
-            } else {
-                self.written_status.remove(&key);
-                self.status_versions.remove(&key);
-                self.dirty_status.remove(&key);
-                self.recent_deletes.remove(&key);
+            let new = change.new.as_ref().map(|o| {
+                let mut c = compile_config(o);
+                c.resolve_sources(&|r| self.source_state(r));
+                c
+            });
+            if let Some(touched) = self.replace_compiled(key, new, now) {
+                keys.extend(touched);
+                kinds_changed = true;
             }
         }
         (keys, kinds_changed)
+    }
+
+    /// Puts `new` in place of the compiled SyncConfig `key` (`None`: it is
+    /// gone). Returns the namespaces to plan again, or `None` when planning
+    /// sees no difference (a status or label edit, mirra's own status
+    /// writes among them, or a source event that changed nothing copied).
+    pub(super) fn replace_compiled(
+        &mut self,
+        key: ConfigRef,
+        new: Option<CompiledConfig>,
+        now: Instant,
+    ) -> Option<BTreeSet<String>> {
+        let old = match &new {
+            Some(n) => self.compiled.insert(key.clone(), n.clone()),
+            None => self.compiled.remove(&key),
+        };
+        self.compiled_list = self.compiled.values().cloned().collect();
+        if let (Some(o), Some(n)) = (&old, &new)
+            && o.same_plan_input(n)
+        {
+            return None;
+        }
+        // What earlier plans verified against it no longer holds.
+        if new.is_some() {
+            self.last_stamp += 1;
+            self.config_stamps.insert(key.clone(), self.last_stamp);
+        } else {
+            self.config_stamps.remove(&key);
+        }
+        self.recount_footprint(&key);
+        let views: Vec<NamespaceView<'_>> = self
+            .namespaces
+            .iter()
+            .map(|(_, ns)| NamespaceView::from_namespace(ns))
+            .collect();
+        let mut keys = namespaces_for_config_change(old.as_ref(), new.as_ref(), views.iter());
+        keys.extend(self.namespaces_with_copies_of(&key));
+        if new.is_some() {
+            self.dirty_status.insert(key, now);
+        } else {
+            self.written_status.remove(&key);
+            self.status_versions.remove(&key);
+            self.dirty_status.remove(&key);
+            self.recent_deletes.remove(&key);
+        }
+        Some(keys)
     }
 
     /// Folds an event of mirra's copies of `kind`; returns the keys touched

@@ -27,6 +27,9 @@ use mark_index::MarkIndex;
 mod availability;
 mod events;
 mod planning;
+mod sources;
+
+pub use sources::{SourceEntry, SourceId};
 
 /// A kind as SyncConfigs name it: `(apiVersion, kind)`.
 pub type KindId = (String, String);
@@ -178,6 +181,8 @@ pub struct State {
     kinds: BTreeMap<KindId, KindEntry>,
     /// deleteItem watches.
     deletes: BTreeMap<DeleteWatchId, DeleteEntry>,
+    /// copyItem source watches.
+    sources: BTreeMap<SourceId, SourceEntry>,
     /// Latest outcomes per target namespace.
     outcomes: BTreeMap<String, Vec<ItemOutcome>>,
     /// SyncConfigs whose status must be recomputed, with the time they
@@ -403,6 +408,11 @@ fn config_kinds(c: &CompiledConfig) -> Vec<KindId> {
         .iter()
         .map(|i| (i.api_version.clone(), i.kind.clone()))
         .chain(
+            spec.copy_items
+                .iter()
+                .map(|i| (i.api_version.clone(), i.kind.clone())),
+        )
+        .chain(
             spec.delete_items
                 .iter()
                 .map(|i| (i.api_version.clone(), i.kind.clone())),
@@ -534,7 +544,7 @@ impl State {
                 Some(_) => {}
             }
         }
-        true
+        self.sources_listed()
     }
 
     /// Every namespace name in the cache.
@@ -692,6 +702,7 @@ impl State {
                 .or_default() += d.objects.len();
         }
         out.extend(deletes);
+        out.push(("copyItems sources".to_string(), self.sources_held()));
         out
     }
 }

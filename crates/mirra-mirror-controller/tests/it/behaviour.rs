@@ -552,7 +552,7 @@ async fn every_invalid_spec_is_reported_and_others_keep_syncing() {
         (
             "no-items",
             json!({"namespaceSelector": {"matchNames": ["v"]}}),
-            "spec: either syncItems or deleteItems is required",
+            "spec: one of syncItems, deleteItems or copyItems is required",
         ),
         (
             "bad-pattern",

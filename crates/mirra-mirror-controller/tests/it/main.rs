@@ -6,6 +6,7 @@
 mod behaviour;
 mod cluster_scoped;
 mod common;
+mod copy_items;
 mod counts;
 mod deep;
 mod deploy_rbac;

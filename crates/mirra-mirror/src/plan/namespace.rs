@@ -110,8 +110,8 @@ pub fn plan_namespace_full(
     let mut wants: BTreeMap<ObjectKey, Want<'_>> = BTreeMap::new();
     for config in &selecting {
         let Ok(spec) = &config.spec else { continue };
-        for item in &spec.sync_items {
-            let item_ref = ItemRef::Sync(item.index);
+        for item in spec.templates() {
+            let item_ref = item.item_ref();
             let cluster = cluster_scoped(&item.api_version, &item.kind);
             // A copy the lookup vouches for is not rendered: only its
             // target is needed, to find contenders. Rendering is what a
@@ -125,7 +125,9 @@ pub fn plan_namespace_full(
                     name: template_str(&item.name, name),
                 })
                 .filter(|t| observed.verified(&t.key(), &config.key, item_ref));
-            let copy = if let Some(target) = vouched {
+            let copy = if let Some(reason) = copy_refused(item, name, cluster) {
+                Err(reason)
+            } else if let Some(target) = vouched {
                 Ok((target, None))
             } else if cluster && !item.name.contains(PROJECT_NAME) {
                 Err(format!(
@@ -185,6 +187,43 @@ pub fn plan_namespace_full(
                     }
                 }
             }
+        }
+    }
+
+    // copyItems whose source cannot be copied now: their copies are kept
+    // as they are (neither written nor pruned) until it can.
+    let mut held: BTreeSet<ObjectKey> = BTreeSet::new();
+    for config in &selecting {
+        let Ok(spec) = &config.spec else { continue };
+        for item in &spec.copy_items {
+            // Not read yet: pending, like a write waiting for its turn, so
+            // that the moments before a source watch lists are no failure.
+            let state = match &item.resolved {
+                CopySource::Copy(_) => continue,
+                CopySource::Held(reason) => OutcomeState::Failed {
+                    reason: reason.clone(),
+                },
+                CopySource::Unresolved => OutcomeState::Pending,
+            };
+            let cluster = cluster_scoped(&item.api_version, &item.kind);
+            let target = ObjectRef {
+                api_version: item.api_version.clone(),
+                kind: item.kind.clone(),
+                namespace: if cluster {
+                    String::new()
+                } else {
+                    name.to_string()
+                },
+                name: template_str(&item.target_name, name),
+            };
+            held.insert(target.key());
+            outcomes.push(ItemOutcome {
+                config: config.key.clone(),
+                item: ItemRef::Copy(item.index),
+                target,
+                state,
+                contenders: Vec::new(),
+            });
         }
     }
 
@@ -336,6 +375,7 @@ pub fn plan_namespace_full(
             && !o.deleting
             && !wants.contains_key(&key)
             && !deletes.contains_key(&key)
+            && !held.contains(&key)
     };
     // Marks mirra did not write: nobody's copy. Said on the SyncConfig
     // they name, and otherwise left alone.
@@ -424,6 +464,26 @@ pub fn plan_namespace_full(
         outcomes,
         verified,
     }
+}
+
+/// Why a copyItem's copy is not made in namespace `name`: its kind is
+/// cluster-scoped (a source is a namespaced object), or the copy would be
+/// its own source.
+fn copy_refused(item: &SyncTemplate, name: &str, cluster: bool) -> Option<String> {
+    let source = item.source.as_ref()?;
+    if cluster {
+        return Some(format!(
+            "{} is cluster-scoped: copyItems copy namespaced objects only",
+            item.kind
+        ));
+    }
+    (source.namespace == name && template_str(&item.name, name) == source.name).then(|| {
+        format!(
+            "the copy in namespace {name} would be its source {}/{} itself: nothing is written \
+             there (give the item a targetName, or keep the namespace out of the selector)",
+            source.namespace, source.name
+        )
+    })
 }
 
 /// `body` with [`ADOPTED_ANNOTATION`] set, so that an adopted copy keeps

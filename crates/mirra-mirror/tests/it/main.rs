@@ -5,6 +5,7 @@
 
 mod cluster_scoped;
 mod common;
+mod copy_items;
 mod crd;
 mod espejo_compat;
 mod planner;

@@ -50,7 +50,7 @@ fn golden_renders() {
                 .replace(".input.yaml", ".output.yaml"),
         );
         let (configs, namespaces) = load(&input);
-        let rendered = render(&configs, &namespaces).unwrap();
+        let rendered = render(&configs, &namespaces, &[]).unwrap();
         if bless {
             std::fs::write(&output, &rendered).unwrap();
         }
@@ -67,17 +67,17 @@ fn golden_renders() {
 #[test]
 fn render_is_independent_of_input_order() {
     let (mut configs, mut namespaces) = load(&golden_dir().join("basic.input.yaml"));
-    let a = render(&configs, &namespaces).unwrap();
+    let a = render(&configs, &namespaces, &[]).unwrap();
     configs.reverse();
     namespaces.reverse();
     namespaces.push(namespaces[0].clone());
-    assert_eq!(render(&configs, &namespaces).unwrap(), a);
+    assert_eq!(render(&configs, &namespaces, &[]).unwrap(), a);
 }
 
 #[test]
 fn basic_render_shows_selection_conflict_and_normalisation() {
     let (configs, namespaces) = load(&golden_dir().join("basic.input.yaml"));
-    let out = render(&configs, &namespaces).unwrap();
+    let out = render(&configs, &namespaces, &[]).unwrap();
     assert!(!out.contains("team-secret"), "ignored namespace rendered");
     assert!(!out.contains("namespace: unrelated"));
     assert!(out.contains("namespace: billing"));
@@ -110,7 +110,7 @@ fn invalid_configs_fail_the_render_with_paths() {
     let c = config_yaml(
         "  namespaceSelector: {matchNames: ['(']}\n  syncItems: [{apiVersion: v1, kind: ConfigMap}]\n",
     );
-    let err = render(&[c], &[namespace("a")]).unwrap_err();
+    let err = render(&[c], &[namespace("a")], &[]).unwrap_err();
     let RenderError::InvalidConfig { config, errors } = &err else {
         panic!("{err}")
     };
@@ -131,7 +131,7 @@ fn an_item_that_cannot_be_written_fails_the_render() {
     let c = config_yaml(
         "  namespaceSelector: {matchNames: ['.*']}\n  syncItems: [{apiVersion: v1, kind: Service, metadata: {name: '${PROJECT_NAME}'}}]\n",
     );
-    let err = render(&[c], &[namespace("web"), namespace("9lives")]).unwrap_err();
+    let err = render(&[c], &[namespace("web"), namespace("9lives")], &[]).unwrap_err();
     let RenderError::ItemFailed { namespace, .. } = &err else {
         panic!("{err}")
     };
@@ -143,6 +143,6 @@ fn nothing_selected_renders_nothing() {
     let c = config_yaml(
         "  namespaceSelector: {matchNames: [nothing]}\n  syncItems: [{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}]\n",
     );
-    assert_eq!(render(&[c], &[namespace("a")]).unwrap(), "");
-    assert_eq!(render(&[], &[]).unwrap(), "");
+    assert_eq!(render(&[c], &[namespace("a")], &[]).unwrap(), "");
+    assert_eq!(render(&[], &[], &[]).unwrap(), "");
 }
