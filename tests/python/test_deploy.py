@@ -100,6 +100,17 @@ def test_the_rbac_kinds_overlay_grants_and_allows_them(kubectl):
                        ("rbac.authorization.k8s.io", "clusterrolebindings")}
 
 
+def test_the_tenant_overlay_is_a_cluster_role_bound_nowhere(kubectl):
+    out = kubectl("apply", "-k", str(ROOT / "deploy" / "mirror-tenants")).stdout
+    assert "clusterrole.rbac.authorization.k8s.io/mirra-mirror-tenant created" in out
+    # Bound per tenant namespace by the operator: the overlay itself binds
+    # nothing, so mirra may impersonate no ServiceAccount until then.
+    assert "binding" not in out, out
+    role = json.loads(kubectl("get", "clusterrole", "mirra-mirror-tenant", "-o", "json").stdout)
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["serviceaccounts"],
+                              "verbs": ["get", "list", "watch", "impersonate"]}]
+
+
 def service_verbs(rules):
     """The verbs the rules grant on core Services."""
     verbs = set()

@@ -77,6 +77,8 @@ pub struct Shared {
     events: mirra_runtime::events::EventRecorder,
     /// Every Kubernetes write of this controller goes through it.
     pub fence: WriteFence,
+    /// Clients acting as the ServiceAccounts SyncConfigs name, by username.
+    impersonating: Mutex<std::collections::HashMap<String, kube::Client>>,
 }
 
 impl Shared {
@@ -86,6 +88,22 @@ impl Shared {
     pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut guard)
+    }
+
+    /// The client a read or write for `user` goes through: mirra's own, or
+    /// one acting as that user (made once, sharing mirra's connections).
+    pub fn client_as(&self, user: Option<&str>) -> Result<kube::Client, String> {
+        let Some(user) = user else {
+            return Ok(self.client.clone());
+        };
+        let mut cache = self.impersonating.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = cache.get(user) {
+            return Ok(c.clone());
+        }
+        let c = mirra_runtime::impersonate::impersonating(&self.client, user)
+            .map_err(|e| e.to_string())?;
+        cache.insert(user.to_string(), c.clone());
+        Ok(c)
     }
 
     /// Adds keys to the queue, remembering when each became dirty.
@@ -118,6 +136,13 @@ pub async fn run(
             tracing::info!(namespaces = ?list, "honouring SyncConfigs in these namespaces only")
         }
     }
+    if !settings.tenant_namespaces.is_empty() {
+        tracing::info!(
+            namespaces = ?settings.tenant_namespaces,
+            "honouring tenant SyncConfigs in these namespaces: each writes as the \
+             ServiceAccount it names (spec.serviceAccountName)"
+        );
+    }
     let queue = WorkQueue::new(QueueConfig {
         debounce: settings.debounce,
         max_delay: settings.max_delay,
@@ -143,6 +168,7 @@ pub async fn run(
         kinds_changed: tokio::sync::Notify::new(),
         shutdown: shutdown.child_token(),
         events,
+        impersonating: Mutex::default(),
     });
 
     let mut tasks = vec![watches::spawn_namespaces(&shared)];
@@ -248,7 +274,6 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             }
         }
     }
-    let client = &shared.client;
     // The writes of one namespace go out concurrently: they touch distinct
     // objects, and a new namespace's latency is then one round trip or a
     // few, not one per item.
@@ -261,9 +286,17 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             // an unboxed write future is several kilobytes.
             Box::pin(async move {
                 let t = op.target().clone();
-                let res = send(shared, client, &op, target)
-                    .await
-                    .map_err(|f| redact(&op, f));
+                // A SyncConfig naming a ServiceAccount writes as that
+                // account, never with mirra's own rights.
+                let client = shared
+                    .with_state(|s| s.acting_user(&op))
+                    .and_then(|user| shared.client_as(user.as_deref()))
+                    .map_err(WriteFailure::Permanent);
+                let res = match client {
+                    Ok(client) => send(shared, &client, &op, target).await,
+                    Err(f) => Err(f),
+                }
+                .map_err(|f| redact(&op, f));
                 (t.key(), res)
             })
         }))

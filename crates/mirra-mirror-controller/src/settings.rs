@@ -33,6 +33,17 @@ pub struct RunArgs {
     #[arg(long = "all-namespaces", conflicts_with = "watch_namespace")]
     pub all_namespaces: bool,
 
+    /// Namespace opened to tenants (repeatable): its SyncConfigs are
+    /// honoured when they name a ServiceAccount of their own namespace
+    /// (`spec.serviceAccountName`), and every write for them, and every
+    /// read of their copyItems' sources, is made as that account
+    /// (impersonation): they copy, prune and delete only where it may.
+    /// Without one they are Invalid and write nothing. mirra needs the
+    /// `impersonate` verb on those ServiceAccounts (deploy/mirror-tenants).
+    /// Default: none.
+    #[arg(long = "tenant-namespace", value_name = "NS")]
+    pub tenant_namespace: Vec<String>,
+
     /// Target namespace mirra never writes to or deletes from, whatever a
     /// SyncConfig selects (repeatable), in addition to the protected ones:
     /// kube-system, kube-public, kube-node-lease and mirra's own namespace.
@@ -324,6 +335,9 @@ pub fn kind_name(group: &str, kind: &str) -> String {
 pub struct Settings {
     /// Namespaces whose SyncConfigs are honoured.
     pub scope: WatchScope,
+    /// Namespaces whose SyncConfigs are honoured only with a ServiceAccount
+    /// of their own, whose rights they then use.
+    pub tenant_namespaces: BTreeSet<String>,
     /// Target namespaces never written to.
     pub never_write: BTreeSet<String>,
     /// Kinds mirra may write and delete; `None` allows every kind.
@@ -409,6 +423,7 @@ impl Settings {
         let queue = mirra_runtime::QueueConfig::default();
         Settings {
             scope,
+            tenant_namespaces: BTreeSet::new(),
             never_write: PROTECTED_NAMESPACES.iter().map(|n| n.to_string()).collect(),
             allowed_kinds: Some(
                 DEFAULT_ALLOWED_KINDS
@@ -468,6 +483,27 @@ impl Settings {
         s.verify_interval = None;
         s.workers = 4;
         s
+    }
+
+    /// Whether SyncConfigs in `namespace` are honoured: in the watch scope,
+    /// or a tenant namespace.
+    pub fn honours(&self, namespace: &str) -> bool {
+        self.scope.honours(namespace) || self.tenant_namespaces.contains(namespace)
+    }
+
+    /// The namespaces whose SyncConfigs are watched (`None`: every one).
+    pub fn config_watch_namespaces(&self) -> Vec<Option<String>> {
+        match &self.scope {
+            WatchScope::All => vec![None],
+            WatchScope::Namespaces(list) => list
+                .iter()
+                .chain(&self.tenant_namespaces)
+                .cloned()
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .map(Some)
+                .collect(),
+        }
     }
 
     /// Validates the flags; reads `POD_NAMESPACE` and the service account
@@ -574,6 +610,16 @@ impl Settings {
             }
         }
         let mut s = Settings::new(scope);
+        for ns in &args.tenant_namespace {
+            let ns = ns.trim();
+            if ns.is_empty() {
+                return Err(SettingsError::Invalid {
+                    flag: "--tenant-namespace",
+                    message: "empty namespace name".into(),
+                });
+            }
+            s.tenant_namespaces.insert(ns.to_string());
+        }
         s.never_write.extend(own);
         s.never_write
             .extend(args.never_write_namespace.iter().cloned());

@@ -27,7 +27,6 @@ use mirra_runtime::watch::{WatchFailure, WatchHints, WatchRetry, retrying};
 use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
-use crate::settings::WatchScope;
 use crate::state::{DeleteWatchId, KindId, Resolution, SourceId, State, Unavailable};
 
 /// The SyncConfig resource.
@@ -80,10 +79,7 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
 /// all).
 pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
     let ar = syncconfig_resource();
-    let scopes: Vec<Option<String>> = match &shared.settings.scope {
-        WatchScope::All => vec![None],
-        WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
-    };
+    let scopes = shared.settings.config_watch_namespaces();
     // Register every cache before any event arrives, so that readiness
     // waits for all of them.
     shared.with_state(|s| {
@@ -363,11 +359,31 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
     mirra_runtime::task::guard(&task)
 }
 
-/// Watches one copyItem source: its namespace, its name by field selector,
-/// the whole object (its content is what the copies hold).
+/// Watches one copyItem source (or a ServiceAccount a SyncConfig names):
+/// its namespace, its name by field selector, the whole object (its
+/// content is what the copies hold). A tenant's source is read as its
+/// ServiceAccount, so the server decides what the tenant may copy.
 fn spawn_source_watch(shared: &Arc<Shared>, id: SourceId, ar: &ApiResource) -> TaskGuard {
-    let ((_, kind), namespace, name) = &id;
-    let api: Api<DynamicObject> = Api::namespaced_with(shared.client.clone(), namespace, ar);
+    let ((_, kind), namespace, name, user) = &id;
+    let client = match shared.client_as(user.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            // Not a user any header can carry: the source is unreadable.
+            let keys = shared.with_state(|s| {
+                s.set_source_unavailable(
+                    &id,
+                    Some(Unavailable {
+                        reason: e,
+                        on_watch: false,
+                    }),
+                    Instant::now(),
+                )
+            });
+            shared.enqueue(keys);
+            return mirra_runtime::task::guard(&tokio::spawn(async {}));
+        }
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client, namespace, ar);
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let stream = retrying(watcher::watcher(api, config), watch_retry(&shared.settings));
     let what = format!("copyItems source ({kind} {namespace}/{name})");
@@ -394,6 +410,10 @@ fn spawn_source_watch(shared: &Arc<Shared>, id: SourceId, ar: &ApiResource) -> T
         }
     });
     mirra_runtime::task::guard(&task)
+}
+
+fn service_account_kind() -> KindId {
+    ("v1".to_string(), "ServiceAccount".to_string())
 }
 
 /// Restarts, in place, every copy and deleteItem watch refused after its
@@ -508,7 +528,15 @@ pub async fn manage_kinds(shared: Arc<Shared>) {
             shared.with_state(|s| s.add_delete_watch(id, resource, task));
         }
         for id in to_watch_sources {
-            let resolution = shared.with_state(|s| s.kind_resolution(&id.0));
+            let resolution = if id.0 == service_account_kind() {
+                // Named by serviceAccountName, not copied: no kind entry
+                // resolves it, and the core resource is known.
+                Some(Resolution::Served(ApiResource::erase::<
+                    k8s_openapi::api::core::v1::ServiceAccount,
+                >(&())))
+            } else {
+                shared.with_state(|s| s.kind_resolution(&id.0))
+            };
             let cluster = shared.with_state(|s| s.is_cluster_kind(&id.0));
             let (resource, task) = match resolution {
                 Some(Resolution::Pending) | None => {

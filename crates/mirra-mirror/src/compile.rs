@@ -167,6 +167,8 @@ pub struct CompiledSpec {
     pub delete_items: Vec<DeleteTemplate>,
     /// The copyItems, in spec order.
     pub copy_items: Vec<CopyTemplate>,
+    /// `serviceAccountName`, when given.
+    pub service_account: Option<String>,
 }
 
 impl CompiledSpec {
@@ -201,6 +203,12 @@ pub struct CompiledConfig {
     pub force_recreate: bool,
     /// The compiled spec, or every problem found in it.
     pub spec: Result<CompiledSpec, Vec<ValidationError>>,
+    /// `spec.serviceAccountName`: the ServiceAccount of the SyncConfig's
+    /// namespace whose rights every write for it uses.
+    pub service_account: Option<String>,
+    /// The valid spec, set aside while its ServiceAccount is known not to
+    /// exist (`spec` then says so); restored when it does.
+    held_spec: Option<CompiledSpec>,
     /// What planning depends on, for [`CompiledConfig::same_plan_input`].
     plan_input: Value,
 }
@@ -314,6 +322,7 @@ impl CompiledConfig {
         spec_value: Value,
     ) -> CompiledConfig {
         let plan_input = serde_json::json!({ "uid": uid, "prune": prune, "spec": spec_value });
+        let service_account = spec.as_ref().ok().and_then(|s| s.service_account.clone());
         CompiledConfig {
             key,
             uid,
@@ -322,7 +331,45 @@ impl CompiledConfig {
             prune,
             force_recreate,
             spec,
+            service_account,
+            held_spec: None,
             plan_input,
+        }
+    }
+
+    /// The ServiceAccount whose rights this SyncConfig uses, as an object
+    /// (to watch whether it exists).
+    pub fn identity(&self) -> Option<ObjectRef> {
+        self.service_account.as_ref().map(|name| ObjectRef {
+            api_version: "v1".into(),
+            kind: "ServiceAccount".into(),
+            namespace: self.key.namespace.clone(),
+            name: name.clone(),
+        })
+    }
+
+    /// The username a write for this SyncConfig is made as, when it names
+    /// a ServiceAccount (`system:serviceaccount:<namespace>:<name>`).
+    pub fn impersonated_user(&self) -> Option<String> {
+        self.service_account
+            .as_ref()
+            .map(|sa| format!("system:serviceaccount:{}:{sa}", self.key.namespace))
+    }
+
+    /// Makes a SyncConfig without `spec.serviceAccountName` invalid, saying
+    /// why (`reason`): its namespace is open to tenants, whose SyncConfigs
+    /// may write only with an account of their own.
+    pub fn require_service_account(&mut self, reason: &str) {
+        if self.service_account.is_some() {
+            return;
+        }
+        let problem = ValidationError::Missing {
+            path: "spec.serviceAccountName".into(),
+            message: format!("is required: {reason}"),
+        };
+        match &mut self.spec {
+            Ok(_) => self.spec = Err(vec![problem]),
+            Err(errors) => errors.insert(0, problem),
         }
     }
 
@@ -330,6 +377,33 @@ impl CompiledConfig {
     /// and makes the sources part of the plan input: a change of a source
     /// is a change of this SyncConfig to the planner.
     pub fn resolve_sources<'s>(&mut self, lookup: &dyn Fn(&ObjectRef) -> SourceState<'s>) {
+        if let Some(spec) = self.held_spec.take() {
+            self.spec = Ok(spec);
+        }
+        if let Some(identity) = self.identity()
+            && self.spec.is_ok()
+        {
+            // Only a ServiceAccount known to be missing holds the spec back:
+            // one not read yet is assumed to exist (the server refuses
+            // whatever it may not do anyway).
+            let missing = matches!(lookup(&identity), SourceState::Missing);
+            if let Value::Object(input) = &mut self.plan_input {
+                input.insert("identityMissing".into(), Value::Bool(missing));
+            }
+            if missing && let Ok(spec) = std::mem::replace(&mut self.spec, Err(Vec::new())) {
+                self.held_spec = Some(spec);
+                self.spec = Err(vec![ValidationError::Missing {
+                    path: "spec.serviceAccountName".into(),
+                    message: format!(
+                        "ServiceAccount {}/{} does not exist: every write for this SyncConfig \
+                         is made as that account, so nothing is written until it exists (its \
+                         copies are kept)",
+                        identity.namespace, identity.name
+                    ),
+                }]);
+                return;
+            }
+        }
         let Ok(spec) = &mut self.spec else { return };
         if spec.copy_items.is_empty() {
             return;
@@ -350,8 +424,13 @@ impl CompiledConfig {
 
     /// The sources this SyncConfig's copyItems name (none when invalid).
     pub fn sources(&self) -> impl Iterator<Item = &ObjectRef> {
+        // A spec held back for its missing ServiceAccount keeps its
+        // sources watched: they are needed the moment it exists.
         self.spec
-            .iter()
+            .as_ref()
+            .ok()
+            .or(self.held_spec.as_ref())
+            .into_iter()
             .flat_map(|s| s.copy_items.iter().map(|c| &c.source))
     }
 
@@ -469,6 +548,24 @@ pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<Validatio
             Err(e) => errors.extend(e),
         }
     }
+    if let Some(sa) = &spec.service_account_name {
+        let path = "spec.serviceAccountName".to_string();
+        if sa.contains(':') || sa.contains('/') {
+            errors.push(ValidationError::Malformed {
+                path,
+                message: format!(
+                    "{sa:?} must be the name of a ServiceAccount of the SyncConfig's own \
+                     namespace (a name, not a namespace and a name or a username)"
+                ),
+            });
+        } else if let Err(message) = check_name(sa, NameRule::Dns1123Subdomain) {
+            errors.push(ValidationError::Name {
+                path,
+                name: sa.clone(),
+                message,
+            });
+        }
+    }
     let mut copy_items = Vec::new();
     for (index, item) in spec.copy_items.iter().enumerate() {
         let path = format!("spec.copyItems[{index}]");
@@ -537,6 +634,7 @@ pub fn compile_spec(spec: &SyncConfigSpec) -> Result<CompiledSpec, Vec<Validatio
             sync_items,
             delete_items,
             copy_items,
+            service_account: spec.service_account_name.clone(),
         }),
         _ => Err(errors),
     }

@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 use crate::compile::{CompiledConfig, SyncTemplate};
 use crate::marks::{
     HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
-    content_hash,
+    SERVICE_ACCOUNT_ANNOTATION, content_hash,
 };
 use crate::names::{check_name, strict_name_rule};
 use crate::refs::ObjectRef;
@@ -87,6 +87,9 @@ pub fn desired_copy(
     );
     if !config.prune {
         annotations.insert(PRUNE_ANNOTATION.into(), "false".into());
+    }
+    if let Some(sa) = &config.service_account {
+        annotations.insert(SERVICE_ACCOUNT_ANNOTATION.into(), Value::String(sa.clone()));
     }
 
     if item.group.is_empty() && item.kind == "Secret" {

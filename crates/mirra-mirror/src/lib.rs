@@ -46,7 +46,7 @@ pub use error::{RenderError, ValidationError};
 pub use limits::{Footprint, LimitExceeded, Limits};
 pub use marks::{
     ADOPTED_ANNOTATION, FIELD_MANAGER, FOR_NAMESPACE_ANNOTATION, HASH_ANNOTATION, MANAGED_BY_LABEL,
-    MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
+    MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION,
 };
 pub use plan::{
     DeleteCause, ItemOutcome, ItemRef, NamespacePlan, ObservedLookup, ObservedObject, ObservedSet,

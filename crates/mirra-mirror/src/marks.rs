@@ -57,6 +57,10 @@ pub const HASH_ANNOTATION: &str = "sync.appuio.ch/content-hash";
 /// it to the namespace whose selection, pruning and start-up sweep it
 /// follows, as a namespaced copy follows its own namespace.
 pub const FOR_NAMESPACE_ANNOTATION: &str = "sync.appuio.ch/for-namespace";
+/// On a copy of a SyncConfig that names a ServiceAccount: that account's
+/// name (in the SyncConfig's namespace). Once the SyncConfig is gone, the
+/// copy is still pruned as that account, never with mirra's own rights.
+pub const SERVICE_ACCOUNT_ANNOTATION: &str = "sync.appuio.ch/service-account";
 /// The field manager mirra's server-side applies use.
 pub const FIELD_MANAGER: &str = "mirra";
 /// On a copy: `"true"` when the object existed before mirra first applied

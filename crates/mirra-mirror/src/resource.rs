@@ -3,8 +3,10 @@
 //!
 //! The wire format is espejo's, unchanged: a SyncConfig written for espejo
 //! deserializes here as it is, and one written by mirra is readable by espejo.
-//! The additions are the optional `status.observedGeneration` and
-//! `spec.copyItems` (copies of existing objects), which espejo ignores.
+//! The additions are the optional `status.observedGeneration`,
+//! `spec.copyItems` (copies of existing objects) and
+//! `spec.serviceAccountName` (whose rights the SyncConfig uses), which
+//! espejo ignores.
 //!
 //! What this module must NOT do: interpret the spec. Validation, selection and
 //! templating live in their own modules; the types here accept anything the
@@ -67,6 +69,14 @@ pub struct SyncConfigSpec {
     /// step with (a mirra extension; espejo ignores it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copy_items: Vec<CopyItem>,
+    /// A ServiceAccount of this SyncConfig's own namespace: every write for
+    /// this SyncConfig, and every read of its copyItems' sources, is made
+    /// as that account (impersonation), so it copies, prunes and deletes
+    /// only where the account may. Required in the namespaces the operator
+    /// opens to tenants (`--tenant-namespace`); a mirra extension espejo
+    /// ignores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
 }
 
 /// An existing object (the source) whose content is copied into every

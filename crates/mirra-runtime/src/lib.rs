@@ -32,6 +32,7 @@ pub mod campaign;
 pub mod events;
 pub mod fence;
 pub mod health;
+pub mod impersonate;
 pub mod leader;
 pub mod metrics;
 pub mod preview;

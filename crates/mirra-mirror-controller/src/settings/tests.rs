@@ -339,3 +339,44 @@ fn own_namespace_sources() {
     );
     let _ = std::fs::remove_file(&dir);
 }
+
+#[test]
+fn tenant_namespaces_are_honoured_watched_and_checked() {
+    let s = Settings::from_args_with(
+        &parse(&[
+            "--watch-namespace",
+            "ops",
+            "--tenant-namespace",
+            "team-a",
+            "--tenant-namespace",
+            " team-b ",
+        ]),
+        || None,
+    )
+    .unwrap();
+    assert_eq!(
+        s.tenant_namespaces,
+        ["team-a".to_string(), "team-b".to_string()].into()
+    );
+    assert!(s.honours("ops") && s.honours("team-a") && !s.honours("other"));
+    assert_eq!(
+        s.config_watch_namespaces(),
+        vec![
+            Some("ops".to_string()),
+            Some("team-a".to_string()),
+            Some("team-b".to_string())
+        ]
+    );
+    let none = Settings::from_args_with(&parse(&["--watch-namespace", "ops"]), || None).unwrap();
+    assert!(none.tenant_namespaces.is_empty() && !none.honours("team-a"));
+    let err = Settings::from_args_with(
+        &parse(&["--watch-namespace", "ops", "--tenant-namespace", " "]),
+        || None,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("--tenant-namespace") && err.contains("empty"),
+        "{err}"
+    );
+}

@@ -104,7 +104,14 @@ impl State {
             };
             let new = change.new.as_ref().map(|o| {
                 let mut c = compile_config(o);
-                c.resolve_sources(&|r| self.source_state(r));
+                if self.tenants.contains(&key.namespace) {
+                    c.require_service_account(&format!(
+                        "namespace {} is open to tenants (--tenant-namespace), whose \
+                         SyncConfigs write only as a ServiceAccount of their own namespace",
+                        key.namespace
+                    ));
+                }
+                self.resolve(&mut c);
                 c
             });
             if let Some(touched) = self.replace_compiled(key, new, now) {

@@ -254,6 +254,9 @@ pub struct State {
     limits: Limits,
     /// The namespaces mirra never writes to: not counted in footprints.
     never_write: BTreeSet<String>,
+    /// The namespaces opened to tenants: their SyncConfigs must name a
+    /// ServiceAccount.
+    tenants: BTreeSet<String>,
     /// Objects each SyncConfig's deleteItems deleted, counted in its
     /// `deletedItemCount` after their outcome turned `Gone` (espejo reports
     /// a deletion in the status of the reconcile that made it). The flag
@@ -443,6 +446,7 @@ impl State {
         State {
             limits: settings.limits,
             never_write: settings.never_write.clone(),
+            tenants: settings.tenant_namespaces.clone(),
             ..State::default()
         }
     }

@@ -128,7 +128,7 @@ impl State {
         let ns = self.namespaces.get(None, namespace);
         let view = ns.map(NamespaceView::from_namespace);
         let excluded = |n: &str| settings.never_write.contains(n);
-        let honoured = |c: &ConfigRef| settings.scope.honours(&c.namespace);
+        let honoured = |c: &ConfigRef| settings.honours(&c.namespace);
         let cluster_scoped = |api_version: &str, kind: &str| {
             self.kinds
                 .get(&(api_version.to_string(), kind.to_string()))

@@ -14,15 +14,18 @@ use super::*;
 
 use mirra_mirror::{ObjectRef, SourceState};
 
-/// A copyItem's source: its kind, namespace and name.
-pub type SourceId = (KindId, String, String);
+/// A watched object: its kind, namespace and name, and the user it is read
+/// as (`None`: mirra itself; a tenant SyncConfig's sources are read as its
+/// ServiceAccount, so the server decides what it may copy).
+pub type SourceId = (KindId, String, String, Option<String>);
 
-/// The source of `r`, as the watches key it.
-pub(super) fn source_id(r: &ObjectRef) -> SourceId {
+/// The object `r` read as `user`, as the watches key it.
+pub(super) fn source_id(r: &ObjectRef, user: Option<&str>) -> SourceId {
     (
         (r.api_version.clone(), r.kind.clone()),
         r.namespace.clone(),
         r.name.clone(),
+        user.map(str::to_string),
     )
 }
 
@@ -48,17 +51,37 @@ pub struct SourceEntry {
 
 impl State {
     /// The source watches the compiled SyncConfigs need.
+    /// The watches the compiled SyncConfigs need: their copyItems'
+    /// sources (as their ServiceAccount, when they name one) and the
+    /// ServiceAccounts they name (as mirra, to know whether they exist).
     pub fn wanted_source_watches(&self) -> BTreeSet<SourceId> {
-        self.compiled
-            .values()
-            .flat_map(CompiledConfig::sources)
-            .map(source_id)
-            .collect()
+        let mut out = BTreeSet::new();
+        for c in self.compiled.values() {
+            let user = c.impersonated_user();
+            out.extend(c.sources().map(|r| source_id(r, user.as_deref())));
+            out.extend(c.identity().map(|r| source_id(&r, None)));
+        }
+        out
     }
 
-    /// What is known of the source `r`, for [`CompiledConfig::resolve_sources`].
-    pub fn source_state(&self, r: &ObjectRef) -> SourceState<'_> {
-        let Some(e) = self.sources.get(&source_id(r)) else {
+    /// Resolves `config`'s sources and ServiceAccount from the watches.
+    pub(super) fn resolve(&self, config: &mut CompiledConfig) {
+        let user = config.impersonated_user();
+        let identity = config.identity();
+        config.resolve_sources(&|r| {
+            let as_user = if Some(r) == identity.as_ref() {
+                None
+            } else {
+                user.as_deref()
+            };
+            self.source_state(r, as_user)
+        });
+    }
+
+    /// What is known of the object `r` read as `user`, for
+    /// [`CompiledConfig::resolve_sources`].
+    pub fn source_state(&self, r: &ObjectRef, user: Option<&str>) -> SourceState<'_> {
+        let Some(e) = self.sources.get(&source_id(r, user)) else {
             return SourceState::Unknown;
         };
         if let Some(why) = &e.unusable {
@@ -189,7 +212,11 @@ impl State {
         let users: Vec<ConfigRef> = self
             .compiled
             .iter()
-            .filter(|(_, c)| c.sources().any(|r| source_id(r) == *id))
+            .filter(|(_, c)| {
+                let user = c.impersonated_user();
+                c.sources().any(|r| source_id(r, user.as_deref()) == *id)
+                    || c.identity().is_some_and(|r| source_id(&r, None) == *id)
+            })
             .map(|(k, _)| k.clone())
             .collect();
         let mut keys = BTreeSet::new();
@@ -197,7 +224,7 @@ impl State {
             let Some(mut config) = self.compiled.get(&key).cloned() else {
                 continue;
             };
-            config.resolve_sources(&|r| self.source_state(r));
+            self.resolve(&mut config);
             if let Some(touched) = self.replace_compiled(key, Some(config), now) {
                 keys.extend(touched);
             }
@@ -208,5 +235,35 @@ impl State {
     /// Number of source objects held, for the metrics.
     pub(super) fn sources_held(&self) -> usize {
         self.sources.values().filter(|e| e.object.is_some()).count()
+    }
+}
+
+impl State {
+    /// The user a write of `op` is made as: the ServiceAccount its
+    /// SyncConfig names (`None`: mirra itself). A copy whose SyncConfig is
+    /// gone is pruned as the account its mark names. `Err` when no account
+    /// is known for a SyncConfig of a tenant namespace: such a write is not
+    /// made with mirra's own rights.
+    pub fn acting_user(&self, op: &mirra_mirror::Op) -> Result<Option<String>, String> {
+        let config = op.config();
+        if let Some(c) = self.compiled.get(config) {
+            return Ok(c.impersonated_user());
+        }
+        let marked = self.observed_target(op).and_then(|o| {
+            o.annotations
+                .get(mirra_mirror::SERVICE_ACCOUNT_ANNOTATION)
+                .cloned()
+        });
+        match marked {
+            Some(sa) => Ok(Some(format!(
+                "system:serviceaccount:{}:{sa}",
+                config.namespace
+            ))),
+            None if self.tenants.contains(&config.namespace) => Err(format!(
+                "the copy belongs to {config} in a tenant namespace and names no \
+                 ServiceAccount: mirra does not write it with its own rights"
+            )),
+            None => Ok(None),
+        }
     }
 }

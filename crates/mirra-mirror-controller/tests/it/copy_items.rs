@@ -255,3 +255,44 @@ async fn the_source_namespace_is_never_written_and_a_removed_item_is_pruned() {
     );
     ctl.stop().await;
 }
+
+#[tokio::test]
+async fn a_source_mirra_may_not_read_fails_its_item_until_granted() {
+    let env = Env::new().await;
+    env.create_ns("cert-manager", &[]).await;
+    env.create_ns("t1", &[]).await;
+    create_source(&env, "djE=").await;
+    // RBAC without Secrets in cert-manager: mirra's cluster-wide watch of
+    // its copies is allowed, the source's own watch (namespaced) is not.
+    refuse_in(&env, "list", "secrets", "cert-manager").await;
+    refuse_in(&env, "watch", "secrets", "cert-manager").await;
+    env.create_sc("tls", json!({}), copy_spec(&["t1"])).await;
+    let ctl = env.start(Settings::for_tests(&[OPS]));
+    ctl.wait_ready().await;
+    wait_for("the item to fail", || async {
+        env.status("tls").await["failedItemCount"] == 1
+    })
+    .await;
+    let status = env.status("tls").await.to_string();
+    assert!(
+        status.contains("the source Secret cert-manager/wildcard-tls cannot be read"),
+        "{status}"
+    );
+    assert_eq!(
+        copy_cert(&env, "t1").await,
+        None,
+        "nothing written meanwhile"
+    );
+
+    // Granted: the watch's next attempt reads it, the copy is made.
+    env.sb.clear_faults().await;
+    wait_for("the copy once granted", || async {
+        copy_cert(&env, "t1").await.as_deref() == Some("v1")
+    })
+    .await;
+    wait_for("the failure to clear", || async {
+        env.status("tls").await["failedItemCount"] == 0
+    })
+    .await;
+    ctl.stop().await;
+}

@@ -20,3 +20,4 @@ mod ownership;
 mod preview;
 mod restart;
 mod safety;
+mod tenants;

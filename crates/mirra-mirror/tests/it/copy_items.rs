@@ -184,7 +184,10 @@ fn a_change_of_the_source_is_one_apply_per_copy_and_nothing_else() {
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut store = Store::default();
     let v1 = resolved(copy_spec(&names, tls_item()), Some(&tls_source("djE=")));
-    assert_eq!(settle(&namespaces, std::slice::from_ref(&v1), &mut store), 5);
+    assert_eq!(
+        settle(&namespaces, std::slice::from_ref(&v1), &mut store),
+        5
+    );
     assert_eq!(
         settle(&namespaces, &[v1], &mut store),
         0,
@@ -194,7 +197,10 @@ fn a_change_of_the_source_is_one_apply_per_copy_and_nothing_else() {
     // A renewed certificate: the SyncConfig is the same, its source is not.
     let v2 = resolved(copy_spec(&names, tls_item()), Some(&tls_source("djI=")));
     let before = store.applies;
-    assert_eq!(settle(&namespaces, std::slice::from_ref(&v2), &mut store), 5);
+    assert_eq!(
+        settle(&namespaces, std::slice::from_ref(&v2), &mut store),
+        5
+    );
     assert_eq!(store.applies - before, 5);
     assert_eq!(store.deletes, 0);
     for ns in &names {

@@ -12,3 +12,4 @@ mod planner;
 mod planner_props;
 mod render;
 mod status;
+mod tenancy;

@@ -1,0 +1,286 @@
+//! Tenant SyncConfigs against a sandbox that authenticates and authorizes
+//! with RBAC: mirra runs with the rights of deploy/mirror/rbac.yaml and
+//! deploy/mirror-tenants, and a SyncConfig in a tenant namespace writes as
+//! the ServiceAccount it names. It copies only where that account may
+//! write (a refusal is a status condition and an Event, never a write with
+//! mirra's rights), reads only the sources the account may read, prunes
+//! as the account, and without a (real) account writes nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use mirra_mirror_controller::Settings;
+use mirra_testkit::rbac::{
+    apply, client_with_token, documents, sandbox_with_rbac, service_account_token,
+};
+use serde_json::{Value, json};
+
+use crate::common::{sc_resource, start_with_client, wait_for};
+
+const NS: &str = "mirra-system";
+const TENANT: &str = "team-a";
+
+async fn create(admin: &Client, v: Value) {
+    apply(admin, vec![v], "default").await;
+}
+
+async fn namespace(admin: &Client, name: &str, labels: Value) {
+    Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap(),
+        )
+        .await
+        .unwrap();
+}
+
+/// A Role in `ns` letting the tenant's ServiceAccount do `verbs` on
+/// ConfigMaps and Secrets there.
+async fn grant_tenant(admin: &Client, ns: &str, verbs: Value) {
+    create(
+        admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "syncer", "namespace": ns},
+               "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": verbs}]}),
+    )
+    .await;
+    create(
+        admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "syncer", "namespace": ns},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "syncer"},
+               "subjects": [{"kind": "ServiceAccount", "name": "syncer", "namespace": TENANT}]}),
+    )
+    .await;
+}
+
+fn tenant_spec(service_account: Option<&str>) -> Value {
+    let mut spec = json!({
+        "namespaceSelector": {"labelSelector": {"matchLabels": {"owner": "team-a"}}},
+        "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "info"},
+                       "data": {"project": "${PROJECT_NAME}"}}],
+        "copyItems": [{"apiVersion": "v1", "kind": "Secret",
+                       "namespace": "cert-manager", "name": "wildcard-tls"}],
+    });
+    if let Some(sa) = service_account {
+        spec["serviceAccountName"] = json!(sa);
+    }
+    spec
+}
+
+async fn status(scs: &Api<DynamicObject>, name: &str) -> Value {
+    scs.get(name).await.unwrap().data["status"].clone()
+}
+
+#[tokio::test]
+async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
+    let (sb, admin) = sandbox_with_rbac().await;
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &mirra_mirror_controller::mirra_mirror::crd(),
+        )
+        .await
+        .unwrap();
+    namespace(&admin, NS, json!({})).await;
+    namespace(&admin, TENANT, json!({})).await;
+    namespace(&admin, "team-a-dev", json!({"owner": "team-a"})).await;
+    namespace(&admin, "team-a-prod", json!({"owner": "team-a"})).await;
+    // Selected by the tenant's label selector, but not the tenant's.
+    namespace(&admin, "payments", json!({"owner": "team-a"})).await;
+    namespace(&admin, "cert-manager", json!({})).await;
+    namespace(&admin, "elsewhere", json!({})).await;
+    apply(&admin, documents("deploy/mirror/rbac.yaml"), NS).await;
+    apply(&admin, documents("deploy/mirror-tenants/rbac.yaml"), NS).await;
+    // The operator opens team-a to tenants: mirra may impersonate its
+    // ServiceAccounts, and only those.
+    create(
+        &admin,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "mirra-mirror-tenant", "namespace": TENANT},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                           "name": "mirra-mirror-tenant"},
+               "subjects": [{"kind": "ServiceAccount", "name": "mirra-mirror", "namespace": NS}]}),
+    )
+    .await;
+    // The tenant's account may write in its two namespaces only.
+    create(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "syncer", "namespace": TENANT}}),
+    )
+    .await;
+    let all = json!([
+        "get", "list", "watch", "create", "patch", "update", "delete"
+    ]);
+    grant_tenant(&admin, "team-a-dev", all.clone()).await;
+    grant_tenant(&admin, "team-a-prod", all).await;
+    Api::<Secret>::namespaced(admin.clone(), "cert-manager")
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "wildcard-tls"}, "data": {"tls.crt": "djE="}}),
+            )
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let scs = |ns: &str| -> Api<DynamicObject> {
+        Api::namespaced_with(admin.clone(), ns, &sc_resource())
+    };
+    let sc = |name: &str, ns: &str, spec: Value| {
+        serde_json::from_value::<DynamicObject>(json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+            "metadata": {"name": name, "namespace": ns}, "spec": spec,
+        }))
+        .unwrap()
+    };
+    let pp = PostParams::default();
+    scs(TENANT)
+        .create(&pp, &sc("defaults", TENANT, tenant_spec(Some("syncer"))))
+        .await
+        .unwrap();
+    // No account: Invalid, nothing written for it.
+    let mut anonymous = tenant_spec(None);
+    anonymous["syncItems"][0]["metadata"]["name"] = json!("anonymous");
+    anonymous["copyItems"] = json!([]);
+    scs(TENANT)
+        .create(&pp, &sc("anonymous", TENANT, anonymous))
+        .await
+        .unwrap();
+    // An account that does not exist: Invalid, nothing written for it.
+    let mut ghost = tenant_spec(Some("ghost"));
+    ghost["syncItems"][0]["metadata"]["name"] = json!("ghost");
+    ghost["copyItems"] = json!([]);
+    scs(TENANT)
+        .create(&pp, &sc("ghost", TENANT, ghost))
+        .await
+        .unwrap();
+    // A namespace neither watched nor open to tenants: ignored.
+    let mut outside = tenant_spec(Some("syncer"));
+    outside["syncItems"][0]["metadata"]["name"] = json!("outside");
+    outside["copyItems"] = json!([]);
+    scs("elsewhere")
+        .create(&pp, &sc("outside", "elsewhere", outside))
+        .await
+        .unwrap();
+
+    let token = service_account_token(&admin, NS, "mirra-mirror").await;
+    let mirra = client_with_token(&sb, &token).await;
+    let mut settings = Settings::for_tests(&[NS]);
+    settings.tenant_namespaces.insert(TENANT.to_string());
+    let ctl = start_with_client(mirra, settings);
+
+    let cm = |ns: &str, name: &str| {
+        let api = Api::<ConfigMap>::namespaced(admin.clone(), ns);
+        let name = name.to_string();
+        async move { api.get_opt(&name).await.unwrap() }
+    };
+    let secret = |ns: &str| {
+        let api = Api::<Secret>::namespaced(admin.clone(), ns);
+        async move { api.get_opt("wildcard-tls").await.unwrap() }
+    };
+    wait_for("the tenant's copies", || async {
+        cm("team-a-dev", "info").await.is_some() && cm("team-a-prod", "info").await.is_some()
+    })
+    .await;
+    let copy = cm("team-a-dev", "info").await.unwrap();
+    assert_eq!(copy.data.unwrap()["project"], "team-a-dev");
+    assert_eq!(
+        copy.metadata.annotations.unwrap()["sync.appuio.ch/service-account"],
+        "syncer"
+    );
+    // Refused in payments (the account may not write there), and the
+    // source unreadable (the account may not read cert-manager): each a
+    // failure on the status, with the server's or mirra's reason.
+    wait_for("the refusals on the status", || async {
+        let st = status(&scs(TENANT), "defaults").await;
+        st["failedItemCount"] == 4 && st["synchronizedItemCount"] == 2
+    })
+    .await;
+    let st = status(&scs(TENANT), "defaults").await.to_string();
+    assert!(
+        st.contains(
+            "User \\\"system:serviceaccount:team-a:syncer\\\" cannot patch resource \\\"configmaps\\\""
+        ) && st.contains("payments"),
+        "{st}"
+    );
+    assert!(
+        st.contains("cert-manager/wildcard-tls cannot be read"),
+        "{st}"
+    );
+    assert!(
+        cm("payments", "info").await.is_none(),
+        "nothing with mirra's rights"
+    );
+    let events = mirra_testkit::events(&admin, TENANT).await;
+    assert!(
+        !events.is_empty(),
+        "a Warning Event on the tenant's SyncConfig"
+    );
+
+    for (name, want) in [
+        ("anonymous", "spec.serviceAccountName: is required"),
+        ("ghost", "ServiceAccount team-a/ghost does not exist"),
+    ] {
+        wait_for(name, || async {
+            status(&scs(TENANT), name).await.to_string().contains(want)
+        })
+        .await;
+        for ns in ["team-a-dev", "team-a-prod", "payments"] {
+            assert!(cm(ns, name).await.is_none(), "{name} wrote into {ns}");
+        }
+    }
+    assert!(
+        status(&scs("elsewhere"), "outside").await.is_null(),
+        "a SyncConfig outside the watched and tenant namespaces is not touched"
+    );
+    assert!(cm("team-a-dev", "outside").await.is_none());
+
+    // The tenant may read the source now: its copies follow, as the
+    // account reads it (the watch is retried and picks the grant up).
+    grant_tenant(&admin, "cert-manager", json!(["get", "list", "watch"])).await;
+    wait_for("the source copied once readable", || async {
+        secret("team-a-dev").await.is_some() && secret("team-a-prod").await.is_some()
+    })
+    .await;
+    assert!(secret("payments").await.is_none());
+
+    // The ghost account is created: its SyncConfig becomes valid and
+    // writes (as that account, which may write nowhere: refused).
+    create(
+        &admin,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "ghost", "namespace": TENANT}}),
+    )
+    .await;
+    wait_for("ghost no longer invalid, refused instead", || async {
+        let st = status(&scs(TENANT), "ghost").await.to_string();
+        !st.contains("does not exist") && st.contains("system:serviceaccount:team-a:ghost")
+    })
+    .await;
+    for ns in ["team-a-dev", "team-a-prod", "payments"] {
+        assert!(cm(ns, "ghost").await.is_none(), "ghost wrote into {ns}");
+    }
+
+    // team-a-prod leaves the selection: its copies are pruned, as the
+    // tenant's account.
+    Api::<Namespace>::all(admin.clone())
+        .patch(
+            "team-a-prod",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"owner": null}}})),
+        )
+        .await
+        .unwrap();
+    wait_for("team-a-prod pruned", || async {
+        cm("team-a-prod", "info").await.is_none() && secret("team-a-prod").await.is_none()
+    })
+    .await;
+    assert!(cm("team-a-dev", "info").await.is_some());
+    ctl.stop().await;
+}
