@@ -2,8 +2,10 @@
 driven with kubectl and the examples/ directory, checked with kubectl and
 the Python Consul client."""
 
+import base64
 import json
 import os
+import ssl
 import subprocess
 import tempfile
 import urllib.error
@@ -108,6 +110,40 @@ def test_dev_runs_both_jobs(dev):
         metrics = r.read().decode()
     assert "mirra_writes_total" in metrics
     assert "mirra_catalog_" in metrics
+    assert proc.poll() is None
+
+
+def test_dev_serves_https_with_rbac_as_a_cluster_does(dev):
+    """The embedded API server authenticates and authorizes: kubectl uses
+    the admin token of the written kubeconfig over HTTPS (trusting its CA),
+    an anonymous caller is refused, and an impersonated user without a
+    binding is refused with the server's wording."""
+    proc, urls, env = dev
+    assert urls["kubernetes api"].startswith("https://"), urls
+
+    def kubectl(*args):
+        return subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True, timeout=60)
+
+    who = kubectl("auth", "whoami", "-o", "json")
+    assert who.returncode == 0, who.stderr
+    info = json.loads(who.stdout)["status"]["userInfo"]
+    assert info["username"] == "admin" and "system:masters" in info["groups"], info
+    assert kubectl("auth", "can-i", "create", "syncconfigs.sync.appuio.ch").stdout.strip() == "yes"
+
+    denied = kubectl("get", "configmaps", "-n", "default", "--as", "alice")
+    assert denied.returncode != 0
+    assert 'User "alice" cannot list resource "configmaps" in API group "" in the namespace "default"' \
+        in denied.stderr, denied.stderr
+
+    # No token: anonymous, and RBAC gives anonymous nothing of the API.
+    kc = json.loads(kubectl("config", "view", "--raw", "-o", "json").stdout)
+    ca = base64.b64decode(kc["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+    context = ssl.create_default_context(cadata=ca)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urls["kubernetes api"] + "/api/v1/namespaces", timeout=10, context=context)
+    assert refused.value.code == 403
+    body = json.loads(refused.value.read())
+    assert body["reason"] == "Forbidden" and "system:anonymous" in body["message"], body
     assert proc.poll() is None
 
 

@@ -39,14 +39,6 @@ fn announce(line: &str) -> anyhow::Result<()> {
     out.flush().context("cannot write to stdout")
 }
 
-fn write_kubeconfig(path: &Path, url: &str) -> anyhow::Result<()> {
-    write_kubeconfig_with_token(path, url, None)
-}
-
-fn write_kubeconfig_with_token(path: &Path, url: &str, token: Option<&str>) -> anyhow::Result<()> {
-    write_kubeconfig_for(path, url, token, None)
-}
-
 fn write_kubeconfig_for(
     path: &Path,
     url: &str,
@@ -170,13 +162,39 @@ const DEV_CONSUL_NODE: &str = "k8s-sync";
 pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
     let kube_listener = bind(args.kube_listen, "Kubernetes sandbox").await?;
     let consul_listener = bind(args.consul_listen, "Consul sandbox").await?;
-    let kube_url = format!("http://{}", kube_listener.local_addr()?);
+    // As a real cluster: HTTPS, bearer tokens and RBAC. The kubeconfig
+    // carries a random admin token (group system:masters) and trusts the
+    // CA made here; anonymous requests get what RBAC gives anonymous users.
+    let tls = kube_sandbox::tls::ServerTls::generate().context("the sandbox's certificates")?;
+    let admin_token = kube_sandbox::auth::random_token().map_err(anyhow::Error::msg)?;
+    let kubeconfig_text = kube_sandbox::kubeconfig_for(
+        &format!("https://{}", kube_listener.local_addr()?),
+        Some(&admin_token),
+        Some(tls.ca_pem()),
+    );
+    let kube_url = format!("https://{}", kube_listener.local_addr()?);
     let consul_url = format!("http://{}", consul_listener.local_addr()?);
-    write_kubeconfig(&args.kubeconfig_out, &kube_url)?;
+    std::fs::write(&args.kubeconfig_out, &kubeconfig_text).with_context(|| {
+        format!(
+            "cannot write kubeconfig to {}",
+            args.kubeconfig_out.display()
+        )
+    })?;
+    let kube_config = kube_sandbox::Config {
+        tls: Some(tls),
+        auth: Some(kube_sandbox::auth::AuthConfig {
+            tokens: vec![kube_sandbox::auth::StaticToken {
+                token: admin_token,
+                user: "admin".into(),
+                groups: vec![kube_sandbox::auth::MASTERS.into()],
+            }],
+        }),
+        ..Default::default()
+    };
     let stop = tokio_util::sync::CancellationToken::new();
     let kube = tokio::spawn(kube_sandbox::serve(
         kube_listener,
-        kube_sandbox::Config::default(),
+        kube_config,
         stop.clone().cancelled_owned(),
     ));
     let consul = tokio::spawn(consul_sandbox::serve(
@@ -185,9 +203,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
         stop.clone().cancelled_owned(),
     ));
 
-    let client =
-        kube::Client::try_from(kube::Config::new(kube_url.parse().context("sandbox URL")?))
-            .context("Kubernetes client")?;
+    let client = client_from_kubeconfig(&kubeconfig_text).await?;
     install_crd(&client).await?;
 
     let mut registry = prometheus_client::registry::Registry::default();
@@ -237,7 +253,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
         stop.clone(),
     ));
     let catalog = tokio::spawn(mirra_catalog_controller::run(
-        client,
+        client.clone(),
         consul_client,
         catalog_settings,
         readiness.register("catalog"),
@@ -263,7 +279,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
     announce(&format!("consul api listening on {consul_url}"))?;
     announce(&format!("metrics and health on {health_url}"))?;
     let first_step = if args.examples {
-        apply_examples(&kube_url).await?;
+        apply_examples(&client).await?;
         "  # the bundled examples are applied (mirra dev --examples)".to_string()
     } else {
         "  kubectl apply -f examples/   # from the repository; or start with `mirra dev --examples`"
@@ -344,14 +360,11 @@ const EXAMPLES: &[(&str, &str)] = &[
 
 /// Applies the bundled examples to the sandbox, as `kubectl apply
 /// --server-side` would (field manager `mirra-dev`).
-async fn apply_examples(kube_url: &str) -> anyhow::Result<()> {
+async fn apply_examples(client: &kube::Client) -> anyhow::Result<()> {
     use kube::api::{Api, DynamicObject, Patch, PatchParams};
     use kube::discovery::Scope;
     use serde::Deserialize;
 
-    let client =
-        kube::Client::try_from(kube::Config::new(kube_url.parse().context("sandbox URL")?))
-            .context("Kubernetes client")?;
     for (file, text) in EXAMPLES {
         for doc in serde_yaml::Deserializer::from_str(text) {
             let value = serde_yaml::Value::deserialize(doc)
@@ -367,7 +380,7 @@ async fn apply_examples(kube_url: &str) -> anyhow::Result<()> {
                 .with_context(|| format!("examples/{file}: an object without apiVersion/kind"))?;
             let gvk = kube::api::GroupVersionKind::try_from(&types)
                 .with_context(|| format!("examples/{file}: apiVersion {}", types.api_version))?;
-            let (ar, caps) = kube::discovery::pinned_kind(&client, &gvk)
+            let (ar, caps) = kube::discovery::pinned_kind(client, &gvk)
                 .await
                 .with_context(|| format!("examples/{file}: the sandbox does not serve {gvk:?}"))?;
             let name = obj.metadata.name.clone().unwrap_or_default();
@@ -384,6 +397,15 @@ async fn apply_examples(kube_url: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A client of the kubeconfig `mirra dev` wrote (its admin token, its CA).
+async fn client_from_kubeconfig(text: &str) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(text).context("the written kubeconfig")?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .context("the written kubeconfig")?;
+    kube::Client::try_from(config).context("Kubernetes client")
 }
 
 async fn install_crd(client: &kube::Client) -> anyhow::Result<()> {
