@@ -164,6 +164,7 @@ async fn every_rule_of_the_cluster_role_is_needed() {
         .unwrap();
     let rules = docs[role_at]["rules"].as_array().unwrap().clone();
     assert!(rules.len() >= 6, "{rules:?}");
+    let mut symptoms = std::collections::BTreeSet::new();
     for (i, removed) in rules.iter().enumerate() {
         let (sb, admin) = sandbox_with_rbac().await;
         Api::<CustomResourceDefinition>::all(admin.clone())
@@ -209,6 +210,62 @@ async fn every_rule_of_the_cluster_role_is_needed() {
             refused_any(&sb, &granted)
         })
         .await;
+        // And the feature it serves fails the way deploy/mirror/rbac.yaml
+        // and the failure model say.
+        let has = |r: &str| granted.iter().any(|g| g == r);
+        if has("namespaces") || has("syncconfigs.sync.appuio.ch") {
+            symptoms.insert("not ready");
+            // A watch every plan needs: not ready, nothing written.
+            assert!(!ctl.ready.is_ready(), "ready without {granted:?}");
+            assert!(
+                scs.get("defaults").await.unwrap().data["status"].is_null(),
+                "a status written without {granted:?}"
+            );
+        } else if has("syncconfigs.sync.appuio.ch/status") {
+            symptoms.insert("no status");
+            // The copies are made; only the status cannot be written.
+            wait_for("the copies without a status", || async {
+                Api::<ConfigMap>::namespaced(admin.clone(), "team-a")
+                    .get_opt("info")
+                    .await
+                    .unwrap()
+                    .is_some()
+            })
+            .await;
+            assert!(scs.get("defaults").await.unwrap().data["status"].is_null());
+        } else if has("events") {
+            symptoms.insert("no Events");
+            // Events refused: the status still says what failed.
+            wait_for("the status without Events", || async {
+                scs.get("defaults").await.unwrap().data["status"]["failedItemCount"] == 1
+            })
+            .await;
+            assert!(mirra_testkit::events(&admin, NS).await.is_empty());
+        } else {
+            // A kind's rule: its items are Degraded, naming the resource,
+            // and the other items keep syncing.
+            symptoms.insert("kind Degraded");
+            let plurals: Vec<&String> = granted.iter().filter(|g| !g.contains('/')).collect();
+            wait_for("the kind's items Degraded, naming it", || async {
+                let status = scs.get("defaults").await.unwrap().data["status"].clone();
+                let degraded = status["conditions"].as_array().and_then(|c| {
+                    c.iter()
+                        .find(|c| c["type"] == "Degraded" && c["status"] == "True")
+                        .and_then(|c| c["message"].as_str().map(str::to_string))
+                });
+                degraded.is_some_and(|m| {
+                    plurals
+                        .iter()
+                        .any(|p| m.contains(p.split('.').next().unwrap_or(p)))
+                }) && status["synchronizedItemCount"].as_i64().unwrap_or(0) >= 1
+            })
+            .await;
+        }
         ctl.stop().await;
     }
+    assert_eq!(
+        symptoms,
+        ["kind Degraded", "no Events", "no status", "not ready"].into(),
+        "every kind of rule was removed once"
+    );
 }
