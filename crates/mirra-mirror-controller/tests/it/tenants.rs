@@ -75,8 +75,11 @@ async fn status(scs: &Api<DynamicObject>, name: &str) -> Value {
     scs.get(name).await.unwrap().data["status"].clone()
 }
 
-#[tokio::test]
-async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
+/// The cluster both tests share: mirra's and the tenant overlay's RBAC,
+/// team-a open to tenants (mirra may impersonate its ServiceAccounts),
+/// the tenant's account `syncer` allowed to write in team-a-dev and
+/// team-a-prod only, and the source Secret in cert-manager.
+async fn tenant_cluster() -> (kube_sandbox::Sandbox, Client) {
     let (sb, admin) = sandbox_with_rbac().await;
     Api::<CustomResourceDefinition>::all(admin.clone())
         .create(
@@ -128,6 +131,12 @@ async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
         )
         .await
         .unwrap();
+    (sb, admin)
+}
+
+#[tokio::test]
+async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
+    let (sb, admin) = tenant_cluster().await;
 
     let scs = |ns: &str| -> Api<DynamicObject> {
         Api::namespaced_with(admin.clone(), ns, &sc_resource())
@@ -282,5 +291,84 @@ async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
     })
     .await;
     assert!(cm("team-a-dev", "info").await.is_some());
+    ctl.stop().await;
+}
+
+#[tokio::test]
+async fn a_tenant_source_change_costs_one_write_per_copy_and_no_read() {
+    let (sb, admin) = tenant_cluster().await;
+    grant_tenant(&admin, "cert-manager", json!(["get", "list", "watch"])).await;
+    let scs: Api<DynamicObject> = Api::namespaced_with(admin.clone(), TENANT, &sc_resource());
+    scs.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+            "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+            "metadata": {"name": "tls", "namespace": TENANT},
+            "spec": {
+                "namespaceSelector": {"matchNames": ["team-a-dev", "team-a-prod"]},
+                "serviceAccountName": "syncer",
+                "copyItems": [{"apiVersion": "v1", "kind": "Secret",
+                               "namespace": "cert-manager", "name": "wildcard-tls"}],
+            },
+        }))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let token = service_account_token(&admin, NS, "mirra-mirror").await;
+    let mut settings = Settings::for_tests(&[NS]);
+    settings.tenant_namespaces.insert(TENANT.to_string());
+    let ctl = start_with_client(client_with_token(&sb, &token).await, settings);
+    let cert = |ns: &'static str| {
+        let api = Api::<Secret>::namespaced(admin.clone(), ns);
+        async move {
+            api.get_opt("wildcard-tls")
+                .await
+                .unwrap()
+                .and_then(|s| s.data)
+                .and_then(|d| d.get("tls.crt").map(|b| b.0.clone()))
+        }
+    };
+    wait_for("the copies", || async {
+        cert("team-a-dev").await.is_some() && cert("team-a-prod").await.is_some()
+    })
+    .await;
+    let quiet = || async {
+        mirra_testkit::settle_for("the tenant's copies", 10, || Some(sb.stats().requests)).await
+    };
+    quiet().await;
+
+    sb.reset_stats();
+    Api::<Secret>::namespaced(admin.clone(), "cert-manager")
+        .patch(
+            "wildcard-tls",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"tls.crt": "djI="}})),
+        )
+        .await
+        .unwrap();
+    let polls = std::cell::Cell::new(0u64);
+    wait_for("both copies renewed", || async {
+        // Both read every time, so the GETs are counted exactly.
+        polls.set(polls.get() + 2);
+        let dev = cert("team-a-dev").await;
+        let prod = cert("team-a-prod").await;
+        dev.as_deref() == Some(b"v2".as_slice()) && prod.as_deref() == Some(b"v2".as_slice())
+    })
+    .await;
+    let requests = quiet().await;
+    let non_watch: std::collections::BTreeMap<String, u64> = requests
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("watch "))
+        .collect();
+    assert_eq!(
+        non_watch,
+        [
+            ("patch secrets".to_string(), 2 + 1),
+            ("get secrets".to_string(), polls.get()),
+        ]
+        .into(),
+        "the test's patch and GETs aside, one impersonated apply per copy and nothing else"
+    );
     ctl.stop().await;
 }
