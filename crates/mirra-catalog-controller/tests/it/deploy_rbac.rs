@@ -116,6 +116,7 @@ async fn every_rule_of_the_cluster_role_is_needed() {
     let rules = docs[role_at]["rules"].as_array().unwrap().clone();
     assert!(rules.len() >= 5, "{rules:?}");
     let (_csb, c) = consul().await;
+    let mut symptoms = std::collections::BTreeSet::new();
     for (i, removed) in rules.iter().enumerate() {
         let (sb, admin) = sandbox_with_rbac().await;
         ensure_namespace(&admin, "mirra-system").await;
@@ -142,7 +143,30 @@ async fn every_rule_of_the_cluster_role_is_needed() {
             refused_any(&sb, &granted)
         })
         .await;
+        // And the feature it serves fails the way the failure model says.
+        let node = format!("k8s-sync-{i}");
+        if granted.iter().any(|g| g == "events") {
+            symptoms.insert("registered without Events");
+            // Events refused: the registrations land all the same.
+            wait_for("cart registered without its Event", || async {
+                !instances(&c, &node).await.is_empty()
+            })
+            .await;
+        } else {
+            symptoms.insert("not ready");
+            // A watch the catalog needs: not ready, nothing registered.
+            assert!(!ctl.ready.is_ready(), "ready without {granted:?}");
+            assert!(
+                instances(&c, &node).await.is_empty(),
+                "registered without {granted:?}"
+            );
+        }
         ctl.stop.cancel();
         let _ = ctl.task.await;
     }
+    assert_eq!(
+        symptoms,
+        ["not ready", "registered without Events"].into(),
+        "every kind of rule was removed once"
+    );
 }
