@@ -34,6 +34,7 @@ use crate::state::{OwnWrite, State, StatusRound, StatusWrite, WriteTarget};
 use crate::watches;
 use crate::write::{self, WriteFailure};
 
+mod access;
 mod events;
 mod preview;
 mod status;
@@ -51,6 +52,10 @@ pub(crate) const CONTROLLER: &str = "mirror";
 /// caches were complete. 50 ms: start-up lists take tens of milliseconds on
 /// a small cluster; the key is not lost, only held.
 const NOT_READY_RETRY: Duration = Duration::from_millis(50);
+
+/// How long before a tenant account's access review the server did not
+/// answer is asked again. 2 s: as discovery's retry.
+const ACCESS_RETRY: Duration = Duration::from_secs(2);
 
 /// Writes of one namespace in flight at once. 8: a new namespace with
 /// dozens of items converges in a few round trips, while one namespace
@@ -223,8 +228,13 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
         if !s.caches_ready() {
             return None;
         }
-        let crate::state::Plan { plan, claims } = s.plan_with_claims(namespace, &shared.settings);
+        let crate::state::Plan {
+            plan,
+            claims,
+            reviews,
+        } = s.plan_with_claims(namespace, &shared.settings);
         s.remember_verified(claims);
+        let reviews = s.ask_access(reviews);
         let ops: Vec<_> = plan
             .ops
             .into_iter()
@@ -233,11 +243,35 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                 (op, target)
             })
             .collect();
-        Some((ops, plan.outcomes))
+        Some((ops, plan.outcomes, reviews))
     });
-    let Some((ops, mut outcomes)) = prepared else {
+    let Some((ops, mut outcomes, reviews)) = prepared else {
         return Outcome::RetryAfter(NOT_READY_RETRY);
     };
+    if !reviews.is_empty() {
+        // Reads, as the tenant's account: allowed in a dry run too. The
+        // namespace is planned again with the answers.
+        let answers =
+            futures::future::join_all(reviews.into_iter().map(|k| access::review(shared, k))).await;
+        let (answered, unanswered): (Vec<_>, Vec<_>) =
+            answers.into_iter().partition(|(_, a)| a.is_some());
+        let retry = !unanswered.is_empty();
+        let keys = shared.with_state(|s| {
+            for (k, a) in unanswered {
+                s.access_answered(k, a);
+            }
+            answered
+                .into_iter()
+                .flat_map(|(k, a)| s.access_answered(k, a))
+                .collect()
+        });
+        shared.enqueue(keys);
+        // A review the server did not answer is asked again after a pause,
+        // not in a loop.
+        if retry {
+            shared.queue.add_after(namespace.to_string(), ACCESS_RETRY);
+        }
+    }
     if let Some(preview) = &shared.settings.preview {
         // Every write of the plan, not one pass's share: the real run
         // sends them all, over as many passes as it takes.

@@ -253,6 +253,12 @@ fn rbac_resource(ar: &ApiResource) -> String {
 /// ClusterRole) or 404 (no longer served). Other errors (5xx, transport,
 /// 410) are passing: the watcher retries them and the cache simply waits.
 pub fn refusal(ar: &ApiResource, e: &watcher::Error) -> Option<Unavailable> {
+    refusal_as(ar, e, None)
+}
+
+/// [`refusal`] of a watch made as `user` (a tenant's ServiceAccount): the
+/// fix is that account's RBAC, not mirra's.
+fn refusal_as(ar: &ApiResource, e: &watcher::Error, user: Option<&str>) -> Option<Unavailable> {
     let (verb, status, on_watch) = match e {
         watcher::Error::InitialListFailed(kube::Error::Api(s)) => ("list", s.as_ref(), false),
         watcher::Error::WatchStartFailed(kube::Error::Api(s))
@@ -261,14 +267,19 @@ pub fn refusal(ar: &ApiResource, e: &watcher::Error) -> Option<Unavailable> {
         _ => return None,
     };
     let what = format!("{} ({} {})", rbac_resource(ar), ar.api_version, ar.kind);
-    let reason = match status.code {
-        403 => format!(
+    let reason = match (status.code, user) {
+        (403, Some(user)) => format!(
+            "{user} may not {verb} {what}: {}; grant the ServiceAccount get, list and watch \
+             there; retried until then",
+            status.message
+        ),
+        (403, None) => format!(
             "mirra may not {verb} {what}: {}; grant list and watch (and patch, delete to copy) \
              on {} in mirra's ClusterRole; retried until then",
             status.message,
             rbac_resource(ar)
         ),
-        404 => format!(
+        (404, _) => format!(
             "the API server answers 404 to {verb} {what}: {}; retried until it serves it",
             status.message
         ),
@@ -400,7 +411,7 @@ fn spawn_source_watch(shared: &Arc<Shared>, id: SourceId, ar: &ApiResource) -> T
                 }
                 Err(f) => {
                     dynamic_watch_error(&shared, &what, &f);
-                    if let Some(u) = refusal(&ar, &f.error) {
+                    if let Some(u) = refusal_as(&ar, &f.error, id.3.as_deref()) {
                         let keys = shared
                             .with_state(|s| s.set_source_unavailable(&id, Some(u), Instant::now()));
                         shared.enqueue(keys);

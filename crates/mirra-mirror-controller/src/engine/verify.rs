@@ -22,6 +22,9 @@ pub(super) async fn verify_loop(shared: Arc<Shared>) {
         let (keys, retry_kinds) = shared.with_state(|s| {
             // Asked again through discovery: a CRD may have been installed.
             let retry = s.forget_failed_kinds();
+            // Tenant accounts refused a read are asked again: a grant is
+            // picked up here.
+            s.forget_access_refusals();
             let keys: BTreeSet<String> = s.namespace_names().into_iter().collect();
             (keys, retry)
         });

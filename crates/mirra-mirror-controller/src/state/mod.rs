@@ -24,11 +24,13 @@ use crate::config_object::ConfigObject;
 use crate::settings::Settings;
 use mark_index::MarkIndex;
 
+mod access;
 mod availability;
 mod events;
 mod planning;
 mod sources;
 
+pub use access::{Access, AccessKey};
 pub use sources::{SourceEntry, SourceId};
 
 /// A kind as SyncConfigs name it: `(apiVersion, kind)`.
@@ -183,6 +185,8 @@ pub struct State {
     deletes: BTreeMap<DeleteWatchId, DeleteEntry>,
     /// copyItem source watches.
     sources: BTreeMap<SourceId, SourceEntry>,
+    /// What tenant ServiceAccounts may read, as their access reviews said.
+    access: BTreeMap<AccessKey, Access>,
     /// Latest outcomes per target namespace.
     outcomes: BTreeMap<String, Vec<ItemOutcome>>,
     /// SyncConfigs whose status must be recomputed, with the time they

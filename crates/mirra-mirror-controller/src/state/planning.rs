@@ -179,6 +179,7 @@ impl State {
             }
         }
         self.hold_over_limit(&mut plan);
+        let reviews = self.hold_unreadable(&mut plan);
         let claims = plan
             .verified
             .iter()
@@ -196,7 +197,11 @@ impl State {
                 })
             })
             .collect();
-        Plan { plan, claims }
+        Plan {
+            plan,
+            claims,
+            reviews,
+        }
     }
 
     /// Takes the writes of SyncConfigs over a limit out of `plan`: nothing
@@ -301,6 +306,8 @@ pub struct Plan {
     pub plan: NamespacePlan,
     /// The copies the plan rendered and found in step.
     pub claims: Vec<Claim>,
+    /// Access reviews the plan waits for (tenant accounts).
+    pub reviews: Vec<AccessKey>,
 }
 
 /// One copy a plan found in step with a (SyncConfig version, item).

@@ -569,3 +569,70 @@ fn a_creation_is_remembered_until_its_echo() {
     s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
     assert!(!s.created_here("c-uid"), "the echo ends it");
 }
+
+/// [`state_with`], its SyncConfig naming ServiceAccount `syncer`.
+fn tenant_state() -> State {
+    let mut s = state_with(Vec::new());
+    let key = ConfigRef::new("ops", "base");
+    let config = json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "namespaceSelector": {"matchNames": ["t"]},
+            "serviceAccountName": "syncer",
+            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c"}, "data": {"k": "v"}}],
+        },
+    });
+    s.compiled.insert(key, CompiledConfig::from_json(&config));
+    s.compiled_list = s.compiled.values().cloned().collect();
+    s
+}
+
+#[test]
+fn a_tenant_plans_only_where_its_account_may_read() {
+    let mut s = tenant_state();
+    let access_key: AccessKey = (
+        "system:serviceaccount:ops:syncer".into(),
+        "t".into(),
+        String::new(),
+        "configmaps".into(),
+    );
+    // Not asked yet: nothing written, the item waits, one review wanted.
+    let p = s.plan_with_claims("t", &settings());
+    assert!(p.plan.ops.is_empty());
+    assert_eq!(p.plan.outcomes[0].state, OutcomeState::Pending);
+    assert_eq!(p.reviews, vec![access_key.clone()]);
+    assert_eq!(s.ask_access(p.reviews.clone()), p.reviews);
+    assert!(s.ask_access(p.reviews).is_empty(), "asked once");
+    assert!(s.plan_with_claims("t", &settings()).reviews.is_empty());
+
+    // Refused: the item fails with the reason, nothing is written.
+    s.access_answered(access_key.clone(), Some(Access::Denied("no".into())));
+    let p = s.plan_with_claims("t", &settings());
+    assert!(p.plan.ops.is_empty());
+    assert_eq!(
+        p.plan.outcomes[0].state,
+        OutcomeState::Failed {
+            reason: "no".into()
+        }
+    );
+    // Forgotten at the verification pass: asked again.
+    s.forget_access_refusals();
+    assert_eq!(
+        s.plan_with_claims("t", &settings()).reviews,
+        vec![access_key.clone()]
+    );
+
+    // Allowed: planned as any SyncConfig's.
+    s.access_answered(access_key, Some(Access::Allowed));
+    let p = s.plan_with_claims("t", &settings());
+    assert_eq!(p.plan.ops.len(), 1);
+    assert_eq!(p.plan.outcomes[0].state, OutcomeState::Applied);
+
+    // A SyncConfig naming no account is never held back.
+    let plain = state_with(Vec::new()).plan_with_claims("t", &settings());
+    assert!(plain.reviews.is_empty());
+    assert_eq!(plain.plan.ops.len(), 1);
+}
