@@ -8,8 +8,6 @@
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use mirra_mirror_controller::Settings;
 use mirra_testkit::rbac::{
@@ -18,34 +16,19 @@ use mirra_testkit::rbac::{
 };
 use serde_json::{Value, json};
 
-use crate::common::{sc_resource, start_with_client, wait_for};
+use crate::common::{
+    namespace_as, rbac_sandbox_with_crd, sc_resource, start_with_client, wait_for,
+};
 
 const NS: &str = "mirra-system";
 const RBAC: &str = "deploy/mirror/rbac.yaml";
 
-async fn namespace(admin: &Client, name: &str, labels: Value) {
-    Api::<Namespace>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap(),
-        )
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn the_mirror_controller_works_with_exactly_the_rights_deploy_grants() {
-    let (sb, admin) = sandbox_with_rbac().await;
-    Api::<CustomResourceDefinition>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &mirra_mirror_controller::mirra_mirror::crd(),
-        )
-        .await
-        .unwrap();
-    namespace(&admin, NS, json!({})).await;
-    namespace(&admin, "team-a", json!({"team": "x"})).await;
-    namespace(&admin, "team-b", json!({"team": "x"})).await;
+    let (sb, admin) = rbac_sandbox_with_crd().await;
+    namespace_as(&admin, NS, json!({})).await;
+    namespace_as(&admin, "team-a", json!({"team": "x"})).await;
+    namespace_as(&admin, "team-b", json!({"team": "x"})).await;
     apply(&admin, documents(RBAC), NS).await;
     // Something a deleteItem names.
     Api::<ConfigMap>::namespaced(admin.clone(), "team-a")
@@ -166,16 +149,9 @@ async fn every_rule_of_the_cluster_role_is_needed() {
     assert!(rules.len() >= 6, "{rules:?}");
     let mut symptoms = std::collections::BTreeSet::new();
     for (i, removed) in rules.iter().enumerate() {
-        let (sb, admin) = sandbox_with_rbac().await;
-        Api::<CustomResourceDefinition>::all(admin.clone())
-            .create(
-                &PostParams::default(),
-                &mirra_mirror_controller::mirra_mirror::crd(),
-            )
-            .await
-            .unwrap();
-        namespace(&admin, NS, json!({})).await;
-        namespace(&admin, "team-a", json!({"team": "x"})).await;
+        let (sb, admin) = rbac_sandbox_with_crd().await;
+        namespace_as(&admin, NS, json!({})).await;
+        namespace_as(&admin, "team-a", json!({"team": "x"})).await;
         let mut without = docs.clone();
         without[role_at]["rules"].as_array_mut().unwrap().remove(i);
         apply(&admin, without, NS).await;
@@ -289,7 +265,7 @@ async fn every_verb_of_the_leader_role_is_needed() {
     assert_eq!(verbs, vec![json!("get"), json!("create"), json!("update")]);
     for removed in std::iter::once(None).chain(verbs.iter().map(Some)) {
         let (sb, admin) = sandbox_with_rbac().await;
-        namespace(&admin, NS, json!({})).await;
+        namespace_as(&admin, NS, json!({})).await;
         let mut role = docs.clone();
         if let Some(v) = removed {
             role[role_at]["rules"][0]["verbs"]

@@ -9,32 +9,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use mirra_mirror_controller::Settings;
-use mirra_testkit::rbac::{
-    apply, client_with_token, documents, sandbox_with_rbac, service_account_token,
-};
+use mirra_testkit::rbac::{apply, client_with_token, documents, service_account_token};
 use serde_json::{Value, json};
 
-use crate::common::{sc_resource, start_with_client, wait_for};
+use crate::common::{
+    namespace_as, rbac_sandbox_with_crd, sc_resource, start_with_client, wait_for,
+};
 
 const NS: &str = "mirra-system";
 const TENANT: &str = "team-a";
 
 async fn create(admin: &Client, v: Value) {
     apply(admin, vec![v], "default").await;
-}
-
-async fn namespace(admin: &Client, name: &str, labels: Value) {
-    Api::<Namespace>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap(),
-        )
-        .await
-        .unwrap();
 }
 
 /// A Role in `ns` letting the tenant's ServiceAccount do `verbs` on
@@ -80,22 +69,15 @@ async fn status(scs: &Api<DynamicObject>, name: &str) -> Value {
 /// the tenant's account `syncer` allowed to write in team-a-dev and
 /// team-a-prod only, and the source Secret in cert-manager.
 async fn tenant_cluster() -> (kube_sandbox::Sandbox, Client) {
-    let (sb, admin) = sandbox_with_rbac().await;
-    Api::<CustomResourceDefinition>::all(admin.clone())
-        .create(
-            &PostParams::default(),
-            &mirra_mirror_controller::mirra_mirror::crd(),
-        )
-        .await
-        .unwrap();
-    namespace(&admin, NS, json!({})).await;
-    namespace(&admin, TENANT, json!({})).await;
-    namespace(&admin, "team-a-dev", json!({"owner": "team-a"})).await;
-    namespace(&admin, "team-a-prod", json!({"owner": "team-a"})).await;
+    let (sb, admin) = rbac_sandbox_with_crd().await;
+    namespace_as(&admin, NS, json!({})).await;
+    namespace_as(&admin, TENANT, json!({})).await;
+    namespace_as(&admin, "team-a-dev", json!({"owner": "team-a"})).await;
+    namespace_as(&admin, "team-a-prod", json!({"owner": "team-a"})).await;
     // Selected by the tenant's label selector, but not the tenant's.
-    namespace(&admin, "payments", json!({"owner": "team-a"})).await;
-    namespace(&admin, "cert-manager", json!({})).await;
-    namespace(&admin, "elsewhere", json!({})).await;
+    namespace_as(&admin, "payments", json!({"owner": "team-a"})).await;
+    namespace_as(&admin, "cert-manager", json!({})).await;
+    namespace_as(&admin, "elsewhere", json!({})).await;
     apply(&admin, documents("deploy/mirror/rbac.yaml"), NS).await;
     apply(&admin, documents("deploy/mirror-tenants/rbac.yaml"), NS).await;
     // The operator opens team-a to tenants: mirra may impersonate its

@@ -424,3 +424,28 @@ async fn refuse_rule(env: &Env, verb: &str, resource: &str, namespace: Option<&s
         .await
         .unwrap();
 }
+
+/// A sandbox with authentication and RBAC on (see `mirra_testkit::rbac`),
+/// the SyncConfig CRD installed, and its admin's client.
+pub async fn rbac_sandbox_with_crd() -> (Sandbox, Client) {
+    let (sb, admin) = mirra_testkit::rbac::sandbox_with_rbac().await;
+    Api::<CustomResourceDefinition>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &mirra_mirror_controller::mirra_mirror::crd(),
+        )
+        .await
+        .unwrap();
+    (sb, admin)
+}
+
+/// Creates namespace `name` with `labels`, as `client`.
+pub async fn namespace_as(client: &Client, name: &str, labels: Value) {
+    Api::<Namespace>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap(),
+        )
+        .await
+        .unwrap();
+}
