@@ -145,16 +145,7 @@ pub fn plan_namespace_full(
                 Err(reason) => outcomes.push(ItemOutcome {
                     config: config.key.clone(),
                     item: item_ref,
-                    target: ObjectRef {
-                        api_version: item.api_version.clone(),
-                        kind: item.kind.clone(),
-                        namespace: if cluster {
-                            String::new()
-                        } else {
-                            name.to_string()
-                        },
-                        name: template_str(&item.name, name),
-                    },
+                    target: item_target(&item.api_version, &item.kind, cluster, name, &item.name),
                     state: OutcomeState::Failed { reason },
                     contenders: Vec::new(),
                 }),
@@ -206,16 +197,13 @@ pub fn plan_namespace_full(
                 CopySource::Unresolved => OutcomeState::Pending,
             };
             let cluster = cluster_scoped(&item.api_version, &item.kind);
-            let target = ObjectRef {
-                api_version: item.api_version.clone(),
-                kind: item.kind.clone(),
-                namespace: if cluster {
-                    String::new()
-                } else {
-                    name.to_string()
-                },
-                name: template_str(&item.target_name, name),
-            };
+            let target = item_target(
+                &item.api_version,
+                &item.kind,
+                cluster,
+                name,
+                &item.target_name,
+            );
             held.insert(target.key());
             outcomes.push(ItemOutcome {
                 config: config.key.clone(),
@@ -303,16 +291,7 @@ pub fn plan_namespace_full(
         for item in &spec.delete_items {
             let cluster = cluster_scoped(&item.api_version, &item.kind);
             let object_name = template_str(&item.name, name);
-            let target = ObjectRef {
-                api_version: item.api_version.clone(),
-                kind: item.kind.clone(),
-                namespace: if cluster {
-                    String::new()
-                } else {
-                    name.to_string()
-                },
-                name: object_name.clone(),
-            };
+            let target = item_target(&item.api_version, &item.kind, cluster, name, &item.name);
             let key = target.key();
             let state = if cluster {
                 OutcomeState::Failed {
@@ -463,6 +442,27 @@ pub fn plan_namespace_full(
         ops,
         outcomes,
         verified,
+    }
+}
+
+/// The object an item names in namespace `name`: its templated name there,
+/// and no namespace when its kind is cluster-scoped.
+fn item_target(
+    api_version: &str,
+    kind: &str,
+    cluster: bool,
+    name: &str,
+    template: &str,
+) -> ObjectRef {
+    ObjectRef {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        namespace: if cluster {
+            String::new()
+        } else {
+            name.to_string()
+        },
+        name: template_str(template, name),
     }
 }
 
