@@ -74,6 +74,8 @@ async fn tenant_cluster() -> (kube_sandbox::Sandbox, Client) {
     namespace_as(&admin, TENANT, json!({})).await;
     namespace_as(&admin, "team-a-dev", json!({"owner": "team-a"})).await;
     namespace_as(&admin, "team-a-prod", json!({"owner": "team-a"})).await;
+    // The tenant's too, but its account may only read there.
+    namespace_as(&admin, "team-a-audit", json!({"owner": "team-a"})).await;
     // Selected by the tenant's label selector, but not the tenant's.
     namespace_as(&admin, "payments", json!({"owner": "team-a"})).await;
     namespace_as(&admin, "cert-manager", json!({})).await;
@@ -103,6 +105,7 @@ async fn tenant_cluster() -> (kube_sandbox::Sandbox, Client) {
     ]);
     grant_tenant(&admin, "team-a-dev", all.clone()).await;
     grant_tenant(&admin, "team-a-prod", all).await;
+    grant_tenant(&admin, "team-a-audit", json!(["get", "list", "watch"])).await;
     Api::<Secret>::namespaced(admin.clone(), "cert-manager")
         .create(
             &PostParams::default(),
@@ -190,7 +193,7 @@ async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
     // failure on the status, naming the account's missing right.
     wait_for("the refusals on the status", || async {
         let st = status(&scs(TENANT), "defaults").await;
-        st["failedItemCount"] == 4 && st["synchronizedItemCount"] == 2
+        st["failedItemCount"] == 6 && st["synchronizedItemCount"] == 2
     })
     .await;
     let st = status(&scs(TENANT), "defaults").await.to_string();
@@ -208,6 +211,16 @@ async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
         st.contains(
             "the source Secret cert-manager/wildcard-tls cannot be read \
              (system:serviceaccount:team-a:syncer may not list secrets"
+        ),
+        "{st}"
+    );
+    // Where it may read but not write, the write is made as the account
+    // and refused by the server, halfway through the namespaces: the
+    // server's message, naming the account.
+    assert!(
+        st.contains(
+            "team-a-audit ConfigMap/info: Forbidden (403): configmaps \\\"info\\\" is forbidden: User \
+             \\\"system:serviceaccount:team-a:syncer\\\" cannot patch resource \\\"configmaps\\\""
         ),
         "{st}"
     );
