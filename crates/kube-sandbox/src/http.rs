@@ -248,6 +248,53 @@ fn check_rbac_write(
     crate::auth::check_escalation(store, &user, &res.plural, ns, obj)
 }
 
+/// An apply that would create its object is also a create: the real
+/// server authorizes the `create` verb then (the patch handler's create
+/// validation), on top of the `patch` the request itself was allowed, and
+/// refuses with a Forbidden whose message is the authorizer's reason
+/// alone (`services "x" is forbidden: `, then RBAC's reason, often empty).
+fn check_create_on_apply(
+    shared: &Shared,
+    store: &crate::store::Store,
+    headers: &HeaderMap,
+    res: &crate::registry::Resource,
+    ns: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let Some(auth) = &shared.config.auth else {
+        return Ok(());
+    };
+    let header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let mut user =
+        crate::auth::authenticate(auth, store, &shared.signer, header, shared.token_now())?;
+    if let Some(acting_as) = crate::auth::impersonate(store, &user, headers)? {
+        user = acting_as;
+    }
+    let decision = crate::auth::decide(
+        store,
+        &user,
+        &crate::auth::Request::Resource {
+            verb: "create",
+            group: &res.group,
+            resource: &res.plural,
+            subresource: "",
+            namespace: ns,
+            name,
+        },
+    );
+    if decision.allowed {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(
+        &res.group,
+        &res.plural,
+        name,
+        &decision.reason,
+    ))
+}
+
 /// Authenticates the request and asks the RBAC authorizer (see
 /// `crate::auth`): a refusal is the server's 401 or 403.
 async fn authorize_request(
@@ -449,10 +496,27 @@ pub async fn handle(shared: Arc<Shared>, req: http::Request<Body>) -> http::Resp
             let protobuf =
                 o.res.builtin && preference == Some(true) && !wants_table(&parts.headers);
             let watching = parts.method == Method::GET && o.name.is_none() && q.flag("watch");
-            let r = match object(shared, &parts.method, &parts.headers, &q, o, body, protobuf).await
+            let r = match object(
+                shared.clone(),
+                &parts.method,
+                &parts.headers,
+                &q,
+                o,
+                body,
+                protobuf,
+            )
+            .await
             {
                 Ok(r) => r,
-                Err(e) => error_response(&e),
+                Err(e) => {
+                    // Refused by an authorization check of the handler
+                    // (create on apply, RBAC escalation): counted as the
+                    // filter's refusals are.
+                    if e.code == 403 && shared.config.auth.is_some() {
+                        shared.count_refused(&key);
+                    }
+                    error_response(&e)
+                }
             };
             if protobuf && !watching {
                 as_protobuf(r).await
@@ -656,6 +720,9 @@ async fn object(
             let (body, warnings) = check_patch_fields(&res, &ns, name, kind, body, q)?;
             let mut store = shared.store.lock().await;
             let existed = store.get(&res, &ns, name).is_ok();
+            if kind == PatchKind::Apply && !existed {
+                check_create_on_apply(&shared, &store, headers, &res, &ns, name)?;
+            }
             if matches!(kind, PatchKind::Merge | PatchKind::Json)
                 && res.builtin
                 && let Ok(old) = store.get_value(&res, &ns, name)

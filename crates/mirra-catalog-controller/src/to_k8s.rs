@@ -92,7 +92,7 @@ pub async fn run_to_k8s(
         resource: "services",
         install: None,
         rbac: "grant list and watch on services in the -k8s-write-namespace to the sync's \
-               ServiceAccount (the mirra-catalog-write Role in deploy/catalog/rbac.yaml)",
+               ServiceAccount (the mirra-catalog ClusterRole in deploy/catalog/rbac.yaml)",
     };
     let mut catalog = pin!(consul.watch_services(WatchOptions::default()));
     let mut cache: Cache<Service> = Cache::new();

@@ -170,3 +170,108 @@ async fn every_rule_of_the_cluster_role_is_needed() {
         "every kind of rule was removed once"
     );
 }
+
+/// The write Role of the Consul-to-Kubernetes direction, verb by verb:
+/// without any one of them the ExternalName Services are refused exactly
+/// there (an apply creating one needs create and patch, its deletion once
+/// Consul drops the service delete), so none is superfluous. Reading them
+/// is the ClusterRole's cluster-wide Service read.
+#[tokio::test]
+async fn every_verb_of_the_write_role_is_needed() {
+    let docs = documents(RBAC);
+    let role_at = docs
+        .iter()
+        .position(|d| d["kind"] == "Role" && d["metadata"]["name"] == "mirra-catalog-write")
+        .unwrap();
+    let verbs: Vec<String> = docs[role_at]["rules"][0]["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let (_csb, c) = consul().await;
+    for (i, removed) in verbs.iter().enumerate() {
+        let (sb, admin) = sandbox_with_rbac().await;
+        ensure_namespace(&admin, "mirra-system").await;
+        let mut without = docs.clone();
+        without[role_at]["rules"][0]["verbs"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|v| v != removed.as_str());
+        apply(&admin, without, "mirra-system").await;
+        let node = format!("ext-{i}");
+        let db = format!("db{i}");
+        c.register(&mirra_consul::RegisterRequest {
+            node: node.clone(),
+            address: "10.0.0.1".into(),
+            service: Some(mirra_consul::Service {
+                id: format!("{db}-1"),
+                service: db.clone(),
+                port: 5432,
+                ..mirra_consul::Service::default()
+            }),
+            ..mirra_consul::RegisterRequest::default()
+        })
+        .await
+        .unwrap();
+        let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
+        let mirra = client_with_token(&sb, &token).await;
+        let stop = CancellationToken::new();
+        let reverse = tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
+            mirra,
+            c.clone(),
+            SyncSettings {
+                to_k8s: true,
+                ..sync_settings(&format!("k8s-sync-{i}"))
+            },
+            mirra_runtime::WriteFence::new(
+                mirra_runtime::LeaseDeadline::always(),
+                std::time::Duration::from_secs(10),
+            ),
+            None,
+            Readiness::new().register("to-k8s"),
+            stop.clone(),
+        ));
+        let exists = || async {
+            Api::<Service>::namespaced(admin.clone(), "default")
+                .get_opt(&db)
+                .await
+                .unwrap()
+                .is_some()
+        };
+        // The request refused: an apply creating a Service is a PATCH the
+        // server also authorizes as `create`.
+        let request = if removed == "create" {
+            "patch"
+        } else {
+            removed.as_str()
+        };
+        let refused = || {
+            sb.stats()
+                .refused
+                .keys()
+                .any(|k| *k == format!("{request} services"))
+        };
+        // Created (or refused), then gone from Consul: deleted (or
+        // refused).
+        wait_for("the ExternalName Service or a refusal", || async {
+            exists().await || refused()
+        })
+        .await;
+        if !refused() {
+            c.deregister(&mirra_consul::DeregisterRequest {
+                node: node.clone(),
+                service_id: format!("{db}-1"),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        }
+        wait_for(&format!("a refusal of {removed} services"), || async {
+            refused()
+        })
+        .await;
+        stop.cancel();
+        let _ = reverse.await;
+    }
+}
