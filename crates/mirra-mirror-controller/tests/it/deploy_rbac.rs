@@ -11,10 +11,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use mirra_mirror_controller::Settings;
 use mirra_testkit::rbac::{
-    apply, client_with_token, documents, granted_resources, refused_any, sandbox_with_rbac,
-    service_account_token,
+    apply, client_with_token, documents, granted_resources, refused_any, service_account_token,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::{
     namespace_as, rbac_sandbox_with_crd, sc_resource, start_with_client, wait_for,
@@ -244,87 +243,4 @@ async fn every_rule_of_the_cluster_role_is_needed() {
         ["kind Degraded", "no Events", "no status", "not ready"].into(),
         "every kind of rule was removed once"
     );
-}
-
-/// The leader-election Role of deploy/mirror/rbac.yaml, verb by verb: with
-/// all of it mirra's ServiceAccount takes the Lease; without any one verb
-/// it is refused on leases and does not lead (or stops leading, once the
-/// renewal is refused), counting the refusals as the failure model says
-/// (`mirra_leader_election_errors_total{class="forbidden"}`).
-#[tokio::test]
-async fn every_verb_of_the_leader_role_is_needed() {
-    use mirra_mirror_controller::mirra_runtime::LeaderMetrics;
-    use mirra_mirror_controller::mirra_runtime::leader::{LeaderConfig, LeaderElector};
-
-    let docs = documents(RBAC);
-    let role_at = docs.iter().position(|d| d["kind"] == "Role").unwrap();
-    let verbs: Vec<Value> = docs[role_at]["rules"][0]["verbs"]
-        .as_array()
-        .unwrap()
-        .clone();
-    assert_eq!(verbs, vec![json!("get"), json!("create"), json!("update")]);
-    for removed in std::iter::once(None).chain(verbs.iter().map(Some)) {
-        let (sb, admin) = sandbox_with_rbac().await;
-        namespace_as(&admin, NS, json!({})).await;
-        let mut role = docs.clone();
-        if let Some(v) = removed {
-            role[role_at]["rules"][0]["verbs"]
-                .as_array_mut()
-                .unwrap()
-                .retain(|x| x != v);
-        }
-        apply(&admin, role, NS).await;
-        let token = service_account_token(&admin, NS, "mirra-mirror").await;
-        let mut registry = prometheus_client::registry::Registry::default();
-        let metrics = LeaderMetrics::register(&mut registry);
-        let config = LeaderConfig {
-            lease_duration: std::time::Duration::from_secs(2),
-            renew: std::time::Duration::from_millis(200),
-            ..LeaderConfig::new(NS, "mirra-mirror", "pod-1")
-        };
-        let elector = LeaderElector::new(client_with_token(&sb, &token).await, config)
-            .unwrap()
-            .with_metrics(metrics);
-        let leading = elector.subscribe();
-        let task = tokio::spawn(elector.run(std::future::pending()));
-        let forbidden = || {
-            let mut out = String::new();
-            prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
-            out.lines().any(|l| {
-                l.starts_with("mirra_leader_election_errors_total{class=\"forbidden\"}")
-                    && !l.ends_with(" 0")
-            })
-        };
-        match removed {
-            None => {
-                wait_for("the Lease taken", || async { *leading.borrow() }).await;
-                assert!(!forbidden());
-            }
-            Some(verb) => {
-                if verb == "update" {
-                    // The first Lease is created (no update needed), then
-                    // never renewed: leadership ends with it.
-                    wait_for("the Lease created", || async { *leading.borrow() }).await;
-                }
-                wait_for(&format!("leases refused without {verb}"), || async {
-                    forbidden() && refused_any(&sb, &["leases.coordination.k8s.io".to_string()])
-                })
-                .await;
-                wait_for(&format!("not leading without {verb}"), || async {
-                    !*leading.borrow()
-                })
-                .await;
-                if verb != "update" {
-                    let taken = Api::<Lease>::namespaced(admin.clone(), NS)
-                        .get_opt("mirra-mirror")
-                        .await
-                        .unwrap()
-                        .and_then(|l| l.spec)
-                        .and_then(|s| s.holder_identity);
-                    assert_eq!(taken, None, "the Lease was taken without {verb}");
-                }
-            }
-        }
-        task.abort();
-    }
 }

@@ -2,4 +2,5 @@
 //! docs/ARCHITECTURE.md, Tests). Run one part with
 //! `cargo test -p mirra-runtime --test it <module>::`.
 
+mod leader_rbac;
 mod sandbox;
