@@ -46,6 +46,15 @@ pub(super) async fn review(shared: &Shared, key: AccessKey) -> (AccessKey, Optio
              there are neither planned nor written (grant the ServiceAccount get, list, watch, \
              create, patch and delete there; picked up at the next verification pass)"
         )),
+        // The review itself refused: mirra may not act as the account
+        // (no RoleBinding of deploy/mirror-tenants' ClusterRole in its
+        // namespace). Nothing can be done for it until that changes.
+        Err(kube::Error::Api(s)) if s.code == 403 => Access::Denied(format!(
+            "mirra may not act as {user}: {}; bind the ClusterRole of deploy/mirror-tenants \
+             to mirra's ServiceAccount in the SyncConfig's namespace (picked up at the next \
+             verification pass)",
+            s.message
+        )),
         Err(e) => {
             shared.metrics.error("access-review");
             tracing::warn!(%user, %namespace, resource = %what, error = %e,

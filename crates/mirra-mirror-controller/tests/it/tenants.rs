@@ -21,6 +21,7 @@ use crate::common::{
 
 const NS: &str = "mirra-system";
 const TENANT: &str = "team-a";
+const TENANT_RBAC: &str = "deploy/mirror-tenants/rbac.yaml";
 
 async fn create(admin: &Client, v: Value) {
     apply(admin, vec![v], "default").await;
@@ -69,6 +70,11 @@ async fn status(scs: &Api<DynamicObject>, name: &str) -> Value {
 /// the tenant's account `syncer` allowed to write in team-a-dev and
 /// team-a-prod only, and the source Secret in cert-manager.
 async fn tenant_cluster() -> (kube_sandbox::Sandbox, Client) {
+    tenant_cluster_with(documents(TENANT_RBAC)).await
+}
+
+/// [`tenant_cluster`] with `tenant_rbac` in place of deploy/mirror-tenants.
+async fn tenant_cluster_with(tenant_rbac: Vec<Value>) -> (kube_sandbox::Sandbox, Client) {
     let (sb, admin) = rbac_sandbox_with_crd().await;
     namespace_as(&admin, NS, json!({})).await;
     namespace_as(&admin, TENANT, json!({})).await;
@@ -81,7 +87,7 @@ async fn tenant_cluster() -> (kube_sandbox::Sandbox, Client) {
     namespace_as(&admin, "cert-manager", json!({})).await;
     namespace_as(&admin, "elsewhere", json!({})).await;
     apply(&admin, documents("deploy/mirror/rbac.yaml"), NS).await;
-    apply(&admin, documents("deploy/mirror-tenants/rbac.yaml"), NS).await;
+    apply(&admin, tenant_rbac, NS).await;
     // The operator opens team-a to tenants: mirra may impersonate its
     // ServiceAccounts, and only those.
     create(
@@ -385,4 +391,79 @@ async fn a_tenant_source_change_costs_one_write_per_copy_and_no_read() {
         "the test's patch and GETs aside, one impersonated apply per copy and nothing else"
     );
     ctl.stop().await;
+}
+
+/// Every verb of deploy/mirror-tenants' ClusterRole is used: without
+/// `impersonate` nothing is done for a tenant and its status says why;
+/// without `list` or `watch` mirra cannot watch whether the account it
+/// names exists (refused there; the writes, made as the account, go on).
+#[tokio::test]
+async fn every_verb_of_the_tenant_cluster_role_is_needed() {
+    let docs = documents(TENANT_RBAC);
+    let verbs: Vec<String> = docs[0]["rules"][0]["verbs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(verbs, ["list", "watch", "impersonate"]);
+    for removed in &verbs {
+        let mut without = docs.clone();
+        without[0]["rules"][0]["verbs"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|v| v != removed.as_str());
+        let (sb, admin) = tenant_cluster_with(without).await;
+        let scs: Api<DynamicObject> = Api::namespaced_with(admin.clone(), TENANT, &sc_resource());
+        scs.create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+                "metadata": {"name": "info", "namespace": TENANT},
+                "spec": {
+                    "namespaceSelector": {"matchNames": ["team-a-dev"]},
+                    "serviceAccountName": "syncer",
+                    "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "info"}}],
+                },
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+        let token = service_account_token(&admin, NS, "mirra-mirror").await;
+        let mut settings = Settings::for_tests(&[NS]);
+        settings.tenant_namespaces.insert(TENANT.to_string());
+        let ctl = start_with_client(client_with_token(&sb, &token).await, settings);
+        let copied = || async {
+            Api::<ConfigMap>::namespaced(admin.clone(), "team-a-dev")
+                .get_opt("info")
+                .await
+                .unwrap()
+                .is_some()
+        };
+        if removed == "impersonate" {
+            wait_for(
+                "the status saying mirra may not act as the account",
+                || async {
+                    status(&scs, "info").await.to_string().contains(
+                        "mirra may not act as system:serviceaccount:team-a:syncer: \
+                     serviceaccounts \\\"syncer\\\" is forbidden",
+                    )
+                },
+            )
+            .await;
+            assert!(!copied().await, "written without impersonation");
+        } else {
+            wait_for(&format!("{removed} serviceaccounts refused"), || async {
+                sb.stats()
+                    .refused
+                    .keys()
+                    .any(|k| *k == format!("{removed} serviceaccounts"))
+            })
+            .await;
+            wait_for("the copy, made as the account", copied).await;
+        }
+        ctl.stop().await;
+    }
 }
