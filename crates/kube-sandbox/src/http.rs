@@ -237,15 +237,23 @@ fn check_rbac_write(
     else {
         return Ok(());
     };
+    let user = request_user(shared, auth, store, headers)?;
+    crate::auth::check_escalation(store, &user, &res.plural, ns, obj)
+}
+
+/// The user a request acts as: its bearer token's, or the one it
+/// impersonates (allowed to).
+fn request_user(
+    shared: &Shared,
+    auth: &crate::auth::AuthConfig,
+    store: &crate::store::Store,
+    headers: &HeaderMap,
+) -> Result<crate::auth::UserInfo, ApiError> {
     let header = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let mut user =
-        crate::auth::authenticate(auth, store, &shared.signer, header, shared.token_now())?;
-    if let Some(acting_as) = crate::auth::impersonate(store, &user, headers)? {
-        user = acting_as;
-    }
-    crate::auth::check_escalation(store, &user, &res.plural, ns, obj)
+    let user = crate::auth::authenticate(auth, store, &shared.signer, header, shared.token_now())?;
+    Ok(crate::auth::impersonate(store, &user, headers)?.unwrap_or(user))
 }
 
 /// An apply that would create its object is also a create: the real
@@ -264,14 +272,7 @@ fn check_create_on_apply(
     let Some(auth) = &shared.config.auth else {
         return Ok(());
     };
-    let header = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let mut user =
-        crate::auth::authenticate(auth, store, &shared.signer, header, shared.token_now())?;
-    if let Some(acting_as) = crate::auth::impersonate(store, &user, headers)? {
-        user = acting_as;
-    }
+    let user = request_user(shared, auth, store, headers)?;
     let decision = crate::auth::decide(
         store,
         &user,
@@ -305,16 +306,8 @@ async fn authorize_request(
     q: &Query,
     path: &str,
 ) -> Result<(), ApiError> {
-    let header = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
     let store = shared.store.lock().await;
-    let mut user =
-        crate::auth::authenticate(auth, &store, &shared.signer, header, shared.token_now())?;
-    if let Some(acting_as) = crate::auth::impersonate(&store, &user, &parts.headers)? {
-        user = acting_as;
-    }
+    let user = request_user(shared, auth, &store, &parts.headers)?;
     let method = parts.method.as_str().to_ascii_lowercase();
     let request = match routed {
         Route::Object(o) => crate::auth::Request::Resource {

@@ -650,6 +650,33 @@ async fn nobody_grants_more_than_they_hold_without_escalate_or_bind() {
         .unwrap();
 }
 
+/// A Role in `work` granting `verb` on ConfigMaps, bound to user `dev`.
+async fn grant_dev(admin: &Client, role: &str, verb: &str) {
+    create(
+        admin,
+        "Role",
+        "roles",
+        Some("work"),
+        json!({
+            "metadata": {"name": role},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": [verb]}],
+        }),
+    )
+    .await;
+    create(
+        admin,
+        "RoleBinding",
+        "rolebindings",
+        Some("work"),
+        json!({
+            "metadata": {"name": format!("dev-{role}")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}],
+        }),
+    )
+    .await;
+}
+
 /// A server-side apply that would create its object needs `create` as well
 /// as `patch`, as upstream's patch handler authorizes it; one that updates
 /// an existing object needs `patch` only.
@@ -658,29 +685,7 @@ async fn an_apply_that_creates_needs_create_too() {
     use kube::api::{Patch, PatchParams};
     let (sb, admin) = sandbox().await;
     ns(&admin, "work").await;
-    create(
-        &admin,
-        "Role",
-        "roles",
-        Some("work"),
-        json!({
-            "metadata": {"name": "patcher"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["patch"]}],
-        }),
-    )
-    .await;
-    create(
-        &admin,
-        "RoleBinding",
-        "rolebindings",
-        Some("work"),
-        json!({
-            "metadata": {"name": "dev-patches"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "patcher"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}],
-        }),
-    )
-    .await;
+    grant_dev(&admin, "patcher", "patch").await;
     let dev = client(&sb, Some("dev-token")).await;
     let cms = Api::<ConfigMap>::namespaced(dev.clone(), "work");
     let apply = |name: &'static str| {
@@ -717,28 +722,6 @@ async fn an_apply_that_creates_needs_create_too() {
         .unwrap();
     apply("old").await.unwrap();
     // With create granted too, the apply creates.
-    create(
-        &admin,
-        "Role",
-        "roles",
-        Some("work"),
-        json!({
-            "metadata": {"name": "creator"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}],
-        }),
-    )
-    .await;
-    create(
-        &admin,
-        "RoleBinding",
-        "rolebindings",
-        Some("work"),
-        json!({
-            "metadata": {"name": "dev-creates"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "creator"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}],
-        }),
-    )
-    .await;
+    grant_dev(&admin, "creator", "create").await;
     apply("new").await.unwrap();
 }
