@@ -132,7 +132,7 @@ async fn serve_shared(
     };
     match tls {
         Some(tls) => {
-            let listener = tls::TlsListener { tcp: listener, tls };
+            let listener = tls::TlsListener::new(listener, tls);
             axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)
                 .await?;

@@ -93,26 +93,54 @@ impl ServerTls {
 }
 
 /// A TCP listener whose connections are TLS: what `axum::serve` accepts
-/// from when the sandbox speaks HTTPS. A failed handshake is logged at
-/// debug and the next connection taken.
+/// from when the sandbox speaks HTTPS. Each handshake runs in a task of
+/// its own, so a client that connects and stalls holds back no other; a
+/// failed or timed-out handshake is logged at debug and dropped.
 pub(crate) struct TlsListener {
-    pub(crate) tcp: tokio::net::TcpListener,
-    pub(crate) tls: ServerTls,
+    tcp: tokio::net::TcpListener,
+    tls: ServerTls,
+    done_tx: tokio::sync::mpsc::Sender<(TlsStream, std::net::SocketAddr)>,
+    done_rx: tokio::sync::mpsc::Receiver<(TlsStream, std::net::SocketAddr)>,
+}
+
+type TlsStream = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+
+impl TlsListener {
+    /// Serves `tls` on the connections of `tcp`.
+    pub(crate) fn new(tcp: tokio::net::TcpListener, tls: ServerTls) -> Self {
+        // 64: handshakes finished but not yet taken by the server loop;
+        // a full channel only makes the next ones wait their turn.
+        let (done_tx, done_rx) = tokio::sync::mpsc::channel(64);
+        TlsListener {
+            tcp,
+            tls,
+            done_tx,
+            done_rx,
+        }
+    }
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Io = TlsStream;
     type Addr = std::net::SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
-            let (stream, peer) = axum::serve::Listener::accept(&mut self.tcp).await;
-            let handshake =
-                tokio::time::timeout(HANDSHAKE_TIMEOUT, self.tls.acceptor.accept(stream)).await;
-            match handshake {
-                Ok(Ok(tls)) => return (tls, peer),
-                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake refused"),
-                Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+            tokio::select! {
+                Some(ready) = self.done_rx.recv() => return ready,
+                (stream, peer) = axum::serve::Listener::accept(&mut self.tcp) => {
+                    let acceptor = self.tls.acceptor.clone();
+                    let done = self.done_tx.clone();
+                    tokio::spawn(async move {
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                            Ok(Ok(tls)) => {
+                                let _ = done.send((tls, peer)).await;
+                            }
+                            Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake refused"),
+                            Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
+                        }
+                    });
+                }
             }
         }
     }

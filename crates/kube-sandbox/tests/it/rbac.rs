@@ -333,10 +333,22 @@ async fn over_https_a_client_trusting_the_ca_authenticates_and_others_cannot_con
             .unwrap(),
     )
     .unwrap();
+    // A client that connects and never starts its handshake holds back
+    // no other: the list below is answered while that connection is
+    // still open (its handshake would time out, and close it, only after
+    // 10 s; a listener handshaking in line would answer only then).
+    let stalled = tokio::net::TcpStream::connect(sb.url().trim_start_matches("https://"))
+        .await
+        .unwrap();
     Api::<ConfigMap>::all(admin)
         .list(&ListParams::default())
         .await
         .unwrap();
+    let mut buf = [0u8; 1];
+    match stalled.try_read(&mut buf) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        other => panic!("the stalled connection was closed or answered first: {other:?}"),
+    }
     // A client that does not trust the CA never gets an answer.
     let untrusting = reqwest::Client::new();
     assert!(
