@@ -233,6 +233,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
             claims,
             reviews,
         } = s.plan_with_claims(namespace, &shared.settings);
+        s.count_plan(namespace);
         s.remember_verified(claims);
         let reviews = s.ask_access(reviews);
         let ops: Vec<_> = plan
@@ -327,7 +328,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                     .and_then(|user| shared.client_as(user.as_deref()))
                     .map_err(WriteFailure::Permanent);
                 let res = match client {
-                    Ok(client) => send(shared, &client, &op, target).await,
+                    Ok(client) => send(shared, &client, namespace, &op, target).await,
                     Err(f) => Err(f),
                 }
                 .map_err(|f| redact(&op, f));
@@ -464,10 +465,12 @@ fn redact(op: &Op, failure: WriteFailure) -> WriteFailure {
     }
 }
 
-/// Sends one op; `Ok(true)` when a write was made.
+/// Sends one op of the plan of namespace `home`; `Ok(true)` when a write
+/// was made.
 async fn send(
     shared: &Shared,
     client: &kube::Client,
+    home: &str,
     op: &Op,
     target: Option<WriteTarget>,
 ) -> Result<bool, WriteFailure> {
@@ -536,6 +539,8 @@ async fn send(
                     version,
                     planned_from,
                     body_hash,
+                    home: home.to_string(),
+                    home_plans: 0,
                 };
                 shared.with_state(|s| {
                     s.record_own_write(

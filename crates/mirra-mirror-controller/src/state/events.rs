@@ -199,7 +199,11 @@ impl State {
                 self.answers.remove(&copy_hash(&id));
             }
             let version = change.new.as_ref().and_then(CachedCopy::version);
-            let echo = matches!((&written, version), (Some(w), Some(v)) if w.version == v);
+            // The echo of mirra's own write needs no plan, unless a plan of
+            // its namespace ran in between: that plan could not see the
+            // object (a namespace deleted meanwhile must still prune it).
+            let echo = matches!((&written, version), (Some(w), Some(v))
+                if w.version == v && self.plans_made.get(&w.home).copied().unwrap_or(0) == w.home_plans);
             if !echo {
                 keys.extend(homes);
             }
@@ -213,6 +217,11 @@ impl State {
             .get(&id.0)
             .and_then(|e| e.copies.get(scope(&id.1), &id.2))
             .and_then(CachedCopy::version)
+    }
+
+    /// Counts a plan of `namespace` (see [`OwnWrite::home_plans`]).
+    pub fn count_plan(&mut self, namespace: &str) {
+        *self.plans_made.entry(namespace.to_string()).or_default() += 1;
     }
 
     /// Remembers that an apply of this process created the object `uid`
@@ -230,10 +239,11 @@ impl State {
     }
 
     /// Remembers one of mirra's own applies of a copy (see `own_writes`).
-    pub fn record_own_write(&mut self, id: CopyId, write: OwnWrite) {
+    pub fn record_own_write(&mut self, id: CopyId, mut write: OwnWrite) {
         if write.version.is_empty() {
             return;
         }
+        write.home_plans = self.plans_made.get(&write.home).copied().unwrap_or(0);
         self.answers.insert(
             copy_hash(&id),
             (

@@ -208,6 +208,8 @@ pub struct State {
     /// in between) treats the copy as written rather than applying the same
     /// content again. Every event of the object drops its entry.
     own_writes: BTreeMap<CopyId, OwnWrite>,
+    /// Plans made of each namespace so far (see [`OwnWrite::home_plans`]).
+    plans_made: HashMap<String, u64>,
     /// uids of the objects an apply of this process created (answered 201)
     /// whose watch event has not arrived yet. A later apply of one that
     /// answers 200 (a retry after a lost answer, a pass racing the echo)
@@ -306,7 +308,7 @@ fn copy_hash(id: &CopyId) -> u64 {
 }
 
 /// One of mirra's applies the copy watch has not echoed yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OwnWrite {
     /// The resourceVersion the apply's answer carried.
     pub version: String,
@@ -317,6 +319,14 @@ pub struct OwnWrite {
     pub planned_from: Option<String>,
     /// [`mirra_mirror::marks::content_hash`] of the body sent.
     pub body_hash: String,
+    /// The namespace whose plan made the write (a cluster-scoped copy's
+    /// too: the one it is made for).
+    pub home: String,
+    /// How many plans of `home` there had been when the answer came (set
+    /// by [`State::record_own_write`]). A later plan of it ran without the
+    /// object in the cache: it could not prune or delete it, so its echo is
+    /// queued after all.
+    pub home_plans: u64,
 }
 
 /// What a write needs beyond the op: the resource to send it to, and the

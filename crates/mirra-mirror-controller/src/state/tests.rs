@@ -113,6 +113,8 @@ fn a_written_copy_is_not_applied_again_before_its_echo() {
             version: "10".into(),
             planned_from: None,
             body_hash: mirra_mirror::marks::content_hash(&body),
+            home: "t".into(),
+            ..OwnWrite::default()
         },
     );
     // A verification pass between the answer and the echo: in step.
@@ -149,6 +151,8 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
             version: "10".into(),
             planned_from: None,
             body_hash: mirra_mirror::marks::content_hash(&body),
+            home: "t".into(),
+            ..OwnWrite::default()
         },
     );
     assert_eq!(apply_body(&s.plan("t", &settings())), body);
@@ -162,6 +166,8 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
             version: "10".into(),
             planned_from: None,
             body_hash: mirra_mirror::marks::content_hash(&json!({"older": true})),
+            home: "t".into(),
+            ..OwnWrite::default()
         },
     );
     assert_eq!(s.plan("t", &settings()).ops.len(), 1);
@@ -635,4 +641,31 @@ fn a_tenant_plans_only_where_its_account_may_read() {
     let plain = state_with(Vec::new()).plan_with_claims("t", &settings());
     assert!(plain.reviews.is_empty());
     assert_eq!(plain.plan.ops.len(), 1);
+}
+
+/// A plan of the namespace between mirra's write and its echo ran without
+/// the object in the cache (it could not prune it, were the namespace gone
+/// meanwhile): the echo is queued after all. Without such a plan it is not.
+#[test]
+fn an_echo_is_planned_when_its_namespace_was_planned_before_it_came() {
+    let mut s = state_with(Vec::new());
+    let body = apply_body(&s.plan("t", &settings()));
+    s.count_plan("t");
+    let write = OwnWrite {
+        version: "10".into(),
+        body_hash: mirra_mirror::marks::content_hash(&body),
+        home: "t".into(),
+        ..OwnWrite::default()
+    };
+    s.record_own_write(copy_id(), write.clone());
+    // Another namespace's plan does not count.
+    s.count_plan("other");
+    let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
+    assert!(keys.is_empty(), "{keys:?}");
+
+    let mut s = state_with(Vec::new());
+    s.record_own_write(copy_id(), write);
+    s.count_plan("t");
+    let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
+    assert_eq!(keys, BTreeSet::from(["t".to_string()]));
 }
