@@ -172,6 +172,9 @@ def test_dev_examples_apply_the_bundled_examples_from_any_directory():
                 "applied SyncConfig team-defaults",
                 "applied Service web",
                 "applied EndpointSlice web-abc12",
+                "applied Namespace platform",
+                "applied Secret registry-pull",
+                "applied SyncConfig pull-secret",
             ], lines
             # The hint no longer asks for a path that may not exist here.
             assert not any("kubectl apply -f examples/" in line for line in lines), lines
@@ -187,6 +190,19 @@ def test_dev_examples_apply_the_bundled_examples_from_any_directory():
                 return found if found == ["team-a", "team-b"] else None
 
             wait_for("copies in team-a and team-b", copies)
+
+            def pull_secrets():
+                p = subprocess.run(
+                    ["kubectl", "get", "secrets", "-A", "-l", "app.kubernetes.io/managed-by=mirra", "-o", "json"],
+                    env=env, capture_output=True, text=True, timeout=60, check=True,
+                )
+                items = json.loads(p.stdout)["items"]
+                found = sorted((i["metadata"]["namespace"], i["metadata"]["name"], i["type"]) for i in items)
+                want = [(ns, "registry-pull", "kubernetes.io/dockerconfigjson") for ns in ("team-a", "team-b")]
+                return found if found == want else None
+
+            # The copyItem: the pull secret of namespace platform in both.
+            wait_for("the pull secret copied into team-a and team-b", pull_secrets)
             host, port = consul_url.removeprefix("consul api listening on http://").split(":")
             c = consul.Consul(host=host, port=int(port))
 

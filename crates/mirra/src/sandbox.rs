@@ -290,7 +290,7 @@ pub async fn dev(args: DevArgs) -> anyhow::Result<()> {
          catalog sync (Services of every namespace but kube-system, on Consul node {DEV_CONSUL_NODE}; \
          Consul services back as ExternalName Services in default).\n\
          Try:\n  export KUBECONFIG={kubeconfig}\n{first_step}\n  \
-         kubectl get configmaps -A -l app.kubernetes.io/managed-by=mirra\n  \
+         kubectl get configmaps,secrets -A -l app.kubernetes.io/managed-by=mirra\n  \
          kubectl get syncconfigs\n  \
          curl {consul_url}/v1/catalog/services\n\n\
          Request counters: {kube_url}/sandbox/stats and {consul_url}/v1/sandbox/stats\n\
@@ -355,6 +355,10 @@ const EXAMPLES: &[(&str, &str)] = &[
     (
         "03-service.yaml",
         include_str!("../../../examples/03-service.yaml"),
+    ),
+    (
+        "04-copy.yaml",
+        include_str!("../../../examples/04-copy.yaml"),
     ),
 ];
 
