@@ -12,6 +12,7 @@
 //! What this module must NOT do: plan or write. A watch only folds events
 //! into the state and adds the touched namespaces to the queue.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -250,15 +251,11 @@ fn rbac_resource(ar: &ApiResource) -> String {
 }
 
 /// A refusal to list or watch `ar`: 403 (RBAC: the kind is outside mirra's
-/// ClusterRole) or 404 (no longer served). Other errors (5xx, transport,
-/// 410) are passing: the watcher retries them and the cache simply waits.
-pub fn refusal(ar: &ApiResource, e: &watcher::Error) -> Option<Unavailable> {
-    refusal_as(ar, e, None)
-}
-
-/// [`refusal`] of a watch made as `user` (a tenant's ServiceAccount): the
-/// fix is that account's RBAC, not mirra's.
-fn refusal_as(ar: &ApiResource, e: &watcher::Error, user: Option<&str>) -> Option<Unavailable> {
+/// ClusterRole, or, for a watch made as `user`, a tenant's ServiceAccount,
+/// outside that account's rights) or 404 (no longer served). Other errors
+/// (5xx, transport, 410) are passing: the watcher retries them and the
+/// cache simply waits.
+fn refusal(ar: &ApiResource, e: &watcher::Error, user: Option<&str>) -> Option<Unavailable> {
     let (verb, status, on_watch) = match e {
         watcher::Error::InitialListFailed(kube::Error::Api(s)) => ("list", s.as_ref(), false),
         watcher::Error::WatchStartFailed(kube::Error::Api(s))
@@ -288,6 +285,47 @@ fn refusal_as(ar: &ApiResource, e: &watcher::Error, user: Option<&str>) -> Optio
     Some(Unavailable { reason, on_watch })
 }
 
+/// Runs one dynamic watch (copies, a deleteItem, a source) until shutdown:
+/// every event marks `what` answered and goes to `on_event`; every failure
+/// is logged as `what` and, when it is a refusal (403, 404; worded for
+/// `user` when the watch is made as a tenant's account), recorded by
+/// `on_refusal`, whose namespaces are planned again.
+fn drive<K, S>(
+    shared: &Arc<Shared>,
+    what: String,
+    ar: &ApiResource,
+    user: Option<String>,
+    stream: S,
+    mut on_event: impl FnMut(&Shared, watcher::Event<K>) + Send + 'static,
+    on_refusal: impl Fn(&mut State, Unavailable) -> BTreeSet<String> + Send + 'static,
+) -> TaskGuard
+where
+    K: Send + 'static,
+    S: futures::Stream<Item = Result<watcher::Event<K>, WatchFailure>> + Send + 'static,
+{
+    let shared = shared.clone();
+    let ar = ar.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+            match item {
+                Ok(event) => {
+                    watch_answered(&shared, &what);
+                    on_event(&shared, event);
+                }
+                Err(f) => {
+                    dynamic_watch_error(&shared, &what, &f);
+                    if let Some(u) = refusal(&ar, &f.error, user.as_deref()) {
+                        let keys = shared.with_state(|s| on_refusal(s, u));
+                        shared.enqueue(keys);
+                    }
+                }
+            }
+        }
+    });
+    mirra_runtime::task::guard(&task)
+}
+
 fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> TaskGuard {
     let api: Api<DynamicObject> = Api::all_with(shared.client.clone(), ar);
     let config =
@@ -299,37 +337,28 @@ fn spawn_copies_watch(shared: &Arc<Shared>, kind: KindId, ar: &ApiResource) -> T
         mirra_mirror::digest_large_strings(&mut o.data);
     });
     let stream = retrying(stream, watch_retry(&shared.settings));
-    let shared = shared.clone();
-    let ar = ar.clone();
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
-            match item {
-                Ok(event) => {
-                    watch_answered(&shared, &kind.1);
-                    // Converted here, outside the state lock, once per
-                    // event: plans then share the cached form.
-                    let Some(event) = crate::state::cached_event(event, &ar) else {
-                        tracing::warn!(kind = %kind.1, "skipping a watched copy without a name");
-                        continue;
-                    };
-                    let (keys, emptied) = shared.with_state(|s| s.copies_event(&kind, event));
-                    if emptied {
-                        shared.kinds_changed.notify_one();
-                    }
-                    shared.enqueue(keys);
-                }
-                Err(f) => {
-                    dynamic_watch_error(&shared, &kind.1, &f);
-                    if let Some(u) = refusal(&ar, &f.error) {
-                        let keys = shared.with_state(|s| s.set_copies_unavailable(&kind, Some(u)));
-                        shared.enqueue(keys);
-                    }
-                }
+    let (on_event_kind, owned_ar) = (kind.clone(), ar.clone());
+    drive(
+        shared,
+        kind.1.clone(),
+        ar,
+        None,
+        stream,
+        move |shared, event| {
+            // Converted here, outside the state lock, once per event:
+            // plans then share the cached form.
+            let Some(event) = crate::state::cached_event(event, &owned_ar) else {
+                tracing::warn!(kind = %on_event_kind.1, "skipping a watched copy without a name");
+                return;
+            };
+            let (keys, emptied) = shared.with_state(|s| s.copies_event(&on_event_kind, event));
+            if emptied {
+                shared.kinds_changed.notify_one();
             }
-        }
-    });
-    mirra_runtime::task::guard(&task)
+            shared.enqueue(keys);
+        },
+        move |s, u| s.set_copies_unavailable(&kind, Some(u)),
+    )
 }
 
 fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource) -> TaskGuard {
@@ -342,32 +371,23 @@ fn spawn_delete_watch(shared: &Arc<Shared>, id: DeleteWatchId, ar: &ApiResource)
     }
     let stream = watcher::watcher(api, config).modify(|o| keep_ownership_proof(&mut o.metadata));
     let stream = retrying(stream, watch_retry(&shared.settings));
-    let shared = shared.clone();
-    let ar = ar.clone();
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
-            match item {
-                Ok(event) => {
-                    watch_answered(&shared, &format!("deleteItems ({})", ar.kind));
-                    let keys = shared.with_state(|s| {
-                        let mut keys = s.set_delete_unavailable(&id, None);
-                        keys.extend(s.apply_delete_watch(&id, event));
-                        keys
-                    });
-                    shared.enqueue(keys);
-                }
-                Err(f) => {
-                    dynamic_watch_error(&shared, &format!("deleteItems ({})", ar.kind), &f);
-                    if let Some(u) = refusal(&ar, &f.error) {
-                        let keys = shared.with_state(|s| s.set_delete_unavailable(&id, Some(u)));
-                        shared.enqueue(keys);
-                    }
-                }
-            }
-        }
-    });
-    mirra_runtime::task::guard(&task)
+    let on_event_id = id.clone();
+    drive(
+        shared,
+        format!("deleteItems ({})", ar.kind),
+        ar,
+        None,
+        stream,
+        move |shared, event| {
+            let keys = shared.with_state(|s| {
+                let mut keys = s.set_delete_unavailable(&on_event_id, None);
+                keys.extend(s.apply_delete_watch(&on_event_id, event));
+                keys
+            });
+            shared.enqueue(keys);
+        },
+        move |s, u| s.set_delete_unavailable(&id, Some(u)),
+    )
 }
 
 /// Watches one copyItem source (or a ServiceAccount a SyncConfig names):
@@ -398,29 +418,19 @@ fn spawn_source_watch(shared: &Arc<Shared>, id: SourceId, ar: &ApiResource) -> T
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let stream = retrying(watcher::watcher(api, config), watch_retry(&shared.settings));
     let what = format!("copyItems source ({kind} {namespace}/{name})");
-    let shared = shared.clone();
-    let ar = ar.clone();
-    let task = tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
-            match item {
-                Ok(event) => {
-                    watch_answered(&shared, &what);
-                    let keys = shared.with_state(|s| s.apply_source(&id, event, Instant::now()));
-                    shared.enqueue(keys);
-                }
-                Err(f) => {
-                    dynamic_watch_error(&shared, &what, &f);
-                    if let Some(u) = refusal_as(&ar, &f.error, id.3.as_deref()) {
-                        let keys = shared
-                            .with_state(|s| s.set_source_unavailable(&id, Some(u), Instant::now()));
-                        shared.enqueue(keys);
-                    }
-                }
-            }
-        }
-    });
-    mirra_runtime::task::guard(&task)
+    let on_event_id = id.clone();
+    drive(
+        shared,
+        what,
+        ar,
+        user.clone(),
+        stream,
+        move |shared, event| {
+            let keys = shared.with_state(|s| s.apply_source(&on_event_id, event, Instant::now()));
+            shared.enqueue(keys);
+        },
+        move |s, u| s.set_source_unavailable(&id, Some(u), Instant::now()),
+    )
 }
 
 fn service_account_kind() -> KindId {
