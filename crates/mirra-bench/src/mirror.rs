@@ -200,6 +200,30 @@ pub(crate) fn client(url: &str) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(kube::Config::new(url.parse()?))?)
 }
 
+/// Starts a mirror controller honouring `ops` against the sandbox at
+/// `url`, with a verification pass every `verify` (none when `None`).
+pub(crate) fn start_mirror(
+    url: &str,
+    verify: Option<Duration>,
+) -> anyhow::Result<(
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), mirra_mirror_controller::ControllerError>>,
+)> {
+    let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
+    settings.verify_interval = verify;
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let token = CancellationToken::new();
+    let task = tokio::spawn(mirra_mirror_controller::run(
+        client(url)?,
+        settings,
+        Readiness::new().register("mirror"),
+        metrics,
+        token.clone(),
+    ));
+    Ok((token, task))
+}
+
 pub(crate) fn sc_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("sync.appuio.ch", "v1alpha1", "SyncConfig"),

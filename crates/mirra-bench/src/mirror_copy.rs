@@ -19,15 +19,11 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness};
-use mirra_mirror_controller::prometheus_client::registry::Registry;
-use mirra_mirror_controller::tokio_util::sync::CancellationToken;
-use mirra_mirror_controller::{Settings, WatchScope};
 use serde_json::json;
 
 use crate::mirror::{
     OPS, Server, by_verb, client, create_namespace, create_namespaces, fmt_verbs, ns_name,
-    sc_resource, settle, total,
+    sc_resource, settle, start_mirror, total,
 };
 
 const SOURCE_NS: &str = "cert-manager";
@@ -157,20 +153,9 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         .await?;
     let (seen, watch_task) = spawn_copy_watch(&c);
 
-    let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
-    settings.verify_interval = None;
-    let mut registry = Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let token = CancellationToken::new();
     let s0 = server.stats().await?;
     let t = Instant::now();
-    let task = tokio::spawn(mirra_mirror_controller::run(
-        client(&url)?,
-        settings,
-        Readiness::new().register("mirror"),
-        metrics,
-        token.clone(),
-    ));
+    let (token, task) = start_mirror(&url, None)?;
     wait_holding(&seen, "v1", n).await?;
     let converged = t.elapsed();
     let s1 = settle(&server).await?;

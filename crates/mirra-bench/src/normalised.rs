@@ -18,15 +18,11 @@ use anyhow::Context;
 use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness};
-use mirra_mirror_controller::prometheus_client::registry::Registry;
-use mirra_mirror_controller::tokio_util::sync::CancellationToken;
-use mirra_mirror_controller::{Settings, WatchScope};
 use serde_json::json;
 
 use crate::mirror::{
     OPS, Server, by_verb, client, create_namespace, create_namespaces, fmt_verbs, ns_name,
-    sc_resource, settle, total,
+    sc_resource, settle, start_mirror, total,
 };
 
 struct Args {
@@ -94,28 +90,6 @@ async fn copies(c: &kube::Client) -> anyhow::Result<(usize, usize)> {
     Ok((lr, rq))
 }
 
-fn start_controller(
-    url: &str,
-) -> anyhow::Result<(
-    CancellationToken,
-    tokio::task::JoinHandle<Result<(), mirra_mirror_controller::ControllerError>>,
-)> {
-    let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
-    settings.verify_interval = Some(Duration::from_secs(5));
-    let mut registry = Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let ready = Readiness::new().register("mirror");
-    let token = CancellationToken::new();
-    let task = tokio::spawn(mirra_mirror_controller::run(
-        client(url)?,
-        settings,
-        ready,
-        metrics,
-        token.clone(),
-    ));
-    Ok((token, task))
-}
-
 /// Runs the scenario and prints a markdown table.
 pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let args = parse(args)?;
@@ -142,7 +116,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let mut rows: Vec<(String, Duration, BTreeMap<String, u64>)> = Vec::new();
     let s0 = server.stats().await?;
     let t = Instant::now();
-    let (token, task) = start_controller(&url)?;
+    let (token, task) = start_mirror(&url, Some(Duration::from_secs(5)))?;
     // Polled rarely: each poll is two lists, counted in this phase.
     let mut polls = 0u32;
     loop {
@@ -200,7 +174,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     task.await??;
     let s2 = settle(&server).await?;
     let t = Instant::now();
-    let (token, task) = start_controller(&url)?;
+    let (token, task) = start_mirror(&url, Some(Duration::from_secs(5)))?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let s3 = settle(&server).await?;
     rows.push((

@@ -24,6 +24,28 @@ use crate::common::*;
 
 const RBAC: &str = "deploy/catalog/rbac.yaml";
 
+/// The Consul-to-Kubernetes direction, as `mirra sync-catalog -to-k8s`
+/// runs it, until `stop`.
+fn spawn_to_k8s(
+    kube: &kube::Client,
+    consul: &mirra_consul::Client,
+    sync: SyncSettings,
+    stop: &CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
+        kube.clone(),
+        consul.clone(),
+        sync,
+        mirra_runtime::WriteFence::new(
+            mirra_runtime::LeaseDeadline::always(),
+            std::time::Duration::from_secs(10),
+        ),
+        None,
+        Readiness::new().register("to-k8s"),
+        stop.clone(),
+    ))
+}
+
 #[tokio::test]
 async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
     let (sb, admin) = sandbox_with_rbac().await;
@@ -68,18 +90,7 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
     };
     let ctl = start(&mirra, &c, settings(sync.clone()));
     let stop = CancellationToken::new();
-    let reverse = tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
-        mirra.clone(),
-        c.clone(),
-        sync,
-        mirra_runtime::WriteFence::new(
-            mirra_runtime::LeaseDeadline::always(),
-            std::time::Duration::from_secs(10),
-        ),
-        None,
-        Readiness::new().register("to-k8s"),
-        stop.clone(),
-    ));
+    let reverse = spawn_to_k8s(&mirra, &c, sync, &stop);
 
     wait_for("cart in Consul", || async {
         instances(&c, "k8s-sync").await.len() == 2
@@ -217,21 +228,11 @@ async fn every_verb_of_the_write_role_is_needed() {
         let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
         let mirra = client_with_token(&sb, &token).await;
         let stop = CancellationToken::new();
-        let reverse = tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
-            mirra,
-            c.clone(),
-            SyncSettings {
-                to_k8s: true,
-                ..sync_settings(&format!("k8s-sync-{i}"))
-            },
-            mirra_runtime::WriteFence::new(
-                mirra_runtime::LeaseDeadline::always(),
-                std::time::Duration::from_secs(10),
-            ),
-            None,
-            Readiness::new().register("to-k8s"),
-            stop.clone(),
-        ));
+        let sync = SyncSettings {
+            to_k8s: true,
+            ..sync_settings(&format!("k8s-sync-{i}"))
+        };
+        let reverse = spawn_to_k8s(&mirra, &c, sync, &stop);
         let exists = || async {
             Api::<Service>::namespaced(admin.clone(), "default")
                 .get_opt(&db)

@@ -16,6 +16,25 @@ fn cm_kind() -> KindId {
     ("v1".into(), "ConfigMap".into())
 }
 
+/// SyncConfig `ops/base` wanting ConfigMap `c` in namespace `t`, naming
+/// `account` when given.
+fn base_config(account: Option<&str>) -> Value {
+    let mut config = json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "namespaceSelector": {"matchNames": ["t"]},
+            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c"}, "data": {"k": "v"}}],
+        },
+    });
+    if let Some(account) = account {
+        config["spec"]["serviceAccountName"] = json!(account);
+    }
+    config
+}
+
 /// A state with the caches listed: namespace `t`, one SyncConfig
 /// `ops/base` wanting ConfigMap `c` there, and `copies` in the cache.
 fn state_with(copies: Vec<DynamicObject>) -> State {
@@ -27,16 +46,7 @@ fn state_with(copies: Vec<DynamicObject>) -> State {
     s.namespaces.apply(Event::Init);
     s.namespaces.apply(Event::InitApply(ns));
     s.namespaces.apply(Event::InitDone);
-    let config = json!({
-        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
-        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
-                     "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": {
-            "namespaceSelector": {"matchNames": ["t"]},
-            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": "c"}, "data": {"k": "v"}}],
-        },
-    });
+    let config = base_config(None);
     let mut configs = Cache::new();
     configs.apply(Event::Init);
     configs.apply(Event::InitDone);
@@ -580,18 +590,8 @@ fn a_creation_is_remembered_until_its_echo() {
 fn tenant_state() -> State {
     let mut s = state_with(Vec::new());
     let key = ConfigRef::new("ops", "base");
-    let config = json!({
-        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
-        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
-                     "creationTimestamp": "2026-01-01T00:00:00Z"},
-        "spec": {
-            "namespaceSelector": {"matchNames": ["t"]},
-            "serviceAccountName": "syncer",
-            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
-                           "metadata": {"name": "c"}, "data": {"k": "v"}}],
-        },
-    });
-    s.compiled.insert(key, CompiledConfig::from_json(&config));
+    s.compiled
+        .insert(key, CompiledConfig::from_json(&base_config(Some("syncer"))));
     s.compiled_list = s.compiled.values().cloned().collect();
     s
 }

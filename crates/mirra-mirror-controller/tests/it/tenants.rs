@@ -144,30 +144,26 @@ async fn a_tenant_syncconfig_writes_only_where_its_service_account_may() {
         .create(&pp, &sc("defaults", TENANT, tenant_spec(Some("syncer"))))
         .await
         .unwrap();
-    // No account: Invalid, nothing written for it.
-    let mut anonymous = tenant_spec(None);
-    anonymous["syncItems"][0]["metadata"]["name"] = json!("anonymous");
-    anonymous["copyItems"] = json!([]);
-    scs(TENANT)
-        .create(&pp, &sc("anonymous", TENANT, anonymous))
-        .await
-        .unwrap();
-    // An account that does not exist: Invalid, nothing written for it.
-    let mut ghost = tenant_spec(Some("ghost"));
-    ghost["syncItems"][0]["metadata"]["name"] = json!("ghost");
-    ghost["copyItems"] = json!([]);
-    scs(TENANT)
-        .create(&pp, &sc("ghost", TENANT, ghost))
-        .await
-        .unwrap();
-    // A namespace neither watched nor open to tenants: ignored.
-    let mut outside = tenant_spec(Some("syncer"));
-    outside["syncItems"][0]["metadata"]["name"] = json!("outside");
-    outside["copyItems"] = json!([]);
-    scs("elsewhere")
-        .create(&pp, &sc("outside", "elsewhere", outside))
-        .await
-        .unwrap();
+    // A SyncConfig `name` in `ns` with one ConfigMap item of that name.
+    let one_item = |name: &str, ns: &str, account: Option<&str>| {
+        let mut spec = tenant_spec(account);
+        spec["syncItems"][0]["metadata"]["name"] = json!(name);
+        spec["copyItems"] = json!([]);
+        sc(name, ns, spec)
+    };
+    // No account: Invalid, nothing written for it. An account that does
+    // not exist: the same. A namespace neither watched nor open to
+    // tenants: ignored.
+    for (name, ns, account) in [
+        ("anonymous", TENANT, None),
+        ("ghost", TENANT, Some("ghost")),
+        ("outside", "elsewhere", Some("syncer")),
+    ] {
+        scs(ns)
+            .create(&pp, &one_item(name, ns, account))
+            .await
+            .unwrap();
+    }
 
     let token = service_account_token(&admin, NS, "mirra-mirror").await;
     let mirra = client_with_token(&sb, &token).await;
