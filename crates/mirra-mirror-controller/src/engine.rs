@@ -111,13 +111,28 @@ impl Shared {
         Ok(c)
     }
 
-    /// Adds keys to the queue, remembering when each became dirty.
+    /// Adds keys to the queue, remembering when each became dirty; each is
+    /// planned in full.
     pub fn enqueue(&self, keys: BTreeSet<String>) {
         if keys.is_empty() {
             return;
         }
         let now = Instant::now();
         self.with_state(|s| s.note_dirty(keys.iter(), now));
+        for k in keys {
+            self.queue.add(k);
+        }
+    }
+
+    /// [`Shared::enqueue`] for the namespaces of SyncConfig edits, which
+    /// may be planned for the edited SyncConfigs alone (the state noted
+    /// which, with the edit).
+    pub fn enqueue_edited(&self, keys: BTreeSet<String>) {
+        if keys.is_empty() {
+            return;
+        }
+        let now = Instant::now();
+        self.with_state(|s| s.note_edited(keys.iter(), now));
         for k in keys {
             self.queue.add(k);
         }
@@ -228,11 +243,17 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
         if !s.caches_ready() {
             return None;
         }
+        // A dry run reports every planned write of the namespace, so it
+        // plans every SyncConfig.
+        let only = s
+            .take_plan_scope(namespace)
+            .filter(|_| shared.settings.preview.is_none());
         let crate::state::Plan {
             plan,
             claims,
             reviews,
-        } = s.plan_with_claims(namespace, &shared.settings);
+            narrowed,
+        } = s.plan_scoped(namespace, &shared.settings, only.as_ref());
         s.count_plan(namespace);
         s.remember_verified(claims);
         let reviews = s.ask_access(reviews);
@@ -244,12 +265,13 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                 (op, target)
             })
             .collect();
-        Some((ops, plan.outcomes, reviews))
+        Some((ops, plan.outcomes, reviews, narrowed))
     });
-    let Some((ops, mut outcomes, reviews)) = prepared else {
+    let Some((ops, mut outcomes, reviews, narrowed)) = prepared else {
         return Outcome::RetryAfter(NOT_READY_RETRY);
     };
-    if !reviews.is_empty() {
+    let reviewed = !reviews.is_empty();
+    if reviewed {
         // Reads, as the tenant's account: allowed in a dry run too. The
         // namespace is planned again with the answers.
         let answers =
@@ -404,10 +426,13 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                 .metrics
                 .observe_event_to_write(CONTROLLER, now.saturating_duration_since(first));
         }
-        s.store_outcomes(namespace, outcomes, now);
+        s.store_plan_outcomes(namespace, narrowed.as_ref(), outcomes, now);
         if result == Outcome::Success {
             result = permanent_retry(&shared.settings, s, namespace, !failed.is_empty());
         }
+        let clean =
+            result == Outcome::Success && deferred.is_empty() && failed.is_empty() && !reviewed;
+        s.pass_ended(namespace, clean);
     });
     if !deferred.is_empty() && result == Outcome::Success {
         return Outcome::RetryAfter(Duration::ZERO);

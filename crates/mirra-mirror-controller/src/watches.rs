@@ -117,7 +117,7 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
                             if kinds_changed {
                                 shared.kinds_changed.notify_one();
                             }
-                            shared.enqueue(keys);
+                            shared.enqueue_edited(keys);
                         }
                         Err(e) => watch_error(&shared, &SYNCCONFIG_HINTS, &e),
                     }
@@ -427,7 +427,7 @@ fn spawn_source_watch(shared: &Arc<Shared>, id: SourceId, ar: &ApiResource) -> T
         stream,
         move |shared, event| {
             let keys = shared.with_state(|s| s.apply_source(&on_event_id, event, Instant::now()));
-            shared.enqueue(keys);
+            shared.enqueue_edited(keys);
         },
         move |s, u| s.set_source_unavailable(&id, Some(u), Instant::now()),
     )

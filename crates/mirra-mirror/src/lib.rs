@@ -50,8 +50,9 @@ pub use marks::{
 };
 pub use plan::{
     DeleteCause, ItemOutcome, ItemRef, NamespacePlan, ObservedLookup, ObservedObject, ObservedSet,
-    Op, OutcomeState, namespaces_for_config_change, plan_namespace, plan_namespace_full,
-    plan_namespace_scoped, take_turns, with_adopted_mark,
+    Op, OutcomeState, merge_outcomes, namespaces_for_config_change, plan_namespace,
+    plan_namespace_full, plan_namespace_narrow, plan_namespace_scoped, take_turns,
+    with_adopted_mark,
 };
 pub use refs::{ConfigRef, ObjectKey, ObjectRef};
 pub use render::render;

@@ -81,9 +81,11 @@ use crate::selector::NamespaceView;
 use crate::template::{PROJECT_NAME, template_str};
 
 mod namespace;
+mod narrow;
 mod observed;
 
 pub use namespace::*;
+pub use narrow::*;
 pub use observed::*;
 
 /// Why an object is deleted.

@@ -57,7 +57,17 @@ pub struct StatusRound<'a> {
 impl State {
     /// Remembers when each key first became dirty since its last write
     /// (event-to-write latency).
+    /// Each of them is planned in full next (see `narrow.rs`).
     pub fn note_dirty<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>, now: Instant) {
+        for k in keys {
+            self.first_event.entry(k.clone()).or_insert(now);
+            self.needs_full_plan(k);
+        }
+    }
+
+    /// [`State::note_dirty`] for the namespaces a SyncConfig edit touched:
+    /// the edit itself said how they are planned next.
+    pub fn note_edited<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>, now: Instant) {
         for k in keys {
             self.first_event.entry(k.clone()).or_insert(now);
         }

@@ -157,6 +157,9 @@ impl State {
             .collect();
         let mut keys = namespaces_for_config_change(old.as_ref(), new.as_ref(), views.iter());
         keys.extend(self.namespaces_with_copies_of(&key));
+        for ns in &keys {
+            self.edited_for(ns, &key);
+        }
         if new.is_some() {
             self.dirty_status.insert(key, now);
         } else {

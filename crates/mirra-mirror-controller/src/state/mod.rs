@@ -27,6 +27,7 @@ use mark_index::MarkIndex;
 mod access;
 mod availability;
 mod events;
+mod narrow;
 mod planning;
 mod sources;
 
@@ -271,6 +272,8 @@ pub struct State {
     /// stays until the next status and the watch echo of the deletion
     /// itself writes nothing.
     recent_deletes: BTreeMap<ConfigRef, BTreeMap<mirra_mirror::ObjectKey, bool>>,
+    /// Which plans may be narrow (see `narrow.rs`).
+    scopes: narrow::PlanScopes,
 }
 
 /// A copy's identity across kinds: `(kind, namespace, name)`; the
@@ -611,7 +614,23 @@ impl State {
     /// Stores the outcomes of a namespace; marks the SyncConfigs whose
     /// outcomes changed as needing a status update.
     pub fn store_outcomes(&mut self, namespace: &str, outcomes: Vec<ItemOutcome>, now: Instant) {
-        let old = self.outcomes.remove(namespace).unwrap_or_default();
+        self.store_plan_outcomes(namespace, None, outcomes, now);
+    }
+
+    /// [`State::store_outcomes`] of a plan narrowed to `narrowed` (see
+    /// [`Plan::narrowed`]): the other SyncConfigs' outcomes are kept.
+    pub fn store_plan_outcomes(
+        &mut self,
+        namespace: &str,
+        narrowed: Option<&BTreeSet<ConfigRef>>,
+        outcomes: Vec<ItemOutcome>,
+        now: Instant,
+    ) {
+        let stored = self.outcomes.remove(namespace).unwrap_or_default();
+        let (old, kept): (Vec<ItemOutcome>, Vec<ItemOutcome>) = match narrowed {
+            Some(only) => stored.into_iter().partition(|o| only.contains(&o.config)),
+            None => (stored, Vec::new()),
+        };
         if old != outcomes {
             let touched: BTreeSet<ConfigRef> = old
                 .iter()
@@ -629,6 +648,10 @@ impl State {
                 }
             }
         }
+        let outcomes = match narrowed {
+            Some(only) => mirra_mirror::merge_outcomes(kept, only, outcomes),
+            None => outcomes,
+        };
         if !outcomes.is_empty() {
             self.outcomes.insert(namespace.to_string(), outcomes);
         }

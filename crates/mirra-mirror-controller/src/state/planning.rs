@@ -118,12 +118,27 @@ impl State {
         self.plan_with_claims(namespace, settings).plan
     }
 
+    /// A full plan of one namespace (see [`State::plan_scoped`]).
+    #[cfg(test)]
+    pub fn plan_with_claims(&self, namespace: &str, settings: &Settings) -> Plan {
+        self.plan_scoped(namespace, settings, None)
+    }
+
     /// Plans one namespace from the caches, with the ops on kinds the
     /// server does not serve, or that `--allow-kind` does not allow, turned
     /// into failed outcomes (the pure planner knows neither discovery nor
     /// the flags), and what the plan verified, for
     /// [`State::remember_verified`].
-    pub fn plan_with_claims(&self, namespace: &str, settings: &Settings) -> Plan {
+    ///
+    /// With `only`, the plan is narrowed to those SyncConfigs where that
+    /// gives the full plan's share (see `narrow.rs`): it then holds their
+    /// writes and outcomes alone, and says so in [`Plan::narrowed`].
+    pub fn plan_scoped(
+        &self,
+        namespace: &str,
+        settings: &Settings,
+        only: Option<&BTreeSet<ConfigRef>>,
+    ) -> Plan {
         let observed = self.observed_in(namespace);
         let ns = self.namespaces.get(None, namespace);
         let view = ns.map(NamespaceView::from_namespace);
@@ -134,15 +149,36 @@ impl State {
                 .get(&(api_version.to_string(), kind.to_string()))
                 .is_some_and(|e| e.cluster)
         };
-        let mut plan = plan_namespace_full(
-            namespace,
-            view.as_ref(),
-            &self.compiled_list,
-            &observed,
-            &excluded,
-            &honoured,
-            &cluster_scoped,
-        );
+        let narrow = only.and_then(|only| {
+            let previous = self.outcomes.get(namespace).map_or(&[][..], Vec::as_slice);
+            let plan = mirra_mirror::plan_namespace_narrow(
+                namespace,
+                view.as_ref(),
+                &self.compiled_list,
+                only,
+                previous,
+                &observed,
+                &excluded,
+                &honoured,
+                &cluster_scoped,
+            )?;
+            Some((plan, only.clone()))
+        });
+        let (mut plan, narrowed) = match narrow {
+            Some((plan, only)) => (plan, Some(only)),
+            None => (
+                plan_namespace_full(
+                    namespace,
+                    view.as_ref(),
+                    &self.compiled_list,
+                    &observed,
+                    &excluded,
+                    &honoured,
+                    &cluster_scoped,
+                ),
+                None,
+            ),
+        };
         let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
             let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
             if let Some(reason) = settings.refuses_kind(group, kind) {
@@ -201,6 +237,7 @@ impl State {
             plan,
             claims,
             reviews,
+            narrowed,
         }
     }
 
@@ -308,6 +345,8 @@ pub struct Plan {
     pub claims: Vec<Claim>,
     /// Access reviews the plan waits for (tenant accounts).
     pub reviews: Vec<AccessKey>,
+    /// The SyncConfigs a narrow plan covers (`None`: every one).
+    pub narrowed: Option<BTreeSet<ConfigRef>>,
 }
 
 /// One copy a plan found in step with a (SyncConfig version, item).

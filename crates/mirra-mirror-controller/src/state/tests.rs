@@ -534,6 +534,58 @@ fn a_verified_copy_is_trusted_until_it_or_its_syncconfig_changes() {
     assert_eq!(repaired["data"]["k"], "w");
 }
 
+/// An edit of a SyncConfig plans a namespace for that SyncConfig alone,
+/// but only when the namespace's last pass ended clean and nothing else
+/// happened there since; otherwise the plan is full.
+#[test]
+fn only_an_edit_since_a_clean_pass_narrows_the_next_plan() {
+    let now = Instant::now();
+    let mut s = state_with(Vec::new());
+    let base = BTreeSet::from([ConfigRef::new("ops", "base")]);
+    let edit = |s: &mut State, data: &str, version: &str| {
+        let (keys, _) = s.apply_config("ops", base_config_event(data, version), now);
+        s.note_edited(keys.iter(), now);
+    };
+    edit(&mut s, "v1", "1");
+    // Never planned: in full.
+    assert_eq!(s.take_plan_scope("t"), None);
+    let first = s.plan_scoped("t", &settings(), None);
+    assert_eq!(first.narrowed, None);
+    s.store_plan_outcomes("t", None, first.plan.outcomes.clone(), now);
+    s.pass_ended("t", true);
+
+    edit(&mut s, "w", "2");
+    let only = s.take_plan_scope("t");
+    assert_eq!(only.as_ref(), Some(&base));
+    let narrow = s.plan_scoped("t", &settings(), only.as_ref());
+    assert_eq!(narrow.narrowed.as_ref(), Some(&base));
+    assert_eq!(apply_body(&narrow.plan)["data"]["k"], "w");
+    s.store_plan_outcomes("t", narrow.narrowed.as_ref(), narrow.plan.outcomes, now);
+    assert_eq!(s.outcomes["t"].len(), first.plan.outcomes.len());
+    s.pass_ended("t", true);
+
+    // Another event of the namespace after the edit: in full.
+    edit(&mut s, "x", "3");
+    s.note_dirty([String::from("t")].iter(), now);
+    assert_eq!(s.take_plan_scope("t"), None);
+    s.pass_ended("t", true);
+
+    // A pass that did not end clean: the next edit plans in full.
+    assert_eq!(s.take_plan_scope("t"), None);
+    s.pass_ended("t", false);
+    edit(&mut s, "y", "4");
+    assert_eq!(s.take_plan_scope("t"), None);
+    s.pass_ended("t", true);
+
+    // An event while a pass runs: that pass does not leave it clean.
+    edit(&mut s, "z", "5");
+    assert_eq!(s.take_plan_scope("t").as_ref(), Some(&base));
+    s.note_dirty([String::from("t")].iter(), now);
+    s.pass_ended("t", true);
+    edit(&mut s, "zz", "6");
+    assert_eq!(s.take_plan_scope("t"), None);
+}
+
 /// The cached form built from the typed object equals the JSON form made
 /// compact: the planner sees the same object either way.
 #[test]

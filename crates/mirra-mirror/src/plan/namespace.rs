@@ -95,12 +95,36 @@ pub fn plan_namespace_full(
     honoured: &dyn Fn(&ConfigRef) -> bool,
     cluster_scoped: &dyn Fn(&str, &str) -> bool,
 ) -> NamespacePlan {
+    let configs: Vec<&CompiledConfig> = configs.iter().collect();
+    plan_configs(
+        name,
+        ns,
+        &configs,
+        observed,
+        excluded,
+        honoured,
+        cluster_scoped,
+    )
+}
+
+/// [`plan_namespace_full`] of SyncConfigs by reference: a narrow plan picks
+/// some out of the whole list without copying them.
+pub(super) fn plan_configs(
+    name: &str,
+    ns: Option<&NamespaceView<'_>>,
+    configs: &[&CompiledConfig],
+    observed: &dyn ObservedLookup,
+    excluded: &dyn Fn(&str) -> bool,
+    honoured: &dyn Fn(&ConfigRef) -> bool,
+    cluster_scoped: &dyn Fn(&str, &str) -> bool,
+) -> NamespacePlan {
     if excluded(name) || ns.is_some_and(|v| !v.active) {
         return NamespacePlan::default();
     }
     let gone = ns.is_none();
     let mut selecting: Vec<&CompiledConfig> = configs
         .iter()
+        .copied()
         .filter(|c| ns.is_some_and(|v| c.selects(v)))
         .collect();
     selecting.sort_by(|a, b| a.precedence().cmp(&b.precedence()));

@@ -8,6 +8,7 @@ mod common;
 mod copy_items;
 mod crd;
 mod espejo_compat;
+mod narrow_plan;
 mod planner;
 mod planner_props;
 mod render;

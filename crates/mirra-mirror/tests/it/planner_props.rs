@@ -27,7 +27,7 @@ const DELETE_NAMES: [&str; 3] = ["old", "s1", "legacy-${PROJECT_NAME}"];
 const FOREIGN_NAMES: [&str; 4] = ["s1", "old", "legacy-{ns}", "free"];
 
 #[derive(Debug, Clone)]
-struct GenConfig {
+pub(crate) struct GenConfig {
     age: u32,
     prune: bool,
     patterns: Vec<usize>,
@@ -37,7 +37,7 @@ struct GenConfig {
     delete: Vec<usize>,
 }
 
-fn gen_config() -> impl Strategy<Value = GenConfig> {
+pub(crate) fn gen_config() -> impl Strategy<Value = GenConfig> {
     (
         0u32..3,
         proptest::bool::weighted(0.8),
@@ -60,7 +60,7 @@ fn gen_config() -> impl Strategy<Value = GenConfig> {
         )
 }
 
-fn build(i: usize, g: &GenConfig) -> CompiledConfig {
+pub(crate) fn build(i: usize, g: &GenConfig) -> CompiledConfig {
     let mut selector = json!({
         "matchNames": g.patterns.iter().map(|p| PATTERNS[*p]).collect::<Vec<_>>(),
     });
@@ -93,7 +93,7 @@ fn build(i: usize, g: &GenConfig) -> CompiledConfig {
     common::config_with(&format!("c{i}"), g.age, spec, g.prune)
 }
 
-fn gen_namespaces() -> impl Strategy<Value = Vec<TestNs>> {
+pub(crate) fn gen_namespaces() -> impl Strategy<Value = Vec<TestNs>> {
     proptest::collection::vec(
         (any::<bool>(), proptest::bool::weighted(0.85)),
         NAMESPACES.len(),
@@ -253,7 +253,7 @@ fn round_scoped(
     Ok(any)
 }
 
-fn settle(
+pub(crate) fn settle(
     namespaces: &[TestNs],
     configs: &[CompiledConfig],
     store: &mut Store,
@@ -281,7 +281,7 @@ fn settle_scoped(
 
 /// A store holding the pre-existing objects (namespace and name indexes),
 /// and the SyncConfigs before and after the change.
-fn setup(
+pub(crate) fn setup(
     foreign_objects: &[(usize, usize)],
     before: &[GenConfig],
     after: &[GenConfig],
