@@ -61,4 +61,4 @@ pub use resource::{
     SyncConfigCondition, SyncConfigSpec, SyncConfigStatus, crd, crd_yaml,
 };
 pub use selector::NamespaceView;
-pub use status::{StatusSummary, desired_status, status_changed, summarize};
+pub use status::{StatusSummary, desired_status, status_changed, summarize, summarize_each};

@@ -40,7 +40,7 @@
 //!
 //! What this module must NOT do: read the clock (the caller passes `now`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::compile::CompiledConfig;
 use crate::error::ValidationError;
@@ -131,9 +131,41 @@ pub fn summarize<'a>(
 ) -> StatusSummary {
     let mut s = StatusSummary::default();
     for o in outcomes.into_iter().filter(|o| &o.config == config) {
+        s.count(config, o);
+    }
+    s.finish();
+    s
+}
+
+/// [`summarize`] for several SyncConfigs in one walk over the outcomes:
+/// with thousands of namespaces the walk is what a summary costs.
+pub fn summarize_each<'a>(
+    configs: &BTreeSet<ConfigRef>,
+    outcomes: impl IntoIterator<Item = &'a ItemOutcome>,
+) -> BTreeMap<ConfigRef, StatusSummary> {
+    let mut out: BTreeMap<ConfigRef, StatusSummary> = configs
+        .iter()
+        .map(|c| (c.clone(), StatusSummary::default()))
+        .collect();
+    for o in outcomes {
+        if let Some(s) = out.get_mut(&o.config) {
+            s.count(&o.config, o);
+        }
+    }
+    for s in out.values_mut() {
+        s.finish();
+    }
+    out
+}
+
+impl StatusSummary {
+    /// Counts one outcome of `config`.
+    fn count(&mut self, config: &ConfigRef, o: &ItemOutcome) {
+        let s = self;
         s.won_over
             .extend(o.contenders.iter().filter(|c| *c != config).cloned());
-        let place = format!("{} {}/{}", o.target.namespace, o.target.kind, o.target.name);
+        // Formatted only for the failures that print it.
+        let place = || format!("{} {}/{}", o.target.namespace, o.target.kind, o.target.name);
         match (&o.state, o.item) {
             (_, ItemRef::Orphan) => {}
             (OutcomeState::InSync | OutcomeState::Applied, ItemRef::Sync(_) | ItemRef::Copy(_)) => {
@@ -144,7 +176,7 @@ pub fn summarize<'a>(
             }
             (OutcomeState::Failed { reason }, _) => {
                 s.failed += 1;
-                s.failures.push(format!("{place}: {reason}"));
+                s.failures.push(format!("{}: {reason}", place()));
             }
             (
                 OutcomeState::Conflict {
@@ -156,7 +188,8 @@ pub fn summarize<'a>(
                 s.failed += 1;
                 if winner == config {
                     s.failures.push(format!(
-                        "{place}: {} names the same object as {}",
+                        "{}: {} names the same object as {}",
+                        place(),
                         item_path(item),
                         item_path(*winner_item)
                     ));
@@ -167,9 +200,11 @@ pub fn summarize<'a>(
             _ => {}
         }
     }
-    s.failures.sort();
-    s.deleted = s.deleted_objects.len() as i64;
-    s
+
+    fn finish(&mut self) {
+        self.failures.sort();
+        self.deleted = self.deleted_objects.len() as i64;
+    }
 }
 
 impl StatusSummary {

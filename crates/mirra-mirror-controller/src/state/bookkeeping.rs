@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::ApiResource;
 use kube::runtime::watcher::Event;
-use mirra_mirror::{ConfigRef, SyncConfigStatus};
+use mirra_mirror::{CompiledConfig, ConfigRef, NamespaceView, SyncConfigStatus};
 use mirra_runtime::{Cache, TaskGuard};
 
 use super::{
@@ -114,15 +114,32 @@ impl State {
     /// fails.
     pub fn plan_statuses(&mut self, round: &StatusRound<'_>) -> Vec<StatusWrite> {
         let now = round.now;
-        let working =
-            |s: &State, n: &String| (round.is_queued)(n) && !s.permanent_failures.contains_key(n);
+        // The namespaces still worked on, found once a round: a few while
+        // the queue drains, where asking each SyncConfig's thousands of
+        // namespaces would cost a queue lookup and a selector match each.
+        let working: Vec<String> = if round.busy {
+            self.namespaces
+                .iter()
+                .map(|(_, ns)| NamespaceView::from_namespace(ns).name.to_string())
+                .filter(|n| (round.is_queued)(n) && !self.permanent_failures.contains_key(n))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let pending_in = |s: &State, c: &CompiledConfig| {
+            working
+                .iter()
+                .filter(|n| {
+                    s.namespaces
+                        .get(None, n)
+                        .is_some_and(|ns| c.selects(&NamespaceView::from_namespace(ns)))
+                })
+                .count() as i64
+        };
         // Whether the SyncConfig's own namespaces are done; with an idle
         // queue, every one's are, and nothing is counted.
         let quiet = |s: &State, key: &ConfigRef| {
-            !round.busy
-                || s.compiled
-                    .get(key)
-                    .is_none_or(|c| s.selected_by(&[c]).iter().all(|n| !working(s, n)))
+            !round.busy || s.compiled.get(key).is_none_or(|c| pending_in(s, c) == 0)
         };
         // A status written while its namespaces were still pending is
         // computed again once they are done, even if no outcome changed.
@@ -144,20 +161,21 @@ impl State {
             })
             .map(|(k, _)| k.clone())
             .collect();
+        // One walk over every namespace's outcomes for all of them.
+        let summaries = mirra_mirror::summarize_each(
+            &due.iter().cloned().collect(),
+            self.outcomes.values().flatten(),
+        );
         let mut todo = Vec::new();
         for key in due {
             self.dirty_status.remove(&key);
             let Some(compiled) = self.compiled.get(&key) else {
                 continue;
             };
-            let pending = self
-                .selected_by(&[compiled])
-                .iter()
-                .filter(|n| working(self, n))
-                .count() as i64;
+            let pending = pending_in(self, compiled);
             let limit = self.over_limit(&key).map(|e| e.to_string());
             let summary_of = |s: &State| {
-                let mut summary = mirra_mirror::summarize(&key, s.outcomes.values().flatten());
+                let mut summary = summaries.get(&key).cloned().unwrap_or_default();
                 if let Some(recent) = s.recent_deletes.get(&key) {
                     summary.add_recent_deletes(recent.keys());
                 }

@@ -8,13 +8,24 @@ use super::*;
 
 impl State {
     /// What the caches hold for one namespace, as the planner reads it.
-    pub fn observed_in(&self, namespace: &str) -> NamespaceObserved<'_> {
+    /// For a plan narrowed to the SyncConfigs `only`, just the objects it
+    /// can look at: theirs, and any named as their items name objects
+    /// there (a superset: the narrow planner looks further by identity
+    /// and owner only).
+    pub fn observed_in(
+        &self,
+        namespace: &str,
+        only: Option<&BTreeSet<ConfigRef>>,
+    ) -> NamespaceObserved<'_> {
         let mut set = NamespaceObserved {
             objects: BTreeMap::new(),
             stamps: &self.config_stamps,
         };
+        let admits = only.map(|only| self.narrow_filter(namespace, only));
         let mut insert = |copy: Arc<ObservedObject>, verified: Vouch| {
-            set.objects.insert(copy.key(), (copy, verified));
+            if admits.as_ref().is_none_or(|f| f.admits(&copy)) {
+                set.objects.insert(copy.key(), (copy, verified));
+            }
         };
         // deleteItem objects first: when the same object is also a copy,
         // the full copy (inserted after) replaces the metadata-only entry.
@@ -139,7 +150,6 @@ impl State {
         settings: &Settings,
         only: Option<&BTreeSet<ConfigRef>>,
     ) -> Plan {
-        let observed = self.observed_in(namespace);
         let ns = self.namespaces.get(None, namespace);
         let view = ns.map(NamespaceView::from_namespace);
         let excluded = |n: &str| settings.never_write.contains(n);
@@ -150,6 +160,7 @@ impl State {
                 .is_some_and(|e| e.cluster)
         };
         let narrow = only.and_then(|only| {
+            let observed = self.observed_in(namespace, Some(only));
             let previous = self.outcomes.get(namespace).map_or(&[][..], Vec::as_slice);
             let plan = mirra_mirror::plan_namespace_narrow(
                 namespace,
@@ -162,12 +173,14 @@ impl State {
                 &honoured,
                 &cluster_scoped,
             )?;
-            Some((plan, only.clone()))
+            Some((plan, only.clone(), observed))
         });
-        let (mut plan, narrowed) = match narrow {
-            Some((plan, only)) => (plan, Some(only)),
-            None => (
-                plan_namespace_full(
+        // A narrow plan that declined is made in full, from every object.
+        let (mut plan, narrowed, observed) = match narrow {
+            Some((plan, only, observed)) => (plan, Some(only), observed),
+            None => {
+                let observed = self.observed_in(namespace, None);
+                let plan = plan_namespace_full(
                     namespace,
                     view.as_ref(),
                     &self.compiled_list,
@@ -175,9 +188,9 @@ impl State {
                     &excluded,
                     &honoured,
                     &cluster_scoped,
-                ),
-                None,
-            ),
+                );
+                (plan, None, observed)
+            }
         };
         let failed_kind = |api_version: &str, kind: &str| -> Option<String> {
             let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
@@ -306,6 +319,43 @@ impl State {
                 .filter(|u| !u.is_empty()),
             version: cached.and_then(CachedCopy::version).map(str::to_string),
         })
+    }
+}
+
+/// The objects a plan narrowed to some SyncConfigs can look at.
+pub struct NarrowFilter {
+    /// Their owner marks, as the annotation writes them.
+    owners: Vec<String>,
+    /// The names their items give objects in the namespace.
+    names: BTreeSet<String>,
+}
+
+impl NarrowFilter {
+    fn admits(&self, o: &ObservedObject) -> bool {
+        self.names.contains(&o.name)
+            || o.annotations
+                .get(mirra_mirror::OWNER_ANNOTATION)
+                .is_some_and(|a| self.owners.iter().any(|w| w == a))
+    }
+}
+
+impl State {
+    fn narrow_filter(&self, namespace: &str, only: &BTreeSet<ConfigRef>) -> NarrowFilter {
+        let mut names = BTreeSet::new();
+        for c in only.iter().filter_map(|k| self.compiled.get(k)) {
+            let Ok(spec) = &c.spec else { continue };
+            let templates = spec
+                .sync_items
+                .iter()
+                .map(|i| &i.name)
+                .chain(spec.copy_items.iter().map(|i| &i.target_name))
+                .chain(spec.delete_items.iter().map(|i| &i.name));
+            names.extend(templates.map(|t| mirra_mirror::template::template_str(t, namespace)));
+        }
+        NarrowFilter {
+            owners: only.iter().map(ToString::to_string).collect(),
+            names,
+        }
     }
 }
 

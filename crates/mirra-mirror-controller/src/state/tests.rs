@@ -560,6 +560,9 @@ fn only_an_edit_since_a_clean_pass_narrows_the_next_plan() {
     let narrow = s.plan_scoped("t", &settings(), only.as_ref());
     assert_eq!(narrow.narrowed.as_ref(), Some(&base));
     assert_eq!(apply_body(&narrow.plan)["data"]["k"], "w");
+    let full = s.plan_scoped("t", &settings(), None);
+    assert_eq!(narrow.plan.ops, full.plan.ops, "the full plan's writes");
+    assert_eq!(narrow.plan.outcomes, full.plan.outcomes);
     s.store_plan_outcomes("t", narrow.narrowed.as_ref(), narrow.plan.outcomes, now);
     assert_eq!(s.outcomes["t"].len(), first.plan.outcomes.len());
     s.pass_ended("t", true);

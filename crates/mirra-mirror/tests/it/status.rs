@@ -12,7 +12,7 @@ use mirra_mirror::status::{
 };
 use mirra_mirror::{
     CompiledConfig, ConfigRef, ItemOutcome, ItemRef, ObjectRef, OutcomeState, SyncConfigCondition,
-    SyncConfigStatus, desired_status, plan_namespace, status_changed, summarize,
+    SyncConfigStatus, desired_status, plan_namespace, status_changed, summarize, summarize_each,
 };
 use serde_json::json;
 
@@ -288,6 +288,63 @@ fn conflicts_are_reported_on_both_sides() {
     assert!(c.message.as_deref().unwrap().contains("ops/young"));
     assert_eq!(cond(&ws, CONDITION_READY).status, "True");
     assert_eq!(ws.synchronized_item_count, 1);
+}
+
+/// One walk for several SyncConfigs gives each the summary of its own:
+/// counts, failures, conflicts both ways, deletions; a SyncConfig with no
+/// outcome gets an empty one, and SyncConfigs not asked for none.
+#[test]
+fn summaries_of_several_syncconfigs_are_each_their_own() {
+    let a = ItemRef::Sync(0);
+    let mut lost = outcome(
+        "young",
+        a,
+        OutcomeState::Conflict {
+            winner: ConfigRef::new("ops", "old"),
+            winner_item: a,
+        },
+    );
+    lost.target.name = "y".into();
+    let mut won = outcome("old", a, OutcomeState::InSync);
+    won.contenders = vec![ConfigRef::new("ops", "young")];
+    let all = vec![
+        won,
+        lost,
+        outcome(
+            "old",
+            ItemRef::Sync(1),
+            OutcomeState::Failed {
+                reason: "boom".into(),
+            },
+        ),
+        outcome("old", ItemRef::Delete(0), OutcomeState::Deleted),
+        outcome("young", ItemRef::Sync(1), OutcomeState::Applied),
+        outcome("other", a, OutcomeState::InSync),
+    ];
+    let asked: std::collections::BTreeSet<ConfigRef> = ["old", "young", "idle"]
+        .iter()
+        .map(|n| ConfigRef::new("ops", *n))
+        .collect();
+    let each = summarize_each(&asked, &all);
+    assert_eq!(each.len(), 3);
+    for key in &asked {
+        let one = summarize(key, &all);
+        let many = &each[key];
+        assert_eq!(
+            (many.synchronized, many.failed, many.deleted, &many.failures),
+            (one.synchronized, one.failed, one.deleted, &one.failures),
+            "{key}"
+        );
+        assert_eq!(
+            (&many.lost_to, &many.won_over),
+            (&one.lost_to, &one.won_over)
+        );
+    }
+    let old = &each[&ConfigRef::new("ops", "old")];
+    assert_eq!((old.synchronized, old.failed, old.deleted), (1, 1, 1));
+    assert_eq!(old.failures, vec!["n ConfigMap/x: boom".to_string()]);
+    assert_eq!(each[&ConfigRef::new("ops", "young")].lost_to.len(), 1);
+    assert_eq!(each[&ConfigRef::new("ops", "idle")].synchronized, 0);
 }
 
 #[test]
