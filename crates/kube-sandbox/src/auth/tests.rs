@@ -1,3 +1,4 @@
+use super::escalation::{atomic_rules, compact_rule, covers};
 use super::*;
 
 fn res<'a>(
