@@ -114,25 +114,28 @@ impl Shared {
     /// Adds keys to the queue, remembering when each became dirty; each is
     /// planned in full.
     pub fn enqueue(&self, keys: BTreeSet<String>) {
-        if keys.is_empty() {
-            return;
-        }
-        let now = Instant::now();
-        self.with_state(|s| s.note_dirty(keys.iter(), now));
-        for k in keys {
-            self.queue.add(k);
-        }
+        self.enqueue_noted(keys, false);
     }
 
     /// [`Shared::enqueue`] for the namespaces of SyncConfig edits, which
     /// may be planned for the edited SyncConfigs alone (the state noted
     /// which, with the edit).
     pub fn enqueue_edited(&self, keys: BTreeSet<String>) {
+        self.enqueue_noted(keys, true);
+    }
+
+    fn enqueue_noted(&self, keys: BTreeSet<String>, edited: bool) {
         if keys.is_empty() {
             return;
         }
         let now = Instant::now();
-        self.with_state(|s| s.note_edited(keys.iter(), now));
+        self.with_state(|s| {
+            if edited {
+                s.note_edited(keys.iter(), now);
+            } else {
+                s.note_dirty(keys.iter(), now);
+            }
+        });
         for k in keys {
             self.queue.add(k);
         }
