@@ -15,6 +15,9 @@
 //!   x 20 SyncConfigs, against the espejo strategy.
 //! - `mirror-normalised`: 1,000 namespaces x a LimitRange and a
 //!   ResourceQuota with quantities the server rewrites.
+//! - `apply-rate`: the sandbox's answers to the mirror scenarios' requests
+//!   (apply, update, get) with no controller, the floor those figures are
+//!   read against.
 //! - `mirror-copy`: one Secret copied by a copyItem into 1,000 namespaces,
 //!   then changed: exactly 1,000 applies and no read, checked from counts.
 //! - `catalog [--services N]`: the catalog controller at 10,000 Services x
@@ -25,6 +28,7 @@
 //!   (default: the `mirra` built next to this binary), RSS growth per
 //!   stored ConfigMap against its JSON size.
 
+mod apply_rate;
 mod catalog;
 mod consul;
 mod faults;
@@ -346,6 +350,9 @@ scenarios:
   mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart
+  apply-rate [--namespaces N] [--concurrency C[,C...]] [--sandbox-bin PATH]
+           the sandbox's answers alone (no controller): N ConfigMaps (default 1000) changed
+           by server-side apply, by update and read, at each concurrency (default 8,16)
   mirror-copy [--namespaces N] [--sandbox-bin PATH]
            one Secret copied by a copyItem into N namespaces (default 1000): the requests
            a change of the source costs (exactly N applies, no read) and its latency
@@ -381,6 +388,7 @@ async fn main() -> anyhow::Result<()> {
         Some("consul-sandbox") => consul::run().await,
         Some("mirror") => mirror::run(std::env::args().skip(2).collect()).await,
         Some("mirror-normalised") => normalised::run(std::env::args().skip(2).collect()).await,
+        Some("apply-rate") => apply_rate::run(std::env::args().skip(2).collect()).await,
         Some("mirror-copy") => mirror_copy::run(std::env::args().skip(2).collect()).await,
         Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
         Some("faults") => faults::run(std::env::args().skip(2).collect()).await,
