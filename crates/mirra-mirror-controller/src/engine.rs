@@ -137,7 +137,14 @@ impl Shared {
             }
         });
         for k in keys {
-            self.queue.add(k);
+            if edited {
+                // An edit is one event per namespace, not a burst to wait
+                // out: planned at once. Edits arriving while its namespaces
+                // still wait are merged into their plans all the same.
+                self.queue.add_after(k, Duration::ZERO);
+            } else {
+                self.queue.add(k);
+            }
         }
     }
 }
@@ -348,8 +355,15 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                 let t = op.target().clone();
                 // A SyncConfig naming a ServiceAccount writes as that
                 // account, never with mirra's own rights.
+                let applied = matches!(op, Op::Apply { .. }).then(|| copy_id(&t));
                 let client = shared
-                    .with_state(|s| s.acting_user(&op))
+                    .with_state(|s| {
+                        let user = s.acting_user(&op)?;
+                        if let Some(id) = &applied {
+                            s.begin_apply(id.clone(), namespace);
+                        }
+                        Ok(user)
+                    })
                     .and_then(|user| shared.client_as(user.as_deref()))
                     .map_err(WriteFailure::Permanent);
                 let res = match client {
@@ -357,6 +371,9 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                     Err(f) => Err(f),
                 }
                 .map_err(|f| redact(&op, f));
+                if let Some(id) = &applied {
+                    shared.enqueue(shared.with_state(|s| s.end_apply(id)));
+                }
                 (t.key(), res)
             })
         }))
@@ -570,16 +587,7 @@ async fn send(
                     home: home.to_string(),
                     home_plans: 0,
                 };
-                shared.with_state(|s| {
-                    s.record_own_write(
-                        (
-                            (t.api_version.clone(), t.kind.clone()),
-                            t.namespace.clone(),
-                            t.name.clone(),
-                        ),
-                        write,
-                    )
-                });
+                shared.with_state(|s| s.record_own_write(copy_id(t), write));
                 Ok(true)
             }
             Err(e) => match e {
@@ -651,6 +659,15 @@ async fn send(
     }
 }
 
+/// The state's name of the copy `t`.
+fn copy_id(t: &mirra_mirror::ObjectRef) -> crate::state::CopyId {
+    (
+        (t.api_version.clone(), t.kind.clone()),
+        t.namespace.clone(),
+        t.name.clone(),
+    )
+}
+
 /// The apply body of `body`'s identity and metadata only (mirra's marks,
 /// the item's labels and annotations, and the adopted mark: the object
 /// existed before mirra wrote it). Without the content hash: the content
@@ -672,16 +689,7 @@ fn marks_only(body: &serde_json::Value) -> serde_json::Value {
 /// Marks a delete as in flight until the watches show it (see
 /// `State::deletes_in_flight`).
 fn record_delete(shared: &Shared, t: &mirra_mirror::ObjectRef, uid: &str) {
-    shared.with_state(|s| {
-        s.record_delete(
-            (
-                (t.api_version.clone(), t.kind.clone()),
-                t.namespace.clone(),
-                t.name.clone(),
-            ),
-            uid,
-        )
-    });
+    shared.with_state(|s| s.record_delete(copy_id(t), uid));
 }
 
 #[cfg(test)]

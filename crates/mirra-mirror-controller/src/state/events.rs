@@ -207,9 +207,17 @@ impl State {
             // object (a namespace deleted meanwhile must still prune it).
             let echo = matches!((&written, version), (Some(w), Some(v))
                 if w.version == v && self.plans_made.get(&w.home).copied().unwrap_or(0) == w.home_plans);
-            if !echo {
-                keys.extend(homes);
+            if echo {
+                continue;
             }
+            // Most likely the echo of an apply whose answer is still on its
+            // way: settled when it comes (see `in_flight`).
+            if let (Some(v), Some(_)) = (version, &change.new)
+                && self.hold_event(&id, v, &homes)
+            {
+                continue;
+            }
+            keys.extend(homes);
         }
         keys
     }
@@ -254,8 +262,9 @@ impl State {
                 fnv64(write.version.as_bytes()),
             ),
         );
-        // The echo already arrived (and was queued): nothing to wait for.
-        if self.cached_version(&id) != Some(write.version.as_str()) {
+        // The echo already arrived (held, or queued): nothing to wait for.
+        let echoed = self.settle_held(&id, &write.version);
+        if !echoed && self.cached_version(&id) != Some(write.version.as_str()) {
             self.own_writes.insert(id, write);
         }
     }

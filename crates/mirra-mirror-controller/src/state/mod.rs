@@ -27,6 +27,7 @@ use mark_index::MarkIndex;
 mod access;
 mod availability;
 mod events;
+mod in_flight;
 mod narrow;
 mod planning;
 mod sources;
@@ -209,6 +210,9 @@ pub struct State {
     /// in between) treats the copy as written rather than applying the same
     /// content again. Every event of the object drops its entry.
     own_writes: BTreeMap<CopyId, OwnWrite>,
+    /// Copies with an apply of this process unanswered, and their events
+    /// that arrived meanwhile (see `in_flight`).
+    in_flight: HashMap<CopyId, in_flight::InFlight>,
     /// Plans made of each namespace so far (see [`OwnWrite::home_plans`]).
     plans_made: HashMap<String, u64>,
     /// uids of the objects an apply of this process created (answered 201)

@@ -8,11 +8,11 @@ fn configmaps() -> ApiResource {
 }
 
 /// A copy as the copies watch caches it.
-fn cached(o: DynamicObject) -> CachedCopy {
+pub(super) fn cached(o: DynamicObject) -> CachedCopy {
     CachedCopy::new(o, &configmaps()).unwrap()
 }
 
-fn cm_kind() -> KindId {
+pub(super) fn cm_kind() -> KindId {
     ("v1".into(), "ConfigMap".into())
 }
 
@@ -37,7 +37,7 @@ fn base_config(account: Option<&str>) -> Value {
 
 /// A state with the caches listed: namespace `t`, one SyncConfig
 /// `ops/base` wanting ConfigMap `c` there, and `copies` in the cache.
-fn state_with(copies: Vec<DynamicObject>) -> State {
+pub(super) fn state_with(copies: Vec<DynamicObject>) -> State {
     let mut s = State::default();
     let ns: Namespace = serde_json::from_value(json!({
         "metadata": {"name": "t"}, "status": {"phase": "Active"}
@@ -77,15 +77,15 @@ fn state_with(copies: Vec<DynamicObject>) -> State {
     s
 }
 
-fn settings() -> Settings {
+pub(super) fn settings() -> Settings {
     Settings::for_tests(&["ops"])
 }
 
-fn copy_id() -> CopyId {
+pub(super) fn copy_id() -> CopyId {
     (cm_kind(), "t".into(), "c".into())
 }
 
-fn apply_body(plan: &NamespacePlan) -> Value {
+pub(super) fn apply_body(plan: &NamespacePlan) -> Value {
     match plan.ops.as_slice() {
         [Op::Apply { body, .. }] => body.clone(),
         other => panic!("one apply expected: {other:?}"),
@@ -102,7 +102,7 @@ fn written_by_mirra() -> Value {
 }
 
 /// What the server answers the apply with, as the watch echoes it.
-fn echo(body: &Value, version: &str) -> DynamicObject {
+pub(super) fn echo(body: &Value, version: &str) -> DynamicObject {
     let mut obj: DynamicObject = serde_json::from_value(body.clone()).unwrap();
     obj.metadata.namespace = Some("t".into());
     obj.metadata.uid = Some("c-uid".into());

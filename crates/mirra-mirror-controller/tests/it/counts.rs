@@ -418,3 +418,51 @@ async fn syncconfigs_outside_the_watched_namespaces_are_ignored_unless_all_are_c
     );
     ctl.stop().await;
 }
+
+/// A SyncConfig edit is one event per namespace, not a burst: its
+/// namespaces are planned at once. With the quiet time of other events
+/// set to an hour, the copies still follow the SyncConfig (created, then
+/// edited), at exactly one apply per changed copy.
+#[tokio::test]
+async fn a_syncconfig_edit_does_not_wait_out_the_debounce() {
+    let env = Env::new().await;
+    env.create_ns("t1", &[("team", "a")]).await;
+    env.create_ns("t2", &[("team", "a")]).await;
+    env.create_sc(
+        "edited",
+        json!({}),
+        spec_for_team("a", vec![cm_item("c", json!({"v": "1"}))]),
+    )
+    .await;
+    let mut settings = Settings::for_tests(&[OPS]);
+    settings.debounce = Duration::from_secs(3600);
+    settings.max_delay = Duration::from_secs(3600);
+    let ctl = env.start(settings);
+    ctl.wait_ready().await;
+    for ns in ["t1", "t2"] {
+        wait_for("the first copies", || async {
+            env.cm_data(ns, "c").await.is_some_and(|d| d["v"] == "1")
+        })
+        .await;
+    }
+    // The queue is not empty (the namespaces no SyncConfig selects wait
+    // out their hour), so quiet is told from the server's counters alone.
+    let quiet = || mirra_testkit::settle_for("the mirror controller", 10, || Some(env.sb.stats()));
+    quiet().await;
+
+    env.sb.reset_stats();
+    env.patch_sc_spec(
+        "edited",
+        spec_for_team("a", vec![cm_item("c", json!({"v": "2"}))]),
+    )
+    .await;
+    for ns in ["t1", "t2"] {
+        wait_for("the edited copies", || async {
+            env.cm_data(ns, "c").await.is_some_and(|d| d["v"] == "2")
+        })
+        .await;
+    }
+    let stats = quiet().await;
+    assert_eq!(stats.get("patch configmaps"), 2, "{:?}", stats.requests);
+    ctl.stop().await;
+}
