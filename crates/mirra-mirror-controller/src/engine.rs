@@ -114,39 +114,55 @@ impl Shared {
     /// Adds keys to the queue, remembering when each became dirty; each is
     /// planned in full.
     pub fn enqueue(&self, keys: BTreeSet<String>) {
-        self.enqueue_noted(keys, false);
+        self.enqueue_noted(keys, Enqueued::Debounced);
     }
 
     /// [`Shared::enqueue`] for the namespaces of SyncConfig edits, which
     /// may be planned for the edited SyncConfigs alone (the state noted
     /// which, with the edit).
     pub fn enqueue_edited(&self, keys: BTreeSet<String>) {
-        self.enqueue_noted(keys, true);
+        self.enqueue_noted(keys, Enqueued::Edited);
     }
 
-    fn enqueue_noted(&self, keys: BTreeSet<String>, edited: bool) {
+    /// [`Shared::enqueue`] for namespaces just created: planned at once.
+    pub fn enqueue_created(&self, keys: BTreeSet<String>) {
+        self.enqueue_noted(keys, Enqueued::Created);
+    }
+
+    fn enqueue_noted(&self, keys: BTreeSet<String>, how: Enqueued) {
         if keys.is_empty() {
             return;
         }
         let now = Instant::now();
         self.with_state(|s| {
-            if edited {
+            if how == Enqueued::Edited {
                 s.note_edited(keys.iter(), now);
             } else {
                 s.note_dirty(keys.iter(), now);
             }
         });
         for k in keys {
-            if edited {
-                // An edit is one event per namespace, not a burst to wait
-                // out: planned at once. Edits arriving while its namespaces
-                // still wait are merged into their plans all the same.
-                self.queue.add_after(k, Duration::ZERO);
-            } else {
+            if how == Enqueued::Debounced {
                 self.queue.add(k);
+            } else {
+                self.queue.add_after(k, Duration::ZERO);
             }
         }
     }
+}
+
+/// How a namespace is queued. The debounce gathers a burst of events of
+/// one namespace (copies deleted one by one, labels set in steps) into one
+/// plan. A SyncConfig edit is a single event for each namespace it
+/// touches, and a namespace's creation the first of its life, whose
+/// copies (image pull secrets, quotas) its first workloads may need: both
+/// are planned at once. Events arriving while such a namespace still
+/// waits are merged into its plan all the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Enqueued {
+    Debounced,
+    Edited,
+    Created,
 }
 
 /// Runs the controller until `shutdown` is cancelled.

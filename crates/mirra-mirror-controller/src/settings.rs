@@ -69,9 +69,9 @@ pub struct RunArgs {
 
     /// Quiet time in milliseconds after the latest event for a namespace
     /// before it is reconciled; events arriving meanwhile are merged into one
-    /// reconcile. SyncConfig edits do not wait: their namespaces are
-    /// reconciled at once (edits arriving while they are still queued are
-    /// merged all the same).
+    /// reconcile. A namespace's creation and SyncConfig edits do not wait:
+    /// those namespaces are reconciled at once (events arriving while they
+    /// are still queued are merged all the same).
     #[arg(long = "debounce-ms", value_name = "MS", default_value_t = 100)]
     pub debounce_ms: u64,
 

@@ -28,7 +28,9 @@ use mirra_runtime::watch::{WatchFailure, WatchHints, WatchRetry, retrying};
 use crate::config_object::ConfigObject;
 use crate::engine::Shared;
 use crate::settings::Settings;
-use crate::state::{DeleteWatchId, KindId, Resolution, SourceId, State, Unavailable};
+use crate::state::{
+    DeleteWatchId, KindId, NamespaceKeys, Resolution, SourceId, State, Unavailable,
+};
 
 /// The SyncConfig resource.
 pub fn syncconfig_resource() -> ApiResource {
@@ -67,8 +69,11 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
             match item {
                 Ok(event) => {
                     watch_answered(&shared, NAMESPACE_HINTS.resource);
-                    let keys = shared.with_state(|s| s.apply_namespace(event));
+                    let NamespaceKeys { mut keys, created } =
+                        shared.with_state(|s| s.apply_namespace(event));
+                    keys.retain(|k| !created.contains(k));
                     shared.enqueue(keys);
+                    shared.enqueue_created(created);
                 }
                 Err(e) => watch_error(&shared, &NAMESPACE_HINTS, &e),
             }

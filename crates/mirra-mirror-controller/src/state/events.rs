@@ -9,8 +9,12 @@ use super::*;
 
 impl State {
     /// Folds a Namespace event; returns the keys it touches.
-    pub fn apply_namespace(&mut self, event: Event<Namespace>) -> BTreeSet<String> {
+    pub fn apply_namespace(&mut self, event: Event<Namespace>) -> NamespaceKeys {
         let mut keys = BTreeSet::new();
+        let mut created = BTreeSet::new();
+        // A list (the first, or a relist) is no creation: its namespaces
+        // are planned as any event.
+        let live = matches!(event, Event::Apply(_));
         let held_before: BTreeSet<ConfigRef> = self
             .footprints
             .keys()
@@ -27,6 +31,9 @@ impl State {
             // Only what selection depends on: a namespace whose status
             // conditions or annotations changed needs no plan.
             if view(&change.old) != view(&change.new) {
+                if live && change.old.is_none() {
+                    created.insert(change.key.name.clone());
+                }
                 keys.insert(change.key.name.clone());
                 self.count_namespace_change(change.old.as_ref(), change.new.as_ref());
             }
@@ -47,7 +54,7 @@ impl State {
             }
             self.dirty_status.entry(key).or_insert(now);
         }
-        keys
+        NamespaceKeys { keys, created }
     }
 
     /// Moves the footprints' namespace counts by one namespace's change:

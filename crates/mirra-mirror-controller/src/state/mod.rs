@@ -314,6 +314,15 @@ fn copy_hash(id: &CopyId) -> u64 {
     fnv64(format!("{api_version}\0{kind}\0{namespace}\0{name}").as_bytes())
 }
 
+/// The namespaces a Namespace event touches.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct NamespaceKeys {
+    /// Every namespace to plan again.
+    pub keys: BTreeSet<String>,
+    /// Those of them that were just created (a watch event, not a list).
+    pub created: BTreeSet<String>,
+}
+
 /// One of mirra's applies the copy watch has not echoed yet.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct OwnWrite {

@@ -311,6 +311,8 @@ fn footprints_follow_namespaces_and_hold_only_the_syncconfig_over_a_limit() {
     // A third crosses it: every namespace big selects is planned again.
     s.dirty_status.clear();
     let keys = s.apply_namespace(Event::Apply(namespace("n3", "a", true)));
+    assert_eq!(keys.created, BTreeSet::from(["n3".to_string()]));
+    let keys = keys.keys;
     // (kube-system among them: the planner leaves it alone.)
     assert_eq!(
         keys,

@@ -420,11 +420,12 @@ async fn syncconfigs_outside_the_watched_namespaces_are_ignored_unless_all_are_c
 }
 
 /// A SyncConfig edit is one event per namespace, not a burst: its
-/// namespaces are planned at once. With the quiet time of other events
-/// set to an hour, the copies still follow the SyncConfig (created, then
-/// edited), at exactly one apply per changed copy.
+/// namespaces are planned at once, and so is a namespace just created.
+/// With the quiet time of other events set to an hour, the copies still
+/// follow the SyncConfig (created, then edited) and reach a new
+/// namespace, at exactly one apply per changed copy.
 #[tokio::test]
-async fn a_syncconfig_edit_does_not_wait_out_the_debounce() {
+async fn an_edit_or_a_new_namespace_does_not_wait_out_the_debounce() {
     let env = Env::new().await;
     env.create_ns("t1", &[("team", "a")]).await;
     env.create_ns("t2", &[("team", "a")]).await;
@@ -464,5 +465,14 @@ async fn a_syncconfig_edit_does_not_wait_out_the_debounce() {
     }
     let stats = quiet().await;
     assert_eq!(stats.get("patch configmaps"), 2, "{:?}", stats.requests);
+
+    env.sb.reset_stats();
+    env.create_ns("t3", &[("team", "a")]).await;
+    wait_for("the new namespace's copy", || async {
+        env.cm_data("t3", "c").await.is_some_and(|d| d["v"] == "2")
+    })
+    .await;
+    let stats = quiet().await;
+    assert_eq!(stats.get("patch configmaps"), 1, "{:?}", stats.requests);
     ctl.stop().await;
 }
