@@ -98,6 +98,21 @@ def test_every_metric_the_alerts_and_dashboard_use_is_exported(kube_sandbox):
                 assert line, "mirra dev ended early"
                 if line.startswith("metrics and health on "):
                     url = line.strip().removeprefix("metrics and health on ")
+            # A write skipped as in step needs a plan that finds the
+            # copies already written; mirra's own writes plan nothing more
+            # (their echoes are recognised), so a selected namespace gets
+            # an unrelated label, again, until such a plan ran.
+            relabels = iter(range(1_000_000))
+
+            def skipped_once():
+                subprocess.run(
+                    ["kubectl", "--kubeconfig", os.path.join(tmp, "kc"), "label", "namespace", "team-a",
+                     f"touched={next(relabels)}", "--overwrite"],
+                    capture_output=True, text=True, timeout=60, check=True,
+                )
+                return "mirra_skipped_writes_total" in scrape(url)
+
+            wait_for("a write skipped as in step", skipped_once)
             # A series appears once it has a value (histograms once they
             # observed a write, gauges at the first status window): wait
             # until the examples' copies and registrations were written.

@@ -371,15 +371,20 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                 let t = op.target().clone();
                 // A SyncConfig naming a ServiceAccount writes as that
                 // account, never with mirra's own rights.
+                // An apply's events are held until its answer (see
+                // `state/in_flight.rs`); only one that is sent is begun.
                 let applied = matches!(op, Op::Apply { .. }).then(|| copy_id(&t));
-                let client = shared
-                    .with_state(|s| {
-                        let user = s.acting_user(&op)?;
-                        if let Some(id) = &applied {
-                            s.begin_apply(id.clone(), namespace);
-                        }
-                        Ok(user)
-                    })
+                let user = shared.with_state(|s| {
+                    let user = s.acting_user(&op);
+                    if user.is_ok()
+                        && let Some(id) = &applied
+                    {
+                        s.begin_apply(id.clone(), namespace);
+                    }
+                    user
+                });
+                let begun = applied.filter(|_| user.is_ok());
+                let client = user
                     .and_then(|user| shared.client_as(user.as_deref()))
                     .map_err(WriteFailure::Permanent);
                 let res = match client {
@@ -387,7 +392,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
                     Err(f) => Err(f),
                 }
                 .map_err(|f| redact(&op, f));
-                if let Some(id) = &applied {
+                if let Some(id) = &begun {
                     shared.enqueue(shared.with_state(|s| s.end_apply(id)));
                 }
                 (t.key(), res)
