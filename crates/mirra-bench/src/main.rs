@@ -35,6 +35,7 @@ mod faults;
 mod mirror;
 mod mirror_copy;
 mod normalised;
+mod profile;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -345,8 +346,10 @@ scenarios:
   consul-sandbox                   register requests per second, 1,000 parked blocking queries,
                                    with ACLs off and on (default deny, a token per request)
   mirror   [--namespaces N] [--events N] [--idle-secs S] [--sandbox-bin PATH] [--skip-baseline]
+           [--perf-dir DIR]
            the mirror controller at N namespaces x 20 SyncConfigs x 2 items (default 1000),
-           against the espejo strategy
+           against the espejo strategy; with --perf-dir, a `perf record` of each phase
+           (bench and sandbox processes) in DIR/<phase>.data (its times are then no figures)
   mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart

@@ -57,6 +57,7 @@ struct Args {
     idle: Duration,
     sandbox_bin: String,
     skip_baseline: bool,
+    perf_dir: Option<std::path::PathBuf>,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Args> {
@@ -66,6 +67,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         idle: Duration::from_secs(30),
         sandbox_bin: crate::default_sandbox_bin(),
         skip_baseline: false,
+        perf_dir: None,
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
@@ -79,6 +81,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
             "--events" => out.events = value.parse()?,
             "--idle-secs" => out.idle = Duration::from_secs(value.parse()?),
             "--sandbox-bin" => out.sandbox_bin = value,
+            "--perf-dir" => out.perf_dir = Some(value.into()),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -128,6 +131,14 @@ impl Server {
             Ok(Server::InProcess(
                 kube_sandbox::Sandbox::start(kube_sandbox::Config::default()).await?,
             ))
+        }
+    }
+
+    /// The sandbox's process id, when it runs in its own process.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        match self {
+            Server::External { child, .. } => Some(child.id()),
+            Server::InProcess(_) => None,
         }
     }
 
@@ -325,6 +336,11 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let ready = Readiness::new().register("mirror");
     let token = CancellationToken::new();
     let rss_before = rss_kib();
+    let pids = std::iter::once(std::process::id())
+        .chain(server.pid())
+        .collect();
+    let perf = crate::profile::PhaseProfiler::new(args.perf_dir.clone(), pids)?;
+    let rec = perf.start("initial").await?;
     let s0 = server.stats().await?;
     let t0 = Instant::now();
     let ctl = tokio::spawn(mirra_mirror_controller::run(
@@ -336,6 +352,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     ));
     wait_until("initial convergence", limit, || count(&counter) == copies).await?;
     let converge_time = t0.elapsed();
+    crate::profile::stop(rec)?;
     let rss_after = rss_kib();
     let s1 = settle(&server).await?;
     let mut phases = vec![Phase {
@@ -345,6 +362,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     }];
 
     // Namespace creations.
+    let rec = perf.start("burst").await?;
     let t = Instant::now();
     let mut created_at = BTreeMap::new();
     for i in n..n + args.events {
@@ -357,6 +375,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     })
     .await?;
     let time = t.elapsed();
+    crate::profile::stop(rec)?;
     let mut latencies: Vec<Duration> = {
         let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         created_at
@@ -385,6 +404,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // Paced namespace creations: latency as a user feels it, one namespace
     // at a time instead of a burst behind thousands of writes.
     let hist_before = event_to_write_buckets(&registry);
+    let rec = perf.start("paced").await?;
     let t = Instant::now();
     let mut paced_at = BTreeMap::new();
     for i in n + args.events..n + 2 * args.events {
@@ -398,6 +418,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     })
     .await?;
     let paced_time = t.elapsed();
+    crate::profile::stop(rec)?;
     let mut paced: Vec<Duration> = {
         let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         paced_at
@@ -416,6 +437,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let s2 = s2b;
 
     // Relabels out.
+    let rec = perf.start("relabel").await?;
     let t = Instant::now();
     let ns_api: Api<Namespace> = Api::all(c.clone());
     for i in 0..args.events {
@@ -432,6 +454,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     })
     .await?;
     let time = t.elapsed();
+    crate::profile::stop(rec)?;
     let s3 = settle(&server).await?;
     phases.push(Phase {
         name: format!(
@@ -445,6 +468,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     });
 
     // One item edit.
+    let rec = perf.start("edit").await?;
     let t = Instant::now();
     let sc_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
     sc_api
@@ -460,6 +484,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     })
     .await?;
     let edit_applied = t.elapsed();
+    crate::profile::stop(rec)?;
     let (s4, done) = settle_at(&server).await?;
     phases.push(Phase {
         // Time: until every copy of the edited item shows the edit on a
@@ -473,8 +498,10 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     });
 
     // Idle.
+    let rec = perf.start("idle").await?;
     let t = Instant::now();
     tokio::time::sleep(args.idle).await;
+    crate::profile::stop(rec)?;
     let s5 = server.stats().await?;
     phases.push(Phase {
         name: format!(
