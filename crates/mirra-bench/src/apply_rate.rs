@@ -231,3 +231,32 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     server.stop();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_parse_and_malformed_ones_are_refused_with_their_name() {
+        let ok = parse(args(&["--concurrency", "4, 32", "--filler", "10"]))
+            .map(|a| (a.concurrency, a.filler));
+        assert_eq!(ok.ok(), Some((vec![4, 32], 10)));
+        for (bad, says) in [
+            (&["--concurrency", "8,x"][..], "--concurrency"),
+            (&["--concurrency", "0"][..], "0 sends nothing"),
+            (&["--concurrency"][..], "needs a value"),
+            (&["--namespaces", "-1"][..], "invalid digit"),
+            (&["--nope", "1"][..], "unknown flag --nope"),
+        ] {
+            let e = parse(args(bad))
+                .err()
+                .map(|e| format!("{e:#}"))
+                .unwrap_or_default();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+    }
+}
