@@ -33,6 +33,7 @@ pub mod render;
 pub mod resource;
 pub mod selector;
 pub mod status;
+pub mod string_map;
 pub mod template;
 
 pub use compile::{
@@ -62,3 +63,4 @@ pub use resource::{
 };
 pub use selector::NamespaceView;
 pub use status::{StatusSummary, desired_status, status_changed, summarize, summarize_each};
+pub use string_map::StringMap;

@@ -32,7 +32,6 @@
 //!
 //! What this module must NOT do: treat anything else as mirra's.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -144,15 +143,14 @@ pub fn is_adopted(value: Option<&str>) -> bool {
     value == Some("true")
 }
 
-/// The SyncConfig an object belongs to, if it carries both of mirra's marks.
-pub fn owner_of(
-    labels: &BTreeMap<String, String>,
-    annotations: &BTreeMap<String, String>,
-) -> Option<ConfigRef> {
-    if labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MANAGED_BY_VALUE) {
+/// The SyncConfig an object belongs to, if it carries both of mirra's
+/// marks: `managed_by` is its [`MANAGED_BY_LABEL`] label, `owner` its
+/// [`OWNER_ANNOTATION`].
+pub fn owner_of(managed_by: Option<&str>, owner: Option<&str>) -> Option<ConfigRef> {
+    if managed_by != Some(MANAGED_BY_VALUE) {
         return None;
     }
-    ConfigRef::parse(annotations.get(OWNER_ANNOTATION)?)
+    ConfigRef::parse(owner?)
 }
 
 /// Whether a prune annotation value opts out of pruning. Only `false` (any
@@ -219,6 +217,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+    use std::collections::BTreeMap;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
@@ -248,7 +247,10 @@ mod tests {
         ];
         for (labels, annotations, want) in cases {
             assert_eq!(
-                owner_of(&labels, &annotations),
+                owner_of(
+                    labels.get(MANAGED_BY_LABEL).map(String::as_str),
+                    annotations.get(OWNER_ANNOTATION).map(String::as_str)
+                ),
                 want,
                 "{labels:?} {annotations:?}"
             );

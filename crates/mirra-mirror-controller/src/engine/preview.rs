@@ -95,7 +95,7 @@ fn content_of(body: &Value) -> Value {
 /// The same parts of a cached object (labels and annotations live in their
 /// fields, not in the cached body).
 fn observed_content(o: &ObservedObject) -> Value {
-    let mut out = match &o.body {
+    let mut out = match &*o.body() {
         Value::Object(top) => top
             .iter()
             .filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
@@ -103,10 +103,10 @@ fn observed_content(o: &ObservedObject) -> Value {
             .collect(),
         _ => Map::new(),
     };
-    let strings = |m: &std::collections::BTreeMap<String, String>| -> Value {
+    let strings = |m: &mirra_mirror::StringMap| -> Value {
         Value::Object(
             m.iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
                 .collect(),
         )
     };

@@ -295,7 +295,7 @@ fn for_namespace(obj: &CachedCopy) -> Option<String> {
         .annotations
         .get(mirra_mirror::FOR_NAMESPACE_ANNOTATION)
         .filter(|ns| !ns.is_empty())
-        .cloned()
+        .map(str::to_string)
 }
 
 /// FNV-1a, 64 bits: cheap and stable. For `answers` to hide a needed
@@ -407,18 +407,20 @@ pub fn observed_from_dynamic(obj: DynamicObject, ar: &ApiResource) -> Option<Obs
     {
         body.insert("metadata".into(), Value::Object(rest));
     }
-    Some(ObservedObject {
-        api_version: ar.api_version.clone(),
-        kind: ar.kind.clone(),
+    let mut observed = ObservedObject::from_parts(
+        ar.api_version.clone(),
+        ar.kind.clone(),
         namespace,
         name,
         uid,
-        labels,
-        annotations,
-        body: Value::Object(body),
+        labels.into(),
+        annotations.into(),
+        Value::Object(body),
         deleting,
-        marks_by_mirra: mirra_mirror::marks::marks_written_by_mirra(managed.as_ref()),
-    })
+        mirra_mirror::marks::marks_written_by_mirra(managed.as_ref()),
+    );
+    observed.compact();
+    Some(observed)
 }
 
 fn observed_from_meta(
@@ -661,10 +663,13 @@ impl State {
                 }
             }
         }
-        let outcomes = match narrowed {
+        let mut outcomes = match narrowed {
             Some(only) => mirra_mirror::merge_outcomes(kept, only, outcomes),
             None => outcomes,
         };
+        // Kept until the namespace is planned again, for every namespace:
+        // the planner's growth room would be a third of what is kept.
+        outcomes.shrink_to_fit();
         if !outcomes.is_empty() {
             self.outcomes.insert(namespace.to_string(), outcomes);
         }

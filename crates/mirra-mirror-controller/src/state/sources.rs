@@ -252,7 +252,7 @@ impl State {
         let marked = self.observed_target(op).and_then(|o| {
             o.annotations
                 .get(mirra_mirror::SERVICE_ACCOUNT_ANNOTATION)
-                .cloned()
+                .map(str::to_string)
         });
         match marked {
             Some(sa) => Ok(Some(format!(

@@ -386,7 +386,13 @@ pub(super) fn plan_configs(
         .objects()
         .filter(unclaimed)
         .filter(|o| !o.marks_by_mirra)
-        .filter_map(|o| owner_of(&o.labels, &o.annotations).map(|owner| (o, owner)))
+        .filter_map(|o| {
+            owner_of(
+                o.labels.get(MANAGED_BY_LABEL),
+                o.annotations.get(OWNER_ANNOTATION),
+            )
+            .map(|owner| (o, owner))
+        })
         .filter(|(_, owner)| honoured(owner))
         .collect();
     forged.sort_by_key(|(o, _)| o.key());
@@ -418,7 +424,7 @@ pub(super) fn plan_configs(
             Some(c) if !c.is_valid() => Some("its SyncConfig is invalid".to_string()),
             Some(c) if !c.prune => Some("its SyncConfig opted out of pruning".to_string()),
             Some(_) => None,
-            None if prune_opted_out(o.annotations.get(PRUNE_ANNOTATION).map(String::as_str)) => {
+            None if prune_opted_out(o.annotations.get(PRUNE_ANNOTATION)) => {
                 Some("the copy opted out of pruning".to_string())
             }
             None => None,
@@ -529,7 +535,11 @@ pub fn with_adopted_mark(body: &Value) -> Value {
 /// `None` while the deletion is only known to mirra (its delete is in
 /// flight) or nothing holds it.
 pub(super) fn held_by_finalizers(o: &ObservedObject) -> Option<String> {
-    let meta = o.body.get("metadata")?;
+    if !o.deleting {
+        return None;
+    }
+    let body = o.body();
+    let meta = body.get("metadata")?;
     meta.get("deletionTimestamp").filter(|v| !v.is_null())?;
     let finalizers: Vec<&str> = meta
         .get("finalizers")?

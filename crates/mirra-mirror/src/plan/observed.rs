@@ -3,7 +3,10 @@
 //!
 //! This module must NOT decide what to write: [`super::plan_namespace`] does.
 
+use std::borrow::Cow;
+
 use super::*;
+use crate::string_map::StringMap;
 
 /// An object as the controller's caches hold it.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,11 +22,12 @@ pub struct ObservedObject {
     /// `metadata.uid`, the precondition of every delete.
     pub uid: String,
     /// `metadata.labels`.
-    pub labels: BTreeMap<String, String>,
+    pub labels: StringMap,
     /// `metadata.annotations`.
-    pub annotations: BTreeMap<String, String>,
-    /// The whole object as JSON (managedFields may be stripped).
-    pub body: Value,
+    pub annotations: StringMap,
+    /// The whole object as JSON, or after [`ObservedObject::compact`] what
+    /// is left of it, packed: see [`ObservedObject::body`].
+    body: Body,
     /// Whether `metadata.deletionTimestamp` is set.
     pub deleting: bool,
     /// Whether `metadata.managedFields` show mirra's own apply wrote the
@@ -41,12 +45,12 @@ impl ObservedObject {
         let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
         let meta = body.get("metadata");
         let field = |f: &str| s(meta.and_then(|m| m.get(f)));
-        let string_map = |f: &str| -> BTreeMap<String, String> {
+        let string_map = |f: &str| -> StringMap {
             meta.and_then(|m| m.get(f))
                 .and_then(Value::as_object)
                 .map(|m| {
                     m.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
                         .collect()
                 })
                 .unwrap_or_default()
@@ -67,8 +71,63 @@ impl ObservedObject {
                 .and_then(|m| m.get("deletionTimestamp"))
                 .is_some_and(|v| !v.is_null()),
             marks_by_mirra: marks_written_by_mirra(meta.and_then(|m| m.get("managedFields"))),
-            body,
+            body: Body::Value(body),
         })
+    }
+
+    /// An object from its parts, as a cache that decoded the identity,
+    /// labels and annotations itself makes it: `body` is the rest of the
+    /// object (it may still hold them; [`ObservedObject::compact`] drops
+    /// them).
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_parts(
+        api_version: String,
+        kind: String,
+        namespace: String,
+        name: String,
+        uid: String,
+        labels: StringMap,
+        annotations: StringMap,
+        body: Value,
+        deleting: bool,
+        marks_by_mirra: bool,
+    ) -> ObservedObject {
+        ObservedObject {
+            api_version,
+            kind,
+            namespace,
+            name,
+            uid,
+            labels,
+            annotations,
+            body: Body::Value(body),
+            deleting,
+            marks_by_mirra,
+        }
+    }
+
+    /// The object's JSON to change in place (unpacked first if
+    /// [`ObservedObject::compact`] packed it). The fields (identity, labels,
+    /// annotations) are not read back from it.
+    pub fn body_mut(&mut self) -> &mut Value {
+        if let Body::Packed(text) = &self.body {
+            self.body = Body::Value(unpack(text));
+        }
+        match &mut self.body {
+            Body::Value(v) => v,
+            // Unreachable: made a value just above.
+            Body::Packed(_) => unreachable!("body was unpacked above"),
+        }
+    }
+
+    /// The object as JSON: the whole object as read, or after
+    /// [`ObservedObject::compact`] its content and the metadata no field
+    /// holds (a new value, unpacked for the caller).
+    pub fn body(&self) -> Cow<'_, Value> {
+        match &self.body {
+            Body::Value(v) => Cow::Borrowed(v),
+            Body::Packed(text) => Cow::Owned(unpack(text)),
+        }
     }
 
     /// Whether every field of the copy `desired` is present and equal in
@@ -77,22 +136,23 @@ impl ObservedObject {
     /// from their fields, so that the same answer holds after
     /// [`ObservedObject::compact`].
     pub fn holds(&self, desired: &Value) -> bool {
+        let body = self.body();
         let Value::Object(d) = desired else {
-            return is_subset(desired, &self.body);
+            return is_subset(desired, &body);
         };
         d.iter().all(|(k, dv)| match k.as_str() {
             "apiVersion" => str_holds(dv, &self.api_version),
             "kind" => str_holds(dv, &self.kind),
-            "metadata" => self.metadata_holds(dv),
-            _ => match self.body.get(k) {
+            "metadata" => self.metadata_holds(dv, &body),
+            _ => match body.get(k) {
                 Some(ov) => is_subset(dv, ov),
                 None => is_empty(dv),
             },
         })
     }
 
-    fn metadata_holds(&self, desired: &Value) -> bool {
-        let rest = self.body.get("metadata");
+    fn metadata_holds(&self, desired: &Value, body: &Value) -> bool {
+        let rest = body.get("metadata");
         let Value::Object(d) = desired else {
             return match rest {
                 Some(ov) => is_subset(desired, ov),
@@ -115,9 +175,12 @@ impl ObservedObject {
     /// annotations) and what no plan reads (uid, resourceVersion,
     /// timestamps, managedFields): the form a cache keeps, once per copy.
     /// [`ObservedObject::holds`] answers as before; `body` alone no longer
-    /// shows the whole object.
+    /// shows the whole object. What is left is kept as JSON text, a few
+    /// times smaller than the parsed maps, and parsed again when a plan
+    /// compares it (rarely: a copy found in step stays verified until it
+    /// or its SyncConfig changes).
     pub fn compact(&mut self) {
-        let Value::Object(top) = &mut self.body else {
+        let Body::Value(Value::Object(top)) = &mut self.body else {
             return;
         };
         top.shift_remove("apiVersion");
@@ -144,6 +207,9 @@ impl ObservedObject {
         if empty {
             top.shift_remove("metadata");
         }
+        if let Ok(text) = serde_json::to_string(top) {
+            self.body = Body::Packed(text.into_boxed_str());
+        }
     }
 
     /// The object's identity.
@@ -161,9 +227,7 @@ impl ObservedObject {
     /// [`FOR_NAMESPACE_ANNOTATION`] names (empty when it has none).
     pub fn home(&self) -> &str {
         if self.namespace.is_empty() {
-            self.annotations
-                .get(FOR_NAMESPACE_ANNOTATION)
-                .map_or("", String::as_str)
+            self.annotations.get(FOR_NAMESPACE_ANNOTATION).unwrap_or("")
         } else {
             &self.namespace
         }
@@ -175,13 +239,16 @@ impl ObservedObject {
         if !self.marks_by_mirra {
             return None;
         }
-        owner_of(&self.labels, &self.annotations)
+        owner_of(
+            self.labels.get(MANAGED_BY_LABEL),
+            self.annotations.get(OWNER_ANNOTATION),
+        )
     }
 
     /// Whether mirra adopted this copy (it existed before mirra applied
     /// it): released, never deleted, when no longer wanted.
     pub fn adopted(&self) -> bool {
-        is_adopted(self.annotations.get(ADOPTED_ANNOTATION).map(String::as_str))
+        is_adopted(self.annotations.get(ADOPTED_ANNOTATION))
     }
 
     pub(super) fn object_ref(&self) -> ObjectRef {
@@ -213,7 +280,7 @@ fn value_holds(desired: &Value, observed: &str) -> bool {
 
 /// [`is_subset`] of a string map the object keeps as a field (labels,
 /// annotations).
-fn map_holds(desired: &Value, observed: &BTreeMap<String, String>) -> bool {
+fn map_holds(desired: &Value, observed: &StringMap) -> bool {
     match desired {
         Value::Object(d) => d.iter().all(|(k, dv)| match observed.get(k) {
             Some(ov) => value_holds(dv, ov),
@@ -223,11 +290,37 @@ fn map_holds(desired: &Value, observed: &BTreeMap<String, String>) -> bool {
         _ => {
             let as_json = observed
                 .iter()
-                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
                 .collect();
             is_subset(desired, &Value::Object(as_json))
         }
     }
+}
+
+/// An object's JSON as read, or packed by [`ObservedObject::compact`].
+#[derive(Debug, Clone)]
+enum Body {
+    Value(Value),
+    Packed(Box<str>),
+}
+
+impl PartialEq for Body {
+    fn eq(&self, other: &Body) -> bool {
+        // Maps compare regardless of key order, as JSON objects do; the
+        // packed text keeps the order it was read in.
+        match (self, other) {
+            (Body::Packed(a), Body::Packed(b)) => a == b || unpack(a) == unpack(b),
+            (Body::Value(a), Body::Value(b)) => a == b,
+            (Body::Value(v), Body::Packed(p)) | (Body::Packed(p), Body::Value(v)) => {
+                *v == unpack(p)
+            }
+        }
+    }
+}
+
+/// Text `compact` wrote from a JSON map; it always parses back.
+fn unpack(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
 /// Read access to the objects the caches hold for ONE namespace: mirra's
@@ -441,7 +534,7 @@ mod tests {
             prop_assert_eq!(obj.holds(&d), expected);
             obj.compact();
             prop_assert_eq!(obj.holds(&d), expected);
-            prop_assert!(obj.body.get("apiVersion").is_none());
+            prop_assert!(obj.body().get("apiVersion").is_none());
         }
     }
 }

@@ -147,11 +147,11 @@ fn one_object_per_selected_namespace_with_its_name_templated_and_marks() {
     );
     for o in store.objects.iter() {
         assert_eq!(o.namespace, "", "no namespace on a cluster-scoped object");
-        assert!(o.body["metadata"].get("namespace").is_none());
-        assert_eq!(o.annotations[OWNER_ANNOTATION], "ops/readers");
+        assert!(o.body()["metadata"].get("namespace").is_none());
+        assert_eq!(o.annotations.get(OWNER_ANNOTATION).unwrap(), "ops/readers");
         assert_eq!(o.owner(), Some(ConfigRef::new("ops", "readers")));
         // The body is templated for its namespace, as a namespaced copy's.
-        assert_eq!(o.body["rules"][0]["resourceNames"][0], o.home());
+        assert_eq!(o.body()["rules"][0]["resourceNames"][0], o.home());
     }
     // In step: nothing to write, every item InSync.
     let p = plan(&a, std::slice::from_ref(&c), &store);
@@ -227,8 +227,8 @@ fn drift_in_our_fields_is_repaired_with_one_apply() {
         &mut store,
     );
     let mut edited = store.objects.iter().next().unwrap().clone();
-    edited.body["rules"] = json!([]);
-    store.insert(ObservedObject::from_json(edited.body.clone()).unwrap());
+    edited.body_mut()["rules"] = json!([]);
+    store.insert(ObservedObject::from_json(edited.body().into_owned()).unwrap());
     let writes = settle(
         std::slice::from_ref(&a),
         std::slice::from_ref(&c),
@@ -236,7 +236,7 @@ fn drift_in_our_fields_is_repaired_with_one_apply() {
     );
     assert_eq!(writes.values().sum::<usize>(), 1);
     let fixed = store.objects.iter().next().unwrap();
-    assert_eq!(fixed.body["rules"][0]["resourceNames"][0], "a");
+    assert_eq!(fixed.body()["rules"][0]["resourceNames"][0], "a");
 }
 
 #[test]

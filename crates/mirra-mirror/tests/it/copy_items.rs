@@ -209,7 +209,7 @@ fn a_change_of_the_source_is_one_apply_per_copy_and_nothing_else() {
             .iter()
             .find(|o| o.namespace == *ns && o.name == "wildcard-tls")
             .unwrap();
-        assert_eq!(copy.body["data"]["tls.crt"], "djI=");
+        assert_eq!(copy.body()["data"]["tls.crt"], "djI=");
     }
     // An edit of the source outside what is copied changes nothing.
     let mut relabelled = tls_source("djI=");

@@ -505,7 +505,7 @@ fn a_vouched_copy_is_not_rendered_or_compared() {
     // The copy drifts; rendering would find it, the vouched plan does not.
     let mut drifted = store.view("a");
     let mut copy = drifted.iter().next().unwrap().clone();
-    copy.body["data"]["v"] = json!("drifted");
+    copy.body_mut()["data"]["v"] = json!("drifted");
     drifted.insert(copy);
     let rendered = plan_namespace_scoped(Some(&ns.view()), &configs, &drifted, &none, &|_| true);
     assert_eq!(rendered.ops.len(), 1, "rendering sees the drift");

@@ -107,7 +107,7 @@ impl Store {
                 let key = target.key();
                 let existing = self.objects.iter().find(|o| o.key() == key).cloned();
                 let mut merged = match &existing {
-                    Some(o) => merge(&o.body, body),
+                    Some(o) => merge(&o.body(), body),
                     None => body.clone(),
                 };
                 let uid = match &existing {
@@ -129,7 +129,7 @@ impl Store {
                 let key = target.key();
                 let found = self.objects.iter().find(|o| o.key() == key).cloned();
                 if let Some(o) = found {
-                    let mut body = o.body;
+                    let mut body = o.body().into_owned();
                     let meta = &mut body["metadata"];
                     if let Some(Value::Object(l)) = meta.get_mut("labels") {
                         l.remove(mirra_mirror::MANAGED_BY_LABEL);
