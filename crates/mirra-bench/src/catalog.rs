@@ -13,7 +13,9 @@
 //! Arguments: `--services N` (10000), `--endpoints E` (5), `--rollout P`
 //! (900 pods), `--idle-secs S` (65: two verification passes at the default
 //! 30 s interval), `--txn-batch-size B` (64; 128 also starts the Consul
-//! sandbox with a 128-operation limit, as current Consul servers have).
+//! sandbox with a 128-operation limit, as current Consul servers have),
+//! `--json-out FILE` (also write mirra's figures to FILE as JSON, for
+//! `cost-curve`).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -55,6 +57,8 @@ struct Args {
     /// more than one mirrors each into a Consul Enterprise namespace
     /// (`-enable-namespaces -enable-k8s-namespace-mirroring`).
     namespaces: usize,
+    /// Where to write mirra's figures as JSON (`--json-out`).
+    json_out: Option<std::path::PathBuf>,
 }
 
 /// The Consul namespace prefix of the mirrored runs (as the chart's
@@ -91,10 +95,15 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
         idle: Duration::from_secs(65),
         txn_batch: 64,
         namespaces: 1,
+        json_out: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        if flag == "--json-out" {
+            a.json_out = Some(value.into());
+            continue;
+        }
         let n: u64 = value
             .parse()
             .with_context(|| format!("bad value for {flag}"))?;
@@ -505,5 +514,30 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         "\nmirra totals (the controller from the warm restart on): {} transactions, {} registrations ({rollout_registers} by the end of the rollout), {} deregistrations, {} writes avoided",
         totals.0, totals.1, totals.2, totals.3
     );
+    if let Some(path) = &a.json_out {
+        let kib = |v: Option<f64>| v.map(|m| (m * 1024.0).round() as u64);
+        let figures = crate::cost_curve::figures::CatalogFigures {
+            services: a.services,
+            endpoints: a.endpoints,
+            instances,
+            txn_batch: a.txn_batch,
+            cold_applies,
+            cold_secs: cold_time.as_secs_f64(),
+            warm_applies,
+            rollout_changes: rolled_services,
+            rollout_pods: rolled_services * a.endpoints,
+            rollout_applies,
+            rollout_p50_ms: p50.as_secs_f64() * 1000.0,
+            rollout_p99_ms: p99.as_secs_f64() * 1000.0,
+            idle_secs: a.idle.as_secs_f64(),
+            idle_applies,
+            rss_after_cold_kib: kib(rss),
+            rss_cold_peak_kib: kib(cold_peak),
+            rss_after_idle_kib: kib(idle_rss),
+            rss_peak_kib: kib(peak),
+            separate_process: bin.is_some(),
+        };
+        crate::cost_curve::figures::write_json(path, &figures)?;
+    }
     Ok(())
 }

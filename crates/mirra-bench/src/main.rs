@@ -27,10 +27,14 @@
 //! - `kube-sandbox-memory [MIRRA_BIN]`: the sandbox in its own process
 //!   (default: the `mirra` built next to this binary), RSS growth per
 //!   stored ConfigMap against its JSON size.
+//! - `cost-curve`: the mirror scenario at several namespace counts and the
+//!   catalog scenario at several Service counts, each in a child process;
+//!   a markdown table and an SVG plot of how the cost grows.
 
 mod apply_rate;
 mod catalog;
 mod consul;
+mod cost_curve;
 mod faults;
 mod mirror;
 mod mirror_copy;
@@ -346,10 +350,11 @@ scenarios:
   consul-sandbox                   register requests per second, 1,000 parked blocking queries,
                                    with ACLs off and on (default deny, a token per request)
   mirror   [--namespaces N] [--events N] [--idle-secs S] [--sandbox-bin PATH] [--skip-baseline]
-           [--perf-dir DIR]
+           [--perf-dir DIR] [--json-out FILE]
            the mirror controller at N namespaces x 20 SyncConfigs x 2 items (default 1000),
            against the espejo strategy; with --perf-dir, a `perf record` of each phase
-           (bench and sandbox processes) in DIR/<phase>.data (its times are then no figures)
+           (bench and sandbox processes) in DIR/<phase>.data (its times are then no figures);
+           with --json-out, mirra's figures also as JSON in FILE
   mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart
@@ -360,14 +365,21 @@ scenarios:
            one Secret copied by a copyItem into N namespaces (default 1000): the requests
            a change of the source costs (exactly N applies, no read) and its latency
   catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
-           [--k8s-namespaces N]
+           [--k8s-namespaces N] [--json-out FILE]
            the catalog controller (a `mirra sync-catalog` process) at N Services (default
            10000) x 5 endpoints, against the consul-k8s strategy; with --k8s-namespaces N > 1
            the Services are spread over N namespaces, each mirrored into a Consul Enterprise
-           namespace (prefix k8s-)
+           namespace (prefix k8s-); with --json-out, mirra's figures also as JSON in FILE
   faults   [--namespaces N] [--items N] [--services N] [--fault-secs S]
            recovery times for each row of the failure model: the mirror at N namespaces
            (default 200) x 5 items, the catalog at N Services (default 1000)
+  cost-curve [--mirror-sizes N,N,...] [--catalog-sizes N,N,...] [--out-dir DIR]
+           [--skip-mirror] [--skip-catalog]
+           how the cost grows: `mirror --skip-baseline` at each namespace count (default
+           1000,2000,5000) and `catalog` at each Service count (default 10000,20000,50000),
+           each size a child process of this executable; writes DIR/cost-curve.md (requests
+           per event, Raft applies per change, RSS, RSS per object, latency per size) and
+           DIR/cost-curve.svg (RSS and p99 against size), default DIR bench-out/cost-curve
 ";
 
 #[tokio::main]
@@ -395,6 +407,7 @@ async fn main() -> anyhow::Result<()> {
         Some("mirror-copy") => mirror_copy::run(std::env::args().skip(2).collect()).await,
         Some("catalog") => catalog::run(std::env::args().skip(2).collect()).await,
         Some("faults") => faults::run(std::env::args().skip(2).collect()).await,
+        Some("cost-curve") => cost_curve::run(std::env::args().skip(2).collect()).await,
         Some(other) => anyhow::bail!("unknown scenario {other:?}\n\n{USAGE}"),
     }
 }

@@ -11,8 +11,9 @@
 //! reported.
 //!
 //! Usage: `mirra-bench mirror [--namespaces N] [--events N] [--idle-secs S]
-//! [--sandbox-bin PATH]`. What this module must NOT do: gate anything on
-//! time; it only measures and prints.
+//! [--sandbox-bin PATH] [--json-out FILE]`; with `--json-out`, mirra's
+//! figures are also written to FILE as JSON (for `cost-curve`). What this
+//! module must NOT do: gate anything on time; it only measures and prints.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -58,6 +59,7 @@ struct Args {
     sandbox_bin: String,
     skip_baseline: bool,
     perf_dir: Option<std::path::PathBuf>,
+    json_out: Option<std::path::PathBuf>,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Args> {
@@ -68,6 +70,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         sandbox_bin: crate::default_sandbox_bin(),
         skip_baseline: false,
         perf_dir: None,
+        json_out: None,
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
@@ -82,6 +85,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
             "--idle-secs" => out.idle = Duration::from_secs(value.parse()?),
             "--sandbox-bin" => out.sandbox_bin = value,
             "--perf-dir" => out.perf_dir = Some(value.into()),
+            "--json-out" => out.json_out = Some(value.into()),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -486,6 +490,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let edit_applied = t.elapsed();
     crate::profile::stop(rec)?;
     let (s4, done) = settle_at(&server).await?;
+    let edited_copies = selected_now;
     phases.push(Phase {
         // Time: until every copy of the edited item shows the edit on a
         // watch; the trailing status write comes later (within 250 ms).
@@ -621,8 +626,12 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                 .join(", ")
         }
     );
-    match (external, rss_before, rss_after) {
-        (true, Some(b), Some(a)) => println!(
+    let rss = match (external, rss_before, rss_after) {
+        (true, Some(b), Some(a)) => Some((b, a)),
+        _ => None,
+    };
+    match rss {
+        Some((b, a)) => println!(
             "bench process RSS (controller + its caches; the bench's counter keeps no objects): {} MiB before start, {} MiB at {copies} copies (+{} MiB)",
             b / 1024,
             a / 1024,
@@ -631,6 +640,46 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         _ => println!(
             "RSS not reported: the sandbox ran in this process, so its growth would be counted too"
         ),
+    }
+    if let Some(path) = &args.json_out {
+        let phase = |i: usize| -> (BTreeMap<String, u64>, f64) {
+            phases
+                .get(i)
+                .map(|p| (p.requests.clone(), p.time.as_secs_f64()))
+                .unwrap_or_default()
+        };
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let (initial_requests, initial_secs) = phase(0);
+        let (burst_requests, burst_secs) = phase(1);
+        let (relabel_requests, relabel_secs) = phase(2);
+        let (edit_requests, edit_secs) = phase(3);
+        let (idle_requests, idle_secs) = phase(4);
+        let figures = crate::cost_curve::figures::MirrorFigures {
+            namespaces: n,
+            copies,
+            copies_per_namespace: CONFIGS * ITEMS,
+            events: args.events,
+            initial_requests,
+            initial_secs,
+            burst_requests,
+            burst_secs,
+            burst_p50_ms: ms(percentile(&latencies, 0.5)),
+            burst_p99_ms: ms(percentile(&latencies, 0.99)),
+            paced_requests,
+            paced_p50_ms: ms(percentile(&paced, 0.5)),
+            paced_p99_ms: ms(percentile(&paced, 0.99)),
+            relabel_requests,
+            relabel_secs,
+            edit_requests,
+            edit_secs,
+            edited_copies,
+            idle_requests,
+            idle_secs,
+            rss_before_kib: rss.map(|(b, _)| b),
+            rss_at_copies_kib: rss.map(|(_, a)| a),
+            rss_growth_kib: rss.map(|(b, a)| a.saturating_sub(b)),
+        };
+        crate::cost_curve::figures::write_json(path, &figures)?;
     }
     Ok(())
 }
