@@ -455,7 +455,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
     let skipped: Vec<String> = outcomes
         .iter()
         .filter(|o| o.state == OutcomeState::InSync)
-        .map(|o| o.target.kind.clone())
+        .map(|o| o.target.kind.to_string())
         .collect();
     for kind in skipped {
         shared.metrics.skipped_write(&kind);
@@ -683,9 +683,9 @@ async fn send(
 /// The state's name of the copy `t`.
 fn copy_id(t: &mirra_mirror::ObjectRef) -> crate::state::CopyId {
     (
-        (t.api_version.clone(), t.kind.clone()),
-        t.namespace.clone(),
-        t.name.clone(),
+        (t.api_version.to_string(), t.kind.to_string()),
+        t.namespace.to_string(),
+        t.name.to_string(),
     )
 }
 

@@ -344,7 +344,7 @@ impl CompiledConfig {
             api_version: "v1".into(),
             kind: "ServiceAccount".into(),
             namespace: self.key.namespace.clone(),
-            name: name.clone(),
+            name: name.into(),
         })
     }
 

@@ -109,10 +109,10 @@ pub fn desired_copy(
     }
     Ok(DesiredCopy {
         target: ObjectRef {
-            api_version: item.api_version.clone(),
-            kind: item.kind.clone(),
+            api_version: item.api_version.as_str().into(),
+            kind: item.kind.as_str().into(),
             namespace: namespace.into(),
-            name,
+            name: name.into(),
         },
         body,
     })

@@ -55,7 +55,7 @@ pub use plan::{
     plan_namespace_full, plan_namespace_narrow, plan_namespace_scoped, take_turns,
     with_adopted_mark,
 };
-pub use refs::{ConfigRef, ObjectKey, ObjectRef};
+pub use refs::{ConfigRef, Name, NameInterner, ObjectKey, ObjectRef};
 pub use render::render;
 pub use resource::{
     CopyItem, DeleteItem, LabelSelector, LabelSelectorRequirement, NamespaceSelector, SyncConfig,

@@ -6,20 +6,189 @@
 //! same stored object. What this module must NOT do: validate; these are
 //! plain values.
 
+use std::borrow::Borrow;
 use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A name or other short string of a reference, shared rather than copied:
+/// the planner hands out the same SyncConfig, namespace and kind names in
+/// every outcome of every namespace, and the controller keeps those
+/// outcomes (40,000 and more) between plans. Reads as a `str`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether another holder shares this text.
+    fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
+    }
+}
+
+/// Hands out one shared [`Name`] per distinct text, so that what a caller
+/// keeps for long (a namespace's outcomes, for every namespace) holds each
+/// SyncConfig, kind and object name once instead of once per outcome.
+/// Texts nobody else holds any more are let go as the set grows.
+#[derive(Debug, Default)]
+pub struct NameInterner {
+    names: std::collections::HashSet<Name>,
+    /// Size after the last sweep; the next sweep waits for the set to
+    /// double, so sweeping costs O(1) per interned name over time.
+    kept: usize,
+}
+
+impl NameInterner {
+    /// Makes `name` the shared copy of its text.
+    pub fn intern(&mut self, name: &mut Name) {
+        match self.names.get(name.as_str()) {
+            Some(held) => {
+                if !Arc::ptr_eq(&held.0, &name.0) {
+                    *name = held.clone();
+                }
+            }
+            None => {
+                self.names.insert(name.clone());
+                if self.names.len() > 2 * self.kept + 1024 {
+                    self.names.retain(Name::is_shared);
+                    self.kept = self.names.len();
+                }
+            }
+        }
+    }
+
+    /// Both names of a SyncConfig.
+    pub fn intern_config(&mut self, config: &mut ConfigRef) {
+        self.intern(&mut config.namespace);
+        self.intern(&mut config.name);
+    }
+
+    /// Every name of an object reference.
+    pub fn intern_object(&mut self, target: &mut ObjectRef) {
+        self.intern(&mut target.api_version);
+        self.intern(&mut target.kind);
+        self.intern(&mut target.namespace);
+        self.intern(&mut target.name);
+    }
+
+    /// Number of distinct texts held.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Whether no text is held.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for Name {
+    fn from(s: &str) -> Self {
+        Name(Arc::from(s))
+    }
+}
+
+impl From<String> for Name {
+    fn from(s: String) -> Self {
+        Name(Arc::from(s))
+    }
+}
+
+impl From<&String> for Name {
+    fn from(s: &String) -> Self {
+        Name(Arc::from(s.as_str()))
+    }
+}
+
+impl From<Name> for String {
+    fn from(n: Name) -> String {
+        n.0.to_string()
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
+        self == &*other.0
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        *self == &*other.0
+    }
+}
+
+impl PartialEq<Name> for String {
+    fn eq(&self, other: &Name) -> bool {
+        **self == *other.0
+    }
+}
+
+impl fmt::Debug for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&*self.0, f)
+    }
+}
 
 /// `namespace/name` of a SyncConfig.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ConfigRef {
     /// The SyncConfig's namespace.
-    pub namespace: String,
+    pub namespace: Name,
     /// The SyncConfig's name.
-    pub name: String,
+    pub name: Name,
 }
 
 impl ConfigRef {
     /// A reference from its parts.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(namespace: impl Into<Name>, name: impl Into<Name>) -> Self {
         ConfigRef {
             namespace: namespace.into(),
             name: name.into(),
@@ -84,13 +253,13 @@ impl fmt::Display for ObjectKey {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ObjectRef {
     /// apiVersion, e.g. `v1` or `apps/v1`.
-    pub api_version: String,
+    pub api_version: Name,
     /// The kind.
-    pub kind: String,
+    pub kind: Name,
     /// The namespace.
-    pub namespace: String,
+    pub namespace: Name,
     /// The name.
-    pub name: String,
+    pub name: Name,
 }
 
 impl ObjectRef {
@@ -98,9 +267,9 @@ impl ObjectRef {
     pub fn key(&self) -> ObjectKey {
         ObjectKey {
             group: group_of(&self.api_version).to_string(),
-            kind: self.kind.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
+            kind: self.kind.to_string(),
+            namespace: self.namespace.to_string(),
+            name: self.name.to_string(),
         }
     }
 }
@@ -119,6 +288,31 @@ impl fmt::Display for ObjectRef {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn interned_names_share_one_text_and_unheld_ones_are_let_go() {
+        let mut interner = NameInterner::default();
+        let mut a = Name::from("team-a");
+        let mut b = Name::from(String::from("team-a"));
+        interner.intern(&mut a);
+        interner.intern(&mut b);
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, "team-a");
+        drop((a, b));
+        // Enough new texts to trigger a sweep: the dropped one goes, the
+        // held ones stay.
+        let mut held = Vec::new();
+        for i in 0..1100 {
+            let mut n = Name::from(format!("n{i}"));
+            interner.intern(&mut n);
+            held.push(n);
+        }
+        assert!(interner.len() <= held.len());
+        assert!(!interner.names.contains("team-a"));
+        let mut again = Name::from("n7");
+        interner.intern(&mut again);
+        assert!(Arc::ptr_eq(&again.0, &held[7].0));
+    }
 
     #[test]
     fn config_ref_parse_table() {

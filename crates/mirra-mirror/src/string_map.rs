@@ -19,11 +19,14 @@ use std::fmt;
 /// replaces an earlier one, as repeated `BTreeMap::insert`s would.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct StringMap {
-    /// Key 0, value 0, key 1, value 1, ... back to back.
-    text: Box<str>,
-    /// Where each key and each value ends in `text`: `2 * len` bounds.
-    ends: Box<[usize]>,
+    /// One allocation: the number of entries `n` (u32, little endian),
+    /// then `2n` end offsets into the text (u32 each: where key 0, value
+    /// 0, key 1, ... end), then the text of every key and value back to
+    /// back. Empty for an empty map.
+    packed: Box<[u8]>,
 }
+
+const WORD: usize = std::mem::size_of::<u32>();
 
 impl StringMap {
     /// An empty map (no allocation).
@@ -31,28 +34,40 @@ impl StringMap {
         Self::default()
     }
 
+    fn word(&self, i: usize) -> usize {
+        let at = i * WORD;
+        self.packed
+            .get(at..at + WORD)
+            .and_then(|b| <[u8; WORD]>::try_from(b).ok())
+            .map_or(0, |b| u32::from_le_bytes(b) as usize)
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.ends.len() / 2
+        self.word(0)
     }
 
     /// Whether the map has no entry.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.len() == 0
     }
 
-    fn part(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        // Bounds are made by `from_sorted` on char boundaries of `text`.
-        self.text.get(start..self.ends[i]).unwrap_or_default()
+    fn part(&self, i: usize) -> &[u8] {
+        let text = (1 + 2 * self.len()) * WORD;
+        let start = if i == 0 { 0 } else { self.word(i) };
+        let end = self.word(i + 1);
+        self.packed
+            .get(text + start..text + end)
+            .unwrap_or_default()
     }
 
     fn key_at(&self, entry: usize) -> &str {
-        self.part(2 * entry)
+        // Made from `&str`s cut at their own ends: always UTF-8.
+        std::str::from_utf8(self.part(2 * entry)).unwrap_or_default()
     }
 
     fn value_at(&self, entry: usize) -> &str {
-        self.part(2 * entry + 1)
+        std::str::from_utf8(self.part(2 * entry + 1)).unwrap_or_default()
     }
 
     /// The value of `key`.
@@ -60,7 +75,8 @@ impl StringMap {
         let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            match self.key_at(mid).cmp(key) {
+            // Byte order is `str` order.
+            match self.part(2 * mid).cmp(key.as_bytes()) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Some(self.value_at(mid)),
@@ -91,20 +107,40 @@ impl StringMap {
             .collect()
     }
 
-    /// Packs entries already sorted by key, without duplicates.
+    /// Packs entries already sorted by key, without duplicates. Labels and
+    /// annotations are bounded far below 4 GiB by the API server's request
+    /// size; should the text not fit u32 offsets, the entries that do not
+    /// fit are left out rather than wrapped around.
     fn from_sorted<'a>(entries: impl Iterator<Item = (&'a str, &'a str)> + Clone) -> Self {
-        let size: usize = entries.clone().map(|(k, v)| k.len() + v.len()).sum();
-        let mut text = String::with_capacity(size);
-        let mut ends = Vec::with_capacity(2 * entries.clone().count());
-        for (k, v) in entries {
-            text.push_str(k);
-            ends.push(text.len());
-            text.push_str(v);
-            ends.push(text.len());
+        let mut fitting = 0usize;
+        let mut size = 0usize;
+        for (k, v) in entries.clone() {
+            let grown = size + k.len() + v.len();
+            if u32::try_from(grown).is_err() || u32::try_from(fitting + 1).is_err() {
+                break;
+            }
+            size = grown;
+            fitting += 1;
+        }
+        if fitting == 0 {
+            return Self::default();
+        }
+        let mut packed = Vec::with_capacity((1 + 2 * fitting) * WORD + size);
+        let word = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+        packed.extend_from_slice(&word(fitting));
+        let mut end = 0;
+        for (k, v) in entries.clone().take(fitting) {
+            end += k.len();
+            packed.extend_from_slice(&word(end));
+            end += v.len();
+            packed.extend_from_slice(&word(end));
+        }
+        for (k, v) in entries.take(fitting) {
+            packed.extend_from_slice(k.as_bytes());
+            packed.extend_from_slice(v.as_bytes());
         }
         StringMap {
-            text: text.into_boxed_str(),
-            ends: ends.into_boxed_slice(),
+            packed: packed.into_boxed_slice(),
         }
     }
 }

@@ -61,8 +61,8 @@ pub async fn emit_event(shared: &Shared, key: &ConfigRef, reason: &str, message:
             mirra_mirror::resource::VERSION
         )),
         kind: Some(mirra_mirror::resource::KIND.to_owned()),
-        name: Some(key.name.clone()),
-        namespace: Some(key.namespace.clone()),
+        name: Some(key.name.to_string()),
+        namespace: Some(key.namespace.to_string()),
         uid: uid.filter(|u| !u.is_empty()),
         ..Default::default()
     };

@@ -52,9 +52,9 @@ pub fn planned_write(op: &Op, observed: Option<&ObservedObject>) -> PlannedWrite
         Op::Release { .. } => ("release", "release", Vec::new()),
     };
     PlannedWrite {
-        kind: t.kind.clone(),
-        namespace: t.namespace.clone(),
-        name: t.name.clone(),
+        kind: t.kind.to_string(),
+        namespace: t.namespace.to_string(),
+        name: t.name.to_string(),
         operation,
         reason,
         diff,

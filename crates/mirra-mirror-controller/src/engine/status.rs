@@ -79,8 +79,8 @@ pub(super) async fn write_status(shared: &Shared, w: StatusWrite) {
             &status_scope(&key.namespace, &key.name),
             vec![mirra_runtime::PlannedWrite {
                 kind: mirra_mirror::resource::KIND.to_string(),
-                namespace: key.namespace.clone(),
-                name: key.name.clone(),
+                namespace: key.namespace.to_string(),
+                name: key.name.to_string(),
                 operation: "patch-status",
                 reason: "status",
                 diff,

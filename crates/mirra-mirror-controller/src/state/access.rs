@@ -82,13 +82,13 @@ impl State {
             return None;
         }
         let user = self.compiled.get(config)?.impersonated_user()?;
-        let kind = (target.api_version.clone(), target.kind.clone());
+        let kind = (target.api_version.to_string(), target.kind.to_string());
         let Resolution::Served(ar) = &self.kinds.get(&kind)?.resolution else {
             return None;
         };
         Some((
             user,
-            target.namespace.clone(),
+            target.namespace.to_string(),
             ar.group.clone(),
             ar.plural.clone(),
         ))

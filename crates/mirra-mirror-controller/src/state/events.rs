@@ -111,7 +111,7 @@ impl State {
             };
             let new = change.new.as_ref().map(|o| {
                 let mut c = compile_config(o);
-                if self.tenants.contains(&key.namespace) {
+                if self.tenants.contains(key.namespace.as_str()) {
                     c.require_service_account(&format!(
                         "namespace {} is open to tenants (--tenant-namespace), whose \
                          SyncConfigs write only as a ServiceAccount of their own namespace",
@@ -284,9 +284,9 @@ impl State {
             return false;
         };
         let id = (
-            (target.api_version.clone(), target.kind.clone()),
-            target.namespace.clone(),
-            target.name.clone(),
+            (target.api_version.to_string(), target.kind.to_string()),
+            target.namespace.to_string(),
+            target.name.to_string(),
         );
         let Some(version) = self.cached_version(&id) else {
             return false;
@@ -304,9 +304,9 @@ impl State {
             return false;
         };
         let id = (
-            (target.api_version.clone(), target.kind.clone()),
-            target.namespace.clone(),
-            target.name.clone(),
+            (target.api_version.to_string(), target.kind.to_string()),
+            target.namespace.to_string(),
+            target.name.to_string(),
         );
         self.own_writes.get(&id).is_some_and(|w| {
             w.planned_from.as_deref() == self.cached_version(&id)

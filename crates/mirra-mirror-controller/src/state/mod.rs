@@ -191,6 +191,9 @@ pub struct State {
     access: BTreeMap<AccessKey, Access>,
     /// Latest outcomes per target namespace.
     outcomes: BTreeMap<String, Vec<ItemOutcome>>,
+    /// The names those outcomes share (kept for every namespace between
+    /// plans, each SyncConfig, kind and copy name is held once).
+    names: mirra_mirror::NameInterner,
     /// SyncConfigs whose status must be recomputed, with the time they
     /// became dirty.
     dirty_status: BTreeMap<ConfigRef, Instant>,
@@ -668,8 +671,19 @@ impl State {
             None => outcomes,
         };
         // Kept until the namespace is planned again, for every namespace:
-        // the planner's growth room would be a third of what is kept.
+        // the planner's growth room would be a third of what is kept, and
+        // its names copies of the same few texts.
         outcomes.shrink_to_fit();
+        for o in &mut outcomes {
+            self.names.intern_config(&mut o.config);
+            self.names.intern_object(&mut o.target);
+            if let OutcomeState::Conflict { winner, .. } = &mut o.state {
+                self.names.intern_config(winner);
+            }
+            for c in &mut o.contenders {
+                self.names.intern_config(c);
+            }
+        }
         if !outcomes.is_empty() {
             self.outcomes.insert(namespace.to_string(), outcomes);
         }

@@ -86,10 +86,10 @@ impl State {
                 continue;
             }
             let key = mirra_mirror::ObjectRef {
-                api_version: kind.0.clone(),
-                kind: kind.1.clone(),
-                namespace: ns.clone(),
-                name: name.clone(),
+                api_version: kind.0.as_str().into(),
+                kind: kind.1.as_str().into(),
+                namespace: ns.as_str().into(),
+                name: name.as_str().into(),
             }
             .key();
             if let Some((obs, verified)) = set.objects.get_mut(&key)
@@ -235,10 +235,10 @@ impl State {
             .filter_map(|(target, config, item)| {
                 let key = target.key();
                 Some(Claim {
-                    kind: (target.api_version.clone(), target.kind.clone()),
+                    kind: (target.api_version.to_string(), target.kind.to_string()),
                     key: mirra_runtime::ObjectKey {
                         namespace: scope(&target.namespace).map(str::to_string),
-                        name: target.name.clone(),
+                        name: target.name.to_string(),
                     },
                     compared: observed.objects.get(&key)?.0.clone(),
                     stamp: *self.config_stamps.get(config)?,
@@ -293,7 +293,7 @@ impl State {
     pub fn observed_target(&self, op: &Op) -> Option<Arc<ObservedObject>> {
         let t = op.target();
         self.kinds
-            .get(&(t.api_version.clone(), t.kind.clone()))?
+            .get(&(t.api_version.to_string(), t.kind.to_string()))?
             .copies
             .get(scope(&t.namespace), &t.name)
             .map(|c| c.observed.clone())
@@ -302,7 +302,9 @@ impl State {
     /// Where to send `op`, and what the cache holds of its object.
     pub fn write_target(&self, op: &Op) -> Option<WriteTarget> {
         let t = op.target();
-        let entry = self.kinds.get(&(t.api_version.clone(), t.kind.clone()));
+        let entry = self
+            .kinds
+            .get(&(t.api_version.to_string(), t.kind.to_string()));
         let ar = match entry.map(|e| &e.resolution) {
             Some(Resolution::Served(ar)) => Some(ar.clone()),
             _ => self

@@ -22,9 +22,9 @@ pub type SourceId = (KindId, String, String, Option<String>);
 /// The object `r` read as `user`, as the watches key it.
 pub(super) fn source_id(r: &ObjectRef, user: Option<&str>) -> SourceId {
     (
-        (r.api_version.clone(), r.kind.clone()),
-        r.namespace.clone(),
-        r.name.clone(),
+        (r.api_version.to_string(), r.kind.to_string()),
+        r.namespace.to_string(),
+        r.name.to_string(),
         user.map(str::to_string),
     )
 }
@@ -259,7 +259,7 @@ impl State {
                 "system:serviceaccount:{}:{sa}",
                 config.namespace
             ))),
-            None if self.tenants.contains(&config.namespace) => Err(format!(
+            None if self.tenants.contains(config.namespace.as_str()) => Err(format!(
                 "the copy belongs to {config} in a tenant namespace and names no \
                  ServiceAccount: mirra does not write it with its own rights"
             )),

@@ -90,10 +90,10 @@ pub(super) fn compile_copy_item(
             Ok(CopyTemplate {
                 index,
                 source: ObjectRef {
-                    api_version: api_version.clone(),
-                    kind: kind.clone(),
-                    namespace: item.namespace.clone(),
-                    name: item.name.clone(),
+                    api_version: api_version.as_str().into(),
+                    kind: kind.as_str().into(),
+                    namespace: item.namespace.as_str().into(),
+                    name: item.name.as_str().into(),
                 },
                 api_version,
                 group,

@@ -143,10 +143,10 @@ pub(super) fn plan_configs(
             // edit of one SyncConfig re-plans every namespace it selects.
             let vouched = (!cluster)
                 .then(|| ObjectRef {
-                    api_version: item.api_version.clone(),
-                    kind: item.kind.clone(),
-                    namespace: name.to_string(),
-                    name: template_str(&item.name, name),
+                    api_version: item.api_version.as_str().into(),
+                    kind: item.kind.as_str().into(),
+                    namespace: name.into(),
+                    name: template_str(&item.name, name).into(),
                 })
                 .filter(|t| observed.verified(&t.key(), &config.key, item_ref));
             let copy = if let Some(reason) = copy_refused(item, name, cluster) {
@@ -485,14 +485,10 @@ fn item_target(
     template: &str,
 ) -> ObjectRef {
     ObjectRef {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        namespace: if cluster {
-            String::new()
-        } else {
-            name.to_string()
-        },
-        name: template_str(template, name),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        namespace: if cluster { "".into() } else { name.into() },
+        name: template_str(template, name).into(),
     }
 }
 
@@ -570,7 +566,7 @@ pub(super) fn cluster_copy(mut copy: DesiredCopy, namespace: &str) -> DesiredCop
             );
         }
     }
-    copy.target.namespace = String::new();
+    copy.target.namespace = "".into();
     copy
 }
 

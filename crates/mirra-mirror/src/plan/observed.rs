@@ -71,7 +71,7 @@ impl ObservedObject {
                 .and_then(|m| m.get("deletionTimestamp"))
                 .is_some_and(|v| !v.is_null()),
             marks_by_mirra: marks_written_by_mirra(meta.and_then(|m| m.get("managedFields"))),
-            body: Body::Value(body),
+            body: Body::Value(Box::new(body)),
         })
     }
 
@@ -100,7 +100,7 @@ impl ObservedObject {
             uid,
             labels,
             annotations,
-            body: Body::Value(body),
+            body: Body::Value(Box::new(body)),
             deleting,
             marks_by_mirra,
         }
@@ -111,7 +111,7 @@ impl ObservedObject {
     /// annotations) are not read back from it.
     pub fn body_mut(&mut self) -> &mut Value {
         if let Body::Packed(text) = &self.body {
-            self.body = Body::Value(unpack(text));
+            self.body = Body::Value(Box::new(unpack(text)));
         }
         match &mut self.body {
             Body::Value(v) => v,
@@ -125,7 +125,7 @@ impl ObservedObject {
     /// holds (a new value, unpacked for the caller).
     pub fn body(&self) -> Cow<'_, Value> {
         match &self.body {
-            Body::Value(v) => Cow::Borrowed(v),
+            Body::Value(v) => Cow::Borrowed(&**v),
             Body::Packed(text) => Cow::Owned(unpack(text)),
         }
     }
@@ -180,7 +180,10 @@ impl ObservedObject {
     /// compares it (rarely: a copy found in step stays verified until it
     /// or its SyncConfig changes).
     pub fn compact(&mut self) {
-        let Body::Value(Value::Object(top)) = &mut self.body else {
+        let Body::Value(value) = &mut self.body else {
+            return;
+        };
+        let Value::Object(top) = &mut **value else {
             return;
         };
         top.shift_remove("apiVersion");
@@ -253,10 +256,10 @@ impl ObservedObject {
 
     pub(super) fn object_ref(&self) -> ObjectRef {
         ObjectRef {
-            api_version: self.api_version.clone(),
-            kind: self.kind.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
+            api_version: self.api_version.as_str().into(),
+            kind: self.kind.as_str().into(),
+            namespace: self.namespace.as_str().into(),
+            name: self.name.as_str().into(),
         }
     }
 }
@@ -300,7 +303,9 @@ fn map_holds(desired: &Value, observed: &StringMap) -> bool {
 /// An object's JSON as read, or packed by [`ObservedObject::compact`].
 #[derive(Debug, Clone)]
 enum Body {
-    Value(Value),
+    /// Boxed: a cache holds the packed form, and a `Value` inline would
+    /// make every cached object 60 bytes larger.
+    Value(Box<Value>),
     Packed(Box<str>),
 }
 
@@ -312,7 +317,7 @@ impl PartialEq for Body {
             (Body::Packed(a), Body::Packed(b)) => a == b || unpack(a) == unpack(b),
             (Body::Value(a), Body::Value(b)) => a == b,
             (Body::Value(v), Body::Packed(p)) | (Body::Packed(p), Body::Value(v)) => {
-                *v == unpack(p)
+                **v == unpack(p)
             }
         }
     }

@@ -108,7 +108,7 @@ fn deletes(p: &NamespacePlan) -> Vec<(String, DeleteCause)> {
     p.ops
         .iter()
         .filter_map(|op| match op {
-            Op::Delete { target, cause, .. } => Some((target.name.clone(), *cause)),
+            Op::Delete { target, cause, .. } => Some((target.name.to_string(), *cause)),
             _ => None,
         })
         .collect()

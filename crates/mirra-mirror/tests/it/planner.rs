@@ -56,7 +56,7 @@ fn deletes(p: &NamespacePlan) -> Vec<(String, String, DeleteCause)> {
         .filter_map(|op| match op {
             Op::Delete {
                 target, uid, cause, ..
-            } => Some((target.name.clone(), uid.clone(), *cause)),
+            } => Some((target.name.to_string(), uid.clone(), *cause)),
             _ => None,
         })
         .collect()
@@ -65,7 +65,7 @@ fn deletes(p: &NamespacePlan) -> Vec<(String, String, DeleteCause)> {
 fn states(p: &NamespacePlan) -> Vec<(String, ItemRef, OutcomeState)> {
     p.outcomes
         .iter()
-        .map(|o| (o.config.name.clone(), o.item, o.state.clone()))
+        .map(|o| (o.config.name.to_string(), o.item, o.state.clone()))
         .collect()
 }
 

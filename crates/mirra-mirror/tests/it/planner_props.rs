@@ -196,7 +196,7 @@ fn round_scoped(
                     );
                 }
                 prop_assert!(
-                    named.contains(&(target.kind.clone(), target.name.clone())),
+                    named.contains(&(target.kind.to_string(), target.name.to_string())),
                     "apply of {} {} that no item names",
                     target.kind,
                     target.name
@@ -231,14 +231,14 @@ fn round_scoped(
                             "pruned an object its config does not own"
                         );
                         prop_assert!(
-                            !named.contains(&(target.kind.clone(), target.name.clone())),
+                            !named.contains(&(target.kind.to_string(), target.name.to_string())),
                             "pruned {} {} that an item still names",
                             target.kind,
                             target.name
                         );
                     }
                     DeleteCause::DeleteItem => prop_assert!(
-                        allowed.contains(&target.name),
+                        allowed.contains(target.name.as_str()),
                         "deleted {} not named",
                         target.name
                     ),

@@ -604,7 +604,7 @@ proptest::proptest! {
                     _ => (ItemRef::Sync(i), OutcomeState::Failed { reason: format!("r{i}") }),
                 };
                 let mut o = outcome("base", item, state);
-                o.target.name = format!("x{i}");
+                o.target.name = format!("x{i}").into();
                 o
             })
             .collect();
