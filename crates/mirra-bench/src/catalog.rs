@@ -15,7 +15,10 @@
 //! 30 s interval), `--txn-batch-size B` (64; 128 also starts the Consul
 //! sandbox with a 128-operation limit, as current Consul servers have),
 //! `--json-out FILE` (also write mirra's figures to FILE as JSON, for
-//! `cost-curve`).
+//! `cost-curve`), `--perf-dir DIR` (a `perf record` of each phase, of the
+//! controller and both sandbox processes, in `DIR/<phase>.data`; the
+//! controller of the cold start and of the warm restart is attached right
+//! after it is spawned, so its first milliseconds are not in the profile).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -59,6 +62,8 @@ struct Args {
     namespaces: usize,
     /// Where to write mirra's figures as JSON (`--json-out`).
     json_out: Option<std::path::PathBuf>,
+    /// Where to write a profile of each phase (`--perf-dir`).
+    perf_dir: Option<std::path::PathBuf>,
 }
 
 /// The Consul namespace prefix of the mirrored runs (as the chart's
@@ -96,12 +101,17 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
         txn_batch: 64,
         namespaces: 1,
         json_out: None,
+        perf_dir: None,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
         if flag == "--json-out" {
             a.json_out = Some(value.into());
+            continue;
+        }
+        if flag == "--perf-dir" {
+            a.perf_dir = Some(value.into());
             continue;
         }
         let n: u64 = value
@@ -267,11 +277,17 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let c0 = csb.counts(&http).await?;
     let t0 = Instant::now();
     let ctl = start(&kube, &consul, &spec).await?;
+    let profiler = |ctl: &Controller| {
+        let pids = [ctl.pid(), csb.pid(), ksb.pid()].into_iter().flatten();
+        crate::profile::PhaseProfiler::new(a.perf_dir.clone(), pids.collect())
+    };
+    let rec = profiler(&ctl)?.start("cold-start").await?;
     while csb.counts(&http).await?.services < c0.services + instances as u64 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let cold_time = t0.elapsed();
     ctl.settle(&csb, &http).await?;
+    crate::profile::stop(rec)?;
     let cold_applies = csb.counts(&http).await?.raft_applies - c0.raft_applies;
     let (rss, cold_peak) = ctl.memory_mib();
     let (kube_rss, consul_rss) = (ksb.rss_mib(), csb.rss_mib());
@@ -282,11 +298,14 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let applies1 = csb.counts(&http).await?.raft_applies;
     let t1 = Instant::now();
     let ctl = start(&kube, &consul, &spec).await?;
+    let perf = profiler(&ctl)?;
+    let rec = perf.start("warm-restart").await?;
     while !ctl.is_ready().await {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let warm_ready = t1.elapsed();
     ctl.settle(&csb, &http).await?;
+    crate::profile::stop(rec)?;
     let warm_applies = csb.counts(&http).await?.raft_applies - applies1;
     eprintln!("warm restart: {warm_applies} applies");
 
@@ -320,6 +339,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // Let the watchers park their first blocking query.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let hist_before = latency_buckets(&ctl.metrics_text().await?);
+    let rec = perf.start("rollout").await?;
     let starts = futures::stream::iter(0..rolled_services)
         .map(|i| {
             let slices = slices_in(i);
@@ -356,6 +376,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     }
     latencies.sort();
     ctl.settle(&csb, &http).await?;
+    crate::profile::stop(rec)?;
     let rollout_applies = csb.counts(&http).await?.raft_applies - applies2;
     let rollout_registers = ctl.totals().await?.1;
     let hist_after = latency_buckets(&ctl.metrics_text().await?);
@@ -366,7 +387,9 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
 
     // Idle.
     let applies3 = csb.counts(&http).await?.raft_applies;
+    let rec = perf.start("idle").await?;
     tokio::time::sleep(a.idle).await;
+    crate::profile::stop(rec)?;
     let idle_applies = csb.counts(&http).await?.raft_applies - applies3;
     let (idle_rss, peak) = ctl.memory_mib();
     let totals = ctl.totals().await?;
@@ -540,4 +563,45 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         crate::cost_curve::figures::write_json(path, &figures)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_parse_and_malformed_ones_are_refused_with_their_name() -> anyhow::Result<()> {
+        let a = parse_args(&strings(&[
+            "--services",
+            "200",
+            "--perf-dir",
+            "/tmp/p",
+            "--json-out",
+            "/tmp/f.json",
+            "--txn-batch-size",
+            "128",
+        ]))?;
+        assert_eq!(a.services, 200);
+        assert_eq!(a.txn_batch, 128);
+        assert_eq!(a.perf_dir, Some("/tmp/p".into()));
+        assert_eq!(a.json_out, Some("/tmp/f.json".into()));
+        assert_eq!(parse_args(&[])?.perf_dir, None);
+        for (bad, named) in [
+            (&["--services", "many"][..], "--services"),
+            (&["--perf-dir"][..], "--perf-dir"),
+            (&["--idle-secs", "-1"][..], "--idle-secs"),
+            (&["--colour", "1"][..], "--colour"),
+        ] {
+            let err = match parse_args(&strings(bad)) {
+                Ok(_) => anyhow::bail!("{bad:?} was accepted"),
+                Err(e) => format!("{e:#}"),
+            };
+            assert!(err.contains(named), "{bad:?}: {err}");
+        }
+        Ok(())
+    }
 }

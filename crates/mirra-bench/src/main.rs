@@ -365,11 +365,13 @@ scenarios:
            one Secret copied by a copyItem into N namespaces (default 1000): the requests
            a change of the source costs (exactly N applies, no read) and its latency
   catalog  [--services N] [--endpoints N] [--rollout N] [--idle-secs S] [--txn-batch-size N]
-           [--k8s-namespaces N] [--json-out FILE]
+           [--k8s-namespaces N] [--json-out FILE] [--perf-dir DIR]
            the catalog controller (a `mirra sync-catalog` process) at N Services (default
            10000) x 5 endpoints, against the consul-k8s strategy; with --k8s-namespaces N > 1
            the Services are spread over N namespaces, each mirrored into a Consul Enterprise
-           namespace (prefix k8s-); with --json-out, mirra's figures also as JSON in FILE
+           namespace (prefix k8s-); with --json-out, mirra's figures also as JSON in FILE;
+           with --perf-dir, a `perf record` of each phase (controller and sandbox processes)
+           in DIR/<phase>.data (its times are then no figures)
   faults   [--namespaces N] [--items N] [--services N] [--fault-secs S]
            recovery times for each row of the failure model: the mirror at N namespaces
            (default 200) x 5 items, the catalog at N Services (default 1000)

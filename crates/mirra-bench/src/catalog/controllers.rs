@@ -249,6 +249,14 @@ impl Controller {
         }
     }
 
+    /// The controller's process (this one when it runs in process).
+    pub(super) fn pid(&self) -> Option<u32> {
+        match self {
+            Controller::InProcess { .. } => Some(std::process::id()),
+            Controller::Child { child, .. } => child.id(),
+        }
+    }
+
     /// (VmRSS, VmHWM) of the controller's process.
     pub(super) fn memory_mib(&self) -> (Option<f64>, Option<f64>) {
         let pid = match self {
