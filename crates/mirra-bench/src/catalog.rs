@@ -119,7 +119,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
             .with_context(|| format!("bad value for {flag}"))?;
         let n_usize = usize::try_from(n)?;
         match flag.as_str() {
-            "--services" => a.services = n_usize.clamp(1, 32_768),
+            "--services" => a.services = n_usize.clamp(1, MAX_SERVICES),
             "--endpoints" => a.endpoints = n_usize.clamp(1, 8),
             "--rollout" => a.rollout = n_usize,
             "--idle-secs" => a.idle = Duration::from_secs(n),
@@ -132,13 +132,17 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
     Ok(a)
 }
 
+/// The most Services the scenario's address plan keeps apart.
+const MAX_SERVICES: usize = 65_536;
+
 fn endpoint_ip(generation: usize, svc: usize, ep: usize) -> String {
-    // Unique per (generation, Service, endpoint) for up to 32,768 Services
-    // of up to 8 endpoints: 2^18 addresses per generation.
+    // Unique per (generation, Service, endpoint) for up to 65,536 Services
+    // of up to 8 endpoints: 2^19 addresses per generation (the scenario
+    // uses generations 0 and 1).
     let n = svc * 8 + ep;
     format!(
         "10.{}.{}.{}",
-        100 + generation * 4 + n / 65_536 % 4,
+        100 + generation * 8 + n / 65_536 % 8,
         n / 256 % 256,
         n % 256
     )
@@ -569,6 +573,21 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_endpoint_of_the_largest_run_has_its_own_address() {
+        let mut seen = std::collections::HashSet::new();
+        for generation in 0..2 {
+            for svc in 0..MAX_SERVICES {
+                for ep in 0..8 {
+                    assert!(
+                        seen.insert(endpoint_ip(generation, svc, ep)),
+                        "{generation} {svc} {ep}"
+                    );
+                }
+            }
+        }
+    }
+
     fn strings(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
     }
@@ -590,6 +609,10 @@ mod tests {
         assert_eq!(a.perf_dir, Some("/tmp/p".into()));
         assert_eq!(a.json_out, Some("/tmp/f.json".into()));
         assert_eq!(parse_args(&[])?.perf_dir, None);
+        assert_eq!(
+            parse_args(&strings(&["--services", "100000"]))?.services,
+            MAX_SERVICES
+        );
         for (bad, named) in [
             (&["--services", "many"][..], "--services"),
             (&["--perf-dir"][..], "--perf-dir"),

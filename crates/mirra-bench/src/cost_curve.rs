@@ -10,7 +10,8 @@
 //!
 //! Usage: `mirra-bench cost-curve [--mirror-sizes 1000,2000,5000]
 //! [--catalog-sizes 10000,20000,50000] [--out-dir DIR] [--skip-mirror]
-//! [--skip-catalog]`. Writes `DIR/cost-curve.md`, `DIR/cost-curve.svg`,
+//! [--skip-catalog] [--report-only]`; `--report-only` makes the table and
+//! plot again from the JSON figures an earlier run left in DIR. Writes `DIR/cost-curve.md`, `DIR/cost-curve.svg`,
 //! and each size's JSON figures and printed output beside them.
 //!
 //! What this module must NOT do: measure anything itself; the scenarios
@@ -36,6 +37,9 @@ struct Args {
     mirror_sizes: Vec<usize>,
     catalog_sizes: Vec<usize>,
     out_dir: PathBuf,
+    /// Read each size's figures from the JSON an earlier run left in the
+    /// directory instead of running it (`--report-only`).
+    report_only: bool,
 }
 
 /// A comma-separated list of sizes above 0, refused with the flag's name.
@@ -57,6 +61,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         mirror_sizes: vec![1000, 2000, 5000],
         catalog_sizes: vec![10_000, 20_000, 50_000],
         out_dir: PathBuf::from("bench-out/cost-curve"),
+        report_only: false,
     };
     let (mut skip_mirror, mut skip_catalog) = (false, false);
     let mut it = args.into_iter();
@@ -64,6 +69,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         match flag.as_str() {
             "--skip-mirror" => skip_mirror = true,
             "--skip-catalog" => skip_catalog = true,
+            "--report-only" => out.report_only = true,
             "--mirror-sizes" | "--catalog-sizes" | "--out-dir" => {
                 let value = it.next().with_context(|| format!("{flag} needs a value"))?;
                 match flag.as_str() {
@@ -94,7 +100,17 @@ fn run_child<T: for<'de> serde::Deserialize<'de>>(
     args: &[String],
     json: &Path,
     log: &Path,
+    report_only: bool,
 ) -> anyhow::Result<T> {
+    if report_only {
+        return read_json(json).with_context(|| {
+            format!(
+                "--report-only: no figures of an earlier `{}` in {}",
+                args.join(" "),
+                json.display()
+            )
+        });
+    }
     let exe = std::env::current_exe().context("finding this executable")?;
     let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
     // A stale file from an earlier run must not pass for this one's.
@@ -150,6 +166,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                 &child_args,
                 &json,
                 &dir.join(format!("mirror-{n}.txt")),
+                args.report_only,
             )?);
         }
         let mut catalog: Vec<CatalogFigures> = Vec::new();
@@ -166,6 +183,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                 &child_args,
                 &json,
                 &dir.join(format!("catalog-{n}.txt")),
+                args.report_only,
             )?);
         }
         Ok((mirror, catalog))
@@ -218,7 +236,14 @@ mod tests {
                 mirror_sizes: vec![50, 100],
                 catalog_sizes: vec![200],
                 out_dir: "/tmp/cc".into(),
+                report_only: false,
             })
+        );
+        assert_eq!(
+            parse(strings(&["--report-only"]))
+                .ok()
+                .map(|a| a.report_only),
+            Some(true)
         );
         let skipped = parse(strings(&["--skip-mirror"])).ok();
         assert_eq!(

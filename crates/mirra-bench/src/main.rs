@@ -376,12 +376,13 @@ scenarios:
            recovery times for each row of the failure model: the mirror at N namespaces
            (default 200) x 5 items, the catalog at N Services (default 1000)
   cost-curve [--mirror-sizes N,N,...] [--catalog-sizes N,N,...] [--out-dir DIR]
-           [--skip-mirror] [--skip-catalog]
+           [--skip-mirror] [--skip-catalog] [--report-only]
            how the cost grows: `mirror --skip-baseline` at each namespace count (default
            1000,2000,5000) and `catalog` at each Service count (default 10000,20000,50000),
            each size a child process of this executable; writes DIR/cost-curve.md (requests
            per event, Raft applies per change, RSS, RSS per object, latency per size) and
-           DIR/cost-curve.svg (RSS and p99 against size), default DIR bench-out/cost-curve
+           DIR/cost-curve.svg (RSS and p99 against size), default DIR bench-out/cost-curve;
+           with --report-only, both again from the sizes' JSON figures already in DIR
 ";
 
 #[tokio::main]
