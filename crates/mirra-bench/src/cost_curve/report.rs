@@ -158,46 +158,49 @@ pub(crate) struct Panel {
     pub(crate) points: Vec<(f64, Option<f64>, f64)>,
 }
 
-pub(crate) fn mirror_panel(figures: &[MirrorFigures]) -> Panel {
-    let mut points: Vec<_> = figures
-        .iter()
-        .map(|f| {
-            (
-                f.namespaces as f64,
-                f.rss_growth_kib.map(|k| k as f64 / 1024.0),
-                f.paced_p99_ms,
-            )
-        })
+/// A panel of `(size, RSS in KiB, p99 in ms)` points, sorted by size.
+fn panel(
+    title: &str,
+    x_desc: &str,
+    rss_label: &str,
+    p99_label: &str,
+    points: impl Iterator<Item = (usize, Option<u64>, f64)>,
+) -> Panel {
+    let mut points: Vec<_> = points
+        .map(|(size, kib, p99)| (size as f64, kib.map(|k| k as f64 / 1024.0), p99))
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     Panel {
-        title: "mirror controller".into(),
-        x_desc: "namespaces".into(),
-        rss_label: "RSS growth at full copies (MiB)".into(),
-        p99_label: "p99 namespace creation to copies, paced (ms)".into(),
+        title: title.into(),
+        x_desc: x_desc.into(),
+        rss_label: rss_label.into(),
+        p99_label: p99_label.into(),
         points,
     }
 }
 
+pub(crate) fn mirror_panel(figures: &[MirrorFigures]) -> Panel {
+    panel(
+        "mirror controller",
+        "namespaces",
+        "RSS growth at full copies (MiB)",
+        "p99 namespace creation to copies, paced (ms)",
+        figures
+            .iter()
+            .map(|f| (f.namespaces, f.rss_growth_kib, f.paced_p99_ms)),
+    )
+}
+
 pub(crate) fn catalog_panel(figures: &[CatalogFigures]) -> Panel {
-    let mut points: Vec<_> = figures
-        .iter()
-        .map(|f| {
-            (
-                f.services as f64,
-                f.rss_after_cold_kib.map(|k| k as f64 / 1024.0),
-                f.rollout_p99_ms,
-            )
-        })
-        .collect();
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Panel {
-        title: "catalog controller".into(),
-        x_desc: "Services".into(),
-        rss_label: "RSS after cold start (MiB)".into(),
-        p99_label: "p99 slice change to Consul, rollout (ms)".into(),
-        points,
-    }
+    panel(
+        "catalog controller",
+        "Services",
+        "RSS after cold start (MiB)",
+        "p99 slice change to Consul, rollout (ms)",
+        figures
+            .iter()
+            .map(|f| (f.services, f.rss_after_cold_kib, f.rollout_p99_ms)),
+    )
 }
 
 /// The top of an axis holding `values`, `headroom` times the largest (1
