@@ -649,7 +649,8 @@ impl State {
             Some(only) => stored.into_iter().partition(|o| only.contains(&o.config)),
             None => (stored, Vec::new()),
         };
-        if old != outcomes {
+        let changed = old != outcomes;
+        if changed {
             let touched: BTreeSet<ConfigRef> = old
                 .iter()
                 .chain(outcomes.iter())
@@ -666,22 +667,27 @@ impl State {
                 }
             }
         }
+        // An unchanged plan (every verification pass, mostly) keeps the
+        // stored outcomes, already without growth room and interned.
+        let fresh = if changed { outcomes } else { old };
         let mut outcomes = match narrowed {
-            Some(only) => mirra_mirror::merge_outcomes(kept, only, outcomes),
-            None => outcomes,
+            Some(only) => mirra_mirror::merge_outcomes(kept, only, fresh),
+            None => fresh,
         };
         // Kept until the namespace is planned again, for every namespace:
         // the planner's growth room would be a third of what is kept, and
         // its names copies of the same few texts.
         outcomes.shrink_to_fit();
-        for o in &mut outcomes {
-            self.names.intern_config(&mut o.config);
-            self.names.intern_object(&mut o.target);
-            if let OutcomeState::Conflict { winner, .. } = &mut o.state {
-                self.names.intern_config(winner);
-            }
-            for c in &mut o.contenders {
-                self.names.intern_config(c);
+        if changed {
+            for o in &mut outcomes {
+                self.names.intern_config(&mut o.config);
+                self.names.intern_object(&mut o.target);
+                if let OutcomeState::Conflict { winner, .. } = &mut o.state {
+                    self.names.intern_config(winner);
+                }
+                for c in &mut o.contenders {
+                    self.names.intern_config(c);
+                }
             }
         }
         if !outcomes.is_empty() {

@@ -726,3 +726,39 @@ fn an_echo_is_planned_when_its_namespace_was_planned_before_it_came() {
     let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
     assert_eq!(keys, BTreeSet::from(["t".to_string()]));
 }
+
+/// Outcomes kept for many namespaces share one text per name, and a plan
+/// that changed nothing keeps the stored outcomes as they were.
+#[test]
+fn kept_outcomes_share_their_names_and_an_unchanged_plan_keeps_them() {
+    let mut s = state_with(Vec::new());
+    let now = Instant::now();
+    let in_ns = |ns: &str| {
+        let mut o = delete_outcome(OutcomeState::Gone);
+        o.target.namespace = ns.into();
+        vec![o]
+    };
+    s.store_outcomes("a", in_ns("a"), now);
+    s.store_outcomes("b", in_ns("b"), now);
+    fn text(s: &State, ns: &str, pick: fn(&ItemOutcome) -> &str) -> *const u8 {
+        pick(&s.outcomes[ns][0]).as_ptr()
+    }
+    // Made apart (each `delete_outcome` builds its own strings), kept as one.
+    assert_eq!(
+        text(&s, "a", |o| o.config.name.as_str()),
+        text(&s, "b", |o| o.config.name.as_str())
+    );
+    assert_eq!(
+        text(&s, "a", |o| o.target.kind.as_str()),
+        text(&s, "b", |o| o.target.kind.as_str())
+    );
+    assert_ne!(
+        text(&s, "a", |o| o.target.namespace.as_str()),
+        text(&s, "b", |o| o.target.namespace.as_str())
+    );
+    let kept = s.outcomes["a"].as_ptr();
+    s.dirty_status.clear();
+    s.store_outcomes("a", in_ns("a"), now);
+    assert_eq!(s.outcomes["a"].as_ptr(), kept, "the stored outcomes stay");
+    assert!(s.dirty_status.is_empty(), "nothing changed, no status due");
+}
