@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -38,24 +37,13 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         filler: 0,
         sandbox_bin: crate::default_sandbox_bin(),
     };
-    let mut it = args.into_iter();
-    while let Some(flag) = it.next() {
-        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+    for (flag, value) in crate::flags::pairs(args)? {
         match flag.as_str() {
-            "--namespaces" => out.namespaces = value.parse()?,
+            "--namespaces" => out.namespaces = crate::flags::number(&flag, &value)?,
             "--concurrency" => {
-                out.concurrency = value
-                    .split(',')
-                    .map(|c| c.trim().parse::<usize>())
-                    .collect::<Result<_, _>>()
-                    .with_context(|| {
-                        format!("--concurrency {value:?}: a comma-separated list of numbers")
-                    })?;
-                if out.concurrency.contains(&0) {
-                    anyhow::bail!("--concurrency: 0 sends nothing");
-                }
+                out.concurrency = crate::flags::positive_list(&flag, &value, "0 sends nothing")?
             }
-            "--filler" => out.filler = value.parse()?,
+            "--filler" => out.filler = crate::flags::number(&flag, &value)?,
             "--sandbox-bin" => out.sandbox_bin = value,
             other => anyhow::bail!("unknown flag {other}"),
         }
@@ -249,7 +237,10 @@ mod tests {
             (&["--concurrency", "8,x"][..], "--concurrency"),
             (&["--concurrency", "0"][..], "0 sends nothing"),
             (&["--concurrency"][..], "needs a value"),
-            (&["--namespaces", "-1"][..], "invalid digit"),
+            (
+                &["--namespaces", "-1"][..],
+                "--namespaces \"-1\": not a number",
+            ),
             (&["--nope", "1"][..], "unknown flag --nope"),
         ] {
             let e = parse(args(bad))

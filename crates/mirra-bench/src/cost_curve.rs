@@ -44,16 +44,7 @@ struct Args {
 
 /// A comma-separated list of sizes above 0, refused with the flag's name.
 fn sizes(flag: &str, value: &str) -> anyhow::Result<Vec<usize>> {
-    let sizes = value
-        .split(',')
-        .map(|s| s.trim().parse::<usize>())
-        .collect::<Result<Vec<_>, _>>()
-        .with_context(|| format!("{flag} {value:?}: a comma-separated list of numbers"))?;
-    anyhow::ensure!(
-        !sizes.contains(&0),
-        "{flag} {value:?}: a size of 0 measures nothing"
-    );
-    Ok(sizes)
+    crate::flags::positive_list(flag, value, "a size of 0 measures nothing")
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Args> {

@@ -36,6 +36,7 @@ mod catalog;
 mod consul;
 mod cost_curve;
 mod faults;
+mod flags;
 mod mirror;
 mod mirror_copy;
 mod normalised;

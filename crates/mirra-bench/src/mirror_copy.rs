@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -39,11 +38,9 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         namespaces: 1000,
         sandbox_bin: crate::default_sandbox_bin(),
     };
-    let mut it = args.into_iter();
-    while let Some(flag) = it.next() {
-        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+    for (flag, value) in crate::flags::pairs(args)? {
         match flag.as_str() {
-            "--namespaces" => out.namespaces = value.parse()?,
+            "--namespaces" => out.namespaces = crate::flags::number(&flag, &value)?,
             "--sandbox-bin" => out.sandbox_bin = value,
             other => anyhow::bail!("unknown flag {other}"),
         }

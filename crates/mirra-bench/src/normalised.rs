@@ -14,7 +14,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
@@ -37,12 +36,10 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         idle: Duration::from_secs(30),
         sandbox_bin: crate::default_sandbox_bin(),
     };
-    let mut it = args.into_iter();
-    while let Some(flag) = it.next() {
-        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+    for (flag, value) in crate::flags::pairs(args)? {
         match flag.as_str() {
-            "--namespaces" => out.namespaces = value.parse()?,
-            "--idle-secs" => out.idle = Duration::from_secs(value.parse()?),
+            "--namespaces" => out.namespaces = crate::flags::number(&flag, &value)?,
+            "--idle-secs" => out.idle = Duration::from_secs(crate::flags::number(&flag, &value)?),
             "--sandbox-bin" => out.sandbox_bin = value,
             other => anyhow::bail!("unknown flag {other}"),
         }

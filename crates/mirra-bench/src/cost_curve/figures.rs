@@ -257,6 +257,11 @@ pub(crate) mod tests {
         assert_eq!(read_json::<CatalogFigures>(&dir.join("c.json")).unwrap(), c);
         let e = read_json::<MirrorFigures>(&dir.join("c.json")).unwrap_err();
         assert!(format!("{e:#}").contains("c.json"), "{e:#}");
+        std::fs::write(dir.join("bad.json"), "{not json").unwrap();
+        let e = read_json::<MirrorFigures>(&dir.join("bad.json")).unwrap_err();
+        assert!(format!("{e:#}").contains("parsing"), "{e:#}");
+        let e = read_json::<MirrorFigures>(&dir.join("missing.json")).unwrap_err();
+        assert!(format!("{e:#}").contains("reading"), "{e:#}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
