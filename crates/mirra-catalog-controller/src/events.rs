@@ -6,8 +6,8 @@
 //! effort, the warning is in the log too, and the Service is synced
 //! regardless.
 
-use k8s_openapi::api::core::v1::{ObjectReference, Service};
-use mirra_catalog::Warning;
+use k8s_openapi::api::core::v1::ObjectReference;
+use mirra_catalog::{ServiceInput, Warning};
 use mirra_runtime::WriteFence;
 use mirra_runtime::events::EventRecorder;
 
@@ -40,7 +40,7 @@ impl WarningEvents {
         }
     }
     /// Logs each Service's warnings and creates a warning Event for it.
-    pub async fn send(&self, events: Vec<(Service, Vec<Warning>)>) {
+    pub async fn send(&self, events: Vec<(ServiceInput, Vec<Warning>)>) {
         for (svc, warnings) in events {
             let message = warnings
                 .iter()
@@ -48,8 +48,8 @@ impl WarningEvents {
                 .collect::<Vec<_>>()
                 .join("; ");
             tracing::warn!(
-                namespace = svc.metadata.namespace.as_deref().unwrap_or_default(),
-                service = svc.metadata.name.as_deref().unwrap_or_default(),
+                namespace = svc.namespace.as_str(),
+                service = svc.name.as_str(),
                 %message,
                 "bad annotation values"
             );
@@ -59,7 +59,7 @@ impl WarningEvents {
 
     /// A warning Event on each Service whose instances another writer
     /// keeps changing in Consul (the engine logged it already).
-    pub async fn send_contested(&self, services: Vec<Service>) {
+    pub async fn send_contested(&self, services: Vec<ServiceInput>) {
         for svc in services {
             let message = "its instances in Consul were changed again after mirra repaired them: \
                            another writer manages them too; mirra keeps repairing them, spaced out"
@@ -72,7 +72,7 @@ impl WarningEvents {
     /// could not be found or created (the writer logged it already).
     pub async fn send_namespace_failed(
         &self,
-        services: Vec<Service>,
+        services: Vec<ServiceInput>,
         namespace: &str,
         error: &str,
     ) {
@@ -85,14 +85,14 @@ impl WarningEvents {
         }
     }
 
-    async fn create(&self, svc: &Service, reason: &str, message: String) {
+    async fn create(&self, svc: &ServiceInput, reason: &str, message: String) {
         let involved = ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Service".into()),
-            name: svc.metadata.name.clone(),
-            namespace: svc.metadata.namespace.clone(),
-            uid: svc.metadata.uid.clone(),
-            resource_version: svc.metadata.resource_version.clone(),
+            name: Some(svc.name.clone()),
+            namespace: Some(svc.namespace.clone()),
+            uid: svc.uid.clone(),
+            resource_version: svc.resource_version.clone(),
             ..ObjectReference::default()
         };
         match self.recorder.warn(&involved, reason, &message).await {

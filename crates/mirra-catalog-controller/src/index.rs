@@ -33,10 +33,10 @@ use kube::runtime::watcher;
 use mirra_catalog::mapping::{NodeLookup, uses_node_addresses};
 use mirra_catalog::{
     CatalogOp, CompactCheck, CompactInstance, CompactView, NodeEndpointIndex, Registration,
-    ServiceKey, SyncSettings, Warning, desired_for_service, key_for_slice, keys_for_ingress,
-    keys_for_node_change,
+    ServiceInput, ServiceKey, SliceInput, SyncSettings, Warning, desired_for_input,
+    keys_for_ingress, keys_for_node_change,
 };
-use mirra_runtime::{Cache, Change, ObjectKey};
+use mirra_runtime::{Cache, Cached, Change, ObjectKey, map_event};
 use tokio::time::Instant;
 
 use crate::round::op_service_id;
@@ -105,6 +105,43 @@ struct NodeCache<'a>(&'a Cache<Node>);
 impl NodeLookup for NodeCache<'_> {
     fn node(&self, name: &str) -> Option<&Node> {
         self.0.get(None, name)
+    }
+}
+
+/// A Service as cached: only what the mapping reads (see
+/// [`mirra_catalog::mapping::ServiceInput`]), so that 10,000 Services cost
+/// what the planner compares rather than whole typed objects.
+#[derive(Clone, Debug)]
+struct CachedService(ServiceInput);
+
+impl Cached for CachedService {
+    fn cache_key(&self) -> Option<ObjectKey> {
+        (!self.0.name.is_empty()).then(|| ObjectKey {
+            namespace: Some(self.0.namespace.clone()),
+            name: self.0.name.clone(),
+        })
+    }
+
+    fn cache_version(&self) -> Option<&str> {
+        self.0.resource_version.as_deref()
+    }
+}
+
+/// An EndpointSlice as cached: only what the mapping reads (see
+/// [`mirra_catalog::mapping::SliceInput`]).
+#[derive(Clone, Debug)]
+struct CachedSlice(SliceInput);
+
+impl Cached for CachedSlice {
+    fn cache_key(&self) -> Option<ObjectKey> {
+        (!self.0.name.is_empty()).then(|| ObjectKey {
+            namespace: self.0.namespace.clone(),
+            name: self.0.name.clone(),
+        })
+    }
+
+    fn cache_version(&self) -> Option<&str> {
+        self.0.resource_version.as_deref()
     }
 }
 
@@ -191,8 +228,8 @@ fn same_checks(a: &[CompactCheck], b: &[CompactCheck]) -> bool {
 /// Consul answers and the writer's reports. See the module docs.
 pub struct CatalogIndex {
     pub(crate) sync: SyncSettings,
-    services: Cache<Service>,
-    slices: Cache<EndpointSlice>,
+    services: Cache<CachedService>,
+    slices: Cache<CachedSlice>,
     nodes: Cache<Node>,
     ingresses: Cache<Ingress>,
     /// Service -> its EndpointSlices, so that planning a key reads only its
@@ -277,7 +314,7 @@ impl CatalogIndex {
         let mut keys: Vec<ServiceKey> = self
             .services
             .iter()
-            .filter_map(|(_, s)| ServiceKey::of_service(s))
+            .filter_map(|(_, s)| s.0.key())
             .collect();
         keys.sort();
         keys.dedup();
@@ -289,12 +326,10 @@ impl CatalogIndex {
     /// Folds in a Service event; returns the keys to plan again.
     pub fn on_service(&mut self, ev: watcher::Event<Service>) -> Vec<ServiceKey> {
         self.services
-            .apply(ev)
+            .apply(map_event(ev, |s| CachedService(s.into())))
             .into_iter()
             .filter_map(|Change { old, new, .. }| {
-                new.as_ref()
-                    .or(old.as_ref())
-                    .and_then(ServiceKey::of_service)
+                new.as_ref().or(old.as_ref()).and_then(|s| s.0.key())
             })
             .collect()
     }
@@ -302,9 +337,10 @@ impl CatalogIndex {
     /// Folds in an EndpointSlice event; returns the keys to plan again.
     pub fn on_slice(&mut self, ev: watcher::Event<EndpointSlice>) -> Vec<ServiceKey> {
         let mut out = Vec::new();
-        for Change { key, old, new } in self.slices.apply(ev) {
-            let old_key = old.as_ref().and_then(key_for_slice);
-            let new_key = new.as_ref().and_then(key_for_slice);
+        for Change { key, old, new } in self.slices.apply(map_event(ev, |s| CachedSlice(s.into())))
+        {
+            let old_key = old.as_ref().and_then(|s| s.0.key());
+            let new_key = new.as_ref().and_then(|s| s.0.key());
             if let Some(k) = &old_key
                 && let Some(set) = self.slices_by_key.get_mut(k)
             {
@@ -315,7 +351,7 @@ impl CatalogIndex {
             }
             match &new {
                 Some(slice) => {
-                    self.node_index.apply_slice(slice);
+                    self.node_index.apply_slice(&slice.0);
                     if let Some(k) = &new_key {
                         self.slices_by_key
                             .entry(k.clone())
@@ -341,7 +377,7 @@ impl CatalogIndex {
                 let uses_node = self
                     .services
                     .get(Some(&k.namespace), &k.name)
-                    .is_some_and(uses_node_addresses);
+                    .is_some_and(|s| uses_node_addresses(&s.0));
                 if uses_node {
                     out.push(k);
                 }
@@ -482,31 +518,34 @@ impl CatalogIndex {
     }
 
     /// The cached Service of `key`.
-    pub(crate) fn service(&self, key: &ServiceKey) -> Option<&Service> {
-        self.services.get(Some(&key.namespace), &key.name)
+    pub(crate) fn service(&self, key: &ServiceKey) -> Option<&ServiceInput> {
+        self.services
+            .get(Some(&key.namespace), &key.name)
+            .map(|s| &s.0)
     }
 
     /// Desired registrations of one key from the caches, and its warnings.
     pub(crate) fn desired(
         &self,
         key: &ServiceKey,
-    ) -> (Vec<Registration>, Option<(Service, Vec<Warning>)>) {
-        let Some(svc) = self.services.get(Some(&key.namespace), &key.name) else {
+    ) -> (Vec<Registration>, Option<(ServiceInput, Vec<Warning>)>) {
+        let Some(svc) = self.service(key) else {
             return (Vec::new(), None);
         };
-        let slices: Vec<&EndpointSlice> = self
+        let slices: Vec<&SliceInput> = self
             .slices_by_key
             .get(key)
             .into_iter()
             .flatten()
             .filter_map(|k| self.slices.get_key(k))
+            .map(|s| &s.0)
             .collect();
         let ingresses: Vec<&Ingress> = if self.sync.enable_ingress {
             self.ingresses.in_namespace(&key.namespace).collect()
         } else {
             Vec::new()
         };
-        let out = desired_for_service(
+        let out = desired_for_input(
             svc,
             &slices,
             &NodeCache(&self.nodes),

@@ -21,11 +21,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Service;
 use mirra_catalog::plan::plan_detailed;
 use mirra_catalog::{
-    CatalogOp, CompactCheck, CompactView, Conflict, ObservedView, Registration, ServiceKey,
-    SyncSettings, Warning,
+    CatalogOp, CompactCheck, CompactView, Conflict, ObservedView, Registration, ServiceInput,
+    ServiceKey, SyncSettings, Warning,
 };
 
 use crate::index::CatalogIndex;
@@ -64,7 +63,7 @@ pub struct Round {
     pub wanted: BTreeSet<String>,
     /// Warning Events to send: Services whose warnings changed since last
     /// reported.
-    pub events: Vec<(Service, Vec<Warning>)>,
+    pub events: Vec<(ServiceInput, Vec<Warning>)>,
     /// Desired registrations that needed no write.
     pub avoided: u64,
     /// Desired instances not written because an instance mirra does not
@@ -210,8 +209,8 @@ impl CatalogIndex {
     fn note_warnings(
         &mut self,
         key: &ServiceKey,
-        w: Option<(Service, Vec<Warning>)>,
-    ) -> Option<(Service, Vec<Warning>)> {
+        w: Option<(ServiceInput, Vec<Warning>)>,
+    ) -> Option<(ServiceInput, Vec<Warning>)> {
         match w {
             None => {
                 self.warned.remove(key);

@@ -9,25 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 
-use crate::mapping::LABEL_SERVICE_NAME;
+use crate::mapping::SliceInput;
 use crate::model::ServiceKey;
-
-/// The Service an EndpointSlice belongs to (its namespace and its
-/// `kubernetes.io/service-name` label); `None` for slices without the label.
-pub fn key_for_slice(slice: &EndpointSlice) -> Option<ServiceKey> {
-    let name = slice
-        .metadata
-        .labels
-        .as_ref()?
-        .get(LABEL_SERVICE_NAME)
-        .filter(|n| !n.is_empty())?;
-    Some(ServiceKey::new(
-        slice.metadata.namespace.clone().unwrap_or_default(),
-        name.clone(),
-    ))
-}
 
 /// The node addresses NodePort instances can use, in order.
 fn relevant_addresses(node: Option<&Node>) -> Vec<(&str, &str)> {
@@ -66,17 +50,17 @@ impl NodeEndpointIndex {
     }
 
     /// Records (or replaces) a slice.
-    pub fn apply_slice(&mut self, slice: &EndpointSlice) {
-        let ns = slice.metadata.namespace.clone().unwrap_or_default();
-        let name = slice.metadata.name.clone().unwrap_or_default();
+    pub fn apply_slice(&mut self, slice: &SliceInput) {
+        let ns = slice.namespace.clone().unwrap_or_default();
+        let name = slice.name.clone();
         self.delete_slice(&ns, &name);
-        let Some(key) = key_for_slice(slice) else {
+        let Some(key) = slice.key() else {
             return;
         };
         let node_names: BTreeSet<String> = slice
             .endpoints
             .iter()
-            .filter_map(|e| e.node_name.clone())
+            .filter_map(|e| e.node_name.as_deref().map(str::to_owned))
             .collect();
         for n in &node_names {
             *self

@@ -70,9 +70,10 @@ pub mod to_k8s;
 
 pub use annotations::{PortOverride, Warning};
 pub use compact::{CompactCheck, CompactInstance, CompactView, ObservedView};
-pub use keys::{NodeEndpointIndex, key_for_slice, keys_for_node_change, node_addresses_changed};
+pub use keys::{NodeEndpointIndex, keys_for_node_change, node_addresses_changed};
 pub use mapping::{
-    NoNodes, NodeLookup, ServiceOutcome, SkipReason, desired_for_service, keys_for_ingress,
+    NoNodes, NodeLookup, ServiceInput, ServiceOutcome, SkipReason, SliceInput, desired_for_input,
+    desired_for_service, keys_for_ingress,
 };
 pub use model::{
     CheckStatus, ReadinessCheck, Registration, ServiceKey, ServicePort, SyncNode, Weights,

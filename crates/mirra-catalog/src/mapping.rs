@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 
 use crate::annotations::{
@@ -35,10 +35,12 @@ use crate::settings::{NodePortSyncType, PortLayout, SyncSettings};
 
 mod addresses;
 mod ingress;
+mod input;
 mod instance;
 
 pub use addresses::*;
 pub use ingress::*;
+pub use input::*;
 use instance::*;
 
 /// The label that ties an EndpointSlice to its Service.
@@ -135,12 +137,12 @@ enum Kind {
 
 /// Whether the Service's instances are registered at node addresses
 /// (NodePort), so that a Node address change can change them.
-pub fn uses_node_addresses(svc: &Service) -> bool {
+pub fn uses_node_addresses(svc: &ServiceInput) -> bool {
     matches!(service_kind(svc), Ok(Kind::NodePort))
 }
 
-fn service_kind(svc: &Service) -> Result<Kind, String> {
-    match svc.spec.as_ref().and_then(|s| s.type_.as_deref()) {
+fn service_kind(svc: &ServiceInput) -> Result<Kind, String> {
+    match svc.type_.as_deref() {
         None | Some("ClusterIP") => Ok(Kind::ClusterIp),
         Some("NodePort") => Ok(Kind::NodePort),
         Some("LoadBalancer") => Ok(Kind::LoadBalancer),
@@ -153,14 +155,14 @@ fn service_kind(svc: &Service) -> Result<Kind, String> {
 /// list, ClusterIP flag, then the `service-sync` annotation (falling back to
 /// `-k8s-default-sync` when absent or unparsable).
 pub fn sync_decision(
-    svc: &Service,
+    svc: &ServiceInput,
     parsed: &ParsedAnnotations,
     settings: &SyncSettings,
 ) -> Result<(), SkipReason> {
     if !settings.to_consul {
         return Err(SkipReason::ToConsulDisabled);
     }
-    let namespace = svc.metadata.namespace.as_deref().unwrap_or_default();
+    let namespace = svc.namespace.as_str();
     if settings.deny_k8s_namespaces.contains(namespace) {
         return Err(SkipReason::NamespaceDenied);
     }
@@ -194,6 +196,7 @@ pub fn default_consul_name(name: &str, namespace: &str, settings: &SyncSettings)
 /// `slices` may contain EndpointSlices of other Services; only those in the
 /// Service's namespace labelled with its name are used. `ingresses` may
 /// contain any Ingresses; only those in the Service's namespace are used.
+/// The same as [`desired_for_input`] over the objects' projections.
 pub fn desired_for_service(
     svc: &Service,
     slices: &[&EndpointSlice],
@@ -201,12 +204,26 @@ pub fn desired_for_service(
     ingresses: &[&Ingress],
     settings: &SyncSettings,
 ) -> ServiceOutcome {
-    let Some(key) = ServiceKey::of_service(svc) else {
+    let svc = ServiceInput::from(svc);
+    let slices: Vec<SliceInput> = slices.iter().map(|s| SliceInput::from(*s)).collect();
+    let slices: Vec<&SliceInput> = slices.iter().collect();
+    desired_for_input(&svc, &slices, nodes, ingresses, settings)
+}
+
+/// Computes every registration one Service should have, from the parts of
+/// the Service and its EndpointSlices the mapping reads (what the
+/// controller caches).
+pub fn desired_for_input(
+    svc: &ServiceInput,
+    slices: &[&SliceInput],
+    nodes: &dyn NodeLookup,
+    ingresses: &[&Ingress],
+    settings: &SyncSettings,
+) -> ServiceOutcome {
+    let Some(key) = svc.key() else {
         return skipped(SkipReason::MissingName, Vec::new());
     };
-    let empty = BTreeMap::new();
-    let annotations = svc.metadata.annotations.as_ref().unwrap_or(&empty);
-    let mut parsed = parse_annotations(annotations);
+    let mut parsed = parse_annotations(&svc.annotations);
 
     if let Err(reason) = sync_decision(svc, &parsed, settings) {
         // Only the annotation that decided the skip is worth reporting; the
@@ -229,8 +246,7 @@ pub fn desired_for_service(
     if parsed.name_invalid {
         return skipped(SkipReason::InvalidServiceName, parsed.warnings);
     }
-    let spec = svc.spec.as_ref();
-    let external_ips = spec.and_then(|s| s.external_ips.as_deref()).unwrap_or(&[]);
+    let external_ips = svc.external_ips.as_slice();
     // consul-k8s: external IPs become the instances "for any type of
     // service", ExternalName included.
     let kind = match service_kind(svc) {
@@ -251,13 +267,7 @@ pub fn desired_for_service(
     } else {
         match kind {
             Kind::LoadBalancer if !settings.sync_lb_services_endpoints => {
-                let lb = svc
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.load_balancer.as_ref())
-                    .and_then(|l| l.ingress.as_deref())
-                    .unwrap_or(&[]);
-                for entry in lb {
+                for entry in &svc.load_balancer {
                     let addr = entry
                         .ip
                         .as_deref()

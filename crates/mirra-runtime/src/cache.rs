@@ -84,6 +84,19 @@ impl std::fmt::Display for ObjectKey {
     }
 }
 
+/// The same watcher event with its object turned into `f`'s form: how a
+/// controller caching a compact form of a kind (see [`Cached`]) feeds the
+/// watch of the whole kind into its [`Cache`].
+pub fn map_event<A, B>(event: Event<A>, f: impl FnOnce(A) -> B) -> Event<B> {
+    match event {
+        Event::Apply(o) => Event::Apply(f(o)),
+        Event::Delete(o) => Event::Delete(f(o)),
+        Event::InitApply(o) => Event::InitApply(f(o)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    }
+}
+
 /// What one event did to one object.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change<K> {
@@ -395,6 +408,25 @@ mod tests {
         let ch = c.apply(Event::Delete(cm("a", "ghost", "9")));
         assert_eq!(rv(&ch[0].old), Some("9"));
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn map_event_keeps_the_variant_and_converts_the_object() {
+        let name = |c: ConfigMap| c.metadata.name.unwrap_or_default();
+        assert!(matches!(
+            map_event(Event::Apply(cm("a", "x", "1")), name),
+            Event::Apply(n) if n == "x"
+        ));
+        assert!(matches!(
+            map_event(Event::InitApply(cm("a", "y", "1")), name),
+            Event::InitApply(n) if n == "y"
+        ));
+        assert!(matches!(
+            map_event(Event::Delete(cm("a", "z", "1")), name),
+            Event::Delete(n) if n == "z"
+        ));
+        assert!(matches!(map_event(Event::Init, name), Event::Init));
+        assert!(matches!(map_event(Event::InitDone, name), Event::InitDone));
     }
 
     #[test]

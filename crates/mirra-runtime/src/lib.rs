@@ -42,7 +42,7 @@ pub mod task;
 pub mod trim;
 pub mod watch;
 
-pub use cache::{Cache, Cached, Change, ObjectKey};
+pub use cache::{Cache, Cached, Change, ObjectKey, map_event};
 pub use campaign::run_while_leading;
 pub use fence::{FenceError, WriteFence};
 pub use health::{HealthError, Readiness, ReadyCondition, ReadyFlag, serve_health};

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Service;
+use mirra_catalog::ServiceInput;
 use mirra_catalog::{ServiceKey, Warning};
 use tokio::time::Instant;
 
@@ -58,7 +58,7 @@ pub(super) struct PassState {
     orphans_planned: bool,
     /// The last step was a write: plan more before writing again.
     just_flushed: bool,
-    events: Vec<(Service, Vec<Warning>)>,
+    events: Vec<(ServiceInput, Vec<Warning>)>,
     outcome: PassOutcome,
 }
 

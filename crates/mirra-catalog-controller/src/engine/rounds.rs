@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Service;
+use mirra_catalog::ServiceInput;
 use mirra_catalog::ServiceKey;
 use mirra_runtime::watch::WatchFailure;
 use mirra_runtime::{Outcome, WorkQueue};
@@ -143,7 +143,7 @@ impl Engine {
         }
         let fights =
             crate::repair::schedule(&mut self.repairs, &self.queue, &self.metrics, keys, now);
-        let services: Vec<Service> = fights
+        let services: Vec<ServiceInput> = fights
             .iter()
             .filter_map(|k| self.index.service(k).cloned())
             .collect();
@@ -295,7 +295,7 @@ impl Engine {
         self.held_back = std::mem::take(&mut done.held_back);
         self.after_sent(&done.sent);
         for failure in &done.namespace_failures {
-            let services: Vec<Service> = failure
+            let services: Vec<ServiceInput> = failure
                 .untold
                 .iter()
                 .filter_map(|k| self.index.service(k).cloned())

@@ -14,7 +14,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Service;
+use mirra_catalog::ServiceInput;
 use mirra_catalog::Warning;
 use mirra_runtime::TaskGuard;
 use tokio::sync::mpsc;
@@ -51,14 +51,14 @@ pub enum Job {
     /// [`Report::Reread`].
     Reread(RereadRequest),
     /// Warning Events for Services whose warnings changed (best effort).
-    Events(Vec<(Service, Vec<Warning>)>),
+    Events(Vec<(ServiceInput, Vec<Warning>)>),
     /// Warning Events for Services another writer keeps changing.
-    Contested(Vec<Service>),
+    Contested(Vec<ServiceInput>),
     /// Warning Events for Services whose Consul namespace could not be
     /// created.
     NamespaceFailed {
         /// The Services waiting for it.
-        services: Vec<Service>,
+        services: Vec<ServiceInput>,
         /// The namespace.
         namespace: String,
         /// Why it could not be created.

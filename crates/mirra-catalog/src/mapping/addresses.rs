@@ -8,46 +8,34 @@ use super::*;
 
 /// The slices that belong to the Service, in name order (so that the first
 /// occurrence of a duplicated address does not depend on input order).
-pub(super) fn own_slices<'a>(
-    key: &ServiceKey,
-    slices: &[&'a EndpointSlice],
-) -> Vec<&'a EndpointSlice> {
-    let mut own: Vec<&EndpointSlice> = slices
+pub(super) fn own_slices<'a>(key: &ServiceKey, slices: &[&'a SliceInput]) -> Vec<&'a SliceInput> {
+    let mut own: Vec<&SliceInput> = slices
         .iter()
         .copied()
         .filter(|s| belongs_to(s, key))
         .collect();
-    own.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    own.sort_by(|a, b| a.name.cmp(&b.name));
     own
 }
 
-pub(super) fn belongs_to(slice: &EndpointSlice, key: &ServiceKey) -> bool {
+pub(super) fn belongs_to(slice: &SliceInput, key: &ServiceKey) -> bool {
     let ns_ok = slice
-        .metadata
         .namespace
         .as_deref()
         .is_none_or(|ns| ns == key.namespace);
-    let label_ok = slice
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL_SERVICE_NAME))
-        .is_some_and(|n| *n == key.name);
+    let label_ok = slice.service_name.as_deref() == Some(key.name.as_str());
     ns_ok && label_ok
 }
 
 /// Terminating endpoints are never registered: they are on their way out
 /// and consul-k8s keeping them is a known complaint.
-pub(super) fn is_terminating(ep: &Endpoint) -> bool {
-    ep.conditions
-        .as_ref()
-        .and_then(|c| c.terminating)
-        .unwrap_or(false)
+pub(super) fn is_terminating(ep: &EndpointInput) -> bool {
+    ep.terminating.unwrap_or(false)
 }
 
 /// Kubernetes' rule: a missing `ready` condition means ready.
-pub(super) fn readiness(ep: &Endpoint) -> CheckStatus {
-    match ep.conditions.as_ref().and_then(|c| c.ready) {
+pub(super) fn readiness(ep: &EndpointInput) -> CheckStatus {
+    match ep.ready {
         Some(false) => CheckStatus::Critical,
         Some(true) | None => CheckStatus::Passing,
     }
@@ -59,7 +47,7 @@ pub(super) fn readiness(ep: &Endpoint) -> CheckStatus {
 pub(super) fn endpoint_instances(
     base: &Base,
     key: &ServiceKey,
-    slices: &[&EndpointSlice],
+    slices: &[&SliceInput],
     ingresses: &[&Ingress],
     use_hostname: bool,
     settings: &SyncSettings,
@@ -77,18 +65,18 @@ pub(super) fn endpoint_instances(
             PortLayout::Multi => base.slice_ports(slice),
             PortLayout::Single => Vec::new(),
         };
-        for ep in &slice.endpoints {
+        for ep in &*slice.endpoints {
             if is_terminating(ep) {
                 continue;
             }
-            for raw in &ep.addresses {
+            for raw in &*ep.addresses {
                 let (address, port, ports) = match &ingress {
                     Some((host, ingress_port)) => (host.clone(), *ingress_port, Vec::new()),
                     None => {
                         let address = if raw.is_empty() && use_hostname {
-                            ep.hostname.clone().unwrap_or_default()
+                            ep.hostname.as_deref().unwrap_or_default().to_owned()
                         } else {
-                            raw.clone()
+                            raw.to_string()
                         };
                         if address.is_empty() {
                             continue;
@@ -154,13 +142,13 @@ pub fn node_address(node: &Node, sync_type: NodePortSyncType) -> Option<&str> {
 pub(super) fn node_port_instances(
     base: &Base,
     key: &ServiceKey,
-    slices: &[&EndpointSlice],
+    slices: &[&SliceInput],
     nodes: &dyn NodeLookup,
     settings: &SyncSettings,
     acc: &mut Accumulator,
 ) {
     for slice in own_slices(key, slices) {
-        for ep in &slice.endpoints {
+        for ep in &*slice.endpoints {
             if is_terminating(ep) {
                 continue;
             }

@@ -69,7 +69,7 @@ pub(super) fn ensure_default(ports: &mut [ServicePort]) {
 
 impl Base {
     pub(super) fn build(
-        svc: &Service,
+        svc: &ServiceInput,
         key: &ServiceKey,
         kind: Kind,
         parsed: &mut ParsedAnnotations,
@@ -82,13 +82,9 @@ impl Base {
         let mut tags = vec![settings.consul_k8s_tag.clone()];
         tags.extend(parsed.tags.iter().cloned());
 
-        let svc_ports = svc
-            .spec
-            .as_ref()
-            .and_then(|s| s.ports.as_deref())
-            .unwrap_or(&[]);
+        let svc_ports = svc.ports.as_slice();
         let is_node_port = kind == Kind::NodePort;
-        let exposed = |p: &k8s_openapi::api::core::v1::ServicePort| match p.node_port {
+        let exposed = |p: &ServicePortInput| match p.node_port {
             Some(np) if is_node_port && np > 0 => to_port(np),
             _ => to_port(p.port),
         };
@@ -263,23 +259,23 @@ impl Base {
     }
 
     /// The base meta plus what an endpoint says about where it runs.
-    pub(super) fn endpoint_meta(&self, ep: &Endpoint) -> BTreeMap<String, String> {
+    pub(super) fn endpoint_meta(&self, ep: &EndpointInput) -> BTreeMap<String, String> {
         let mut meta = self.meta.clone();
         if let Some(target) = &ep.target_ref {
             meta.insert(
                 META_K8S_REF_NAME.to_owned(),
-                target.name.clone().unwrap_or_default(),
+                target.name.as_deref().unwrap_or_default().to_owned(),
             );
             meta.insert(
                 META_K8S_REF_KIND.to_owned(),
-                target.kind.clone().unwrap_or_default(),
+                target.kind.as_deref().unwrap_or_default().to_owned(),
             );
         }
         if let Some(node) = &ep.node_name {
-            meta.insert(META_K8S_NODE_NAME.to_owned(), node.clone());
+            meta.insert(META_K8S_NODE_NAME.to_owned(), node.to_string());
         }
         if let Some(zone) = &ep.zone {
-            meta.insert(META_K8S_TOPOLOGY_ZONE.to_owned(), zone.clone());
+            meta.insert(META_K8S_TOPOLOGY_ZONE.to_owned(), zone.to_string());
         }
         meta
     }
@@ -287,8 +283,8 @@ impl Base {
     /// The single-layout port of endpoint instances from one slice: the
     /// slice port named by the annotation, else (without a numeric
     /// annotation) the slice's first port, else the base port.
-    pub(super) fn slice_port(&self, slice: &EndpointSlice) -> u16 {
-        let slice_ports = slice.ports.as_deref().unwrap_or(&[]);
+    pub(super) fn slice_port(&self, slice: &SliceInput) -> u16 {
+        let slice_ports = &*slice.ports;
         match &self.override_port {
             Some(PortOverride::Name(n)) => slice_ports
                 .iter()
@@ -306,7 +302,7 @@ impl Base {
     }
 
     /// The multi-layout list of endpoint instances from one slice.
-    pub(super) fn slice_ports(&self, slice: &EndpointSlice) -> Vec<ServicePort> {
+    pub(super) fn slice_ports(&self, slice: &SliceInput) -> Vec<ServicePort> {
         let mut out = Vec::new();
         if let Some(PortOverride::Number(n)) = &self.override_port {
             out.push(ServicePort {
@@ -315,7 +311,7 @@ impl Base {
                 default: true,
             });
         }
-        for (idx, p) in slice.ports.as_deref().unwrap_or(&[]).iter().enumerate() {
+        for (idx, p) in slice.ports.iter().enumerate() {
             let Some(number) = p.port else { continue };
             let pname = p.name.as_deref().unwrap_or("");
             let entry = ServicePort {

@@ -12,7 +12,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mirra_catalog::observed::{echo, parse_health_checks};
 use mirra_catalog::{
     CatalogOp, CheckStatus, KeyIndex, NoNodes, NodeEndpointIndex, ObservedInstance, Registration,
-    ServiceKey, SyncSettings, desired_for_service, is_owned, key_for_slice, keys_for_node_change,
+    ServiceKey, SliceInput, SyncSettings, desired_for_service, is_owned, keys_for_node_change,
     parse_node_services, plan, plan_detailed, plan_for_key, service_id, simulate_apply,
 };
 use serde_json::json;
@@ -484,14 +484,17 @@ fn slice_key_and_node_change_keys() {
     let s2 = slice("prod", "api", "api-1")
         .endpoint(ep("10.0.0.3").node("n1"))
         .build();
-    assert_eq!(key_for_slice(&s1), Some(ServiceKey::new("prod", "web")));
+    assert_eq!(
+        SliceInput::from(&s1).key(),
+        Some(ServiceKey::new("prod", "web"))
+    );
     let mut unlabelled = s1.clone();
     unlabelled.metadata.labels = None;
-    assert_eq!(key_for_slice(&unlabelled), None);
+    assert_eq!(SliceInput::from(&unlabelled).key(), None);
 
     let mut idx = NodeEndpointIndex::new();
-    idx.apply_slice(&s1);
-    idx.apply_slice(&s2);
+    idx.apply_slice(&s1.into());
+    idx.apply_slice(&s2.into());
     assert_eq!(
         idx.keys_on_node("n1"),
         BTreeSet::from([
@@ -526,7 +529,7 @@ fn slice_key_and_node_change_keys() {
     let s1b = slice("prod", "web", "web-1")
         .endpoint(ep("10.0.0.2").node("n2"))
         .build();
-    idx.apply_slice(&s1b);
+    idx.apply_slice(&s1b.into());
     assert_eq!(
         idx.keys_on_node("n1"),
         BTreeSet::from([ServiceKey::new("prod", "api")])

@@ -608,6 +608,67 @@ proptest! {
         }
     }
 
+    /// The controller caches only the projection the mapping reads: every
+    /// field the projection drops (other labels and annotations, cluster
+    /// IPs, selectors, managed fields, serving conditions, target UIDs)
+    /// must leave the mapping unchanged, so filling them in at random never
+    /// changes a registration.
+    #[test]
+    fn fields_outside_the_projection_never_change_the_mapping(
+        w in world_strategy(),
+        noise in "[a-z0-9]{1,8}",
+        serving in any::<bool>(),
+    ) {
+        let slices: Vec<&EndpointSlice> = w.slices.iter().collect();
+        let ingresses: Vec<&Ingress> = w.ingresses.iter().collect();
+        let noisy_slices: Vec<EndpointSlice> = w
+            .slices
+            .iter()
+            .cloned()
+            .map(|mut sl| {
+                sl.metadata.labels.get_or_insert_default().insert("app".into(), noise.clone());
+                sl.metadata.uid = Some(noise.clone());
+                sl.metadata.generation = Some(3);
+                sl.address_type = "IPv6".into();
+                for ep in &mut sl.endpoints {
+                    ep.conditions.get_or_insert_default().serving = Some(serving);
+                    if let Some(t) = ep.target_ref.as_mut() {
+                        t.uid = Some(noise.clone());
+                        t.namespace = Some(noise.clone());
+                    }
+                    ep.deprecated_topology = Some(BTreeMap::from([("k".into(), noise.clone())]));
+                }
+                for p in sl.ports.iter_mut().flatten() {
+                    p.protocol = Some("UDP".into());
+                    p.app_protocol = Some(noise.clone());
+                }
+                sl
+            })
+            .collect();
+        let noisy_refs: Vec<&EndpointSlice> = noisy_slices.iter().collect();
+        for s in &w.services {
+            let mut noisy = s.clone();
+            noisy.metadata.labels.get_or_insert_default().insert("app".into(), noise.clone());
+            noisy
+                .metadata
+                .annotations
+                .get_or_insert_default()
+                .insert(format!("example.com/{noise}"), noise.clone());
+            noisy.metadata.uid = Some(noise.clone());
+            let spec = noisy.spec.get_or_insert_default();
+            spec.cluster_ip = Some("10.96.0.1".into());
+            spec.selector = Some(BTreeMap::from([("app".into(), noise.clone())]));
+            spec.session_affinity = Some("ClientIP".into());
+            for p in spec.ports.iter_mut().flatten() {
+                p.protocol = Some("UDP".into());
+                p.target_port = None;
+            }
+            let plain = desired_for_service(s, &slices, &w.nodes, &ingresses, &w.settings);
+            let filled = desired_for_service(&noisy, &noisy_refs, &w.nodes, &ingresses, &w.settings);
+            prop_assert_eq!(plain, filled);
+        }
+    }
+
     #[test]
     fn mapping_is_total_deterministic_and_well_formed(w in world_strategy()) {
         let slices: Vec<&EndpointSlice> = w.slices.iter().collect();
@@ -758,7 +819,7 @@ proptest! {
         let mut live: Vec<EndpointSlice> = w.slices.clone();
         let mut idx = NodeEndpointIndex::new();
         for s in &live {
-            idx.apply_slice(s);
+            idx.apply_slice(&s.into());
         }
         for d in deletions {
             if live.is_empty() {
@@ -772,7 +833,7 @@ proptest! {
         }
         let mut rebuilt = NodeEndpointIndex::new();
         for s in &live {
-            rebuilt.apply_slice(s);
+            rebuilt.apply_slice(&s.into());
         }
         for n in ["n1", "n2", "ghost"] {
             prop_assert_eq!(idx.keys_on_node(n), rebuilt.keys_on_node(n));
