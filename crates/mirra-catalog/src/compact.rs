@@ -483,7 +483,22 @@ pub fn parse_node_services_compact(
     body: &[u8],
     settings: &SyncSettings,
 ) -> Result<CompactNodeServices, ObservedError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
+    node_services_from(serde_json::Deserializer::from_slice(body), settings)
+}
+
+/// [`parse_node_services_compact`] reading the body from `reader` as it
+/// arrives, so that the answer is never held whole either.
+pub fn read_node_services_compact(
+    reader: impl std::io::Read,
+    settings: &SyncSettings,
+) -> Result<CompactNodeServices, ObservedError> {
+    node_services_from(serde_json::Deserializer::from_reader(reader), settings)
+}
+
+fn node_services_from<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    settings: &SyncSettings,
+) -> Result<CompactNodeServices, ObservedError> {
     let parsed = de.deserialize_option(NodeServicesVisitor { settings })?;
     de.end()?;
     Ok(parsed)
@@ -495,7 +510,20 @@ pub fn parse_node_services_compact(
 pub fn parse_health_checks_compact(
     body: &[u8],
 ) -> Result<HashMap<String, Vec<CompactCheck>>, ObservedError> {
-    let mut de = serde_json::Deserializer::from_slice(body);
+    checks_from(serde_json::Deserializer::from_slice(body))
+}
+
+/// [`parse_health_checks_compact`] reading the body from `reader` as it
+/// arrives.
+pub fn read_health_checks_compact(
+    reader: impl std::io::Read,
+) -> Result<HashMap<String, Vec<CompactCheck>>, ObservedError> {
+    checks_from(serde_json::Deserializer::from_reader(reader))
+}
+
+fn checks_from<'de, R: serde_json::de::Read<'de>>(
+    mut de: serde_json::Deserializer<R>,
+) -> Result<HashMap<String, Vec<CompactCheck>>, ObservedError> {
     let parsed = de.deserialize_option(ChecksVisitor)?;
     de.end()?;
     Ok(parsed)
@@ -594,17 +622,20 @@ impl<'de> Visitor<'de> for ServicesSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut out = BTreeMap::new();
+        let mut out = Vec::new();
         let node = &self.settings.consul_node_name;
         while let Some(wire) = seq.next_element::<WireService>()? {
             let index = wire.modify_index();
             let (id, instance) = wire.into_observed(node);
-            out.insert(
+            out.push((
                 id,
                 CompactInstance::of_observed(&instance, self.settings).with_modify_index(index),
-            );
+            ));
         }
-        Ok(out)
+        // Built at once from the whole list, the map's nodes are full; one
+        // insert at a time leaves them about half empty. A repeated ID keeps
+        // its last entry, as inserting would.
+        Ok(out.into_iter().collect())
     }
 }
 
@@ -638,6 +669,12 @@ impl<'de> Visitor<'de> for ChecksVisitor {
             let compact = CompactCheck::of_observed(&c);
             out.entry(c.service_id).or_default().push(compact);
         }
+        // An instance has one or two checks; a list grown by pushes keeps
+        // room for four.
+        for checks in out.values_mut() {
+            checks.shrink_to_fit();
+        }
+        out.shrink_to_fit();
         Ok(out)
     }
 }

@@ -71,10 +71,13 @@ use crate::types::{
 mod api;
 mod login;
 mod servers;
+mod stream;
 mod transport;
 
 use login::*;
 use servers::*;
+pub use stream::BodyParser;
+use stream::*;
 use transport::*;
 
 /// Header carrying the ACL token.

@@ -42,7 +42,7 @@ mod watch;
 pub use acl::{AclLink, LoginDecodeError, LoginRequest, LoginToken, Namespace, NamespaceAcls};
 pub use backoff::RetryPolicy;
 pub use blocking::{QueryOptions, Versioned, WatchOptions};
-pub use client::{Client, INDEX_HEADER, TOKEN_HEADER};
+pub use client::{BodyParser, Client, INDEX_HEADER, TOKEN_HEADER};
 pub use config::{
     ConfigError, ConsulConfig, DurationError, LoginConfig, Overrides, TlsConfig, Token,
     TokenConfig, TokenSource,

@@ -18,12 +18,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use futures::Stream;
 use tokio::time::Instant;
 
 use crate::blocking::{QueryOptions, Versioned, WatchOptions, index_moved, next_index};
-use crate::client::Client;
+use crate::client::{BodyParser, Client};
 use crate::error::Error;
 use crate::types::{CatalogServiceInstance, HealthCheck, NodeServices, ServiceTags};
 
@@ -177,30 +176,41 @@ impl Client {
         })
     }
 
-    /// [`Client::watch_node_services`] with undecoded bodies (see
-    /// [`Client::node_services_raw`]), held back while `pause` says so.
-    pub fn watch_node_services_raw(
+    /// [`Client::watch_node_services`] with each body parsed by `parse` as
+    /// it arrives (see [`Client::node_services_parsed`]), held back while
+    /// `pause` says so.
+    pub fn watch_node_services_parsed<T: Send + 'static>(
         &self,
         node: impl Into<String>,
         opts: WatchOptions,
         pause: Option<Pause>,
-    ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
-        self.named_watch(node.into(), opts, pause, |client, node, q| {
-            Box::pin(async move { client.node_services_raw(&node, &q).await })
-        })
+        parse: BodyParser<T>,
+    ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node.into());
+        let client = self.clone();
+        let fetch: Fetch<T> = Arc::new(move |q| {
+            let (client, node, parse) = (client.clone(), node.clone(), parse.clone());
+            Box::pin(async move { client.node_services_parsed(&node, &q, &parse).await })
+        });
+        watch(self.clone(), opts, pause, fetch)
     }
 
-    /// [`Client::watch_health_node`] with undecoded bodies (see
-    /// [`Client::node_services_raw`]), held back while `pause` says so.
-    pub fn watch_health_node_raw(
+    /// [`Client::watch_health_node`] with each body parsed by `parse` as it
+    /// arrives, held back while `pause` says so.
+    pub fn watch_health_node_parsed<T: Send + 'static>(
         &self,
         node: impl Into<String>,
         opts: WatchOptions,
         pause: Option<Pause>,
-    ) -> impl Stream<Item = Result<Versioned<Bytes>, Error>> + Send + 'static {
-        self.named_watch(node.into(), opts, pause, |client, node, q| {
-            Box::pin(async move { client.health_node_raw(&node, &q).await })
-        })
+        parse: BodyParser<T>,
+    ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node.into());
+        let client = self.clone();
+        let fetch: Fetch<T> = Arc::new(move |q| {
+            let (client, node, parse) = (client.clone(), node.clone(), parse.clone());
+            Box::pin(async move { client.health_node_parsed(&node, &q, &parse).await })
+        });
+        watch(self.clone(), opts, pause, fetch)
     }
 
     /// Every new version of `/v1/catalog/service/:name` (see

@@ -166,3 +166,73 @@ fn a_check_with_other_output_is_not_as_written() {
     check.notes = "n".into();
     assert_eq!(CompactCheck::of_observed(&check).as_written, None);
 }
+
+/// A reader handing out at most `step` bytes per read, as a body arrives
+/// in chunks.
+struct Trickle<'a> {
+    data: &'a [u8],
+    step: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.step).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+proptest::proptest! {
+    /// Reading an answer as it arrives gives what parsing it whole gives,
+    /// however it is cut, and a repeated service ID keeps its last entry
+    /// (as Consul's own map would); a cut-off body fails both ways.
+    #[test]
+    fn reading_in_chunks_equals_parsing_whole(
+        entries in proptest::collection::vec(("[a-c]{1,2}", 1u16..100), 0..30),
+        step in 1usize..64,
+        cut_off in proptest::bool::weighted(0.2),
+    ) {
+        let s = SyncSettings::default();
+        let services: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(id, port)| serde_json::json!({"ID": id, "Service": "web", "Port": port}))
+            .collect();
+        let checks: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(id, port)| serde_json::json!({"Node": s.consul_node_name,
+                "CheckID": format!("ns/{id}/{port}"), "ServiceID": id}))
+            .collect();
+        let mut body = serde_json::to_vec(
+            &serde_json::json!({"Node": {"Node": s.consul_node_name}, "Services": services}),
+        ).unwrap();
+        let mut check_body = serde_json::to_vec(&checks).unwrap();
+        if cut_off {
+            body.truncate(body.len() / 2);
+            check_body.truncate(check_body.len() / 2);
+        }
+        let whole = parse_node_services_compact(&body, &s);
+        let read = read_node_services_compact(Trickle { data: &body, step }, &s);
+        let whole_checks = parse_health_checks_compact(&check_body);
+        let read_checks = read_health_checks_compact(Trickle { data: &check_body, step });
+        if cut_off {
+            proptest::prop_assert!(whole.is_err() && read.is_err());
+            proptest::prop_assert!(whole_checks.is_err() && read_checks.is_err());
+        } else {
+            let whole = whole.unwrap();
+            proptest::prop_assert_eq!(&whole, &read.unwrap());
+            proptest::prop_assert_eq!(&whole_checks.as_ref().unwrap(), &read_checks.as_ref().unwrap());
+            let mut last = BTreeMap::new();
+            for (id, port) in &entries {
+                last.insert(id.clone(), *port);
+            }
+            proptest::prop_assert_eq!(whole.instances.len(), last.len());
+            for (id, port) in &last {
+                let alone = parse_node_services_compact(
+                    &serde_json::to_vec(&serde_json::json!({"Node": {"Node": s.consul_node_name},
+                        "Services": [{"ID": id, "Service": "web", "Port": port}]})).unwrap(), &s).unwrap();
+                proptest::prop_assert!(alone.instances[id].same_content(&whole.instances[id]));
+            }
+        }
+    }
+}

@@ -224,6 +224,25 @@ impl Client {
         .await
     }
 
+    /// [`Client::node_services`] parsed by `parse` while the body arrives:
+    /// the answer lists every instance on the node, and this way it is
+    /// never held whole (see [`BodyParser`]). A body `parse` refuses is an
+    /// [`Error::Decode`] naming the operation.
+    pub async fn node_services_parsed<T: Send + 'static>(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+        parse: &BodyParser<T>,
+    ) -> Result<Versioned<T>, Error> {
+        self.read_parsed(
+            "catalog.node_services",
+            &["catalog", "node-services", node],
+            q,
+            parse,
+        )
+        .await
+    }
+
     /// `GET /v1/catalog/nodes`: all nodes. Honors `node_meta`, `filter`,
     /// `stale` and blocking options.
     pub async fn nodes(&self, q: &QueryOptions) -> Result<Versioned<Vec<Node>>, Error> {

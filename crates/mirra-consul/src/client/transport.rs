@@ -36,6 +36,18 @@ impl Client {
             .await
     }
 
+    /// [`Client::health_node`] parsed by `parse` as the body arrives (see
+    /// [`Client::node_services_parsed`]).
+    pub async fn health_node_parsed<T: Send + 'static>(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+        parse: &BodyParser<T>,
+    ) -> Result<Versioned<T>, Error> {
+        self.read_parsed("health.node", &["health", "node", node], q, parse)
+            .await
+    }
+
     pub(super) async fn read<T: DeserializeOwned>(
         &self,
         operation: &'static str,
@@ -56,11 +68,42 @@ impl Client {
         segments: &[&str],
         q: &QueryOptions,
     ) -> Result<Versioned<Bytes>, Error> {
+        let answer = self.execute(self.get_call(operation, segments, q)?).await?;
+        Ok(Versioned {
+            index: answer.index,
+            value: answer.body,
+        })
+    }
+
+    /// A GET whose successful body `parse` reads as it arrives (see
+    /// [`BodyParser`]); error bodies are read whole, as for any call.
+    pub(super) async fn read_parsed<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        segments: &[&str],
+        q: &QueryOptions,
+        parse: &BodyParser<T>,
+    ) -> Result<Versioned<T>, Error> {
+        let (index, value) = self
+            .execute_reading(
+                self.get_call(operation, segments, q)?,
+                &Streamed(Arc::clone(parse)),
+            )
+            .await?;
+        Ok(Versioned { index, value })
+    }
+
+    fn get_call(
+        &self,
+        operation: &'static str,
+        segments: &[&str],
+        q: &QueryOptions,
+    ) -> Result<Call<'static>, Error> {
         let timeout = match q.effective_wait() {
             Some(wait) => blocking_timeout(wait, self.inner.request_timeout),
             None => self.inner.request_timeout,
         };
-        let call = Call {
+        Ok(Call {
             operation,
             method: Method::GET,
             url: self.url(operation, segments, Some(q))?,
@@ -68,11 +111,6 @@ impl Client {
             timeout,
             idempotent: true,
             txn_ops: None,
-        };
-        let answer = self.execute(call).await?;
-        Ok(Versioned {
-            index: answer.index,
-            value: answer.body,
         })
     }
 
@@ -128,8 +166,21 @@ impl Client {
     /// returned. Resending is safe for any request: Consul refused it
     /// before applying anything.
     pub(super) async fn execute(&self, call: Call<'_>) -> Result<Answer, Error> {
+        let (index, body) = self.execute_reading(call, &Whole).await?;
+        Ok(Answer { index, body })
+    }
+
+    /// [`Client::execute`] with the body taken in by `reader`.
+    pub(super) async fn execute_reading<B: BodyReader>(
+        &self,
+        call: Call<'_>,
+        reader: &B,
+    ) -> Result<(u64, B::Out), Error> {
         let creds = self.credentials().await?;
-        match (self.execute_with(&call, &creds).await, &self.inner.login) {
+        match (
+            self.execute_with_reading(&call, &creds, reader).await,
+            &self.inner.login,
+        ) {
             (Err(e), Some(login)) if e.is_acl_not_found() => {
                 warn!(
                     operation = call.operation,
@@ -138,7 +189,7 @@ impl Client {
                     "Consul does not know the login token any more; logging in again"
                 );
                 let fresh = self.log_in(login, Some(creds.generation)).await?;
-                self.execute_with(&call, &fresh).await
+                self.execute_with_reading(&call, &fresh, reader).await
             }
             (result, _) => result,
         }
@@ -151,13 +202,24 @@ impl Client {
         call: &Call<'_>,
         creds: &Credentials,
     ) -> Result<Answer, Error> {
+        let (index, body) = self.execute_with_reading(call, creds, &Whole).await?;
+        Ok(Answer { index, body })
+    }
+
+    /// [`Client::execute_with`] with the body taken in by `reader`.
+    pub(super) async fn execute_with_reading<B: BodyReader>(
+        &self,
+        call: &Call<'_>,
+        creds: &Credentials,
+        reader: &B,
+    ) -> Result<(u64, B::Out), Error> {
         let max_attempts = self.inner.retry.max_attempts.max(1);
         let servers = self.inner.servers.len();
         let mut attempt = 0u32;
         let mut switches = 0usize;
         loop {
             let server = self.current_index();
-            let err = match self.attempt(call, server, creds).await {
+            let err = match self.attempt(call, server, creds, reader).await {
                 Ok(answer) => return Ok(answer),
                 Err(e) => e,
             };
@@ -211,12 +273,13 @@ impl Client {
         }
     }
 
-    pub(super) async fn attempt(
+    pub(super) async fn attempt<B: BodyReader>(
         &self,
         call: &Call<'_>,
         server: usize,
         creds: &Credentials,
-    ) -> Result<Answer, Error> {
+        reader: &B,
+    ) -> Result<(u64, B::Out), Error> {
         let target = &self.inner.servers[server];
         let secret = creds.secret.as_ref().map(Token::expose);
         let transport =
@@ -246,17 +309,24 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .unwrap_or(0);
-        let body = resp.bytes().await.map_err(transport)?;
         debug!(
             operation = call.operation,
             status = status.as_u16(),
             index,
-            bytes = body.len(),
+            bytes = resp.content_length(),
             "consul answered"
         );
         if status.is_success() {
-            return Ok(Answer { index, body });
+            let body = reader.read(resp).await.map_err(|e| match e {
+                BodyError::Transport(e) => transport(e),
+                BodyError::Decode(message) => Error::Decode {
+                    operation: call.operation,
+                    message,
+                },
+            })?;
+            return Ok((index, body));
         }
+        let body = resp.bytes().await.map_err(transport)?;
         let ctx = ErrorContext {
             operation: call.operation,
             token_hint: &creds.hint,

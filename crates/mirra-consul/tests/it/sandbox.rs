@@ -1017,7 +1017,10 @@ async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index
         ..WatchOptions::default()
     };
     let pause = mirra_consul::Pause::new(pause_rx, Duration::from_secs(3600));
-    let mut watch = Box::pin(client.watch_node_services_raw(NODE, opts, Some(pause)));
+    // Each answer counted by a parser reading it as it arrives.
+    let parse: mirra_consul::BodyParser<serde_json::Value> =
+        std::sync::Arc::new(|body| serde_json::from_reader(body).map_err(|e| e.to_string()));
+    let mut watch = Box::pin(client.watch_node_services_parsed(NODE, opts, Some(pause), parse));
     let first = watch.next().await.unwrap().unwrap();
     // Driving the stream on a task keeps its next request parked.
     let (tx, mut rx) = tokio::sync::mpsc::channel(4);
@@ -1057,8 +1060,67 @@ async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index
     pause_tx.send_replace(false);
     let next = rx.recv().await.unwrap().unwrap();
     assert!(next.index > first.index);
-    let body: serde_json::Value = serde_json::from_slice(&next.value).unwrap();
-    assert_eq!(body["Services"].as_array().map(Vec::len), Some(2));
+    assert_eq!(next.value["Services"].as_array().map(Vec::len), Some(2));
     assert_eq!(requests(&sandbox, "GET /v1/catalog/node-services"), 3);
     driver.abort();
+}
+
+#[tokio::test]
+async fn a_parsed_read_sees_the_whole_answer_and_a_refused_body_is_a_decode_error() {
+    let (sandbox, client) = start().await;
+    // Enough instances that the answer comes off the connection in many
+    // chunks.
+    let ops: Vec<TxnOp> = std::iter::once(node_set())
+        .chain((0..2_000).map(|i| {
+            service_op(
+                Verb::Set,
+                instance(&format!("web-{i}"), "web", &["k8s"], 80),
+            )
+        }))
+        .collect();
+    for batch in ops.chunks(64) {
+        client.txn(batch).await.unwrap();
+    }
+    let q = QueryOptions::default();
+    let raw = client.node_services_raw(NODE, &q).await.unwrap();
+    assert!(raw.value.len() > 256 * 1024, "{} bytes", raw.value.len());
+
+    let parse: mirra_consul::BodyParser<serde_json::Value> =
+        std::sync::Arc::new(|body| serde_json::from_reader(body).map_err(|e| e.to_string()));
+    let parsed = client.node_services_parsed(NODE, &q, &parse).await.unwrap();
+    assert_eq!(parsed.index, raw.index);
+    assert_eq!(
+        parsed.value,
+        serde_json::from_slice::<serde_json::Value>(&raw.value).unwrap()
+    );
+    assert_eq!(
+        parsed.value["Services"].as_array().map(Vec::len),
+        Some(2_000)
+    );
+    let count: mirra_consul::BodyParser<u64> = std::sync::Arc::new(|body| {
+        std::io::copy(body, &mut std::io::sink()).map_err(|e| e.to_string())
+    });
+    let counted = client.node_services_parsed(NODE, &q, &count).await.unwrap();
+    assert_eq!(counted.value, raw.value.len() as u64, "every byte, once");
+
+    // A parser that refuses the body after a look: a decode error naming
+    // the operation, and no second request (the same body would be
+    // refused again).
+    let before = requests(&sandbox, "GET /v1/catalog/node-services");
+    let refuse: mirra_consul::BodyParser<()> = std::sync::Arc::new(|body| {
+        let mut first = [0u8; 16];
+        std::io::Read::read_exact(body, &mut first).map_err(|e| e.to_string())?;
+        Err("not the answer this parser expects".into())
+    });
+    match client.node_services_parsed(NODE, &q, &refuse).await {
+        Err(mirra_consul::Error::Decode { operation, message }) => {
+            assert_eq!(operation, "catalog.node_services");
+            assert!(message.contains("not the answer"), "{message}");
+        }
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+    assert_eq!(
+        requests(&sandbox, "GET /v1/catalog/node-services"),
+        before + 1
+    );
 }
