@@ -42,6 +42,12 @@ mod mirror_copy;
 mod normalised;
 mod profile;
 
+/// The shipped binary's allocator, with the same build-time options, so
+/// that the mirror controller (run in this process) is measured as it
+/// ships.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use std::path::PathBuf;
 use std::time::Instant;
 

@@ -266,7 +266,12 @@ impl<V> KeyIndex<V> {
         let mut mine = BTreeMap::new();
         for (id, v) in entries {
             touched.insert(id.clone());
-            let claimants = self.claims.entry(id.clone()).or_default();
+            // Almost always one claimant: room for exactly one (a pushed
+            // first element would get room for four).
+            let claimants = self
+                .claims
+                .entry(id.clone())
+                .or_insert_with(|| Vec::with_capacity(1));
             if let Err(at) = claimants.binary_search(key) {
                 claimants.insert(at, key.clone());
             }
