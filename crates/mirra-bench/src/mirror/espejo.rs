@@ -58,11 +58,36 @@ pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<(Vec<Phase>, 
         time: t.elapsed(),
         requests: by_verb(&b2, &b3),
     });
-    let now_selected: Vec<String> = (args.events..n + args.events).map(ns_name).collect();
+    // mirra's run also created the paced namespaces before its edit: the
+    // same ones here (untimed, in no phase's counts), so that both edits
+    // change the same number of copies.
+    let paced: Vec<String> = (n + args.events..n + 2 * args.events)
+        .map(ns_name)
+        .collect();
+    for name in &paced {
+        create_namespace(&c, name, true).await?;
+    }
+    espejo_sync(&c, &paced, &version).await?;
+    let now_selected: Vec<String> = (args.events..n + 2 * args.events).map(ns_name).collect();
+    // Timed as mirra's edit is: until a watch has seen every edited copy.
+    let (counter, counter_task) = spawn_counter(&c, CONFIGS * ITEMS);
+    // espejo deletes nothing: the copies in the relabelled namespaces stay.
+    let listed = (n + 2 * args.events) * CONFIGS * ITEMS;
+    wait_until("baseline copies listed", Duration::from_secs(60), || {
+        counter.lock().map(|c| c.total).unwrap_or(0) == listed
+    })
+    .await?;
+    let b3 = server.stats().await?;
     let t = Instant::now();
     version[0] = 2;
-    // An edited SyncConfig is re-synced over every namespace it selects.
+    // An edited SyncConfig is re-synced over every namespace it selects,
+    // at once (espejo itself would wait for its next periodic sync).
     espejo_sync_config(&c, &now_selected, 0, &version).await?;
+    wait_until("baseline item edit seen", Duration::from_secs(60), || {
+        counter.lock().map(|c| c.edited.len()).unwrap_or(0) == now_selected.len()
+    })
+    .await?;
+    counter_task.abort();
     let b4 = server.stats().await?;
     base.push(Phase {
         name: String::new(),
