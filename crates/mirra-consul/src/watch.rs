@@ -30,6 +30,15 @@ type ReadFuture<T> = Pin<Box<dyn Future<Output = Result<Versioned<T>, Error>> + 
 
 type Fetch<T> = Arc<dyn Fn(QueryOptions) -> ReadFuture<T> + Send + Sync>;
 
+/// Which whole-node read a parsed watch repeats.
+#[derive(Clone, Copy, Debug)]
+enum NodeRead {
+    /// `/v1/catalog/node-services/:node`.
+    Services,
+    /// `/v1/health/node/:node`.
+    Checks,
+}
+
 /// Holds a watch's requests back while its value is `true`, for a caller
 /// that knows the answers would only show its own writes (a syncer writing
 /// a batch): a request in flight when the pause begins is dropped (Consul
@@ -186,13 +195,7 @@ impl Client {
         pause: Option<Pause>,
         parse: BodyParser<T>,
     ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
-        let node: Arc<str> = Arc::from(node.into());
-        let client = self.clone();
-        let fetch: Fetch<T> = Arc::new(move |q| {
-            let (client, node, parse) = (client.clone(), node.clone(), parse.clone());
-            Box::pin(async move { client.node_services_parsed(&node, &q, &parse).await })
-        });
-        watch(self.clone(), opts, pause, fetch)
+        self.parsed_watch(node.into(), opts, pause, parse, NodeRead::Services)
     }
 
     /// [`Client::watch_health_node`] with each body parsed by `parse` as it
@@ -204,11 +207,29 @@ impl Client {
         pause: Option<Pause>,
         parse: BodyParser<T>,
     ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
-        let node: Arc<str> = Arc::from(node.into());
+        self.parsed_watch(node.into(), opts, pause, parse, NodeRead::Checks)
+    }
+
+    /// A watch of one whole-node read whose bodies `parse` reads as they
+    /// arrive.
+    fn parsed_watch<T: Send + 'static>(
+        &self,
+        node: String,
+        opts: WatchOptions,
+        pause: Option<Pause>,
+        parse: BodyParser<T>,
+        read: NodeRead,
+    ) -> impl Stream<Item = Result<Versioned<T>, Error>> + Send + 'static {
+        let node: Arc<str> = Arc::from(node);
         let client = self.clone();
         let fetch: Fetch<T> = Arc::new(move |q| {
             let (client, node, parse) = (client.clone(), node.clone(), parse.clone());
-            Box::pin(async move { client.health_node_parsed(&node, &q, &parse).await })
+            Box::pin(async move {
+                match read {
+                    NodeRead::Services => client.node_services_parsed(&node, &q, &parse).await,
+                    NodeRead::Checks => client.health_node_parsed(&node, &q, &parse).await,
+                }
+            })
         });
         watch(self.clone(), opts, pause, fetch)
     }
