@@ -397,11 +397,13 @@ pub(crate) fn error_from_transport(
         }
     } else if e.is_connect() || is_handshake_refusal(&chain) {
         Error::Connect { operation, message }
-    } else if e.is_decode() {
-        Error::Decode { operation, message }
     } else if e.is_builder() {
         Error::Encode { operation, message }
     } else {
+        // Including reqwest's "error decoding response body": this client
+        // decodes bodies itself (`Error::Decode`), so reqwest reports that
+        // only for a body that failed to arrive (the connection broke or
+        // the server hung up mid-way), which a retry may well fix.
         Error::Transport { operation, message }
     }
 }

@@ -989,3 +989,94 @@ fn client_without_token(addr: SocketAddr) -> Client {
     c.retry = fast_retry(1);
     Client::new(c).unwrap()
 }
+
+fn value_parser() -> mirra_consul::BodyParser<serde_json::Value> {
+    Arc::new(|body| serde_json::from_reader(body).map_err(|e| e.to_string()))
+}
+
+#[tokio::test]
+async fn a_parsed_read_is_retried_as_any_read_and_error_bodies_are_read_whole() {
+    let (addr, script) = serve(vec![
+        canned(500, "boom"),
+        at_index(200, r#"{"Node":{"Node":"k8s-sync"},"Services":[]}"#, 9),
+    ])
+    .await;
+    let got = client(addr, 4)
+        .node_services_parsed("k8s-sync", &QueryOptions::default(), &value_parser())
+        .await
+        .unwrap();
+    assert_eq!(got.index, 9);
+    assert_eq!(got.value["Node"]["Node"], "k8s-sync");
+    assert_eq!(
+        script.hits(),
+        2,
+        "the 500 was retried, the parser saw one body"
+    );
+
+    // A refusal's body is the error's message, never handed to the parser.
+    let (addr, script) = serve(vec![canned(403, "ACL not found")]).await;
+    let err = client(addr, 4)
+        .health_node_parsed("k8s-sync", &QueryOptions::default(), &value_parser())
+        .await
+        .unwrap_err();
+    assert!(err.is_acl_not_found(), "{err}");
+    assert_eq!(script.hits(), 1);
+    assert_no_secret(&err);
+}
+
+#[tokio::test]
+async fn a_body_cut_off_mid_way_is_a_transport_error_not_a_decode_error() {
+    // A server that promises 4,096 bytes, sends a few hundred and hangs up,
+    // on every connection: the reading side's failure is what is reported
+    // (and retried, as for any read), not the parser's end of input.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut sock, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 4096];
+            let _ = sock.read(&mut buf).await;
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                        X-Consul-Index: 7\r\nContent-Length: 4096\r\n\r\n";
+            let part = format!(
+                "{{\"Node\":{{\"Node\":\"k8s-sync\"}},\"Services\":[{}",
+                r#"{"ID":"web-1","Service":"web","Port":80},"#.repeat(8)
+            );
+            let _ = sock.write_all(head.as_bytes()).await;
+            let _ = sock.write_all(part.as_bytes()).await;
+            let _ = sock.shutdown().await;
+        }
+    });
+    let err = client(addr, 2)
+        .node_services_parsed("k8s-sync", &QueryOptions::default(), &value_parser())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "transport", "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::Transport {
+                operation: "catalog.node_services",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "a read is retried after a broken body"
+    );
+    assert_no_secret(&err);
+
+    // The same for a body read whole.
+    let err = client(addr, 2)
+        .node_services("k8s-sync", &QueryOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.class(), "transport", "{err}");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
