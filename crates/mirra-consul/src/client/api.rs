@@ -278,4 +278,26 @@ impl Client {
             value: v.value.unwrap_or_default(),
         })
     }
+
+    /// [`Client::health_node`] undecoded (see [`Client::node_services_raw`]).
+    pub async fn health_node_raw(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+    ) -> Result<Versioned<Bytes>, Error> {
+        self.read_raw("health.node", &["health", "node", node], q)
+            .await
+    }
+
+    /// [`Client::health_node`] parsed by `parse` as the body arrives (see
+    /// [`Client::node_services_parsed`]).
+    pub async fn health_node_parsed<T: Send + 'static>(
+        &self,
+        node: &str,
+        q: &QueryOptions,
+        parse: &BodyParser<T>,
+    ) -> Result<Versioned<T>, Error> {
+        self.read_parsed("health.node", &["health", "node", node], q, parse)
+            .await
+    }
 }

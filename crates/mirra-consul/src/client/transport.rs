@@ -26,28 +26,6 @@ pub(super) struct Answer {
 impl Client {
     // ----- plumbing -----------------------------------------------------------
 
-    /// [`Client::health_node`] undecoded (see [`Client::node_services_raw`]).
-    pub async fn health_node_raw(
-        &self,
-        node: &str,
-        q: &QueryOptions,
-    ) -> Result<Versioned<Bytes>, Error> {
-        self.read_raw("health.node", &["health", "node", node], q)
-            .await
-    }
-
-    /// [`Client::health_node`] parsed by `parse` as the body arrives (see
-    /// [`Client::node_services_parsed`]).
-    pub async fn health_node_parsed<T: Send + 'static>(
-        &self,
-        node: &str,
-        q: &QueryOptions,
-        parse: &BodyParser<T>,
-    ) -> Result<Versioned<T>, Error> {
-        self.read_parsed("health.node", &["health", "node", node], q, parse)
-            .await
-    }
-
     pub(super) async fn read<T: DeserializeOwned>(
         &self,
         operation: &'static str,
