@@ -141,13 +141,14 @@ impl Shared {
                 s.note_dirty(keys.iter(), now);
             }
         });
-        for k in keys {
+        for k in &keys {
             if how == Enqueued::Debounced {
-                self.queue.add(k);
+                self.queue.add(k.clone());
             } else {
-                self.queue.add_after(k, Duration::ZERO);
+                self.queue.add_after(k.clone(), Duration::ZERO);
             }
         }
+        self.with_state(|s| s.forget_verifying(&keys));
     }
 }
 
@@ -254,9 +255,12 @@ async fn worker(shared: Arc<Shared>) {
             k = shared.queue.next() => match k { Some(k) => k, None => return },
         };
         let outcome = process(&shared, &key).await;
-        if outcome == Outcome::Success {
-            shared.with_state(|s| s.forget_dirty(&key));
-        }
+        shared.with_state(|s| {
+            s.verified(&key);
+            if outcome == Outcome::Success {
+                s.forget_dirty(&key);
+            }
+        });
         if let Err(e) = shared.queue.done(&key, outcome) {
             tracing::error!(namespace = %key, error = %e, "work queue bookkeeping failed");
         }

@@ -45,7 +45,10 @@ pub(super) async fn verify_loop(shared: Arc<Shared>) {
                 }
             }
             let now = Instant::now();
-            shared.with_state(|s| s.note_dirty(chunk.iter(), now));
+            shared.with_state(|s| {
+                s.note_verifying(chunk, |k| shared.queue.is_queued(k));
+                s.note_dirty(chunk.iter(), now);
+            });
             for k in chunk {
                 // No debounce: nothing is bursting, the pass itself is
                 // the event.

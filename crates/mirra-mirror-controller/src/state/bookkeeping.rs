@@ -73,6 +73,35 @@ impl State {
         }
     }
 
+    /// The verification pass queues `keys`: those no other work has
+    /// queued are marked as its own (see `State::verifying`).
+    pub fn note_verifying<'a>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'a String>,
+        is_queued: impl Fn(&String) -> bool,
+    ) {
+        for k in keys {
+            if !is_queued(k) {
+                self.verifying.insert(k.clone());
+            }
+        }
+    }
+
+    /// Something other than the verification pass queued `keys`: work of
+    /// their own is pending. Called after the keys are queued, so a pass
+    /// that looks at the queue in between sees them queued and marks none.
+    pub fn forget_verifying<'a>(&mut self, keys: impl IntoIterator<Item = &'a String>) {
+        for k in keys {
+            self.verifying.remove(k);
+        }
+    }
+
+    /// A worker is done with `key` (called before the queue learns so,
+    /// while the key still reads as queued).
+    pub fn verified(&mut self, key: &str) {
+        self.verifying.remove(key);
+    }
+
     /// The key was processed with nothing left to do: a later event
     /// starts a new latency measurement.
     pub fn forget_dirty(&mut self, key: &str) {
@@ -111,7 +140,7 @@ impl State {
     /// A namespace waiting to retry a permanent failure (403, 422, ...) is
     /// not work in progress: its outcome is known, and counting it would
     /// hold back the status of every SyncConfig for as long as any write
-    /// fails.
+    /// fails. Nor is a namespace queued by the verification pass alone.
     pub fn plan_statuses(&mut self, round: &StatusRound<'_>) -> Vec<StatusWrite> {
         let now = round.now;
         // The namespaces still worked on, found once a round: a few while
@@ -121,7 +150,11 @@ impl State {
             self.namespaces
                 .iter()
                 .map(|(_, ns)| NamespaceView::from_namespace(ns).name.to_string())
-                .filter(|n| (round.is_queued)(n) && !self.permanent_failures.contains_key(n))
+                .filter(|n| {
+                    (round.is_queued)(n)
+                        && !self.permanent_failures.contains_key(n)
+                        && !self.verifying.contains(n)
+                })
                 .collect()
         } else {
             Vec::new()

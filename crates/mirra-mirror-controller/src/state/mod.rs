@@ -205,6 +205,12 @@ pub struct State {
     status_versions: BTreeMap<ConfigRef, (String, String)>,
     /// When each pending key was first made dirty (event-to-write latency).
     first_event: BTreeMap<String, Instant>,
+    /// Namespaces the verification pass queued and no event has queued
+    /// since. Their outcomes are known, so while queued they do not hold a
+    /// SyncConfig's status back as pending: a pass over a namespace whose
+    /// copies are in step must not turn `Ready` to `SynchronizationPending`
+    /// and back (two status writes for nothing).
+    verifying: BTreeSet<String>,
     /// mirra's own applies whose answer came but whose echo the copy watch
     /// has not brought yet. The echo holds exactly what the plan asked
     /// for, so re-planning its namespace for it would be pure CPU: it is

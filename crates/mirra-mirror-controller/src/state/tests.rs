@@ -470,6 +470,81 @@ fn condition_counts_follow_the_written_statuses() {
     assert_eq!(count(&s, "Ready"), Some(1));
 }
 
+/// The reason of the `Ready` condition once the statuses due while `t`
+/// is queued (the debounce run out) are written.
+fn ready_reason_while_t_is_queued(s: &mut State) -> String {
+    let queued = |n: &String| n == "t";
+    let todo = s.plan_statuses(&StatusRound {
+        now: Instant::now(),
+        busy: true,
+        max_delay: std::time::Duration::ZERO,
+        now_str: "2026-01-01T00:00:00Z",
+        is_queued: &queued,
+    });
+    for w in todo {
+        land(s, w);
+    }
+    let status = s.stored_status(&ConfigRef::new("ops", "base"));
+    let ready = status
+        .iter()
+        .flat_map(|st| st.conditions.iter())
+        .find(|c| c.type_ == "Ready")
+        .and_then(|c| c.reason.clone());
+    ready.unwrap_or_default()
+}
+
+#[test]
+fn a_namespace_queued_by_the_verification_pass_alone_is_not_pending() {
+    let t = "t".to_string();
+    let synced = |name: &str| ItemOutcome {
+        item: mirra_mirror::ItemRef::Sync(0),
+        state: OutcomeState::InSync,
+        target: mirra_mirror::ObjectRef {
+            name: name.into(),
+            ..delete_outcome(OutcomeState::Gone).target
+        },
+        ..delete_outcome(OutcomeState::Gone)
+    };
+    let mut s = state_with(Vec::new());
+    s.store_outcomes("t", vec![synced("a")], Instant::now());
+    // Queued by an event: its copies may be about to change.
+    assert_eq!(
+        ready_reason_while_t_is_queued(&mut s),
+        "SynchronizationPending"
+    );
+    // Done; then queued by the pass alone: its outcomes stand.
+    s.verified("t");
+    s.store_outcomes("t", vec![synced("b")], Instant::now());
+    s.note_verifying([&t], |_| false);
+    assert_eq!(
+        ready_reason_while_t_is_queued(&mut s),
+        "SynchronizationSucceeded"
+    );
+    // An event queues it again mid-pass: pending once more.
+    s.forget_verifying([&t]);
+    s.store_outcomes("t", vec![synced("c")], Instant::now());
+    assert_eq!(
+        ready_reason_while_t_is_queued(&mut s),
+        "SynchronizationPending"
+    );
+    // The pass does not mark a namespace other work already queued, and
+    // the mark goes when a worker is done with it.
+    s.verified("t");
+    s.note_verifying([&t], |_| true);
+    s.store_outcomes("t", vec![synced("d")], Instant::now());
+    assert_eq!(
+        ready_reason_while_t_is_queued(&mut s),
+        "SynchronizationPending"
+    );
+    s.note_verifying([&t], |_| false);
+    s.verified("t");
+    s.store_outcomes("t", vec![synced("e")], Instant::now());
+    assert_eq!(
+        ready_reason_while_t_is_queued(&mut s),
+        "SynchronizationPending"
+    );
+}
+
 /// The SyncConfig `ops/base` of [`state_with`] with `data`, as its watch
 /// brings it (so that its stamp changes as in the controller).
 fn base_config_event(data: &str, version: &str) -> Event<ConfigObject> {
