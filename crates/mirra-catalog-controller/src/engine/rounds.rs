@@ -122,7 +122,16 @@ impl Engine {
         self.send(Job::Write(job));
     }
 
+    /// Queues the Services an event touched. Before the first pass nothing
+    /// is queued: that pass plans every Service from the caches, which
+    /// already hold the event, so queueing the initial lists would plan
+    /// every Service a second time right after it (in rounds of up to
+    /// `max_keys_per_round`, the cold start's largest allocations) only to
+    /// find it in step.
     pub(super) fn enqueue(&mut self, keys: impl IntoIterator<Item = ServiceKey>) {
+        if !self.synced {
+            return;
+        }
         for key in keys {
             self.first_event
                 .entry(key.clone())
