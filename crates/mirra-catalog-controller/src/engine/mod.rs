@@ -316,11 +316,15 @@ pub async fn run(
     Ok(())
 }
 
-/// Drives `stream` on its own task, converting each item there. One item
-/// in flight: an answer waits until the loop took the previous one (each
-/// answer is a whole snapshot, so the loop never needs a backlog). The
-/// guard aborts the task when dropped, so a watch parked in a long
-/// blocking query does not outlive the controller.
+/// Drives `stream` on its own task, converting each item there. At most
+/// one answer waits for the loop, and the next read starts only once the
+/// loop took it: each answer is a whole snapshot (about 27 MB in compact
+/// form at 50,000 instances), so the loop never needs a backlog, and
+/// reading ahead would hold a third snapshot (the index's, the waiting
+/// one, the one read ahead) whenever the loop does not take answers (a
+/// verification pass, the cold start's). The guard aborts the task when
+/// dropped, so a watch parked in a long blocking query does not outlive
+/// the controller.
 fn spawn_converted<T, U>(
     stream: impl Stream<Item = Result<T, mirra_consul::Error>> + Send + 'static,
     convert: impl Fn(T) -> Result<U, mirra_consul::Error> + Send + 'static,
@@ -335,10 +339,13 @@ where
     let (tx, rx) = tokio::sync::mpsc::channel(1);
     let task = tokio::spawn(async move {
         let mut stream = pin!(stream);
-        while let Some(item) = stream.next().await {
-            if tx.send(item.and_then(&convert)).await.is_err() {
+        // The permit first: with room for one item, it is granted only
+        // once the loop took the previous answer.
+        while let Ok(permit) = tx.reserve().await {
+            let Some(item) = stream.next().await else {
                 break;
-            }
+            };
+            permit.send(item.and_then(&convert));
         }
     });
     (rx, mirra_runtime::task::guard(&task))
@@ -379,5 +386,46 @@ fn watch_hints(kind: &'static str) -> WatchHints {
         },
         install: None,
         rbac: RBAC_HINT,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A stream of answers that counts how many were read.
+    fn counted(read: Arc<AtomicUsize>) -> impl Stream<Item = Result<usize, mirra_consul::Error>> {
+        futures::stream::iter(0..10).map(move |i| {
+            read.fetch_add(1, Ordering::SeqCst);
+            Ok(i)
+        })
+    }
+
+    #[tokio::test]
+    async fn an_answer_not_taken_holds_back_the_next_read() {
+        let read = Arc::new(AtomicUsize::new(0));
+        let (mut rx, _guard) = spawn_converted(counted(read.clone()), Ok);
+        // Let the task run as far as it can without the loop taking anything.
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            read.load(Ordering::SeqCst),
+            1,
+            "one answer waits, none read ahead"
+        );
+        assert_eq!(rx.recv().await.map(|r| r.ok()), Some(Some(0)));
+        for _ in 0..50 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(read.load(Ordering::SeqCst), 2);
+        // Every answer still arrives, in order.
+        let mut rest = Vec::new();
+        while let Some(Ok(v)) = rx.recv().await {
+            rest.push(v);
+        }
+        assert_eq!(rest, (1..10).collect::<Vec<_>>());
     }
 }
