@@ -11,9 +11,13 @@
 //! It must NOT decide anything about indexes, validation or storage; it is
 //! plain data plus pure rendering.
 
+mod direct;
+
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
+
+pub(crate) use direct::{HealthCheckJson, NodeServiceJson};
 
 /// A string map that Consul keeps as a Go `map[string]string`: a nil map
 /// renders as `null`, an empty one as `{}`. Keeping the distinction makes

@@ -58,7 +58,7 @@ use crate::error::ApiError;
 use crate::faults::{FaultAction, FaultRequest, FaultsHandle, parse_request};
 use crate::model::{CheckRec, NodeRec, ServiceRec, Weights};
 use crate::router::{self, JITTER_FRACTION, Query, Route};
-use crate::store::{ChangeSet, ListFilter, NsSel, ReadResult, Store, WatchKey};
+use crate::store::{ChangeSet, JsonRead, ListFilter, NsSel, ReadResult, Store, WatchKey};
 use crate::tenancy::{self, Scope, TenancyRequest};
 use crate::tls::TlsServer;
 use crate::txn;
@@ -669,11 +669,20 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             let scope = check_scope(shared, &q)?;
             let (part, ns) = read_ns(shared, &scope, true)?;
             let key = WatchKey::Node(crate::store::node_key(&part, &name));
+            if q.has("pretty") {
+                let r = read_blocking(shared, &q, key, |st| {
+                    st.read_node_services(&part, &ns, &name, &authz)
+                })
+                .await?;
+                return Ok(read_response(r, &q));
+            }
+            // Every instance of the node: serialized straight from the
+            // records (see `model::direct`).
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_node_services(&part, &ns, &name, &authz)
+                st.read_node_services_json(&part, &ns, &name, &authz)
             })
             .await?;
-            Ok(read_response(r, &q))
+            Ok(json_read_response(r, &q))
         }
         Route::HealthNode(name) => {
             let scope = check_scope(shared, &q)?;
@@ -681,11 +690,18 @@ async fn endpoint(shared: &Shared, route: Route, req: Request<Incoming>) -> Resu
             // Every check on the node lives under the node's index, so a
             // blocked reader waits on the node alone.
             let key = WatchKey::Node(crate::store::node_key(&part, &name));
+            if q.has("pretty") {
+                let r = read_blocking(shared, &q, key, |st| {
+                    st.read_health_node(&part, &ns, &name, &authz)
+                })
+                .await?;
+                return Ok(read_response(r, &q));
+            }
             let r = read_blocking(shared, &q, key, |st| {
-                st.read_health_node(&part, &ns, &name, &authz)
+                st.read_health_node_json(&part, &ns, &name, &authz)
             })
             .await?;
-            Ok(read_response(r, &q))
+            Ok(json_read_response(r, &q))
         }
         Route::HealthState(state) => {
             let scope = check_scope(shared, &q)?;

@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{CheckRec, NodeRec, ServiceRec};
+use crate::model::{CheckRec, HealthCheckJson, NodeRec, NodeServiceJson, ServiceRec};
 
 mod reads;
 mod tx;
@@ -302,6 +302,16 @@ pub(crate) struct ReadResult {
     pub filtered: bool,
 }
 
+/// A read whose body is already serialized (the whole-node reads, see
+/// `model::direct`): the index, the JSON bytes, and whether ACLs removed
+/// anything.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct JsonRead {
+    pub index: u64,
+    pub body: Vec<u8>,
+    pub filtered: bool,
+}
+
 /// Filters shared by the listing reads.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ListFilter {
@@ -409,10 +419,11 @@ impl Store {
         self.nodes.get(&node_key(partition, node))
     }
 
-    fn services_on<'a>(&'a self, lnode: &'a str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
+    fn services_on<'a>(&'a self, lnode: &str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
+        let lnode = lnode.to_string();
         self.services
-            .range((lnode.to_string(), String::new())..)
-            .take_while(move |((n, _), _)| n == lnode)
+            .range((lnode.clone(), String::new())..)
+            .take_while(move |((n, _), _)| *n == lnode)
             .map(|(_, s)| s)
     }
 
@@ -427,10 +438,11 @@ impl Store {
             .filter_map(move |cid| self.checks.get(&(lnode.clone(), cid.clone())))
     }
 
-    fn checks_on<'a>(&'a self, lnode: &'a str) -> impl Iterator<Item = &'a CheckRec> + 'a {
+    fn checks_on<'a>(&'a self, lnode: &str) -> impl Iterator<Item = &'a CheckRec> + 'a {
+        let lnode = lnode.to_string();
         self.checks
-            .range((lnode.to_string(), String::new())..)
-            .take_while(move |((n, _), _)| n == lnode)
+            .range((lnode.clone(), String::new())..)
+            .take_while(move |((n, _), _)| *n == lnode)
             .map(|(_, c)| c)
     }
 

@@ -72,12 +72,12 @@ impl Drop for OpenGuard<'_> {
 }
 
 /// Runs a read, blocking first when the client sent `?index=`.
-pub(super) async fn read_blocking(
+pub(super) async fn read_blocking<R>(
     shared: &Shared,
     q: &Query,
     key: WatchKey,
-    read: impl Fn(&Store) -> ReadResult,
-) -> Result<ReadResult, ApiError> {
+    read: impl Fn(&Store) -> R,
+) -> Result<R, ApiError> {
     consistency(q)?;
     let wait = match q.get("wait").filter(|w| !w.is_empty()) {
         None => None,

@@ -85,3 +85,19 @@ pub(super) fn read_response(r: ReadResult, q: &Query) -> Resp {
     );
     resp
 }
+
+/// [`read_response`] for a body serialized by the store (`JsonRead`).
+pub(super) fn json_read_response(r: JsonRead, q: &Query) -> Resp {
+    let mut resp = Response::new(Full::new(Bytes::from(r.body)));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    read_headers(
+        &mut resp,
+        r.index,
+        r.filtered,
+        consistency(q).unwrap_or("leader"),
+    );
+    resp
+}

@@ -7,6 +7,43 @@
 
 use super::*;
 
+/// What a whole-node read shows: the node (`None` when unknown or not
+/// readable), its records the caller may read, and whether ACLs removed
+/// any.
+struct NodeView<'a, T> {
+    node: Option<&'a NodeRec>,
+    items: Vec<&'a T>,
+    filtered: bool,
+}
+
+/// The node-services body, `{"Node": ..., "Services": null | [...]}`.
+struct NodeServicesBody<'a> {
+    node: Option<Value>,
+    services: &'a [&'a ServiceRec],
+}
+
+impl serde::Serialize for NodeServicesBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("Node", &self.node)?;
+        if self.services.is_empty() {
+            m.serialize_entry("Services", &())?;
+        } else {
+            let services: Vec<NodeServiceJson<'_>> = self
+                .services
+                .iter()
+                .map(|rec| NodeServiceJson {
+                    rec,
+                    empty_tags: true,
+                })
+                .collect();
+            m.serialize_entry("Services", &services)?;
+        }
+        m.end()
+    }
+}
+
 impl Store {
     /// `GET /v1/catalog/services`: service name -> sorted union of tags.
     pub fn read_services(
@@ -168,34 +205,12 @@ impl Store {
         node: &str,
         acl: &dyn ReadFilter,
     ) -> ReadResult {
-        let lnode = node_key(partition, node);
-        let index = self.index_for(&WatchKey::Node(lnode.clone()));
-        let Some(n) = self.nodes.get(&lnode) else {
-            return ReadResult {
-                index,
-                body: json!({"Node": null, "Services": null}),
-                filtered: false,
-            };
-        };
-        if !acl.node_read(partition, &n.name) {
-            return ReadResult {
-                index,
-                body: json!({"Node": null, "Services": null}),
-                filtered: true,
-            };
-        }
-        let mut filtered = false;
-        let mut services = Vec::new();
-        for s in self
-            .services_on(&lnode)
-            .filter(|s| ns.matches(s.namespace()))
-        {
-            if acl.service_read(partition, s.namespace(), &s.name) {
-                services.push(s.to_node_service_json(true));
-            } else {
-                filtered = true;
-            }
-        }
+        let (index, view) = self.node_services_view(partition, ns, node, acl);
+        let services: Vec<Value> = view
+            .items
+            .iter()
+            .map(|s| s.to_node_service_json(true))
+            .collect();
         let services = if services.is_empty() {
             Value::Null
         } else {
@@ -203,9 +218,66 @@ impl Store {
         };
         ReadResult {
             index,
-            body: json!({"Node": n.to_json(), "Services": services}),
-            filtered,
+            body: json!({"Node": view.node.map(NodeRec::to_json), "Services": services}),
+            filtered: view.filtered,
         }
+    }
+
+    /// [`Store::read_node_services`] serialized straight from the records
+    /// (the same bytes as serializing its body): see `model::direct`.
+    pub fn read_node_services_json(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> JsonRead {
+        let (index, view) = self.node_services_view(partition, ns, node, acl);
+        let body = NodeServicesBody {
+            node: view.node.map(NodeRec::to_json),
+            services: &view.items,
+        };
+        JsonRead {
+            index,
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            filtered: view.filtered,
+        }
+    }
+
+    /// The node and the instances on it the caller may read.
+    fn node_services_view(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> (u64, NodeView<'_, ServiceRec>) {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let mut view = NodeView {
+            node: None,
+            items: Vec::new(),
+            filtered: false,
+        };
+        let Some(n) = self.nodes.get(&lnode) else {
+            return (index, view);
+        };
+        if !acl.node_read(partition, &n.name) {
+            view.filtered = true;
+            return (index, view);
+        }
+        view.node = Some(n);
+        for s in self
+            .services_on(&lnode)
+            .filter(|s| ns.matches(s.namespace()))
+        {
+            if acl.service_read(partition, s.namespace(), &s.name) {
+                view.items.push(s);
+            } else {
+                view.filtered = true;
+            }
+        }
+        (index, view)
     }
 
     /// `GET /v1/health/node/<node>`: the node's checks (node-level and
@@ -219,38 +291,66 @@ impl Store {
         node: &str,
         acl: &dyn ReadFilter,
     ) -> ReadResult {
+        let (index, view) = self.health_node_view(partition, ns, node, acl);
+        ReadResult {
+            index,
+            body: Value::Array(view.items.iter().map(|c| c.to_json()).collect()),
+            filtered: view.filtered,
+        }
+    }
+
+    /// [`Store::read_health_node`] serialized straight from the records
+    /// (the same bytes as serializing its body): see `model::direct`.
+    pub fn read_health_node_json(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> JsonRead {
+        let (index, view) = self.health_node_view(partition, ns, node, acl);
+        let checks: Vec<HealthCheckJson<'_>> =
+            view.items.iter().map(|c| HealthCheckJson(c)).collect();
+        JsonRead {
+            index,
+            body: serde_json::to_vec(&checks).unwrap_or_default(),
+            filtered: view.filtered,
+        }
+    }
+
+    /// The node's checks the caller may read.
+    fn health_node_view(
+        &self,
+        partition: &str,
+        ns: &NsSel,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> (u64, NodeView<'_, CheckRec>) {
         let lnode = node_key(partition, node);
         let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let mut view = NodeView {
+            node: None,
+            items: Vec::new(),
+            filtered: false,
+        };
         let Some(n) = self.nodes.get(&lnode) else {
-            return ReadResult {
-                index,
-                body: Value::Array(Vec::new()),
-                filtered: false,
-            };
+            return (index, view);
         };
         if !acl.node_read(partition, &n.name) {
-            return ReadResult {
-                index,
-                body: Value::Array(Vec::new()),
-                filtered: true,
-            };
+            view.filtered = true;
+            return (index, view);
         }
-        let mut filtered = false;
-        let mut out = Vec::new();
+        view.node = Some(n);
         for c in self.checks_on(&lnode).filter(|c| ns.matches(c.namespace())) {
             if !c.service_name.is_empty()
                 && !acl.service_read(partition, c.namespace(), &c.service_name)
             {
-                filtered = true;
+                view.filtered = true;
                 continue;
             }
-            out.push(c.to_json());
+            view.items.push(c);
         }
-        ReadResult {
-            index,
-            body: Value::Array(out),
-            filtered,
-        }
+        (index, view)
     }
 
     /// `GET /v1/health/state/<state>`: every check in `state` (`any` for

@@ -513,3 +513,44 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn whole_node_reads_serialized_directly_equal_their_value_form() {
+    let same = |st: &Store, node: &str| {
+        let ns = NsSel::default_ns();
+        let v = st.read_node_services("default", &ns, node, &AllowAll);
+        let j = st.read_node_services_json("default", &ns, node, &AllowAll);
+        assert_eq!((j.index, j.filtered), (v.index, v.filtered));
+        assert_eq!(
+            String::from_utf8_lossy(&j.body),
+            serde_json::to_string(&v.body).unwrap()
+        );
+        let v = st.read_health_node("default", &ns, node, &AllowAll);
+        let j = st.read_health_node_json("default", &ns, node, &AllowAll);
+        assert_eq!((j.index, j.filtered), (v.index, v.filtered));
+        assert_eq!(
+            String::from_utf8_lossy(&j.body),
+            serde_json::to_string(&v.body).unwrap()
+        );
+    };
+    let mut st = Store::default();
+    same(&st, "nope");
+    let (r, _) = st.apply(true, |tx| {
+        tx.ensure_node(node("n1", "10.0.0.1"));
+        Ok::<_, StoreError>(())
+    });
+    r.unwrap();
+    same(&st, "n1");
+    let mut tagged = svc("n1", "web-1", "web", 80);
+    tagged.tags = Some(vec!["a\"b".into(), "ü".into()]);
+    tagged.meta = Some(BTreeMap::from([("k".into(), "v\n".into())]));
+    let (r, _) = st.apply(true, |tx| {
+        tx.ensure_service(tagged)?;
+        tx.ensure_service(svc("n1", "db-1", "db", 5432))?;
+        tx.ensure_check(check("n1", "c1", "web-1", "passing"))?;
+        tx.ensure_check(check("n1", "serf", "", "critical"))
+    });
+    r.unwrap();
+    same(&st, "n1");
+    same(&st, "N1");
+}
