@@ -492,7 +492,19 @@ pub fn read_node_services_compact(
     reader: impl std::io::Read,
     settings: &SyncSettings,
 ) -> Result<CompactNodeServices, ObservedError> {
-    node_services_from(serde_json::Deserializer::from_reader(reader), settings)
+    node_services_from(
+        serde_json::Deserializer::from_reader(buffered(reader)),
+        settings,
+    )
+}
+
+/// A JSON parser reading from a reader asks for one byte at a time: behind
+/// a `dyn Read` (how a streamed body reaches its parser) each byte would
+/// be a call through the vtable. A buffer of this concrete type turns
+/// those into inlined copies, and the reader underneath is asked for 64
+/// KiB at a time.
+fn buffered<R: std::io::Read>(reader: R) -> std::io::BufReader<R> {
+    std::io::BufReader::with_capacity(64 * 1024, reader)
 }
 
 fn node_services_from<'de, R: serde_json::de::Read<'de>>(
@@ -518,7 +530,7 @@ pub fn parse_health_checks_compact(
 pub fn read_health_checks_compact(
     reader: impl std::io::Read,
 ) -> Result<HashMap<String, Vec<CompactCheck>>, ObservedError> {
-    checks_from(serde_json::Deserializer::from_reader(reader))
+    checks_from(serde_json::Deserializer::from_reader(buffered(reader)))
 }
 
 fn checks_from<'de, R: serde_json::de::Read<'de>>(
