@@ -76,11 +76,15 @@ pub(super) fn read_headers(r: &mut Resp, index: u64, filtered: bool, consistency
 }
 
 pub(super) fn read_response(r: ReadResult, q: &Query) -> Resp {
-    let mut resp = json_resp(200, &r.body, q.has("pretty"));
+    let resp = json_resp(200, &r.body, q.has("pretty"));
+    with_read_headers(resp, r.index, r.filtered, q)
+}
+
+fn with_read_headers(mut resp: Resp, index: u64, filtered: bool, q: &Query) -> Resp {
     read_headers(
         &mut resp,
-        r.index,
-        r.filtered,
+        index,
+        filtered,
         consistency(q).unwrap_or("leader"),
     );
     resp
@@ -93,11 +97,5 @@ pub(super) fn json_read_response(r: JsonRead, q: &Query) -> Resp {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    read_headers(
-        &mut resp,
-        r.index,
-        r.filtered,
-        consistency(q).unwrap_or("leader"),
-    );
-    resp
+    with_read_headers(resp, r.index, r.filtered, q)
 }

@@ -244,6 +244,27 @@ impl Store {
         }
     }
 
+    /// The folded node key, the index a read of the node reports, and a
+    /// view holding the node if it exists and the caller may read it
+    /// (`filtered` when it exists but may not be read).
+    fn node_view<T>(
+        &self,
+        partition: &str,
+        node: &str,
+        acl: &dyn ReadFilter,
+    ) -> (String, u64, NodeView<'_, T>) {
+        let lnode = node_key(partition, node);
+        let index = self.index_for(&WatchKey::Node(lnode.clone()));
+        let n = self.nodes.get(&lnode);
+        let readable = n.filter(|n| acl.node_read(partition, &n.name));
+        let view = NodeView {
+            node: readable,
+            items: Vec::new(),
+            filtered: n.is_some() && readable.is_none(),
+        };
+        (lnode, index, view)
+    }
+
     /// The node and the instances on it the caller may read.
     fn node_services_view(
         &self,
@@ -252,21 +273,10 @@ impl Store {
         node: &str,
         acl: &dyn ReadFilter,
     ) -> (u64, NodeView<'_, ServiceRec>) {
-        let lnode = node_key(partition, node);
-        let index = self.index_for(&WatchKey::Node(lnode.clone()));
-        let mut view = NodeView {
-            node: None,
-            items: Vec::new(),
-            filtered: false,
-        };
-        let Some(n) = self.nodes.get(&lnode) else {
-            return (index, view);
-        };
-        if !acl.node_read(partition, &n.name) {
-            view.filtered = true;
+        let (lnode, index, mut view) = self.node_view(partition, node, acl);
+        if view.node.is_none() {
             return (index, view);
         }
-        view.node = Some(n);
         for s in self
             .services_on(&lnode)
             .filter(|s| ns.matches(s.namespace()))
@@ -326,21 +336,10 @@ impl Store {
         node: &str,
         acl: &dyn ReadFilter,
     ) -> (u64, NodeView<'_, CheckRec>) {
-        let lnode = node_key(partition, node);
-        let index = self.index_for(&WatchKey::Node(lnode.clone()));
-        let mut view = NodeView {
-            node: None,
-            items: Vec::new(),
-            filtered: false,
-        };
-        let Some(n) = self.nodes.get(&lnode) else {
-            return (index, view);
-        };
-        if !acl.node_read(partition, &n.name) {
-            view.filtered = true;
+        let (lnode, index, mut view) = self.node_view(partition, node, acl);
+        if view.node.is_none() {
             return (index, view);
         }
-        view.node = Some(n);
         for c in self.checks_on(&lnode).filter(|c| ns.matches(c.namespace())) {
             if !c.service_name.is_empty()
                 && !acl.service_read(partition, c.namespace(), &c.service_name)
