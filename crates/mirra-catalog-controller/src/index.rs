@@ -181,16 +181,18 @@ fn keep_expectation(
         && now.duration_since(since) < OVERLAY_TTL
 }
 
-/// Expectations sorted by what an answer at one index says of them.
-struct Judged {
+/// Expectations sorted by what an answer at one index says of them. The
+/// IDs are borrowed from the overlay: at a cold start an answer judges
+/// tens of thousands of expectations at once, and copies of their IDs
+/// were several MB at the controller's memory peak. Which expectations
+/// stay is decided again as the overlay is pruned ([`keep_expectation`]).
+struct Judged<'a> {
     /// Confirmed, or still ahead of the answer: changes to these IDs are
     /// mirra's own.
-    ours: BTreeSet<String>,
-    /// Still needed after this answer.
-    kept: BTreeSet<String>,
+    ours: BTreeSet<&'a str>,
     /// Read after mirra's commit and different from it: changed since by
     /// someone else, even if equal to the answer before mirra's write.
-    contradicted: BTreeSet<String>,
+    contradicted: BTreeSet<&'a str>,
 }
 
 /// Sorts expectations `(id, confirmed by the answer, commit index, since)`
@@ -198,22 +200,17 @@ struct Judged {
 fn judge<'a>(
     answer_index: u64,
     now: Instant,
-    expectations: impl Iterator<Item = (&'a String, bool, Option<u64>, Instant)>,
-) -> Judged {
+    expectations: impl Iterator<Item = (&'a str, bool, Option<u64>, Instant)>,
+) -> Judged<'a> {
     let mut out = Judged {
         ours: BTreeSet::new(),
-        kept: BTreeSet::new(),
         contradicted: BTreeSet::new(),
     };
     for (id, confirmed, commit, since) in expectations {
-        let keep = keep_expectation(confirmed, commit, answer_index, since, now);
-        if confirmed || keep {
-            out.ours.insert(id.clone());
+        if confirmed || keep_expectation(confirmed, commit, answer_index, since, now) {
+            out.ours.insert(id);
         } else if commit.is_some_and(|c| answer_index >= c) {
-            out.contradicted.insert(id.clone());
-        }
-        if keep {
-            out.kept.insert(id.clone());
+            out.contradicted.insert(id);
         }
     }
     out
@@ -411,20 +408,22 @@ impl CatalogIndex {
         // Each expectation is confirmed by this answer, still ahead of it
         // (kept), or contradicted by a later change: only the last is
         // someone else's doing, so only those IDs may count as drift.
-        let Judged {
-            ours,
-            kept,
-            contradicted,
-        } = judge(
+        let confirmed = |exp: &Expectation, have: Option<&CompactInstance>| match (&exp.state, have)
+        {
+            (None, None) => true,
+            (Some(want), Some(have)) => want.same_content(have),
+            _ => false,
+        };
+        let Judged { ours, contradicted } = judge(
             index,
             now,
             self.overlay.iter().map(|(id, exp)| {
-                let confirmed = match (&exp.state, snap.instances.get(id)) {
-                    (None, None) => true,
-                    (Some(want), Some(have)) => want.same_content(have),
-                    _ => false,
-                };
-                (id, confirmed, exp.index, exp.since)
+                (
+                    id.as_str(),
+                    confirmed(exp, snap.instances.get(id)),
+                    exp.index,
+                    exp.since,
+                )
             }),
         );
         let mut drift = if self.observed_seen {
@@ -434,14 +433,24 @@ impl CatalogIndex {
         } else {
             BTreeSet::new()
         };
-        drift.extend(contradicted);
+        drift.extend(contradicted.into_iter().map(str::to_owned));
+        drop(ours);
         drift.retain(|id| !self.writing.contains(id));
         if !drift.is_empty() {
             tracing::debug!(index, ?drift, "instances changed in Consul by someone else");
         }
         self.observed = snap.instances;
         self.observed_seen = true;
-        self.overlay.retain(|id, _| kept.contains(id));
+        let observed = &self.observed;
+        self.overlay.retain(|id, exp| {
+            keep_expectation(
+                confirmed(exp, observed.get(id)),
+                exp.index,
+                index,
+                exp.since,
+                now,
+            )
+        });
         self.owners_of(drift)
     }
 
@@ -459,16 +468,19 @@ impl CatalogIndex {
     pub fn on_checks(&mut self, snap: CheckSnapshot, now: Instant) -> BTreeSet<ServiceKey> {
         let index = snap.index;
         // As for instances: only a contradicted expectation may be drift.
-        let Judged {
-            ours,
-            kept,
-            contradicted,
-        } = judge(
+        let confirmed = |exp: &CheckExpectation, have: Option<&Vec<CompactCheck>>| {
+            same_checks(&exp.checks, have.map(Vec::as_slice).unwrap_or_default())
+        };
+        let Judged { ours, contradicted } = judge(
             index,
             now,
             self.check_overlay.iter().map(|(id, exp)| {
-                let have = snap.checks.get(id).map(Vec::as_slice).unwrap_or_default();
-                (id, same_checks(&exp.checks, have), exp.index, exp.since)
+                (
+                    id.as_str(),
+                    confirmed(exp, snap.checks.get(id)),
+                    exp.index,
+                    exp.since,
+                )
             }),
         );
         let mut drift = if self.checks_seen {
@@ -476,23 +488,34 @@ impl CatalogIndex {
         } else {
             BTreeSet::new()
         };
-        drift.extend(contradicted);
+        drift.extend(contradicted.into_iter().map(str::to_owned));
+        drop(ours);
         drift.retain(|id| !self.writing.contains(id));
         self.checks = snap.checks;
         self.checks_seen = true;
-        self.check_overlay.retain(|id, _| kept.contains(id));
+        let checks = &self.checks;
+        self.check_overlay.retain(|id, exp| {
+            keep_expectation(
+                confirmed(exp, checks.get(id)),
+                exp.index,
+                index,
+                exp.since,
+                now,
+            )
+        });
         self.owners_of(drift)
     }
 
     /// The instance as the planner should see it: our unconfirmed writes
     /// over Consul's answer, with the remembered checks.
-    pub fn observed_instance(&self, id: &str) -> Option<CompactView<'_>> {
+    pub fn observed_instance<'a>(&'a self, id: &'a str) -> Option<CompactView<'a>> {
         let instance = match self.overlay.get(id) {
             Some(exp) => exp.state.as_ref(),
             None => self.observed.get(id),
         }?;
         Some(CompactView {
             node: &self.sync.consul_node_name,
+            id,
             instance,
             checks: self.checks_of(id),
         })
@@ -742,21 +765,21 @@ mod tests {
             10,
             t,
             [
-                (&ids[0], true, Some(10), t),
-                (&ids[1], false, Some(11), t),
-                (&ids[2], false, Some(10), t),
-                (&ids[3], false, None, t),
+                (ids[0].as_str(), true, Some(10), t),
+                (ids[1].as_str(), false, Some(11), t),
+                (ids[2].as_str(), false, Some(10), t),
+                (ids[3].as_str(), false, None, t),
             ]
             .into_iter(),
         );
-        let set = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
+        let set = |v: &[&'static str]| v.iter().copied().collect::<BTreeSet<_>>();
         assert_eq!(j.ours, set(&["shown", "ahead", "unknown"]));
-        assert_eq!(j.kept, set(&["ahead", "unknown"]));
         assert_eq!(j.contradicted, set(&["changed"]));
         // Without a commit index nothing can be told once the TTL passed:
         // dropped, neither ours nor someone else's (the pass decides).
-        let j = judge(10, later, [(&ids[4], false, None, t)].into_iter());
-        assert!(j.ours.is_empty() && j.kept.is_empty() && j.contradicted.is_empty());
+        let j = judge(10, later, [(ids[4].as_str(), false, None, t)].into_iter());
+        assert!(j.ours.is_empty() && j.contradicted.is_empty());
+        assert!(!keep_expectation(false, None, 10, t, later));
     }
 
     #[test]

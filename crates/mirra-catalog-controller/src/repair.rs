@@ -82,7 +82,7 @@ pub(crate) fn schedule(
 pub fn drifted<M, V>(
     before: &M,
     after: &M,
-    ours: &BTreeSet<String>,
+    ours: &BTreeSet<&str>,
     same: impl Fn(&V, &V) -> bool,
 ) -> BTreeSet<String>
 where
@@ -98,7 +98,7 @@ where
         .filter(|&id| after.lookup(id).is_none());
     changed
         .chain(gone)
-        .filter(|&id| !ours.contains(id))
+        .filter(|&id| !ours.contains(id.as_str()))
         .cloned()
         .collect()
 }
@@ -272,7 +272,7 @@ mod tests {
         let eq = |a: &u8, b: &u8| a == b;
         let got: Vec<_> = drifted(&before, &after, &none, eq).into_iter().collect();
         assert_eq!(got, ["b", "c", "d"]);
-        let ours = BTreeSet::from(["b".to_owned()]);
+        let ours = BTreeSet::from(["b"]);
         let got: Vec<_> = drifted(&before, &after, &ours, eq).into_iter().collect();
         assert_eq!(got, ["c", "d"]);
         assert!(drifted(&before, &before, &none, eq).is_empty());

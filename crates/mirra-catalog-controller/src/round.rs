@@ -474,6 +474,7 @@ mod tests {
         ];
         let view = CompactView {
             node: "n",
+            id: "web-1",
             instance: &inst,
             checks: &checks,
         };
@@ -502,6 +503,7 @@ mod tests {
         })];
         let view = CompactView {
             node: "n",
+            id: "web-1",
             instance: &inst,
             checks: &other,
         };

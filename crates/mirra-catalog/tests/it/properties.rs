@@ -880,7 +880,15 @@ proptest! {
             .iter()
             .map(|(id, (instance, checks))| {
                 let node = observed.get(id).map_or("", |o| o.node.as_str());
-                (id.clone(), CompactView { node, instance, checks })
+                (
+                    id.clone(),
+                    CompactView {
+                        node,
+                        id,
+                        instance,
+                        checks,
+                    },
+                )
             })
             .collect();
         let borrowed: BTreeMap<String, &mirra_catalog::Registration> =
