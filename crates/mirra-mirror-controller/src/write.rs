@@ -181,22 +181,66 @@ pub async fn apply(
         }
         None => body,
     };
-    let (o, created) = fenced(
+    let (answer, created) = fenced(
         fence
             .send(patch_telling_created(client, &api, name, &params, body))
             .await,
     )?;
-    let managed = o
-        .metadata
-        .managed_fields
-        .as_ref()
-        .and_then(|m| serde_json::to_value(m).ok());
-    Ok(Applied {
+    Ok(applied(answer, created))
+}
+
+/// What an apply's answer tells.
+fn applied(answer: ApplyAnswer, created: bool) -> Applied {
+    let meta = answer.metadata;
+    Applied {
         created,
-        uid: o.metadata.uid.clone().unwrap_or_default(),
-        version: o.metadata.resource_version.unwrap_or_default(),
-        others_had_a_hand: !created || mirra_mirror::marks::has_other_managers(managed.as_ref()),
-    })
+        others_had_a_hand: !created || meta.managed_fields.iter().any(|e| !e.is_mirra_apply()),
+        uid: meta.uid.unwrap_or_default(),
+        version: meta.resource_version.unwrap_or_default(),
+    }
+}
+
+/// The part of an apply's answer mirra reads. The answer is the whole
+/// object, its managedFields field trees included; parsing only these
+/// fields skips building all of it for every write (a SyncConfig edit
+/// writes one copy per selected namespace).
+#[derive(Debug, serde::Deserialize)]
+struct ApplyAnswer {
+    metadata: AnswerMeta,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnswerMeta {
+    uid: Option<String>,
+    resource_version: Option<String>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    managed_fields: Vec<ManagerEntry>,
+}
+
+/// One managedFields entry, without its field tree.
+#[derive(Debug, serde::Deserialize)]
+struct ManagerEntry {
+    manager: Option<String>,
+    operation: Option<String>,
+}
+
+impl ManagerEntry {
+    /// The entry of mirra's own server-side apply (the same test as
+    /// [`mirra_mirror::marks::has_other_managers`] makes of each entry).
+    fn is_mirra_apply(&self) -> bool {
+        self.manager.as_deref() == Some(FIELD_MANAGER) && self.operation.as_deref() == Some("Apply")
+    }
+}
+
+/// `null` read as an empty list, as Kubernetes' clients read it.
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    use serde::Deserialize;
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// `api.patch` of an apply, also saying whether the server created the
@@ -209,7 +253,7 @@ async fn patch_telling_created(
     name: &str,
     params: &PatchParams,
     body: &Value,
-) -> Result<(DynamicObject, bool), kube::Error> {
+) -> Result<(ApplyAnswer, bool), kube::Error> {
     let request = kube::core::Request::new(api.resource_url())
         .patch(name, params, &Patch::Apply(body))
         .map_err(kube::Error::BuildRequest)?;
@@ -356,6 +400,68 @@ mod tests {
             classify(&kube::Error::Api(Box::new(other))).class(),
             "transient"
         );
+    }
+
+    fn answer(json: &str) -> ApplyAnswer {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn an_apply_answer_tells_its_version_uid_and_other_managers() {
+        let object = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a",
+            "namespace":"n","uid":"u-1","resourceVersion":"42","managedFields":[
+            {"manager":"mirra","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1",
+             "fieldsV1":{"f:data":{"f:k":{}}}}]},"data":{"k":"v"}}"#;
+        let mine = applied(answer(object), true);
+        assert_eq!(
+            mine,
+            Applied {
+                version: "42".into(),
+                others_had_a_hand: false,
+                created: true,
+                uid: "u-1".into(),
+            }
+        );
+        // The same answer with 200: the object existed before the apply.
+        assert!(applied(answer(object), false).others_had_a_hand);
+        let shared = object.replace(
+            r#"{"manager":"mirra""#,
+            r#"{"manager":"kubectl","operation":"Update"},{"manager":"mirra""#,
+        );
+        assert!(applied(answer(&shared), true).others_had_a_hand);
+        // mirra's name with another operation is somebody else's hand.
+        let borrowed = object.replace(r#""operation":"Apply""#, r#""operation":"Update""#);
+        assert!(applied(answer(&borrowed), true).others_had_a_hand);
+    }
+
+    #[test]
+    fn an_apply_answer_without_managed_fields_is_read() {
+        let none = applied(answer(r#"{"kind":"ConfigMap","metadata":{}}"#), true);
+        assert_eq!((none.version.as_str(), none.uid.as_str()), ("", ""));
+        assert!(!none.others_had_a_hand);
+        let null = applied(
+            answer(r#"{"metadata":{"managedFields":null,"resourceVersion":"7"}}"#),
+            true,
+        );
+        assert_eq!(null.version, "7");
+        assert!(!null.others_had_a_hand);
+        // The same test as the one made of a cached object's managedFields.
+        let entries = serde_json::json!([{"manager": "mirra", "operation": "Apply"}]);
+        assert!(!mirra_mirror::marks::has_other_managers(Some(&entries)));
+    }
+
+    #[test]
+    fn a_malformed_apply_answer_is_an_error_not_a_panic() {
+        for bad in [
+            "",
+            "[]",
+            r#"{"kind":"ConfigMap"}"#,
+            r#"{"metadata":[]}"#,
+            r#"{"metadata":{"managedFields":{}}}"#,
+            r#"{"metadata":{"uid":5}}"#,
+        ] {
+            assert!(serde_json::from_str::<ApplyAnswer>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
