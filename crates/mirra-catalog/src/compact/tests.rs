@@ -236,3 +236,38 @@ proptest::proptest! {
         }
     }
 }
+
+/// The overlay and the parsed answer hold one check list per instance:
+/// each is sized to its checks, not to the four a first push makes room
+/// for. (The parse's lists are also sized while it runs, which only a
+/// heap profile shows; here, the lists it returns.)
+#[test]
+fn check_lists_hold_no_spare_room() {
+    let r = reg();
+    let after = checks_after(&r, &[]);
+    assert_eq!((after.len(), after.capacity()), (1, 1));
+    let other = CompactCheck::of_observed(&ObservedCheck {
+        check_id: "other".into(),
+        service_id: "web-1".into(),
+        ..ObservedCheck::default()
+    });
+    let after = checks_after(
+        &r,
+        &[other.clone(), CompactCheck::of_registration(&r).unwrap()],
+    );
+    assert_eq!((after.len(), after.capacity()), (2, 2));
+    assert!(after[0].same_content(&other));
+
+    let body = br#"[
+        {"CheckID":"ns/web-1","ServiceID":"web-1","Status":"passing"},
+        {"CheckID":"ns/web-2","ServiceID":"web-2","Status":"passing"},
+        {"CheckID":"extra","ServiceID":"web-2","Status":"critical"},
+        {"CheckID":"serfHealth","ServiceID":"","Status":"passing"}
+    ]"#;
+    let parsed = parse_health_checks_compact(body).unwrap();
+    assert_eq!(parsed.len(), 2, "the node's own check is not an instance's");
+    for (id, checks) in &parsed {
+        assert_eq!(checks.len(), checks.capacity(), "{id}");
+    }
+    assert_eq!(parsed["web-2"].len(), 2);
+}
