@@ -75,15 +75,17 @@ fn consul_k8s_spelling(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>
 mod tests {
     use super::*;
 
-    /// The decay options come from `.cargo/config.toml` at build time; a
-    /// build that missed them would keep freed memory ten times longer.
+    /// The options come from `.cargo/config.toml` at build time; a build
+    /// that missed them would keep freed memory ten times longer, in up to
+    /// four arenas per CPU of the host.
     #[test]
-    fn the_allocator_returns_freed_pages_after_a_second_from_a_background_thread() {
+    fn the_allocator_returns_freed_pages_after_a_second_from_one_arena() {
         let conf = tikv_jemalloc_ctl::config::malloc_conf::read().unwrap_or_default();
         for option in [
             "background_thread:true",
             "dirty_decay_ms:1000",
             "muzzy_decay_ms:0",
+            "narenas:1",
         ] {
             assert!(conf.contains(option), "{option} missing from {conf:?}");
         }
