@@ -443,13 +443,8 @@ impl CatalogIndex {
         self.observed_seen = true;
         let observed = &self.observed;
         self.overlay.retain(|id, exp| {
-            keep_expectation(
-                confirmed(exp, observed.get(id)),
-                exp.index,
-                index,
-                exp.since,
-                now,
-            )
+            let confirmed = confirmed(exp, observed.get(id));
+            keep_expectation(confirmed, exp.index, index, exp.since, now)
         });
         self.owners_of(drift)
     }
@@ -495,13 +490,8 @@ impl CatalogIndex {
         self.checks_seen = true;
         let checks = &self.checks;
         self.check_overlay.retain(|id, exp| {
-            keep_expectation(
-                confirmed(exp, checks.get(id)),
-                exp.index,
-                index,
-                exp.since,
-                now,
-            )
+            let confirmed = confirmed(exp, checks.get(id));
+            keep_expectation(confirmed, exp.index, index, exp.since, now)
         });
         self.owners_of(drift)
     }
