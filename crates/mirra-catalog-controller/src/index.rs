@@ -434,7 +434,6 @@ impl CatalogIndex {
             BTreeSet::new()
         };
         drift.extend(contradicted.into_iter().map(str::to_owned));
-        drop(ours);
         drift.retain(|id| !self.writing.contains(id));
         if !drift.is_empty() {
             tracing::debug!(index, ?drift, "instances changed in Consul by someone else");
@@ -484,7 +483,6 @@ impl CatalogIndex {
             BTreeSet::new()
         };
         drift.extend(contradicted.into_iter().map(str::to_owned));
-        drop(ours);
         drift.retain(|id| !self.writing.contains(id));
         self.checks = snap.checks;
         self.checks_seen = true;

@@ -87,8 +87,16 @@ fn mark_paths() -> [[String; 3]; 2] {
 }
 
 fn is_mirra_apply(entry: &Value) -> bool {
-    entry.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
-        && entry.get("operation").and_then(Value::as_str) == Some("Apply")
+    is_mirra_apply_entry(
+        entry.get("manager").and_then(Value::as_str),
+        entry.get("operation").and_then(Value::as_str),
+    )
+}
+
+/// Whether a managedFields entry with this `manager` and `operation` is
+/// mirra's own server-side apply (an `Update` under mirra's name is not).
+pub fn is_mirra_apply_entry(manager: Option<&str>, operation: Option<&str>) -> bool {
+    manager == Some(FIELD_MANAGER) && operation == Some("Apply")
 }
 
 fn owns(fields: &Value, path: &[String]) -> bool {
