@@ -60,6 +60,8 @@ struct Args {
     skip_baseline: bool,
     perf_dir: Option<std::path::PathBuf>,
     json_out: Option<std::path::PathBuf>,
+    /// Item edits timed (the median is the figure).
+    edits: usize,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Args> {
@@ -71,6 +73,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         skip_baseline: false,
         perf_dir: None,
         json_out: None,
+        edits: 5,
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
@@ -86,6 +89,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
             "--sandbox-bin" => out.sandbox_bin = value,
             "--perf-dir" => out.perf_dir = Some(value.into()),
             "--json-out" => out.json_out = Some(value.into()),
+            "--edits" => out.edits = value.parse()?,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -93,6 +97,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         out.events <= out.namespaces,
         "--events must be <= --namespaces"
     );
+    anyhow::ensure!(out.edits >= 1, "--edits must be at least 1");
     Ok(out)
 }
 
@@ -244,6 +249,12 @@ pub(crate) fn sc_resource() -> ApiResource {
         &GroupVersionKind::gvk("sync.appuio.ch", "v1alpha1", "SyncConfig"),
         "syncconfigs",
     )
+}
+
+/// The version the `e`-th item edit (from 0) gives the edited item: the
+/// items start at 1.
+fn edit_version(e: usize) -> u32 {
+    u32::try_from(e).map_or(u32::MAX, |e| e.saturating_add(2))
 }
 
 fn item(config: usize, item: usize, version: u32) -> serde_json::Value {
@@ -471,36 +482,54 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         requests: by_verb(&s2, &s3),
     });
 
-    // One item edit.
-    let rec = perf.start("edit").await?;
-    let t = Instant::now();
+    // Item edits: `--edits` of them, each after the cluster settled. The
+    // phase's requests are the first edit's; its time is the median.
+    let mut rec = Some(perf.start("edit").await?);
     let sc_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
-    sc_api
-        .patch(
-            "sc00",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"spec": {"syncItems": [item(0, 0, 2), item(0, 1, 1)]}})),
-        )
-        .await?;
     let selected_now = n + args.events;
-    wait_until("item edit applied", limit, || {
-        counter.lock().map(|c| c.edited.len()).unwrap_or(0) == selected_now
-    })
-    .await?;
-    let edit_applied = t.elapsed();
-    crate::profile::stop(rec)?;
-    let (s4, done) = settle_at(&server).await?;
+    let mut edits = Vec::new();
+    let mut edit_requests = Vec::new();
+    let mut first_done = None;
+    let mut before = s3.clone();
+    for e in 0..args.edits {
+        let version = edit_version(e);
+        let t = Instant::now();
+        let edit = timed_edit(&counter, version, selected_now, server.pid(), || async {
+            sc_api
+                .patch(
+                    "sc00",
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"spec": {"syncItems": [item(0, 0, version), item(0, 1, 1)]}}),
+                    ),
+                )
+                .await?;
+            Ok(())
+        })
+        .await?;
+        let (after, done) = settle_at(&server).await?;
+        first_done.get_or_insert(done.saturating_duration_since(t));
+        edits.push(edit);
+        edit_requests.push(by_verb(&before, &after));
+        before = after;
+    }
+    if let Some(rec) = rec.take() {
+        crate::profile::stop(rec)?;
+    }
+    let s4 = before;
     let edited_copies = selected_now;
     phases.push(Phase {
         // Time: until every copy of the edited item shows the edit on a
         // watch; the trailing status write comes later (within 250 ms).
         name: format!(
-            "one item edit (1 SyncConfig write by the bench; time until all {selected_now} edited copies are seen, last request at {:.2} s)",
-            done.saturating_duration_since(t).as_secs_f64()
+            "one item edit (1 SyncConfig write by the bench; median of {} edits of the time until all {selected_now} edited copies are seen; requests of the first, its last request at {:.2} s)",
+            args.edits,
+            first_done.unwrap_or_default().as_secs_f64()
         ),
-        time: edit_applied,
-        requests: by_verb(&s3, &s4),
+        time: median(&edits.iter().map(|e| e.time).collect::<Vec<_>>()),
+        requests: edit_requests.first().cloned().unwrap_or_default(),
     });
+    let mirra_edits = (edits, edit_requests);
 
     // Idle.
     let rec = perf.start("idle").await?;
@@ -524,10 +553,11 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     server.stop();
 
     // ---- espejo strategy ----
-    let (base, base_lat) = if args.skip_baseline {
-        (Vec::new(), Vec::new())
+    let (base, base_lat, base_edits) = if args.skip_baseline {
+        (Vec::new(), Vec::new(), None)
     } else {
-        espejo_baseline(&args).await?
+        let b = espejo_baseline(&args).await?;
+        (b.phases, b.latencies, Some(b.edits))
     };
 
     // ---- report ----
@@ -577,6 +607,14 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         );
     }
     println!();
+    println!(
+        "item edits, each until all {edited_copies} edited copies are seen on the bench's watch, in the order made: {}{}",
+        edits_line("mirra", &mirra_edits.0, &mirra_edits.1),
+        base_edits
+            .as_ref()
+            .map(|(e, r)| format!("; {}", edits_line("espejo strategy", e, r)))
+            .unwrap_or_default()
+    );
     println!(
         "event-to-write latency, namespace creation -> all {} copies seen on a watch (mirra, {} samples): p50 {:.0} ms, p99 {:.0} ms",
         CONFIGS * ITEMS,
@@ -682,4 +720,62 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         crate::cost_curve::figures::write_json(path, &figures)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(flags: &[&str]) -> anyhow::Result<Args> {
+        parse(flags.iter().map(|f| f.to_string()).collect())
+    }
+
+    #[test]
+    fn edits_default_to_five_and_take_a_count() -> anyhow::Result<()> {
+        assert_eq!(args(&[])?.edits, 5);
+        assert_eq!(args(&["--edits", "1"])?.edits, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn malformed_edit_counts_are_refused() {
+        for bad in [
+            &["--edits", "0"][..],
+            &["--edits", "x"],
+            &["--edits", "-1"],
+            &["--edits"],
+        ] {
+            assert!(args(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn each_edit_gives_a_new_version_after_the_first() {
+        assert_eq!(edit_version(0), 2);
+        assert_eq!(edit_version(4), 6);
+        assert_eq!(edit_version(usize::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn the_median_is_the_middle_time_whatever_the_order() {
+        let ms = Duration::from_millis;
+        assert_eq!(median(&[ms(30), ms(10), ms(20)]), ms(20));
+        assert_eq!(median(&[ms(40), ms(10)]), ms(40));
+        assert_eq!(median(&[]), Duration::ZERO);
+    }
+
+    #[test]
+    fn an_edit_is_seen_when_the_last_copy_shows_it() {
+        let mut c = CopyCounter::default();
+        c.expect_edit(3);
+        let t = Instant::now();
+        c.edited.insert("a".into(), t);
+        assert_eq!(c.edit_seen_by(2), None);
+        let later = t + Duration::from_millis(5);
+        c.edited.insert("b".into(), later);
+        assert_eq!(c.edit_seen_by(2), Some(later));
+        c.expect_edit(4);
+        assert_eq!(c.edit_seen_by(1), None);
+        assert_eq!(c.edit_version, "4");
+    }
 }

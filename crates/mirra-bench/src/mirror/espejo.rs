@@ -5,9 +5,18 @@
 
 use super::*;
 
-/// The same scenario with espejo's strategy, against a fresh sandbox: its
-/// phases (same order as mirra's) and its per-namespace latencies.
-pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<(Vec<Phase>, Vec<Duration>)> {
+/// What the espejo strategy's run measured.
+pub(super) struct Baseline {
+    /// Its phases, in the order of mirra's.
+    pub(super) phases: Vec<Phase>,
+    /// Its per-namespace latencies of the burst.
+    pub(super) latencies: Vec<Duration>,
+    /// Each item edit, and its requests.
+    pub(super) edits: (Vec<Edit>, Vec<BTreeMap<String, u64>>),
+}
+
+/// The same scenario with espejo's strategy, against a fresh sandbox.
+pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<Baseline> {
     let n = args.namespaces;
     let server = Server::start(&args.sandbox_bin).await?;
     let url = server.url();
@@ -77,22 +86,33 @@ pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<(Vec<Phase>, 
         counter.lock().map(|c| c.total).unwrap_or(0) == listed
     })
     .await?;
-    let b3 = server.stats().await?;
-    let t = Instant::now();
-    version[0] = 2;
-    // An edited SyncConfig is re-synced over every namespace it selects,
-    // at once (espejo itself would wait for its next periodic sync).
-    espejo_sync_config(&c, &now_selected, 0, &version).await?;
-    wait_until("baseline item edit seen", Duration::from_secs(60), || {
-        counter.lock().map(|c| c.edited.len()).unwrap_or(0) == now_selected.len()
-    })
-    .await?;
+    // As many edits as mirra's run made, each timed the same way.
+    let mut before = server.stats().await?;
+    let mut edits = Vec::new();
+    let mut edit_requests = Vec::new();
+    for e in 0..args.edits {
+        version[0] = edit_version(e);
+        let edit = timed_edit(
+            &counter,
+            version[0],
+            now_selected.len(),
+            server.pid(),
+            // An edited SyncConfig is re-synced over every namespace it
+            // selects, at once (espejo itself would wait for its next
+            // periodic sync).
+            || espejo_sync_config(&c, &now_selected, 0, &version),
+        )
+        .await?;
+        let after = settle(&server).await?;
+        edits.push(edit);
+        edit_requests.push(by_verb(&before, &after));
+        before = after;
+    }
     counter_task.abort();
-    let b4 = server.stats().await?;
     base.push(Phase {
         name: String::new(),
-        time: t.elapsed(),
-        requests: by_verb(&b3, &b4),
+        time: median(&edits.iter().map(|e| e.time).collect::<Vec<_>>()),
+        requests: edit_requests.first().cloned().unwrap_or_default(),
     });
     let t = Instant::now();
     let mut next = Instant::now();
@@ -107,11 +127,15 @@ pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<(Vec<Phase>, 
     base.push(Phase {
         name: String::new(),
         time: t.elapsed(),
-        requests: by_verb(&b4, &b5),
+        requests: by_verb(&before, &b5),
     });
     server.stop();
 
-    Ok((base, base_lat))
+    Ok(Baseline {
+        phases: base,
+        latencies: base_lat,
+        edits: (edits, edit_requests),
+    })
 }
 
 pub(super) fn ns_api_for(c: &kube::Client) -> Api<Namespace> {

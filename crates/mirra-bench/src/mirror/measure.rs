@@ -7,15 +7,35 @@
 use super::*;
 
 /// Watches mirra's copies without keeping them: counts copies per namespace
-/// and remembers when each namespace reached `want` copies.
+/// and remembers when each namespace reached `want` copies, and when each
+/// copy of the edited item showed the version an edit waits for.
 #[derive(Default)]
 pub(super) struct CopyCounter {
     pub(super) per_ns: BTreeMap<String, usize>,
     pub(super) complete_at: BTreeMap<String, Instant>,
     pub(super) total: usize,
-    /// Namespaces whose copy of the edited item (sc00-item0) shows version
-    /// 2, for the item-edit phase.
-    pub(super) edited: std::collections::BTreeSet<String>,
+    /// The version of the edited item (sc00-item0) an item edit waits for.
+    pub(super) edit_version: String,
+    /// Namespaces whose copy of the edited item shows `edit_version`, and
+    /// when the watch first saw it: an edit's time is taken from these
+    /// instants, not from the bench's polling of the counter.
+    pub(super) edited: BTreeMap<String, Instant>,
+}
+
+impl CopyCounter {
+    /// Starts counting the copies that show `version` of the edited item.
+    pub(super) fn expect_edit(&mut self, version: u32) {
+        self.edit_version = version.to_string();
+        self.edited.clear();
+    }
+
+    /// When the last of `copies` edited copies was seen, once all were.
+    pub(super) fn edit_seen_by(&self, copies: usize) -> Option<Instant> {
+        if self.edited.len() < copies {
+            return None;
+        }
+        self.edited.values().max().copied()
+    }
 }
 
 pub(super) fn spawn_counter(
@@ -37,8 +57,11 @@ pub(super) fn spawn_counter(
                     let ns = o.metadata.namespace.clone().unwrap_or_default();
                     let name = o.metadata.name.clone().unwrap_or_default();
                     let version = o.data.as_ref().and_then(|d| d.get("version"));
-                    if name == "sc00-item0" && version.is_some_and(|v| v == "2") {
-                        c.edited.insert(ns.clone());
+                    if name == "sc00-item0"
+                        && !c.edit_version.is_empty()
+                        && version.is_some_and(|v| *v == c.edit_version)
+                    {
+                        c.edited.entry(ns.clone()).or_insert_with(Instant::now);
                     }
                     if seen.insert((ns.clone(), name), ()).is_none() {
                         c.total += 1;
@@ -189,4 +212,116 @@ pub(super) fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// One item edit as measured.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Edit {
+    /// Until the last edited copy was seen.
+    pub(super) time: Duration,
+    /// CPU time used meanwhile by this process (the controller or the
+    /// strategy, and the bench's watch) and by the sandbox's, when both
+    /// could be read.
+    pub(super) cpu: Option<(Duration, Duration)>,
+}
+
+/// Times one item edit: `write` changes the edited item to `version`, and
+/// the edit took until the bench's watch had seen `copies` copies showing
+/// it (the last one's arrival, as the counter recorded it). `sandbox` is
+/// the sandbox's process, whose CPU time is counted too.
+pub(super) async fn timed_edit<F, Fut>(
+    counter: &Arc<Mutex<CopyCounter>>,
+    version: u32,
+    copies: usize,
+    sandbox: Option<u32>,
+    write: F,
+) -> anyhow::Result<Edit>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    counter
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .expect_edit(version);
+    let cpu = || Some((cpu_time(std::process::id())?, cpu_time(sandbox?)?));
+    let cpu_before = cpu();
+    let t = Instant::now();
+    write().await?;
+    let mut seen = None;
+    wait_until("item edit seen", Duration::from_secs(60), || {
+        seen = counter.lock().ok().and_then(|c| c.edit_seen_by(copies));
+        seen.is_some()
+    })
+    .await?;
+    let cpu = cpu_before
+        .zip(cpu())
+        .map(|((b0, s0), (b1, s1))| (b1.saturating_sub(b0), s1.saturating_sub(s0)));
+    Ok(Edit {
+        time: seen.map_or(Duration::ZERO, |at| at.saturating_duration_since(t)),
+        cpu,
+    })
+}
+
+/// CPU time process `pid` has used, summed over its threads (from
+/// `/proc/PID/task/*/schedstat`, in nanoseconds); `None` where there is no
+/// such file (not Linux, or the process is gone). A thread that ends while
+/// it is read is left out.
+pub(super) fn cpu_time(pid: u32) -> Option<Duration> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let Ok(task) = task else { continue };
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else {
+            continue;
+        };
+        ns += text
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Some(Duration::from_nanos(ns))
+}
+
+/// The median of `times` (the upper one of an even count).
+pub(super) fn median(times: &[Duration]) -> Duration {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+/// One report line of a run's item edits: each time, the median, the CPU
+/// each edit cost, and each edit's requests.
+pub(super) fn edits_line(who: &str, edits: &[Edit], requests: &[BTreeMap<String, u64>]) -> String {
+    let times: Vec<Duration> = edits.iter().map(|e| e.time).collect();
+    let ms = |d: Duration| format!("{:.0}", d.as_secs_f64() * 1000.0);
+    let cpu: Option<Vec<(Duration, Duration)>> = edits.iter().map(|e| e.cpu).collect();
+    let cpu = cpu.map_or_else(
+        || "CPU not read".to_string(),
+        |c| {
+            let own: Vec<Duration> = c.iter().map(|(o, _)| *o).collect();
+            let sandbox: Vec<Duration> = c.iter().map(|(_, s)| *s).collect();
+            format!(
+                "CPU ms per edit, bench process (controller or strategy, and the bench's watch) {} (median {}), sandbox {} (median {})",
+                own.iter().map(|d| ms(*d)).collect::<Vec<_>>().join(", "),
+                ms(median(&own)),
+                sandbox.iter().map(|d| ms(*d)).collect::<Vec<_>>().join(", "),
+                ms(median(&sandbox)),
+            )
+        },
+    );
+    format!(
+        "{who}: {} s (median {:.3} s; {cpu}; requests {})",
+        times
+            .iter()
+            .map(|t| format!("{:.3}", t.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        median(&times).as_secs_f64(),
+        requests
+            .iter()
+            .map(fmt_verbs)
+            .collect::<Vec<_>>()
+            .join(" / ")
+    )
 }
