@@ -32,8 +32,6 @@
 //!
 //! What this module must NOT do: treat anything else as mirra's.
 
-use std::fmt::Write as _;
-
 use serde_json::Value;
 use sha1::{Digest, Sha1};
 
@@ -173,51 +171,61 @@ pub fn prune_opted_out(value: Option<&str>) -> bool {
 /// versions of this program, so a restart never rewrites every copy. SHA-1 is
 /// used for change detection only, not for security.
 pub fn content_hash(value: &Value) -> String {
-    let mut text = String::new();
+    // Built in one buffer: a plan hashes every body it compares or sends,
+    // and an allocation per key and string showed in profiles.
+    let mut text = Vec::with_capacity(256);
     canonical_json(value, &mut text);
-    sha1_hex(text.as_bytes())
+    sha1_hex(&text)
 }
 
 /// SHA-1 of `bytes` as 40 hex digits.
 pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = Sha1::digest(bytes);
     let mut out = String::with_capacity(40);
     for byte in digest {
-        let _ = write!(out, "{byte:02x}");
+        out.push(char::from(HEX[usize::from(byte >> 4)]));
+        out.push(char::from(HEX[usize::from(byte & 0x0f)]));
     }
     out
 }
 
 /// Serializes with map keys sorted; numbers and strings as serde_json writes
-/// them.
-fn canonical_json(value: &Value, out: &mut String) {
+/// them (the compact form).
+fn canonical_json(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            out.push(b'{');
             for (i, (k, v)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
+                write_compact(k, out);
+                out.push(b':');
                 canonical_json(v, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 canonical_json(v, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => write_compact(other, out),
     }
+}
+
+/// serde_json's compact form of a key or a scalar, appended to `out`.
+fn write_compact<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+    // Writing a string, number, bool or null into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 #[cfg(test)]
@@ -347,6 +355,57 @@ mod tests {
         assert!(!prune_opted_out(None));
     }
 
+    /// The canonical form as it was first written (a String built from
+    /// each key and scalar's own serialization): the form every deployed
+    /// copy's hash was made with, which the faster one must equal.
+    fn reference_canonical_json(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    reference_canonical_json(v, out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    reference_canonical_json(v, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                proptest::collection::vec((any::<String>(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
     #[test]
     fn hash_ignores_key_order_but_not_content() {
         let a: Value = serde_json::from_str(r#"{"a":1,"b":{"x":[1,2],"y":"s"}}"#).unwrap();
@@ -367,9 +426,28 @@ mod tests {
             content_hash(&json!({})),
             "bf21a9e8fbc5a3846fb05b4fa0859e0917b2202f"
         );
+        // Escapes, a non-ASCII character, numbers, nesting.
+        assert_eq!(
+            content_hash(&json!({"b": ["é\u{1}\"\\\n", 1.5, -3, null, true],
+                "a": {"z": {}, "y": []}, "k\t": "v"})),
+            "8e29ef2d8f4881cd55390a6a8b9ad0072ec47b36"
+        );
     }
 
     proptest! {
+        #[test]
+        fn the_canonical_form_is_the_one_hashes_were_first_made_with(v in json_value()) {
+            let mut fast = Vec::new();
+            canonical_json(&v, &mut fast);
+            let mut reference = String::new();
+            reference_canonical_json(&v, &mut reference);
+            prop_assert_eq!(String::from_utf8(fast).unwrap(), reference.clone());
+            prop_assert_eq!(content_hash(&v), {
+                let digest = Sha1::digest(reference.as_bytes());
+                digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            });
+        }
+
         #[test]
         fn hash_is_deterministic(s in "[a-z]{0,10}", n in any::<i64>()) {
             let v = json!({"s": s, "n": n});

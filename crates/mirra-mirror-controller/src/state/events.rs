@@ -143,7 +143,7 @@ impl State {
             Some(n) => self.compiled.insert(key.clone(), n.clone()),
             None => self.compiled.remove(&key),
         };
-        self.compiled_list = self.compiled.values().cloned().collect();
+        self.compiled_changed();
         if let (Some(o), Some(n)) = (&old, &new)
             && o.same_plan_input(n)
         {

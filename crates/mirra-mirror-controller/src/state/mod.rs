@@ -245,6 +245,9 @@ pub struct State {
     /// Every honoured SyncConfig, in `compiled` order: the planner's input,
     /// kept ready so that planning a namespace clones nothing.
     compiled_list: Vec<CompiledConfig>,
+    /// The watches `compiled` needs, kept with it: readiness is asked
+    /// before every plan, and deriving them costs allocations per item.
+    wanted: Wanted,
     /// A number per honoured SyncConfig, new whenever its plan input
     /// changes (never reused): a copy verified in step against one stamp
     /// is vouched for while the SyncConfig still has it (see
@@ -481,7 +484,35 @@ fn wanted_delete_watches(
     out
 }
 
+/// The watches the honoured SyncConfigs need.
+#[derive(Debug, Default, Clone)]
+struct Wanted {
+    /// The kinds they name (their copies' caches).
+    kinds: BTreeSet<KindId>,
+    /// Their deleteItems' watches.
+    deletes: BTreeSet<DeleteWatchId>,
+    /// Their sources' and ServiceAccounts' watches.
+    sources: BTreeSet<SourceId>,
+}
+
+impl Wanted {
+    fn of(compiled: &BTreeMap<ConfigRef, CompiledConfig>) -> Self {
+        Wanted {
+            kinds: compiled.values().flat_map(config_kinds).collect(),
+            deletes: wanted_delete_watches(compiled),
+            sources: sources::source_watches_of(compiled.values()),
+        }
+    }
+}
+
 impl State {
+    /// Derives what follows from `compiled` (the planner's list, the
+    /// watches wanted) after it changed.
+    pub(super) fn compiled_changed(&mut self) {
+        self.compiled_list = self.compiled.values().cloned().collect();
+        self.wanted = Wanted::of(&self.compiled);
+    }
+
     /// An empty state that checks the limits of `settings`.
     pub fn new(settings: &Settings) -> State {
         State {
@@ -524,7 +555,7 @@ impl State {
     /// Kinds the valid SyncConfigs name, plus kinds whose caches still hold
     /// copies (they must stay watched until pruned).
     pub fn wanted_kinds(&self) -> BTreeSet<KindId> {
-        let mut out: BTreeSet<KindId> = self.compiled.values().flat_map(config_kinds).collect();
+        let mut out: BTreeSet<KindId> = self.wanted.kinds.clone();
         out.extend(
             self.kinds
                 .iter()
@@ -548,7 +579,7 @@ impl State {
 
     /// Delete watches wanted now.
     pub fn wanted_delete_watches(&self) -> BTreeSet<DeleteWatchId> {
-        wanted_delete_watches(&self.compiled)
+        self.wanted.deletes.clone()
     }
 
     /// Whether every cache a plan depends on holds its initial list: no
@@ -560,8 +591,8 @@ impl State {
         {
             return false;
         }
-        for kind in self.compiled.values().flat_map(config_kinds) {
-            match self.kinds.get(&kind) {
+        for kind in &self.wanted.kinds {
+            match self.kinds.get(kind) {
                 None => return false,
                 Some(e) => match &e.resolution {
                     Resolution::Pending => return false,
@@ -576,8 +607,8 @@ impl State {
                 },
             }
         }
-        for id in self.wanted_delete_watches() {
-            match self.deletes.get(&id) {
+        for id in &self.wanted.deletes {
+            match self.deletes.get(id) {
                 None => return false,
                 Some(d)
                     if d.resource.is_some()
@@ -613,26 +644,10 @@ impl State {
     /// Namespaces holding copies owned by `config`.
     pub fn namespaces_with_copies_of(&self, config: &ConfigRef) -> BTreeSet<String> {
         let owner = config.to_string();
-        let mut out = BTreeSet::new();
-        for e in self.kinds.values() {
-            for (key, obj) in e.copies.iter() {
-                let owned = obj
-                    .observed
-                    .annotations
-                    .get(mirra_mirror::OWNER_ANNOTATION)
-                    .is_some_and(|o| *o == owner);
-                if !owned {
-                    continue;
-                }
-                match &key.namespace {
-                    Some(ns) => {
-                        out.insert(ns.clone());
-                    }
-                    None => out.extend(for_namespace(obj)),
-                }
-            }
-        }
-        out
+        self.kinds
+            .values()
+            .flat_map(|e| e.marked.homes_of(&owner).cloned())
+            .collect()
     }
 
     /// Stores the outcomes of a namespace; marks the SyncConfigs whose
@@ -674,17 +689,11 @@ impl State {
             }
         }
         // An unchanged plan (every verification pass, mostly) keeps the
-        // stored outcomes, already without growth room and interned.
-        let fresh = if changed { outcomes } else { old };
-        let mut outcomes = match narrowed {
-            Some(only) => mirra_mirror::merge_outcomes(kept, only, fresh),
-            None => fresh,
-        };
-        // Kept until the namespace is planned again, for every namespace:
-        // the planner's growth room would be a third of what is kept, and
-        // its names copies of the same few texts.
-        outcomes.shrink_to_fit();
-        if changed {
+        // stored outcomes, already without growth room and interned; of a
+        // changed one only the new outcomes are interned (a narrow plan's
+        // kept share already is).
+        let fresh = if changed {
+            let mut outcomes = outcomes;
             for o in &mut outcomes {
                 self.names.intern_config(&mut o.config);
                 self.names.intern_object(&mut o.target);
@@ -695,7 +704,18 @@ impl State {
                     self.names.intern_config(c);
                 }
             }
-        }
+            outcomes
+        } else {
+            old
+        };
+        let mut outcomes = match narrowed {
+            Some(only) => mirra_mirror::merge_outcomes(kept, only, fresh),
+            None => fresh,
+        };
+        // Kept until the namespace is planned again, for every namespace:
+        // the planner's growth room would be a third of what is kept, and
+        // its names copies of the same few texts.
+        outcomes.shrink_to_fit();
         if !outcomes.is_empty() {
             self.outcomes.insert(namespace.to_string(), outcomes);
         }

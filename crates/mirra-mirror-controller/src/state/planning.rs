@@ -39,13 +39,19 @@ impl State {
         }
         // The names the syncItems of cluster-scoped kinds want here: the
         // planner must see who holds them, whichever namespace that is for.
+        // A narrow plan admits no name but its own SyncConfigs' (see
+        // `NarrowFilter`), so only theirs are looked for.
         let view = self
             .namespaces
             .get(None, namespace)
             .map(NamespaceView::from_namespace);
         let mut cluster_names: BTreeSet<(KindId, String)> = BTreeSet::new();
+        let looked_at: Box<dyn Iterator<Item = &CompiledConfig>> = match only {
+            Some(only) => Box::new(only.iter().filter_map(|k| self.compiled.get(k))),
+            None => Box::new(self.compiled.values()),
+        };
         if let Some(view) = &view {
-            for c in self.compiled.values().filter(|c| c.selects(view)) {
+            for c in looked_at.filter(|c| c.selects(view)) {
                 let Ok(spec) = &c.spec else { continue };
                 for item in &spec.sync_items {
                     let kind = (item.api_version.clone(), item.kind.clone());
@@ -77,8 +83,28 @@ impl State {
                 }
                 continue;
             }
-            for c in e.copies.in_namespace(namespace) {
-                insert_copy(c);
+            match &admits {
+                None => e.copies.in_namespace(namespace).for_each(&mut insert_copy),
+                // A narrow plan's copies, found by name; the namespace's
+                // copies are read only when its SyncConfigs own more of
+                // them than their items name (say, an item was removed).
+                Some(filter) => {
+                    let mut owned_by_name = 0;
+                    for name in &filter.names {
+                        if let Some(c) = e.copies.get(Some(namespace), name) {
+                            owned_by_name += u32::from(filter.owns(&c.observed));
+                            insert_copy(c);
+                        }
+                    }
+                    let owned: u32 = filter
+                        .owners
+                        .iter()
+                        .map(|o| e.marked.owned_in(o, namespace))
+                        .sum();
+                    if owned > owned_by_name {
+                        e.copies.in_namespace(namespace).for_each(&mut insert_copy);
+                    }
+                }
             }
         }
         for ((kind, ns, name), uid) in &self.deletes_in_flight {
@@ -334,10 +360,14 @@ pub struct NarrowFilter {
 
 impl NarrowFilter {
     fn admits(&self, o: &ObservedObject) -> bool {
-        self.names.contains(&o.name)
-            || o.annotations
-                .get(mirra_mirror::OWNER_ANNOTATION)
-                .is_some_and(|a| self.owners.iter().any(|w| w == a))
+        self.names.contains(&o.name) || self.owns(o)
+    }
+
+    /// Whether `o`'s owner mark names one of the SyncConfigs.
+    fn owns(&self, o: &ObservedObject) -> bool {
+        o.annotations
+            .get(mirra_mirror::OWNER_ANNOTATION)
+            .is_some_and(|a| self.owners.iter().any(|w| w == a))
     }
 }
 

@@ -49,19 +49,25 @@ pub struct SourceEntry {
     pub task: Option<TaskGuard>,
 }
 
+/// The source watches `configs` need (see [`State::wanted_source_watches`]).
+pub(super) fn source_watches_of<'a>(
+    configs: impl Iterator<Item = &'a CompiledConfig>,
+) -> BTreeSet<SourceId> {
+    let mut out = BTreeSet::new();
+    for c in configs {
+        let user = c.impersonated_user();
+        out.extend(c.sources().map(|r| source_id(r, user.as_deref())));
+        out.extend(c.identity().map(|r| source_id(&r, None)));
+    }
+    out
+}
+
 impl State {
-    /// The source watches the compiled SyncConfigs need.
     /// The watches the compiled SyncConfigs need: their copyItems'
     /// sources (as their ServiceAccount, when they name one) and the
     /// ServiceAccounts they name (as mirra, to know whether they exist).
     pub fn wanted_source_watches(&self) -> BTreeSet<SourceId> {
-        let mut out = BTreeSet::new();
-        for c in self.compiled.values() {
-            let user = c.impersonated_user();
-            out.extend(c.sources().map(|r| source_id(r, user.as_deref())));
-            out.extend(c.identity().map(|r| source_id(&r, None)));
-        }
-        out
+        self.wanted.sources.clone()
     }
 
     /// Resolves `config`'s sources and ServiceAccount from the watches.
@@ -99,7 +105,8 @@ impl State {
 
     /// Whether every source watch that can answer has listed.
     pub(super) fn sources_listed(&self) -> bool {
-        self.wanted_source_watches()
+        self.wanted
+            .sources
             .iter()
             .all(|id| match self.sources.get(id) {
                 None => false,

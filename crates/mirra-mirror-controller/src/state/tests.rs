@@ -55,7 +55,7 @@ pub(super) fn state_with(copies: Vec<DynamicObject>) -> State {
         ConfigRef::new("ops", "base"),
         CompiledConfig::from_json(&config),
     );
-    s.compiled_list = s.compiled.values().cloned().collect();
+    s.compiled_changed();
     let mut cache = Cache::new();
     cache.apply(Event::Init);
     for c in copies {
@@ -265,7 +265,7 @@ fn add_team_config(s: &mut State, name: &str, items: usize) {
     let config = CompiledConfig::from_json(&team_config(name, items));
     let key = config.key.clone();
     s.compiled.insert(key.clone(), config);
-    s.compiled_list = s.compiled.values().cloned().collect();
+    s.compiled_changed();
     s.recount_footprint(&key);
 }
 
@@ -666,6 +666,100 @@ fn only_an_edit_since_a_clean_pass_narrows_the_next_plan() {
     assert_eq!(s.take_plan_scope("t"), None);
 }
 
+/// `ops/base` as its watch brings it, wanting ConfigMaps `names` in `t`.
+fn base_config_items(names: &[&str], data: &str, version: &str) -> Event<ConfigObject> {
+    let items: Vec<Value> = names
+        .iter()
+        .map(|n| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": n}, "data": {"k": data}})
+        })
+        .collect();
+    let text = json!({
+        "apiVersion": "sync.appuio.ch/v1alpha1", "kind": "SyncConfig",
+        "metadata": {"name": "base", "namespace": "ops", "uid": "u-1",
+                     "resourceVersion": version,
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"namespaceSelector": {"matchNames": ["t"]}, "syncItems": items},
+    })
+    .to_string();
+    Event::Apply(ConfigObject::from_json_text(&text).unwrap())
+}
+
+/// A narrow plan finds its SyncConfig's copies by the names its items
+/// give, and reads the namespace's other copies only when the owner
+/// counts say it owns more there: a copy whose item was removed is still
+/// pruned, as the full plan prunes it, and a SyncConfig's copies are
+/// found in the namespaces that hold them.
+#[test]
+fn a_narrow_plan_still_finds_a_copy_no_item_names_any_more() {
+    let now = Instant::now();
+    let mut s = state_with(Vec::new());
+    let base = ConfigRef::new("ops", "base");
+    let edit = |s: &mut State, names: &[&str], data: &str, version: &str| {
+        let (keys, _) = s.apply_config("ops", base_config_items(names, data, version), now);
+        s.note_edited(keys.iter(), now);
+    };
+    edit(&mut s, &["c", "d"], "v1", "1");
+    assert_eq!(s.take_plan_scope("t"), None, "never planned: in full");
+    let first = s.plan_scoped("t", &settings(), None);
+    assert_eq!(first.plan.ops.len(), 2, "{:?}", first.plan.ops);
+    for (i, op) in first.plan.ops.iter().enumerate() {
+        let Op::Apply { body, .. } = op else {
+            panic!("an apply expected: {op:?}")
+        };
+        let mut copy = echo(body, &format!("1{i}"));
+        copy.metadata.uid = Some(format!("uid-{i}"));
+        s.apply_copies(&cm_kind(), Event::Apply(cached(copy)));
+    }
+    assert_eq!(
+        s.namespaces_with_copies_of(&base),
+        BTreeSet::from(["t".to_string()])
+    );
+    s.pass_ended("t", true);
+    assert_eq!(s.take_plan_scope("t"), None);
+    let in_step = s.plan_scoped("t", &settings(), None);
+    assert!(in_step.plan.ops.is_empty(), "{:?}", in_step.plan.ops);
+    s.store_plan_outcomes("t", None, in_step.plan.outcomes, now);
+    s.pass_ended("t", true);
+
+    // Item d removed: the narrow plan must still see copy d to prune it.
+    edit(&mut s, &["c"], "v1", "2");
+    let only = s.take_plan_scope("t");
+    assert_eq!(only, Some(BTreeSet::from([base.clone()])));
+    let narrow = s.plan_scoped("t", &settings(), only.as_ref());
+    let full = s.plan_scoped("t", &settings(), None);
+    assert_eq!(narrow.narrowed, only, "planned narrow");
+    assert_eq!(narrow.plan.ops, full.plan.ops, "the full plan's writes");
+    assert_eq!(narrow.plan.outcomes, full.plan.outcomes);
+    assert!(
+        narrow
+            .plan
+            .ops
+            .iter()
+            .any(|op| matches!(op, Op::Delete { target, .. } if target.name.as_str() == "d")),
+        "copy d pruned: {:?}",
+        narrow.plan.ops
+    );
+
+    // Once d is gone, the SyncConfig's copies are still found in t.
+    let gone = s.kinds[&cm_kind()]
+        .copies
+        .get(Some("t"), "d")
+        .map(|c| c.observed.clone());
+    let mut deleted = echo(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "d"}}),
+        "20",
+    );
+    deleted.metadata.uid = gone.map(|o| o.uid.clone());
+    s.apply_copies(&cm_kind(), Event::Delete(cached(deleted)));
+    assert_eq!(
+        s.namespaces_with_copies_of(&base),
+        BTreeSet::from(["t".to_string()])
+    );
+}
+
 /// The cached form built from the typed object equals the JSON form made
 /// compact: the planner sees the same object either way.
 #[test]
@@ -724,7 +818,7 @@ fn tenant_state() -> State {
     let key = ConfigRef::new("ops", "base");
     s.compiled
         .insert(key, CompiledConfig::from_json(&base_config(Some("syncer"))));
-    s.compiled_list = s.compiled.values().cloned().collect();
+    s.compiled_changed();
     s
 }
 
