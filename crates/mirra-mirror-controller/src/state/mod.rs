@@ -666,14 +666,14 @@ impl State {
         now: Instant,
     ) {
         let stored = self.outcomes.remove(namespace).unwrap_or_default();
-        let (old, kept): (Vec<ItemOutcome>, Vec<ItemOutcome>) = match narrowed {
-            Some(only) => stored.into_iter().partition(|o| only.contains(&o.config)),
-            None => (stored, Vec::new()),
-        };
-        let changed = old != outcomes;
-        if changed {
-            let touched: BTreeSet<ConfigRef> = old
+        // The stored outcomes the plan replaces: all, or a narrow plan's
+        // SyncConfigs'. Compared in place: most plans change nothing.
+        let replaced = |o: &&ItemOutcome| narrowed.is_none_or(|only| only.contains(&o.config));
+        let changed = !stored.iter().filter(replaced).eq(outcomes.iter());
+        let mut outcomes = if changed {
+            let touched: BTreeSet<ConfigRef> = stored
                 .iter()
+                .filter(replaced)
                 .chain(outcomes.iter())
                 .flat_map(|o| {
                     std::iter::once(o.config.clone()).chain(match &o.state {
@@ -687,12 +687,7 @@ impl State {
                     self.dirty_status.entry(c).or_insert(now);
                 }
             }
-        }
-        // An unchanged plan (every verification pass, mostly) keeps the
-        // stored outcomes, already without growth room and interned; of a
-        // changed one only the new outcomes are interned (a narrow plan's
-        // kept share already is).
-        let fresh = if changed {
+            // Only the new outcomes are interned: the stored ones are.
             let mut outcomes = outcomes;
             for o in &mut outcomes {
                 self.names.intern_config(&mut o.config);
@@ -704,13 +699,14 @@ impl State {
                     self.names.intern_config(c);
                 }
             }
-            outcomes
+            match narrowed {
+                Some(only) => mirra_mirror::merge_outcomes(stored, only, outcomes),
+                None => outcomes,
+            }
         } else {
-            old
-        };
-        let mut outcomes = match narrowed {
-            Some(only) => mirra_mirror::merge_outcomes(kept, only, fresh),
-            None => fresh,
+            // An unchanged plan (every verification pass, mostly) keeps the
+            // stored outcomes as they are.
+            stored
         };
         // Kept until the namespace is planned again, for every namespace:
         // the planner's growth room would be a third of what is kept, and

@@ -90,16 +90,35 @@ pub fn plan_namespace_narrow(
 /// outcomes of the SyncConfigs in `only` replaced by `narrowed`, in the
 /// order [`plan_namespace_full`] gives.
 pub fn merge_outcomes(
-    previous: Vec<ItemOutcome>,
+    mut previous: Vec<ItemOutcome>,
     only: &BTreeSet<ConfigRef>,
-    narrowed: Vec<ItemOutcome>,
+    mut narrowed: Vec<ItemOutcome>,
 ) -> Vec<ItemOutcome> {
+    let order = |a: &ItemOutcome, b: &ItemOutcome| {
+        (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target))
+    };
+    // One SyncConfig (an edit): its outcomes stand together, as the order
+    // is by SyncConfig first, and are replaced in place; no second vector,
+    // no sort of the namespace's every outcome.
+    if let (1, Some(config)) = (only.len(), only.first())
+        && narrowed.iter().all(|o| o.config == *config)
+    {
+        let start = previous.partition_point(|o| o.config < *config);
+        let end = start
+            + previous[start..]
+                .iter()
+                .take_while(|o| o.config == *config)
+                .count();
+        narrowed.sort_by(order);
+        previous.splice(start..end, narrowed);
+        return previous;
+    }
     let mut merged: Vec<ItemOutcome> = previous
         .into_iter()
         .filter(|o| !only.contains(&o.config))
         .chain(narrowed)
         .collect();
-    merged.sort_by(|a, b| (&a.config, a.item, &a.target).cmp(&(&b.config, b.item, &b.target)));
+    merged.sort_by(order);
     merged
 }
 
