@@ -35,6 +35,8 @@ pub mod selector;
 pub mod status;
 pub mod string_map;
 pub mod template;
+#[cfg(test)]
+mod test_json;
 
 pub use compile::{
     CompiledConfig, CompiledSpec, CopySource, CopyTemplate, DeleteTemplate, SourceState,

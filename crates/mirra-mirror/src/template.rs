@@ -103,23 +103,7 @@ mod tests {
     }
 
     fn arb_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(Value::from),
-            "[a-z${}_A-Z ]{0,20}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 64, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                proptest::collection::btree_map("[a-z${}A-Z_]{1,8}", inner, 0..6)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::test_json::json_tree("[a-z${}_A-Z ]{0,20}", "[a-z${}A-Z_]{1,8}")
     }
 
     proptest! {
