@@ -136,9 +136,10 @@ fn owner_home<'a>(key: &ObjectKey, obj: Option<&'a CachedCopy>) -> Option<(&'a s
 /// the cache after the fold rather than taken from the returned changes:
 /// the cache stores an object whose resourceVersion it already holds
 /// without reporting a change, and the index must still follow what the
-/// cache holds. For the same reason the named key's owner count moves from
-/// what the cache held before the fold, not from the change's old object
-/// (a delete of an object the cache never held reports one).
+/// cache holds. For the same reason the named key is counted out as the
+/// cache held it before the fold, not as the change's old object says (a
+/// delete of an object the cache never held reports one), and counted in
+/// as it holds it after.
 pub fn apply_indexed(
     cache: &mut Cache<CachedCopy>,
     index: &mut MarkIndex,
@@ -148,12 +149,11 @@ pub fn apply_indexed(
         Event::InitApply(obj) | Event::Apply(obj) | Event::Delete(obj) => ObjectKey::of(obj),
         Event::Init | Event::InitDone => None,
     };
-    let before: Option<(String, String)> = named.as_ref().and_then(|k| {
-        owner_home(k, cache.get_key(k)).map(|(owner, home)| (owner.to_string(), home))
-    });
+    if let Some(key) = &named {
+        index.count(owner_home(key, cache.get_key(key)), false);
+    }
     let changes = cache.apply(event);
     if let Some(key) = &named {
-        index.count(before.as_ref().map(|(o, h)| (o.as_str(), h.clone())), false);
         index.count(owner_home(key, cache.get_key(key)), true);
     }
     // Changes of other keys come from a relist's end: objects it no longer
