@@ -487,36 +487,32 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let mut rec = Some(perf.start("edit").await?);
     let sc_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
     let selected_now = n + args.events;
-    let mut edits = Vec::new();
-    let mut edit_requests = Vec::new();
-    let mut first_done = None;
-    let mut before = s3.clone();
-    for e in 0..args.edits {
-        let version = edit_version(e);
-        let t = Instant::now();
-        let edit = timed_edit(&counter, version, selected_now, server.pid(), || async {
-            sc_api
-                .patch(
-                    "sc00",
-                    &PatchParams::default(),
-                    &Patch::Merge(
-                        json!({"spec": {"syncItems": [item(0, 0, version), item(0, 1, 1)]}}),
-                    ),
-                )
-                .await?;
-            Ok(())
-        })
-        .await?;
-        let (after, done) = settle_at(&server).await?;
-        first_done.get_or_insert(done.saturating_duration_since(t));
-        edits.push(edit);
-        edit_requests.push(by_verb(&before, &after));
-        before = after;
-    }
+    let (mirra_edits, s4) = timed_edits(
+        &server,
+        &counter,
+        selected_now,
+        args.edits,
+        s3.clone(),
+        |version| {
+            let sc_api = &sc_api;
+            async move {
+                sc_api
+                    .patch(
+                        "sc00",
+                        &PatchParams::default(),
+                        &Patch::Merge(
+                            json!({"spec": {"syncItems": [item(0, 0, version), item(0, 1, 1)]}}),
+                        ),
+                    )
+                    .await?;
+                Ok(())
+            }
+        },
+    )
+    .await?;
     if let Some(rec) = rec.take() {
         crate::profile::stop(rec)?;
     }
-    let s4 = before;
     let edited_copies = selected_now;
     phases.push(Phase {
         // Time: until every copy of the edited item shows the edit on a
@@ -524,12 +520,11 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         name: format!(
             "one item edit (1 SyncConfig write by the bench; median of {} edits of the time until all {selected_now} edited copies are seen; requests of the first, its last request at {:.2} s)",
             args.edits,
-            first_done.unwrap_or_default().as_secs_f64()
+            mirra_edits.first_done.as_secs_f64()
         ),
-        time: median(&edits.iter().map(|e| e.time).collect::<Vec<_>>()),
-        requests: edit_requests.first().cloned().unwrap_or_default(),
+        time: mirra_edits.median(),
+        requests: mirra_edits.first_requests(),
     });
-    let mirra_edits = (edits, edit_requests);
 
     // Idle.
     let rec = perf.start("idle").await?;
@@ -609,10 +604,10 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     println!();
     println!(
         "item edits, each until all {edited_copies} edited copies are seen on the bench's watch, in the order made: {}{}",
-        edits_line("mirra", &mirra_edits.0, &mirra_edits.1),
+        edits_line("mirra", &mirra_edits),
         base_edits
             .as_ref()
-            .map(|(e, r)| format!("; {}", edits_line("espejo strategy", e, r)))
+            .map(|b| format!("; {}", edits_line("espejo strategy", b)))
             .unwrap_or_default()
     );
     println!(

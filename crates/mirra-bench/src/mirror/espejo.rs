@@ -11,8 +11,8 @@ pub(super) struct Baseline {
     pub(super) phases: Vec<Phase>,
     /// Its per-namespace latencies of the burst.
     pub(super) latencies: Vec<Duration>,
-    /// Each item edit, and its requests.
-    pub(super) edits: (Vec<Edit>, Vec<BTreeMap<String, u64>>),
+    /// Its item edits.
+    pub(super) edits: Edits,
 }
 
 /// The same scenario with espejo's strategy, against a fresh sandbox.
@@ -87,32 +87,28 @@ pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<Baseline> {
     })
     .await?;
     // As many edits as mirra's run made, each timed the same way.
-    let mut before = server.stats().await?;
-    let mut edits = Vec::new();
-    let mut edit_requests = Vec::new();
-    for e in 0..args.edits {
-        version[0] = edit_version(e);
-        let edit = timed_edit(
-            &counter,
-            version[0],
-            now_selected.len(),
-            server.pid(),
+    let stats = server.stats().await?;
+    let (edits, before) = timed_edits(
+        &server,
+        &counter,
+        now_selected.len(),
+        args.edits,
+        stats,
+        |edited| {
+            version[0] = edited;
             // An edited SyncConfig is re-synced over every namespace it
             // selects, at once (espejo itself would wait for its next
             // periodic sync).
-            || espejo_sync_config(&c, &now_selected, 0, &version),
-        )
-        .await?;
-        let after = settle(&server).await?;
-        edits.push(edit);
-        edit_requests.push(by_verb(&before, &after));
-        before = after;
-    }
+            let (c, now_selected, version) = (&c, &now_selected, version.clone());
+            async move { espejo_sync_config(c, now_selected, 0, &version).await }
+        },
+    )
+    .await?;
     counter_task.abort();
     base.push(Phase {
         name: String::new(),
-        time: median(&edits.iter().map(|e| e.time).collect::<Vec<_>>()),
-        requests: edit_requests.first().cloned().unwrap_or_default(),
+        time: edits.median(),
+        requests: edits.first_requests(),
     });
     let t = Instant::now();
     let mut next = Instant::now();
@@ -134,7 +130,7 @@ pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<Baseline> {
     Ok(Baseline {
         phases: base,
         latencies: base_lat,
-        edits: (edits, edit_requests),
+        edits,
     })
 }
 

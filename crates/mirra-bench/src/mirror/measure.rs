@@ -263,6 +263,64 @@ where
     })
 }
 
+/// The item edits of one run, each as [`timed_edit`] measures it and the
+/// requests from its start until the cluster settled after it.
+pub(super) struct Edits {
+    pub(super) edits: Vec<Edit>,
+    pub(super) requests: Vec<BTreeMap<String, u64>>,
+    /// From the first edit's start until its last request (trailing
+    /// status writes included).
+    pub(super) first_done: Duration,
+}
+
+impl Edits {
+    /// The median edit time: the phase's figure.
+    pub(super) fn median(&self) -> Duration {
+        median(&self.edits.iter().map(|e| e.time).collect::<Vec<_>>())
+    }
+
+    /// The first edit's requests: the phase's counts.
+    pub(super) fn first_requests(&self) -> BTreeMap<String, u64> {
+        self.requests.first().cloned().unwrap_or_default()
+    }
+}
+
+/// Makes `count` item edits of `copies` copies through `write(version)`,
+/// each after the cluster settled from the one before; `before` are the
+/// sandbox's counters when the first starts. Returns them and the
+/// counters after the last.
+pub(super) async fn timed_edits<F, Fut>(
+    server: &Server,
+    counter: &Arc<Mutex<CopyCounter>>,
+    copies: usize,
+    count: usize,
+    mut before: BTreeMap<String, u64>,
+    mut write: F,
+) -> anyhow::Result<(Edits, BTreeMap<String, u64>)>
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut out = Edits {
+        edits: Vec::new(),
+        requests: Vec::new(),
+        first_done: Duration::ZERO,
+    };
+    for e in 0..count {
+        let version = edit_version(e);
+        let t = Instant::now();
+        let edit = timed_edit(counter, version, copies, server.pid(), || write(version)).await?;
+        let (after, done) = settle_at(server).await?;
+        if e == 0 {
+            out.first_done = done.saturating_duration_since(t);
+        }
+        out.edits.push(edit);
+        out.requests.push(by_verb(&before, &after));
+        before = after;
+    }
+    Ok((out, before))
+}
+
 /// CPU time process `pid` has used, summed over its threads (from
 /// `/proc/PID/task/*/schedstat`, in nanoseconds); `None` where there is no
 /// such file (not Linux, or the process is gone). A thread that ends while
@@ -292,7 +350,8 @@ pub(super) fn median(times: &[Duration]) -> Duration {
 
 /// One report line of a run's item edits: each time, the median, the CPU
 /// each edit cost, and each edit's requests.
-pub(super) fn edits_line(who: &str, edits: &[Edit], requests: &[BTreeMap<String, u64>]) -> String {
+pub(super) fn edits_line(who: &str, run: &Edits) -> String {
+    let (edits, requests) = (&run.edits, &run.requests);
     let times: Vec<Duration> = edits.iter().map(|e| e.time).collect();
     let ms = |d: Duration| format!("{:.0}", d.as_secs_f64() * 1000.0);
     let cpu: Option<Vec<(Duration, Duration)>> = edits.iter().map(|e| e.cpu).collect();
