@@ -202,8 +202,18 @@ async fn as_protobuf(r: http::Response<Body>) -> http::Response<Body> {
 }
 
 /// A create or update body as JSON: protobuf decoded for a built-in
-/// kind, refused with the server's 415 for a custom resource.
-fn body_value(res: &Resource, body: &[u8], ct: &str) -> Result<Value, ApiError> {
+/// kind, refused with the server's 415 for a custom resource. Then its
+/// unknown fields dropped as `fieldValidation` says, with the warnings to
+/// send; a protobuf body has none to drop, and the server's protobuf
+/// decoder has no strict mode (it falls back to the lenient one), so
+/// `fieldValidation` does not apply to it.
+fn body_value(
+    res: &Resource,
+    body: &[u8],
+    ct: &str,
+    q: &Query,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let validation = field_validation(q)?;
     if crate::protobuf::is_protobuf(ct) && !body.is_empty() {
         if !res.builtin {
             return Err(ApiError::unsupported_body_format(&[
@@ -211,9 +221,14 @@ fn body_value(res: &Resource, body: &[u8], ct: &str) -> Result<Value, ApiError> 
                 "application/yaml",
             ]));
         }
-        return crate::protobuf::decode(body, &res.api_version(), &res.kind);
+        return Ok((
+            crate::protobuf::decode(body, &res.api_version(), &res.kind)?,
+            Vec::new(),
+        ));
     }
-    parse_body(body, ct)
+    let mut v = parse_body(body, ct)?;
+    let warnings = check_fields(res, &mut v, validation, true)?.unwrap_or_default();
+    Ok((v, warnings))
 }
 
 /// Handles one request.
@@ -555,9 +570,7 @@ async fn object(
                 protobuf,
                 ..write_options(q, headers, false)?
             };
-            let mut v = body_value(&res, &body, ct)?;
-            let warnings =
-                check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
+            let (v, warnings) = body_value(&res, &body, ct, q)?;
             let mut store = shared.store.lock().await;
             check_rbac_write(&shared, &store, headers, &res, &ns, &v)?;
             let out = store.create(&res, &ns, v, &opts)?;
@@ -570,9 +583,7 @@ async fn object(
                 protobuf,
                 ..write_options(q, headers, status_sub)?
             };
-            let mut v = body_value(&res, &body, ct)?;
-            let warnings =
-                check_fields(&res, &mut v, field_validation(q)?, true)?.unwrap_or_default();
+            let (v, warnings) = body_value(&res, &body, ct, q)?;
             let mut store = shared.store.lock().await;
             check_rbac_write(&shared, &store, headers, &res, &ns, &v)?;
             let out = store.update(&res, &ns, name, v, &opts)?;

@@ -26,6 +26,37 @@ pub(super) fn put_bytes(out: &mut Vec<u8>, number: u32, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// Writes field `number` as a length-delimited field whose content `body`
+/// writes in place, straight into `out`: the length goes in front once it
+/// is known (one placeholder byte, widened when the content is 128 bytes
+/// or more), so a nested message costs no buffer of its own and no copy
+/// into its parent's. When `body` answers false nothing of the field is
+/// left, and neither is false.
+pub(super) fn put_nested(
+    out: &mut Vec<u8>,
+    number: u32,
+    body: impl FnOnce(&mut Vec<u8>) -> bool,
+) -> bool {
+    let start = out.len();
+    put_key(out, number, 2);
+    let len_at = out.len();
+    out.push(0);
+    let content_at = out.len();
+    if !body(out) {
+        out.truncate(start);
+        return false;
+    }
+    let len = out.len() - content_at;
+    if len < 0x80 {
+        out[len_at] = len as u8;
+    } else {
+        let mut varint = Vec::with_capacity(10);
+        put_varint(&mut varint, len as u64);
+        out.splice(len_at..content_at, varint);
+    }
+    true
+}
+
 pub(super) fn json_i64(v: &Value) -> Option<i64> {
     v.as_i64()
         .or_else(|| v.as_u64().map(|u| u as i64))
@@ -73,31 +104,40 @@ pub(super) fn encode_value(s: &Schema, number: u32, ty: Ty, v: &Value, out: &mut
             }
         }
         Ty::Msg(i) => {
-            let mut inner = Vec::new();
-            if encode_message(s, i, v, &mut inner) {
-                put_bytes(out, number, &inner);
-            }
+            put_nested(out, number, |out| encode_message(s, i, v, out));
         }
         Ty::MapStr | Ty::MapBytes | Ty::MapMsg(_) => {
             let Some(map) = v.as_object() else { return };
-            // The Go encoder writes map entries in key order.
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            for k in keys {
-                let val = &map[k];
-                let mut entry = Vec::new();
-                put_bytes(&mut entry, 1, k.as_bytes());
-                match ty {
-                    Ty::MapStr => encode_value(s, 2, Ty::Str, val, &mut entry),
-                    Ty::MapBytes => encode_value(s, 2, Ty::Bytes, val, &mut entry),
-                    Ty::MapMsg(i) => {
-                        let mut inner = Vec::new();
-                        encode_message(s, i, val, &mut inner);
-                        put_bytes(&mut entry, 2, &inner);
+            let entry = |out: &mut Vec<u8>, k: &str, val: &Value| {
+                put_nested(out, number, |entry| {
+                    put_bytes(entry, 1, k.as_bytes());
+                    match ty {
+                        Ty::MapStr => encode_value(s, 2, Ty::Str, val, entry),
+                        Ty::MapBytes => encode_value(s, 2, Ty::Bytes, val, entry),
+                        // An entry's message is written even when empty.
+                        Ty::MapMsg(i) => {
+                            put_nested(entry, 2, |inner| {
+                                encode_message(s, i, val, inner);
+                                true
+                            });
+                        }
+                        _ => {}
                     }
-                    _ => {}
+                    true
+                });
+            };
+            // The Go encoder writes map entries in key order; most maps
+            // are small and already in it.
+            if map.keys().is_sorted() {
+                for (k, val) in map {
+                    entry(out, k, val);
                 }
-                put_bytes(out, number, &entry);
+            } else {
+                let mut sorted: Vec<(&String, &Value)> = map.iter().collect();
+                sorted.sort_unstable_by_key(|(k, _)| *k);
+                for (k, val) in sorted {
+                    entry(out, k, val);
+                }
             }
         }
     }
@@ -158,19 +198,26 @@ pub(super) fn encode_message(s: &Schema, idx: usize, v: &Value, out: &mut Vec<u8
             true
         }
         Special::Quantity => {
-            let q = match v {
-                Value::String(x) => x.clone(),
-                Value::Number(n) => n.to_string(),
+            match v {
+                Value::String(x) => put_bytes(out, 1, x.as_bytes()),
+                Value::Number(n) => put_bytes(out, 1, n.to_string().as_bytes()),
                 _ => return false,
-            };
-            put_bytes(out, 1, q.as_bytes());
+            }
             true
         }
         Special::RawJson => {
             if v.is_null() {
                 return false;
             }
-            put_bytes(out, 1, &serde_json::to_vec(v).unwrap_or_default());
+            put_nested(out, 1, |out| {
+                let at = out.len();
+                // Serializing a `Value` cannot fail; were it to, the field
+                // is left empty as an unencodable value was before.
+                if serde_json::to_writer(&mut *out, v).is_err() {
+                    out.truncate(at);
+                }
+                true
+            });
             true
         }
         Special::Strings => {
@@ -220,29 +267,88 @@ pub(super) fn encode_message(s: &Schema, idx: usize, v: &Value, out: &mut Vec<u8
 }
 
 pub(super) fn encode_fields(s: &Schema, idx: usize, obj: &Map<String, Value>, out: &mut Vec<u8>) {
+    let m = &s.messages[idx];
+    if let Some(by_json) = &m.by_json
+        && obj.len() < m.fields.len()
+        && obj.len() <= FEW
+    {
+        encode_present(s, m, by_json, obj, out);
+    } else {
+        encode_walk(s, idx, obj, out);
+    }
+}
+
+/// Encodes an object by walking the message's fields in number order and
+/// looking each up in it; inline structs read the same object.
+pub(super) fn encode_walk(s: &Schema, idx: usize, obj: &Map<String, Value>, out: &mut Vec<u8>) {
     for f in &s.messages[idx].fields {
         let Some(name) = f.json.as_deref() else {
             // Inline: its fields are read from the same object.
             if let Ty::Msg(inner) = f.ty {
-                let mut b = Vec::new();
-                encode_fields(s, inner, obj, &mut b);
-                if !b.is_empty() {
-                    put_bytes(out, f.number, &b);
-                }
+                put_nested(out, f.number, |out| {
+                    let at = out.len();
+                    encode_fields(s, inner, obj, out);
+                    out.len() > at
+                });
             }
             continue;
         };
-        let Some(v) = obj.get(name).filter(|v| !v.is_null()) else {
-            continue;
-        };
-        if f.repeated {
-            if let Some(items) = v.as_array() {
-                for item in items {
-                    encode_value(s, f.number, f.ty, item, out);
-                }
-            }
-        } else {
-            encode_value(s, f.number, f.ty, v, out);
+        if let Some(v) = obj.get(name) {
+            encode_field(s, f, v, out);
         }
+    }
+}
+
+/// The most properties [`encode_present`] sorts on the stack.
+const FEW: usize = 32;
+
+/// Encodes an object by its own properties: each is found among the
+/// message's fields by name (binary search), and they are written in
+/// field-number order, as walking the fields would write them.
+pub(super) fn encode_present(
+    s: &Schema,
+    m: &schema::Message,
+    by_json: &[usize],
+    obj: &Map<String, Value>,
+    out: &mut Vec<u8>,
+) {
+    let mut present: [(u32, usize, Option<&Value>); FEW] = [(0, 0, None); FEW];
+    let mut n = 0;
+    for (k, v) in obj {
+        let found = by_json.binary_search_by(|i| {
+            m.fields[*i]
+                .json
+                .as_deref()
+                .unwrap_or_default()
+                .cmp(k.as_str())
+        });
+        if let (Ok(at), Some(slot)) = (found, present.get_mut(n)) {
+            let i = by_json[at];
+            *slot = (m.fields[i].number, i, Some(v));
+            n += 1;
+        }
+    }
+    let present = &mut present[..n];
+    present.sort_unstable_by_key(|(number, _, _)| *number);
+    for (_, i, v) in present.iter() {
+        if let Some(v) = v {
+            encode_field(s, &m.fields[*i], v, out);
+        }
+    }
+}
+
+/// One field's value (every item of a repeated one); null is absence.
+fn encode_field(s: &Schema, f: &schema::Field, v: &Value, out: &mut Vec<u8>) {
+    if v.is_null() {
+        return;
+    }
+    if f.repeated {
+        if let Some(items) = v.as_array() {
+            for item in items {
+                encode_value(s, f.number, f.ty, item, out);
+            }
+        }
+    } else {
+        encode_value(s, f.number, f.ty, v, out);
     }
 }

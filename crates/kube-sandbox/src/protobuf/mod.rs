@@ -36,7 +36,7 @@
 mod schema;
 
 use base64::Engine as _;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::status::ApiError;
@@ -290,8 +290,9 @@ fn decode_into(
     out: &mut Map<String, Value>,
 ) -> Result<(), WireError> {
     let m = &s.messages[idx];
+    let message = short_name(&m.path);
     let mut r = Reader::new(buf);
-    while let Some((number, wire)) = r.field(short_name(&m.path))? {
+    while let Some((number, wire)) = r.field(message)? {
         // Unknown fields are skipped, as protobuf does.
         let Some(f) = m.fields.iter().find(|f| f.number == number) else {
             continue;
@@ -310,14 +311,25 @@ fn decode_into(
                     return Err(wrong_wire(&m.path, f, &wire));
                 };
                 let (k, v) = map_entry(s, f.ty, entry)?;
-                let map = out.entry(name).or_insert_with(|| json!({}));
-                if let Value::Object(map) = map {
-                    map.insert(k, v);
+                // Looked up by `&str`: `entry` would allocate the field's
+                // name again for every entry of the map.
+                match out.get_mut(name) {
+                    Some(Value::Object(map)) => {
+                        map.insert(k, v);
+                    }
+                    Some(_) => {}
+                    None => {
+                        out.insert(name.to_string(), Value::Object(Map::from_iter([(k, v)])));
+                    }
                 }
             }
             _ if f.repeated => {
-                let list = out.entry(name).or_insert_with(|| json!([]));
-                let Value::Array(list) = list else { continue };
+                if !out.contains_key(name) {
+                    out.insert(name.to_string(), Value::Array(Vec::new()));
+                }
+                let Some(Value::Array(list)) = out.get_mut(name) else {
+                    continue;
+                };
                 // Numbers may come packed.
                 if let (Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64, Wire::Bytes(b)) = (f.ty, &wire) {
                     let mut packed = Reader::new(b);
@@ -530,24 +542,37 @@ fn special_or_object(s: &Schema, idx: usize, buf: &[u8]) -> Result<Value, WireEr
 /// own `apiVersion` and `kind` say which), `None` when it has none (a
 /// custom resource, a Table).
 pub fn encode(v: &Value) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(ENCODED_GUESS);
+    encode_into(v, &mut out)?;
+    Some(out)
+}
+
+/// A first guess of an encoding's size: a small object's whole frame fits
+/// without growing the buffer.
+const ENCODED_GUESS: usize = 512;
+
+/// [`encode`], appended to `out`.
+fn encode_into(v: &Value, out: &mut Vec<u8>) -> Option<()> {
     let s = schema();
     let api_version = v.get("apiVersion")?.as_str()?;
     let kind = v.get("kind")?.as_str()?;
     let idx = s.kind(api_version, kind)?;
-    let mut raw = Vec::new();
-    encode_message(s, idx, v, &mut raw);
-    let mut type_meta = Vec::new();
-    put_bytes(&mut type_meta, 1, api_version.as_bytes());
-    put_bytes(&mut type_meta, 2, kind.as_bytes());
-    let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
     out.extend_from_slice(MAGIC);
-    put_bytes(&mut out, 1, &type_meta);
-    put_bytes(&mut out, 2, &raw);
+    put_nested(out, 1, |type_meta| {
+        put_bytes(type_meta, 1, api_version.as_bytes());
+        put_bytes(type_meta, 2, kind.as_bytes());
+        true
+    });
+    // The object's message is written even when nothing of it could be.
+    put_nested(out, 2, |raw| {
+        encode_message(s, idx, v, raw);
+        true
+    });
     // contentEncoding and contentType are written empty, as the Go
     // encoder writes its value fields.
-    put_bytes(&mut out, 3, b"");
-    put_bytes(&mut out, 4, b"");
-    Some(out)
+    put_bytes(out, 3, b"");
+    put_bytes(out, 4, b"");
+    Some(())
 }
 
 /// The protobuf form of a JSON body, when it is of a built-in kind.
@@ -578,32 +603,36 @@ impl Frame {
     /// The frame of an event of `event_type` whose object is the JSON
     /// `object` (`None` when the object has no protobuf form).
     pub fn of_json(event_type: &str, object: &[u8]) -> Option<Frame> {
-        Frame::wrap(event_type, &encode_json_bytes(object)?)
+        Frame::of_value(event_type, &crate::json::parse(object).ok()?)
     }
 
     /// The same from the object itself, where the caller has it parsed.
+    /// One buffer holds the whole frame: the length prefix, the event, the
+    /// `RawExtension` and the enveloped object at its end.
     pub fn of_value(event_type: &str, object: &Value) -> Option<Frame> {
-        Frame::wrap(event_type, &encode(object)?)
-    }
-
-    fn wrap(event_type: &str, enveloped: &[u8]) -> Option<Frame> {
-        let mut ext_head = Vec::with_capacity(8);
-        put_key(&mut ext_head, 1, 2);
-        put_varint(&mut ext_head, enveloped.len() as u64);
-        let raw_ext_len = ext_head.len() + enveloped.len();
-        let mut event_head = Vec::with_capacity(event_type.len() + 16);
-        put_bytes(&mut event_head, 1, event_type.as_bytes());
-        put_key(&mut event_head, 2, 2);
-        put_varint(&mut event_head, raw_ext_len as u64);
-        let len = u32::try_from(event_head.len() + raw_ext_len).ok()?;
-        let mut b = BytesMut::with_capacity(4 + len as usize);
-        b.put_u32(len);
-        b.put_slice(&event_head);
-        b.put_slice(&ext_head);
-        let object_at = b.len();
-        b.put_slice(enveloped);
+        let mut b = Vec::with_capacity(ENCODED_GUESS);
+        b.extend_from_slice(&[0; 4]);
+        put_bytes(&mut b, 1, event_type.as_bytes());
+        let mut enveloped_len = None;
+        put_nested(&mut b, 2, |raw_ext| {
+            put_nested(raw_ext, 1, |raw| {
+                let at = raw.len();
+                let ok = encode_into(object, raw).is_some();
+                enveloped_len = ok.then(|| raw.len() - at);
+                ok
+            })
+        });
+        let enveloped_len = enveloped_len?;
+        let len = u32::try_from(b.len() - 4).ok()?;
+        b[..4].copy_from_slice(&len.to_be_bytes());
+        // A frame lives as long as its event in the history: no spare
+        // capacity kept with it.
+        if b.capacity() - b.len() > b.len() / 8 {
+            b.shrink_to_fit();
+        }
+        let object_at = b.len() - enveloped_len;
         Some(Frame {
-            frame: b.freeze(),
+            frame: Bytes::from(b),
             object_at,
         })
     }

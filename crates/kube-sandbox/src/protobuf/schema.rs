@@ -89,6 +89,12 @@ pub struct Message {
     pub special: Special,
     /// In field-number order.
     pub fields: Vec<Field>,
+    /// Indexes into `fields` sorted by JSON name, for encoding an object by
+    /// its own (usually few) properties instead of looking up every field
+    /// of the message in it; `None` when a field is an inline struct or
+    /// two fields share a name, which only a walk of the fields encodes
+    /// right.
+    pub by_json: Option<Vec<usize>>,
 }
 
 /// Every message, and the served kinds' messages by apiVersion and kind.
@@ -96,6 +102,9 @@ pub struct Message {
 pub struct Schema {
     pub messages: Vec<Message>,
     by_lower_path: HashMap<String, usize>,
+    /// Module path -> message name -> message, as spelt: the lookup of
+    /// every encode and decode, without building a lower-cased key.
+    by_module: HashMap<String, HashMap<String, usize>>,
     /// apiVersion -> module path (`apps/v1` -> `api.apps.v1`).
     modules: HashMap<String, String>,
 }
@@ -281,6 +290,7 @@ impl Schema {
                 path: (*path).to_string(),
                 special: special_of(path),
                 fields: out,
+                by_json: None,
             });
         }
         // An inline struct has no definition of its own (k8s-openapi
@@ -310,9 +320,28 @@ impl Schema {
         for (m, f, name) in renames {
             messages[m].fields[f].json = Some(name);
         }
+        for m in &mut messages {
+            let mut order: Vec<usize> = (0..m.fields.len()).collect();
+            order.sort_by(|a, b| m.fields[*a].json.cmp(&m.fields[*b].json));
+            let flat = m.fields.iter().all(|f| f.json.is_some())
+                && order
+                    .windows(2)
+                    .all(|w| m.fields[w[0]].json != m.fields[w[1]].json);
+            m.by_json = flat.then_some(order);
+        }
+        let mut by_module: HashMap<String, HashMap<String, usize>> = HashMap::new();
+        for (i, m) in messages.iter().enumerate() {
+            if let Some((module, name)) = m.path.rsplit_once('.') {
+                by_module
+                    .entry(module.to_string())
+                    .or_default()
+                    .insert(name.to_string(), i);
+            }
+        }
         Schema {
             messages,
             by_lower_path,
+            by_module,
             modules,
         }
     }
@@ -324,8 +353,15 @@ impl Schema {
             return None;
         }
         let find = |module: &str| {
-            self.by_lower_path
-                .get(&format!("{module}.{kind}").to_ascii_lowercase())
+            self.by_module
+                .get(module)
+                .and_then(|names| names.get(kind))
+                .or_else(|| {
+                    // Names differing in case only (k8s-pb's spelling of
+                    // a Go name) are found as before.
+                    self.by_lower_path
+                        .get(&format!("{module}.{kind}").to_ascii_lowercase())
+                })
                 .copied()
         };
         // The meta/v1 kinds are sent under any group version
