@@ -47,13 +47,20 @@ pub fn syncconfig_resource() -> ApiResource {
 /// What the planner reads of a copy's managedFields: whether mirra's own
 /// apply wrote its marks. Only that proof is kept (one small entry): the
 /// rest is dropped for the memory reason `mirra_runtime::trim` gives.
+/// Judged on the typed entries: converting them to JSON and the proof
+/// back cost more than the rest of a watch event's handling.
 fn keep_ownership_proof(meta: &mut kube::api::ObjectMeta) {
-    let proof = meta
-        .managed_fields
-        .as_ref()
-        .and_then(|m| serde_json::to_value(m).ok())
-        .and_then(|v| mirra_mirror::marks::ownership_proof(Some(&v)));
-    meta.managed_fields = proof.and_then(|p| serde_json::from_value(p).ok());
+    let proven = meta.managed_fields.as_deref().is_some_and(|entries| {
+        entries.iter().any(|e| {
+            mirra_mirror::marks::entry_proves_marks(
+                e.manager.as_deref(),
+                e.operation.as_deref(),
+                e.fields_type.as_deref(),
+                e.fields_v1.as_ref().map(|f| &f.0),
+            )
+        })
+    });
+    meta.managed_fields = proven.then(|| vec![mirra_mirror::marks::ownership_proof_entry()]);
 }
 
 /// Starts the Namespace watch.
@@ -723,4 +730,68 @@ async fn served_kinds(client: &kube::Client) -> Vec<(ApiResource, bool)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+    use mirra_mirror::marks::{
+        FIELD_MANAGER, MANAGED_BY_LABEL, OWNER_ANNOTATION, PROOF_FIELDS_TYPE,
+        marks_written_by_mirra, ownership_proof_entry,
+    };
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn entry() -> impl Strategy<Value = ManagedFieldsEntry> {
+        (
+            prop_oneof![Just(Some(FIELD_MANAGER)), Just(Some("kubectl")), Just(None)],
+            prop_oneof![Just(Some("Apply")), Just(Some("Update")), Just(None)],
+            prop_oneof![
+                Just(Some("FieldsV1")),
+                Just(Some(PROOF_FIELDS_TYPE)),
+                Just(None)
+            ],
+            any::<(bool, bool, bool)>(),
+        )
+            .prop_map(
+                |(manager, operation, fields_type, (label, owner, fields))| {
+                    let mut f =
+                        json!({"f:metadata": {"f:labels": {}, "f:annotations": {}}, "f:data": {}});
+                    if label {
+                        f["f:metadata"]["f:labels"][format!("f:{MANAGED_BY_LABEL}")] = json!({});
+                    }
+                    if owner {
+                        f["f:metadata"]["f:annotations"][format!("f:{OWNER_ANNOTATION}")] =
+                            json!({});
+                    }
+                    ManagedFieldsEntry {
+                        manager: manager.map(str::to_string),
+                        operation: operation.map(str::to_string),
+                        fields_type: fields_type.map(str::to_string),
+                        fields_v1: fields.then_some(FieldsV1(f)),
+                        ..Default::default()
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        /// The typed judgement keeps the proof exactly when the JSON
+        /// judgement the planner makes (`marks_written_by_mirra`) finds
+        /// the entries prove mirra's marks, and nothing else.
+        #[test]
+        fn the_typed_proof_agrees_with_the_json_judgement(
+            entries in proptest::option::of(proptest::collection::vec(entry(), 0..4)),
+        ) {
+            let as_json = entries.as_ref().map(|e| serde_json::to_value(e).unwrap());
+            let want = marks_written_by_mirra(as_json.as_ref());
+            let mut meta = kube::api::ObjectMeta { managed_fields: entries, ..Default::default() };
+            keep_ownership_proof(&mut meta);
+            prop_assert_eq!(meta.managed_fields.is_some(), want);
+            if let Some(kept) = meta.managed_fields {
+                prop_assert_eq!(kept, vec![ownership_proof_entry()]);
+            }
+        }
+    }
 }

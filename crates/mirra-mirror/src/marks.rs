@@ -23,7 +23,7 @@
 //! marks someone else added (a copied manifest, a hand-made label) make
 //! nothing mirra's, so mirra never deletes or overwrites such an object on
 //! the strength of them ([`marks_written_by_mirra`]). The caches keep only
-//! that proof of a copy's managedFields ([`ownership_proof`]).
+//! that proof of a copy's managedFields ([`ownership_proof_entry`]).
 //!
 //! A copy of an object that existed before mirra applied it (mirra adopted
 //! it: a syncItem named it) carries [`ADOPTED_ANNOTATION`]`: "true"`; when
@@ -64,25 +64,17 @@ pub const FIELD_MANAGER: &str = "mirra";
 /// it. Such a copy is released, not deleted, when no longer wanted.
 pub const ADOPTED_ANNOTATION: &str = "sync.appuio.ch/adopted";
 
-/// The `fieldsType` of the compact proof [`ownership_proof`] makes. The
+/// The `fieldsType` of the compact proof [`ownership_proof_entry`]. The
 /// API server accepts no `fieldsType` but `FieldsV1`, so an entry of this
 /// type never comes from the server: only mirra's caches hold it.
 pub const PROOF_FIELDS_TYPE: &str = "mirra.proof/marks";
-/// The `fieldsV1` paths of the marks mirra's apply entry must own.
-fn mark_paths() -> [[String; 3]; 2] {
-    [
-        [
-            "f:metadata".into(),
-            "f:labels".into(),
-            format!("f:{MANAGED_BY_LABEL}"),
-        ],
-        [
-            "f:metadata".into(),
-            "f:annotations".into(),
-            format!("f:{OWNER_ANNOTATION}"),
-        ],
-    ]
-}
+/// The `fieldsV1` paths of the marks mirra's apply entry must own: the
+/// [`MANAGED_BY_LABEL`] label and the [`OWNER_ANNOTATION`] annotation
+/// (spelt out: read for every watched copy; a test holds them equal).
+const MARK_PATHS: [[&str; 3]; 2] = [
+    ["f:metadata", "f:labels", "f:app.kubernetes.io/managed-by"],
+    ["f:metadata", "f:annotations", "f:sync.appuio.ch/syncconfig"],
+];
 
 fn is_mirra_apply(entry: &Value) -> bool {
     is_mirra_apply_entry(
@@ -97,10 +89,25 @@ pub fn is_mirra_apply_entry(manager: Option<&str>, operation: Option<&str>) -> b
     manager == Some(FIELD_MANAGER) && operation == Some("Apply")
 }
 
-fn owns(fields: &Value, path: &[String]) -> bool {
+fn owns(fields: &Value, path: &[&str]) -> bool {
     path.iter()
         .try_fold(fields, |at, key| at.get(key))
         .is_some()
+}
+
+/// Whether one managedFields entry (its `manager`, `operation`,
+/// `fieldsType` and `fieldsV1`) is mirra's apply owning both marks, or the
+/// proof the caches keep of one: the test of [`marks_written_by_mirra`],
+/// for callers holding typed entries.
+pub fn entry_proves_marks(
+    manager: Option<&str>,
+    operation: Option<&str>,
+    fields_type: Option<&str>,
+    fields_v1: Option<&Value>,
+) -> bool {
+    is_mirra_apply_entry(manager, operation)
+        && (fields_type == Some(PROOF_FIELDS_TYPE)
+            || fields_v1.is_some_and(|f| MARK_PATHS.iter().all(|p| owns(f, p))))
 }
 
 /// Whether an object's `metadata.managedFields` show that mirra's own
@@ -111,10 +118,14 @@ pub fn marks_written_by_mirra(managed_fields: Option<&Value>) -> bool {
     let Some(entries) = managed_fields.and_then(Value::as_array) else {
         return false;
     };
-    entries.iter().filter(|e| is_mirra_apply(e)).any(|e| {
-        e.get("fieldsType").and_then(Value::as_str) == Some(PROOF_FIELDS_TYPE)
-            || e.get("fieldsV1")
-                .is_some_and(|f| mark_paths().iter().all(|p| owns(f, p)))
+    entries.iter().any(|e| {
+        let s = |k: &str| e.get(k).and_then(Value::as_str);
+        entry_proves_marks(
+            s("manager"),
+            s("operation"),
+            s("fieldsType"),
+            e.get("fieldsV1"),
+        )
     })
 }
 
@@ -127,20 +138,18 @@ pub fn has_other_managers(managed_fields: Option<&Value>) -> bool {
         .is_some_and(|entries| entries.iter().any(|e| !is_mirra_apply(e)))
 }
 
-/// `managedFields` reduced to the proof [`marks_written_by_mirra`] reads:
-/// one entry of mirra's apply with the [`PROOF_FIELDS_TYPE`] and no fields
-/// when the whole list proves mirra wrote both marks, or nothing. The
-/// caches keep this instead of the whole list (often larger than the
-/// object); a few dozen bytes per cached copy rather than a field tree.
-pub fn ownership_proof(managed_fields: Option<&Value>) -> Option<Value> {
-    if !marks_written_by_mirra(managed_fields) {
-        return None;
+/// The one managedFields entry the caches keep of a copy whose entries
+/// prove mirra wrote its marks ([`marks_written_by_mirra`]): mirra's apply
+/// with the [`PROOF_FIELDS_TYPE`] and no fields. A few dozen bytes per
+/// cached copy rather than a field tree often larger than the object.
+pub fn ownership_proof_entry() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry
+{
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry {
+        manager: Some(FIELD_MANAGER.to_string()),
+        operation: Some("Apply".to_string()),
+        fields_type: Some(PROOF_FIELDS_TYPE.to_string()),
+        ..Default::default()
     }
-    Some(serde_json::json!([{
-        "manager": FIELD_MANAGER,
-        "operation": "Apply",
-        "fieldsType": PROOF_FIELDS_TYPE,
-    }]))
 }
 
 /// Whether an adopted-annotation value says the copy was adopted (only
@@ -314,7 +323,8 @@ mod tests {
             {"manager": "kubectl-edit", "operation": "Update", "fieldsV1": {"f:data": {}}},
             mirra_entry(marks_fields())
         ]);
-        let proof = ownership_proof(Some(&all)).unwrap();
+        assert!(marks_written_by_mirra(Some(&all)));
+        let proof = serde_json::to_value(vec![ownership_proof_entry()]).unwrap();
         assert_eq!(
             proof,
             json!([{"manager": FIELD_MANAGER, "operation": "Apply",
@@ -323,19 +333,26 @@ mod tests {
         assert!(marks_written_by_mirra(Some(&proof)));
         assert!(has_other_managers(Some(&all)));
         assert!(!has_other_managers(Some(&proof)));
-        assert_eq!(ownership_proof(Some(&json!([]))), None);
-        assert_eq!(
-            ownership_proof(Some(&json!([mirra_entry(json!({"f:data": {}}))]))),
-            None
-        );
-        // One mark is no proof, so nothing is kept.
-        let one = json!([mirra_entry(json!({"f:metadata": {
-            "f:labels": {format!("f:{MANAGED_BY_LABEL}"): {}}}}))]);
-        assert_eq!(ownership_proof(Some(&one)), None);
         // The compact type proves only in mirra's own Apply entry.
         let borrowed = json!([{"manager": FIELD_MANAGER, "operation": "Update",
                                "fieldsType": PROOF_FIELDS_TYPE}]);
         assert!(!marks_written_by_mirra(Some(&borrowed)));
+    }
+
+    #[test]
+    fn the_mark_paths_name_the_marks() {
+        assert_eq!(
+            MARK_PATHS[0],
+            ["f:metadata", "f:labels", &format!("f:{MANAGED_BY_LABEL}")]
+        );
+        assert_eq!(
+            MARK_PATHS[1],
+            [
+                "f:metadata",
+                "f:annotations",
+                &format!("f:{OWNER_ANNOTATION}")
+            ]
+        );
     }
 
     #[test]
@@ -451,8 +468,9 @@ mod tests {
             if label { fields["f:metadata"]["f:labels"][format!("f:{MANAGED_BY_LABEL}")] = json!({}); }
             if owner { fields["f:metadata"]["f:annotations"][format!("f:{OWNER_ANNOTATION}")] = json!({}); }
             let list = json!([{"manager": manager, "operation": operation, "fieldsV1": fields}]);
-            let proof = ownership_proof(Some(&list));
-            prop_assert_eq!(marks_written_by_mirra(Some(&list)), marks_written_by_mirra(proof.as_ref()));
+            let proven = marks_written_by_mirra(Some(&list));
+            let proof = proven.then(|| serde_json::to_value(vec![ownership_proof_entry()]).unwrap());
+            prop_assert_eq!(proven, marks_written_by_mirra(proof.as_ref()));
         }
     }
 }
