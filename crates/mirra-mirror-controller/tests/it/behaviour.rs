@@ -157,7 +157,7 @@ async fn delete_items_delete_once_across_verification_passes() {
     settings.verify_interval = Some(std::time::Duration::from_millis(20));
     let ctl = env.start(settings);
     ctl.wait_ready().await;
-    env.settle().await;
+    env.settle_counts().await;
     assert!(env.cm("p", "legacy").await.is_some());
 
     // The ConfigMap watches come back only 1.5 s after the next drop: the
@@ -184,7 +184,7 @@ async fn delete_items_delete_once_across_verification_passes() {
         env.sb.stats().get("watch configmaps") >= 2 && env.sb.stats().open_watches >= 4
     })
     .await;
-    let stats = env.settle().await;
+    let stats = env.settle_counts().await;
     assert_eq!(stats.get("delete configmaps"), 1, "{:?}", stats.requests);
     assert_eq!(stats.namespaces["p"].get("delete configmaps"), Some(&1));
     // The deletion is counted (as espejo does) and stays counted while
@@ -193,7 +193,7 @@ async fn delete_items_delete_once_across_verification_passes() {
         env.status("cleaner").await["deletedItemCount"] == 1
     })
     .await;
-    let after = env.settle().await;
+    let after = env.settle_counts().await;
     assert_eq!(after.get("delete configmaps"), 1, "{:?}", after.requests);
     assert_eq!(env.status("cleaner").await["deletedItemCount"], 1);
     ctl.stop().await;
@@ -435,9 +435,9 @@ async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes
     assert!(held.metadata.deletion_timestamp.is_some());
     assert_eq!(held.data.unwrap()["v"], "0");
     // Waiting writes nothing, however often the namespace is planned.
-    env.settle().await;
+    env.settle_counts().await;
     env.sb.reset_stats();
-    let idle = env.settle().await;
+    let idle = env.settle_counts().await;
     assert_eq!(idle.writes(), 0, "{:?}", idle.requests);
 
     // The finalizer goes: the object is gone and created afresh.
@@ -889,7 +889,7 @@ async fn force_recreate_waits_until_a_lingering_object_is_gone() {
             .unwrap();
     };
     set_finalizers(Some(vec!["example.com/hold".into()])).await;
-    env.settle().await;
+    env.settle_counts().await;
     let uid = env.cm("f", "frozen").await.unwrap().metadata.uid;
 
     env.sb.reset_stats();
@@ -901,7 +901,7 @@ async fn force_recreate_waits_until_a_lingering_object_is_gone() {
             .is_some_and(|c| c.metadata.deletion_timestamp.is_some())
     })
     .await;
-    let stats = env.settle().await;
+    let stats = env.settle_counts().await;
     // The refused apply and the delete; no create while it lingers.
     assert_eq!(stats.get("patch configmaps"), 1, "{:?}", stats.requests);
     assert_eq!(stats.get("delete configmaps"), 1, "{:?}", stats.requests);
@@ -915,7 +915,7 @@ async fn force_recreate_waits_until_a_lingering_object_is_gone() {
             .is_some_and(|c| c.metadata.uid != uid && c.data.unwrap()["v"] == "2")
     })
     .await;
-    let stats = env.settle().await.since(&before);
+    let stats = env.settle_counts().await.since(&before);
     // One create. Verification passes (every 20 ms here) that run after the
     // create's answer but before its watch echo see no copy yet; the
     // pending write stands for it, so they send nothing.
@@ -927,7 +927,7 @@ async fn force_recreate_waits_until_a_lingering_object_is_gone() {
     );
     assert_eq!(stats.get("delete configmaps"), 0, "{:?}", stats.requests);
     let recreated = env.cm("f", "frozen").await.unwrap().metadata.uid;
-    env.settle().await;
+    env.settle_counts().await;
     assert_eq!(env.cm("f", "frozen").await.unwrap().metadata.uid, recreated);
     ctl.stop().await;
 }
@@ -975,7 +975,7 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
             && env.cm("shared", "from-a").await.is_some()
     })
     .await;
-    env.settle().await;
+    env.settle_counts().await;
     let mut b = Settings::for_tests(&["tenant-b"]);
     b.verify_interval = Some(std::time::Duration::from_millis(30));
     let ctl_b = env.start(b);
@@ -1014,7 +1014,7 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
         ctl_b.metric("mirra_skipped_writes_total") >= skipped + 10.0
     })
     .await;
-    let stats = env.settle().await;
+    let stats = env.settle_counts().await;
     assert_eq!(stats.writes(), 0, "{:?}", stats.requests);
     assert_eq!(env.cm_names("shared").await, ["both", "from-a", "from-b"]);
     assert_eq!(env.cm_data("shared", "both").await.unwrap()["by"], "a");

@@ -241,6 +241,17 @@ impl Env {
         .await
     }
 
+    /// [`Env::settle`] for a test whose verification passes run every few
+    /// milliseconds: its controllers' queues are seldom seen empty (a pass
+    /// queues every namespace), so quiet is told from the server's request
+    /// counts alone, over a window of a dozen passes and more.
+    pub async fn settle_counts(&self) -> Stats {
+        mirra_testkit::settle_for("the mirror controllers' requests", 10, || {
+            Some(self.sb.stats())
+        })
+        .await
+    }
+
     /// Whether no running controller has a key waiting (debounced, ready or
     /// backing off), as its queue-depth gauge, refreshed every status
     /// window, says.
