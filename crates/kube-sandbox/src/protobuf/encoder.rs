@@ -8,12 +8,21 @@
 
 use super::*;
 
-pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, v: u64) {
+    let (bytes, n) = varint(v);
+    out.extend_from_slice(&bytes[..n]);
+}
+
+/// `v` as a varint, on the stack: its bytes and how many of them are used.
+fn varint(mut v: u64) -> ([u8; 10], usize) {
+    let (mut bytes, mut n) = ([0u8; 10], 0);
     while v >= 0x80 {
-        out.push((v as u8) | 0x80);
+        bytes[n] = (v as u8) | 0x80;
         v >>= 7;
+        n += 1;
     }
-    out.push(v as u8);
+    bytes[n] = v as u8;
+    (bytes, n + 1)
 }
 
 pub(super) fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
@@ -50,9 +59,10 @@ pub(super) fn put_nested(
     if len < 0x80 {
         out[len_at] = len as u8;
     } else {
-        let mut varint = Vec::with_capacity(10);
-        put_varint(&mut varint, len as u64);
-        out.splice(len_at..content_at, varint);
+        // Built on the stack: a buffer per long message is what writing
+        // in place avoids.
+        let (bytes, n) = varint(len as u64);
+        out.splice(len_at..content_at, bytes[..n].iter().copied());
     }
     true
 }
@@ -312,7 +322,7 @@ pub(super) fn encode_present(
     obj: &Map<String, Value>,
     out: &mut Vec<u8>,
 ) {
-    let mut present: [(u32, usize, Option<&Value>); FEW] = [(0, 0, None); FEW];
+    let mut present: [(u32, usize, &Value); FEW] = [(0, 0, &Value::Null); FEW];
     let mut n = 0;
     for (k, v) in obj {
         let found = by_json.binary_search_by(|i| {
@@ -324,16 +334,14 @@ pub(super) fn encode_present(
         });
         if let (Ok(at), Some(slot)) = (found, present.get_mut(n)) {
             let i = by_json[at];
-            *slot = (m.fields[i].number, i, Some(v));
+            *slot = (m.fields[i].number, i, v);
             n += 1;
         }
     }
     let present = &mut present[..n];
     present.sort_unstable_by_key(|(number, _, _)| *number);
     for (_, i, v) in present.iter() {
-        if let Some(v) = v {
-            encode_field(s, &m.fields[*i], v, out);
-        }
+        encode_field(s, &m.fields[*i], v, out);
     }
 }
 
