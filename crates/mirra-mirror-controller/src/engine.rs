@@ -84,6 +84,8 @@ pub struct Shared {
     pub fence: WriteFence,
     /// Clients acting as the ServiceAccounts SyncConfigs name, by username.
     impersonating: Mutex<std::collections::HashMap<String, kube::Client>>,
+    /// Work on keys not queued by the verification pass, which yields to it.
+    event_work: Mutex<EventWork>,
 }
 
 impl Shared {
@@ -93,6 +95,10 @@ impl Shared {
     pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut guard)
+    }
+
+    fn event_work(&self) -> std::sync::MutexGuard<'_, EventWork> {
+        self.event_work.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The client a read or write for `user` goes through: mirra's own, or
@@ -216,6 +222,7 @@ pub async fn run(
         shutdown: shutdown.child_token(),
         events,
         impersonating: Mutex::default(),
+        event_work: Mutex::default(),
     });
 
     let mut tasks = vec![watches::spawn_namespaces(&shared)];
@@ -254,6 +261,10 @@ async fn worker(shared: Arc<Shared>) {
             _ = shared.shutdown.cancelled() => return,
             k = shared.queue.next() => match k { Some(k) => k, None => return },
         };
+        let for_pass = shared.with_state(|s| s.is_verifying(&key));
+        if !for_pass {
+            shared.event_work().begin();
+        }
         let outcome = process(&shared, &key).await;
         shared.with_state(|s| {
             s.verified(&key);
@@ -261,6 +272,9 @@ async fn worker(shared: Arc<Shared>) {
                 s.forget_dirty(&key);
             }
         });
+        if !for_pass {
+            shared.event_work().end(Instant::now());
+        }
         if let Err(e) = shared.queue.done(&key, outcome) {
             tracing::error!(namespace = %key, error = %e, "work queue bookkeeping failed");
         }

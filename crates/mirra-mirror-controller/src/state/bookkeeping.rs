@@ -96,6 +96,11 @@ impl State {
         }
     }
 
+    /// Whether `key` is queued by the verification pass alone.
+    pub fn is_verifying(&self, key: &str) -> bool {
+        self.verifying.contains(key)
+    }
+
     /// A worker is done with `key` (called before the queue learns so,
     /// while the key still reads as queued).
     pub fn verified(&mut self, key: &str) {

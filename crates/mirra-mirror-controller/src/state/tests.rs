@@ -1,4 +1,5 @@
 #![allow(clippy::unwrap_used)]
+use super::copy::observed_from_dynamic;
 use super::*;
 use crate::settings::WatchScope;
 use serde_json::json;
