@@ -8,6 +8,11 @@
 //! Kubernetes: a watch of the write namespace's Services ┼─► debounce ─► plan_k8s ─► apply / delete
 //! ```
 //!
+//! The loop folds events and plans; the writes run on a writer task
+//! (`mirra_runtime::writer`) that reports each pass's end back, so events
+//! keep being taken in while a pass is written, and the next plan waits
+//! for that report.
+//!
 //! Writes are server-side applies as field manager `mirra` (creating or
 //! bringing a labelled Service back to shape) and deletes, both with the
 //! cached resourceVersion (and a delete with the uid) as precondition,
@@ -100,14 +105,21 @@ pub async fn run_to_k8s(
     let mut dirty = false;
     let mut failures: u32 = 0;
     let mut due = tokio::time::Instant::now();
+    let mut writer = mirra_runtime::writer::spawn(ExternalNameWriter {
+        fence,
+        api: api.clone(),
+    });
+    // A pass handed to the writer and not reported yet: the next plan
+    // waits for it (it would plan from caches that do not show it yet).
+    let mut writing = false;
     loop {
-        let wake = if dirty {
+        let wake = if dirty && !writing {
             due
         } else {
             tokio::time::Instant::now() + Duration::from_secs(3600)
         };
         tokio::select! {
-            _ = shutdown.cancelled() => return,
+            _ = shutdown.cancelled() => break,
             event = services.next() => match event {
                 Some(Ok(e)) => {
                     if !cache.apply(e).is_empty() && !dirty {
@@ -123,7 +135,7 @@ pub async fn run_to_k8s(
                     "{} (the Services of the write namespace); retrying",
                     mirra_runtime::watch::explain(&hints, &f)
                 ),
-                None => return,
+                None => break,
             },
             answer = catalog.next() => match answer {
                 Some(Ok(v)) => {
@@ -136,8 +148,34 @@ pub async fn run_to_k8s(
                     }
                 }
                 Some(Err(e)) => tracing::warn!(class = e.class(), error = %e, "reading Consul services"),
-                None => return,
+                None => break,
             },
+            report = writer.reports.recv() => {
+                writing = false;
+                match report {
+                    Some(Ok(())) => {
+                        failures = 0;
+                        // Changes seen meanwhile are planned a debounce
+                        // after the pass, not at once: the echoes of its
+                        // last writes are on their way, and a plan without
+                        // them would send those writes again.
+                        if dirty {
+                            due = due.max(tokio::time::Instant::now() + DEBOUNCE);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        failures = failures.saturating_add(1);
+                        // The first retry already waits twice the base;
+                        // no jitter: one writer, nothing to spread out.
+                        let delay = backoff_delay(RETRY_BASE, RETRY_MAX, failures.saturating_add(1), 1.0);
+                        tracing::warn!(error = %e, retry_in = ?delay, "writing ExternalName Services");
+                        dirty = true;
+                        due = tokio::time::Instant::now() + delay;
+                    }
+                    // The writer task ended: only when it panicked.
+                    None => break,
+                }
+            }
             _ = tokio::time::sleep_until(wake) => {
                 let Some(consul_now) = consul_services.as_ref().filter(|_| cache.initial_list_done())
                 else {
@@ -148,33 +186,26 @@ pub async fn run_to_k8s(
                 };
                 ready.set_ready();
                 dirty = false;
-                match sync_once(&fence, preview.as_ref(), &api, &cache, consul_now, &sync).await {
-                    Ok(()) => failures = 0,
-                    Err(e) => {
-                        failures = failures.saturating_add(1);
-                        // The first retry already waits twice the base;
-                        // no jitter: one writer, nothing to spread out.
-                        let delay = backoff_delay(RETRY_BASE, RETRY_MAX, failures.saturating_add(1), 1.0);
-                        tracing::warn!(error = %e, retry_in = ?delay, "writing ExternalName Services");
-                        dirty = true;
-                        due = tokio::time::Instant::now() + delay;
-                    }
+                let ops = plan_once(preview.as_ref(), &cache, consul_now, &sync);
+                if !ops.is_empty() {
+                    writing = writer.jobs.send(ops).is_ok();
                 }
             }
         }
     }
+    // A pass being written is finished, not cut off halfway.
+    let _ = writer.finish().await;
 }
 
-/// Plans once from the caches and sends the plan. Stops at the first
-/// failed write; the caller retries the whole (re-computed) plan.
-async fn sync_once(
-    fence: &WriteFence,
+/// Plans once from the caches: the writes to send, each with the
+/// preconditions it carries. In a dry run they are reported to `preview`
+/// instead, and none is returned.
+fn plan_once(
     preview: Option<&mirra_runtime::Preview>,
-    api: &Api<Service>,
     cache: &Cache<Service>,
     consul_services: &ServiceTags,
     sync: &SyncSettings,
-) -> Result<(), PassError> {
+) -> Vec<Write> {
     let desired = desired_k8s_services(consul_services, sync);
     for w in &desired.warnings {
         tracing::warn!(consul_service = %w.consul_service, "{}", w.message);
@@ -194,10 +225,11 @@ async fn sync_once(
             .map(|op| planned_write(op, &existing, sync))
             .collect();
         preview.replace(PREVIEW_SCOPE, writes);
-        return Ok(());
+        return Vec::new();
     }
-    for op in plan.ops {
-        match op {
+    plan.ops
+        .into_iter()
+        .map(|op| match op {
             K8sOp::Create(mut svc) | K8sOp::Update(mut svc) => {
                 let name = svc.metadata.name.clone().unwrap_or_default();
                 // An update carries the version it was planned from: one
@@ -206,34 +238,92 @@ async fn sync_once(
                 svc.metadata.resource_version = existing
                     .get(&name)
                     .and_then(|s| s.metadata.resource_version.clone());
-                fence
-                    .send(api.patch(
-                        &name,
-                        &PatchParams::apply(FIELD_MANAGER).force(),
-                        &Patch::Apply(&svc),
-                    ))
-                    .await??;
-                tracing::info!(service = %name, "ExternalName Service written");
+                Write::Apply {
+                    name,
+                    svc: Box::new(svc),
+                }
             }
             K8sOp::Delete { name, .. } => {
                 let observed = existing.get(&name).map(|s| &s.metadata);
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: observed.and_then(|m| m.uid.clone()),
-                        resource_version: observed.and_then(|m| m.resource_version.clone()),
-                    }),
-                    ..DeleteParams::default()
+                let preconditions = Preconditions {
+                    uid: observed.and_then(|m| m.uid.clone()),
+                    resource_version: observed.and_then(|m| m.resource_version.clone()),
                 };
-                match fence.send(api.delete(&name, &params)).await? {
-                    Ok(_) => tracing::info!(service = %name, "ExternalName Service deleted"),
-                    // Already gone: what we wanted.
-                    Err(kube::Error::Api(s)) if s.code == 404 => {}
-                    Err(e) => return Err(e.into()),
+                Write::Delete {
+                    name,
+                    preconditions,
+                }
+            }
+        })
+        .collect()
+}
+
+/// One planned write with its preconditions.
+#[derive(Debug)]
+enum Write {
+    /// A server-side apply of the whole Service.
+    Apply { name: String, svc: Box<Service> },
+    /// A delete of what was observed (uid and resourceVersion).
+    Delete {
+        name: String,
+        preconditions: Preconditions,
+    },
+}
+
+/// Sends a pass's writes in order, each through the fence; the first that
+/// fails ends the pass, and the next plan (re-computed) retries.
+struct ExternalNameWriter {
+    fence: WriteFence,
+    api: Api<Service>,
+}
+
+impl mirra_runtime::writer::Writer for ExternalNameWriter {
+    type Job = Vec<Write>;
+    type Report = Result<(), PassError>;
+
+    async fn run(
+        &mut self,
+        writes: Vec<Write>,
+        reports: &mirra_runtime::writer::Reports<Self::Report>,
+    ) {
+        // The loop is gone only when the controller stops.
+        let _ = reports.send(self.send(writes).await);
+    }
+}
+
+impl ExternalNameWriter {
+    async fn send(&self, writes: Vec<Write>) -> Result<(), PassError> {
+        for write in writes {
+            match write {
+                Write::Apply { name, svc } => {
+                    self.fence
+                        .send(self.api.patch(
+                            &name,
+                            &PatchParams::apply(FIELD_MANAGER).force(),
+                            &Patch::Apply(&*svc),
+                        ))
+                        .await??;
+                    tracing::info!(service = %name, "ExternalName Service written");
+                }
+                Write::Delete {
+                    name,
+                    preconditions,
+                } => {
+                    let params = DeleteParams {
+                        preconditions: Some(preconditions),
+                        ..DeleteParams::default()
+                    };
+                    match self.fence.send(self.api.delete(&name, &params)).await? {
+                        Ok(_) => tracing::info!(service = %name, "ExternalName Service deleted"),
+                        // Already gone: what we wanted.
+                        Err(kube::Error::Api(s)) if s.code == 404 => {}
+                        Err(e) => return Err(e.into()),
+                    }
                 }
             }
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The preview scope of the ExternalName Services: every pass plans them

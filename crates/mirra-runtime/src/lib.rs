@@ -18,7 +18,8 @@
 //! reason; trim drops
 //! the metadata (managedFields, kubectl's last-applied copy) no cache keeps;
 //! watch::retrying backs a refused watch off and watch::explain says what
-//! to fix.
+//! to fix; writer runs an event loop's writes on a task of their own and
+//! reports back, so the loop never awaits a write.
 //! ```
 //!
 //! This crate must NOT know about SyncConfigs, Services or Consul, nor plan
@@ -41,6 +42,7 @@ pub mod ratelimit;
 pub mod task;
 pub mod trim;
 pub mod watch;
+pub mod writer;
 
 pub use cache::{Cache, Cached, Change, ObjectKey, map_event};
 pub use campaign::run_while_leading;

@@ -53,7 +53,7 @@ pub use crate::index::OVERLAY_TTL;
 use crate::index::{CheckSnapshot, ObservedSnapshot};
 use crate::metrics::CatalogMetrics;
 use crate::writer::TxnWriter;
-use crate::writer::task::sleep_until_opt;
+use mirra_runtime::writer::sleep_until_opt;
 
 mod pass;
 mod preview;

@@ -5,8 +5,9 @@
 //! taking in watch events and Consul answers; the writer sends each commit
 //! back as it happens ([`Report::Committed`]) and ends every write with
 //! [`Report::Written`], so the index learns of a write in the order Consul
-//! applied it. Jobs run one at a time, in the order sent: a Service's
-//! Events follow its write, and a re-read follows the write it belongs to.
+//! applied it. Jobs run one at a time, in the order sent (the task is
+//! `mirra_runtime::writer`'s): a Service's Events follow its write, and a
+//! re-read follows the write it belongs to.
 //!
 //! This module must NOT decide what to write or when (the event loop
 //! does): it runs the jobs it is given.
@@ -16,15 +17,13 @@ use std::sync::Arc;
 
 use mirra_catalog::ServiceInput;
 use mirra_catalog::Warning;
-use mirra_runtime::TaskGuard;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{NamespaceFailure, RereadRequest, TxnWriter, WriteOutcome};
 use crate::round::Planned;
 
 /// Where the writer sends its reports.
-pub type Reports = mpsc::UnboundedSender<Report>;
+pub type Reports = mirra_runtime::writer::Reports<Report>;
 
 /// A write handed to the writer.
 #[derive(Debug, Default)]
@@ -141,60 +140,33 @@ pub struct WriteDone {
 }
 
 /// The event loop's end of the writer task.
-pub struct WriterHandle {
-    /// Jobs, run in order.
-    pub jobs: mpsc::UnboundedSender<Job>,
-    /// Reports, in order.
-    pub reports: mpsc::UnboundedReceiver<Report>,
-    task: tokio::task::JoinHandle<()>,
-    /// Aborts the task when dropped (the controller stopped on an error).
-    _guard: TaskGuard,
-}
-
-impl WriterHandle {
-    /// Lets the writer finish the jobs it was given, then stops it. Every
-    /// other sender of jobs must be gone.
-    pub async fn finish(self) -> Result<(), tokio::task::JoinError> {
-        let Self { jobs, task, .. } = self;
-        drop(jobs);
-        task.await
-    }
-}
+pub type WriterHandle = mirra_runtime::writer::WriterHandle<Job, Report>;
 
 /// Starts `writer` on its own task.
 pub fn spawn(writer: TxnWriter) -> WriterHandle {
-    let (jobs, jobs_rx) = mpsc::unbounded_channel();
-    let (reports_tx, reports) = mpsc::unbounded_channel();
-    let task = tokio::spawn(run(writer, jobs_rx, reports_tx));
-    let guard = mirra_runtime::task::guard(&task);
-    WriterHandle {
-        jobs,
-        reports,
-        task,
-        _guard: guard,
-    }
+    mirra_runtime::writer::spawn(writer)
 }
 
-/// Runs jobs until the event loop drops its sender, and resumes the paused
-/// whole-node reads when no write came for a while.
-async fn run(mut writer: TxnWriter, mut jobs: mpsc::UnboundedReceiver<Job>, reports: Reports) {
-    loop {
-        tokio::select! {
-            job = jobs.recv() => match job {
-                Some(job) => writer.run_job(job, &reports).await,
-                None => break,
-            },
-            () = sleep_until_opt(writer.resume_reads_at) => writer.resume_reads(),
-        }
-    }
-    writer.resume_reads();
-}
+/// Jobs run in order; while no job runs, the paused whole-node reads
+/// resume when no write came for a while, and when the event loop stops.
+impl mirra_runtime::writer::Writer for TxnWriter {
+    type Job = Job;
+    type Report = Report;
 
-/// Sleeps until `at`, or forever.
-pub(crate) async fn sleep_until_opt(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
+    fn run(&mut self, job: Job, reports: &Reports) -> impl std::future::Future<Output = ()> + Send {
+        self.run_job(job, reports)
+    }
+
+    fn timer(&self) -> Option<Instant> {
+        self.resume_reads_at
+    }
+
+    fn on_timer(&mut self) {
+        self.resume_reads();
+    }
+
+    fn on_finish(&mut self) {
+        self.resume_reads();
     }
 }
 
