@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::ControllerError;
 use crate::config_object::ConfigObject;
 use crate::settings::{Settings, WatchScope};
-use crate::state::{OwnWrite, State, StatusRound, StatusWrite, WriteTarget};
+use crate::state::{OwnWrite, State, StatusRound, StatusWrite, WriteTarget, copy_id};
 use crate::watches;
 use crate::write::{self, WriteFailure};
 
@@ -362,15 +362,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
     let deferred: BTreeSet<ObjectKey> = deferred.iter().map(|(op, _)| op.target().key()).collect();
     if !deferred.is_empty() {
         for o in &mut outcomes {
-            if deferred.contains(&o.target.key())
-                && matches!(
-                    o.state,
-                    OutcomeState::Applied
-                        | OutcomeState::Deleted
-                        | OutcomeState::Pruned
-                        | OutcomeState::Released
-                )
-            {
+            if deferred.contains(&o.target.key()) && o.state.plans_a_write() {
                 o.state = OutcomeState::Pending;
             }
         }
@@ -457,13 +449,7 @@ async fn process(shared: &Shared, namespace: &str) -> Outcome {
     }
     for o in &mut outcomes {
         if let Some(reason) = failed.get(&o.target.key())
-            && matches!(
-                o.state,
-                OutcomeState::Applied
-                    | OutcomeState::Deleted
-                    | OutcomeState::Pruned
-                    | OutcomeState::Released
-            )
+            && o.state.plans_a_write()
         {
             o.state = OutcomeState::Failed {
                 reason: reason.clone(),
@@ -696,15 +682,6 @@ async fn send(
             Ok(true)
         }
     }
-}
-
-/// The state's name of the copy `t`.
-fn copy_id(t: &mirra_mirror::ObjectRef) -> crate::state::CopyId {
-    (
-        (t.api_version.to_string(), t.kind.to_string()),
-        t.namespace.to_string(),
-        t.name.to_string(),
-    )
 }
 
 /// The apply body of `body`'s identity and metadata only (mirra's marks,

@@ -69,22 +69,11 @@ pub fn spawn_namespaces(shared: &Arc<Shared>) -> tokio::task::JoinHandle<()> {
     let stream = watcher::watcher(api, watcher::Config::default())
         .modify(|ns: &mut Namespace| mirra_runtime::trim::strip_managed_fields(&mut ns.metadata));
     let stream = retrying(stream, watch_retry(&shared.settings));
-    let shared = shared.clone();
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
-            match item {
-                Ok(event) => {
-                    watch_answered(&shared, NAMESPACE_HINTS.resource);
-                    let NamespaceKeys { mut keys, created } =
-                        shared.with_state(|s| s.apply_namespace(event));
-                    keys.retain(|k| !created.contains(k));
-                    shared.enqueue(keys);
-                    shared.enqueue_created(created);
-                }
-                Err(e) => watch_error(&shared, &NAMESPACE_HINTS, &e),
-            }
-        }
+    drive_fixed(shared, &NAMESPACE_HINTS, stream, |shared, event| {
+        let NamespaceKeys { mut keys, created } = shared.with_state(|s| s.apply_namespace(event));
+        keys.retain(|k| !created.contains(k));
+        shared.enqueue(keys);
+        shared.enqueue_created(created);
     })
 }
 
@@ -115,28 +104,46 @@ pub fn spawn_configs(shared: &Arc<Shared>) -> Vec<tokio::task::JoinHandle<()>> {
                 watcher::watcher(api, watcher::Config::default()),
                 watch_retry(&shared.settings),
             );
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let mut stream = std::pin::pin!(stream);
-                while let Some(item) = next_or_cancel(&shared, &mut stream).await {
-                    match item {
-                        Ok(event) => {
-                            watch_answered(&shared, SYNCCONFIG_HINTS.resource);
-                            report_undecodable(&shared, &event);
-                            forget_previewed_status(&shared, &event);
-                            let (keys, kinds_changed) =
-                                shared.with_state(|s| s.apply_config(&name, event, Instant::now()));
-                            if kinds_changed {
-                                shared.kinds_changed.notify_one();
-                            }
-                            shared.enqueue_edited(keys);
-                        }
-                        Err(e) => watch_error(&shared, &SYNCCONFIG_HINTS, &e),
-                    }
+            drive_fixed(shared, &SYNCCONFIG_HINTS, stream, move |shared, event| {
+                report_undecodable(shared, &event);
+                forget_previewed_status(shared, &event);
+                let (keys, kinds_changed) =
+                    shared.with_state(|s| s.apply_config(&name, event, Instant::now()));
+                if kinds_changed {
+                    shared.kinds_changed.notify_one();
                 }
+                shared.enqueue_edited(keys);
             })
         })
         .collect()
+}
+
+/// Runs one of the fixed watches (Namespaces, SyncConfigs) until shutdown:
+/// every event marks it answered and goes to `on_event`; every failure is
+/// logged with what to fix (`hints`).
+fn drive_fixed<K, S>(
+    shared: &Arc<Shared>,
+    hints: &'static WatchHints,
+    stream: S,
+    mut on_event: impl FnMut(&Shared, watcher::Event<K>) + Send + 'static,
+) -> tokio::task::JoinHandle<()>
+where
+    K: Send + 'static,
+    S: futures::Stream<Item = Result<watcher::Event<K>, WatchFailure>> + Send + 'static,
+{
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(item) = next_or_cancel(&shared, &mut stream).await {
+            match item {
+                Ok(event) => {
+                    watch_answered(&shared, hints.resource);
+                    on_event(&shared, event);
+                }
+                Err(e) => watch_error(&shared, hints, &e),
+            }
+        }
+    })
 }
 
 async fn next_or_cancel<S: futures::Stream + Unpin>(

@@ -221,6 +221,20 @@ pub enum OutcomeState {
     },
 }
 
+impl OutcomeState {
+    /// Whether a write is planned for it (apply, delete, prune or
+    /// release): the states a write that is not sent must change.
+    pub fn plans_a_write(&self) -> bool {
+        matches!(
+            self,
+            OutcomeState::Applied
+                | OutcomeState::Deleted
+                | OutcomeState::Pruned
+                | OutcomeState::Released
+        )
+    }
+}
+
 /// The outcome of one (SyncConfig, item) pair in one namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemOutcome {

@@ -229,15 +229,20 @@ impl State {
                 self.pending_status.remove(&key);
             }
             let previous = self.stored_status(&key);
-            let mut new = mirra_mirror::desired_status(
-                compiled,
-                &summary_of(self),
-                previous.as_ref(),
-                round.now_str,
-            );
-            if !mirra_mirror::status_changed(previous.as_ref(), &new) {
+            // The status to write, if it differs from the stored one.
+            let changed = |s: &State| {
+                let compiled = s.compiled.get(&key)?;
+                let new = mirra_mirror::desired_status(
+                    compiled,
+                    &summary_of(s),
+                    previous.as_ref(),
+                    round.now_str,
+                );
+                mirra_mirror::status_changed(previous.as_ref(), &new).then_some(new)
+            };
+            let Some(mut new) = changed(self) else {
                 continue;
-            }
+            };
             // The status moves for another reason: deletions a written
             // status showed already are not counted again.
             if let Some(recent) = self.recent_deletes.get_mut(&key)
@@ -247,18 +252,10 @@ impl State {
                 if recent.is_empty() {
                     self.recent_deletes.remove(&key);
                 }
-                let Some(compiled) = self.compiled.get(&key) else {
+                let Some(again) = changed(self) else {
                     continue;
                 };
-                new = mirra_mirror::desired_status(
-                    compiled,
-                    &summary_of(self),
-                    previous.as_ref(),
-                    round.now_str,
-                );
-                if !mirra_mirror::status_changed(previous.as_ref(), &new) {
-                    continue;
-                }
+                new = again;
             }
             let base = self.status_base_version(&key);
             let deletes_shown = self

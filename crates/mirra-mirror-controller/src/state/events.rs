@@ -283,11 +283,7 @@ impl State {
         let Op::Apply { target, body, .. } = op else {
             return false;
         };
-        let id = (
-            (target.api_version.to_string(), target.kind.to_string()),
-            target.namespace.to_string(),
-            target.name.to_string(),
-        );
+        let id = super::copy_id(target);
         let Some(version) = self.cached_version(&id) else {
             return false;
         };
@@ -303,11 +299,7 @@ impl State {
         let Op::Apply { target, body, .. } = op else {
             return false;
         };
-        let id = (
-            (target.api_version.to_string(), target.kind.to_string()),
-            target.namespace.to_string(),
-            target.name.to_string(),
-        );
+        let id = super::copy_id(target);
         self.own_writes.get(&id).is_some_and(|w| {
             w.planned_from.as_deref() == self.cached_version(&id)
                 && w.body_hash == mirra_mirror::marks::content_hash(body)

@@ -125,13 +125,13 @@ mod tests {
         let mut s = state_with(Vec::new());
         let plan = s.plan("t", &settings());
         s.count_plan("t");
-        s.begin_apply(copy_id(), "t");
+        s.begin_apply(copy_t_c(), "t");
         (s, apply_body(&plan))
     }
 
     fn answered(s: &mut State, body: &Value, version: &str) {
         s.record_own_write(
-            copy_id(),
+            copy_t_c(),
             OwnWrite {
                 version: version.into(),
                 planned_from: None,
@@ -154,7 +154,7 @@ mod tests {
         let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
         assert!(keys.is_empty(), "{keys:?}");
         answered(&mut s, &body, "10");
-        assert_eq!(s.end_apply(&copy_id()), BTreeSet::new());
+        assert_eq!(s.end_apply(&copy_t_c()), BTreeSet::new());
         assert!(s.in_flight.is_empty());
         // Nothing waits for another echo, and the copy is in step.
         assert!(s.own_writes.is_empty());
@@ -171,26 +171,26 @@ mod tests {
                 .is_empty()
         );
         answered(&mut s, &body, "10");
-        assert_eq!(s.end_apply(&copy_id()), t);
+        assert_eq!(s.end_apply(&copy_t_c()), t);
 
         // The echo, then someone's edit, then the answer.
         let (mut s, body) = sending();
         s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
         s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&edited(&body), "11"))));
         answered(&mut s, &body, "10");
-        assert_eq!(s.end_apply(&copy_id()), t);
+        assert_eq!(s.end_apply(&copy_t_c()), t);
 
         // The apply failed: whatever arrived meanwhile is planned.
         let (mut s, body) = sending();
         s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&edited(&body), "9"))));
-        assert_eq!(s.end_apply(&copy_id()), t);
+        assert_eq!(s.end_apply(&copy_t_c()), t);
 
         // A plan of the namespace ran meanwhile (it could not see the copy).
         let (mut s, body) = sending();
         s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
         s.count_plan("t");
         answered(&mut s, &body, "10");
-        assert_eq!(s.end_apply(&copy_id()), t);
+        assert_eq!(s.end_apply(&copy_t_c()), t);
         assert!(s.in_flight.is_empty());
     }
 
@@ -198,7 +198,7 @@ mod tests {
     fn without_an_apply_in_flight_events_are_queued_at_once() {
         let (mut s, body) = sending();
         answered(&mut s, &body, "10");
-        assert_eq!(s.end_apply(&copy_id()), BTreeSet::new());
+        assert_eq!(s.end_apply(&copy_t_c()), BTreeSet::new());
         // The echo after the answer: settled by `own_writes`, not queued.
         assert!(
             s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))))
@@ -208,9 +208,9 @@ mod tests {
         let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&edited(&body), "11"))));
         assert_eq!(keys, BTreeSet::from(["t".to_string()]));
         // A deletion is never held, even with an apply in flight.
-        s.begin_apply(copy_id(), "t");
+        s.begin_apply(copy_t_c(), "t");
         let keys = s.apply_copies(&cm_kind(), Event::Delete(cached(echo(&body, "12"))));
         assert_eq!(keys, BTreeSet::from(["t".to_string()]));
-        assert_eq!(s.end_apply(&copy_id()), BTreeSet::new());
+        assert_eq!(s.end_apply(&copy_t_c()), BTreeSet::new());
     }
 }

@@ -239,6 +239,15 @@ pub struct State {
 /// namespace is empty for an object of a cluster-scoped kind.
 pub type CopyId = (KindId, String, String);
 
+/// The [`CopyId`] of the copy `t` names.
+pub fn copy_id(t: &mirra_mirror::ObjectRef) -> CopyId {
+    (
+        (t.api_version.to_string(), t.kind.to_string()),
+        t.namespace.to_string(),
+        t.name.to_string(),
+    )
+}
+
 /// A namespace as the caches key it: `None` for a cluster-scoped object.
 fn scope(namespace: &str) -> Option<&str> {
     (!namespace.is_empty()).then_some(namespace)

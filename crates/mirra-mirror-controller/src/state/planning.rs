@@ -300,15 +300,7 @@ impl State {
         }
         plan.ops.retain(|op| !held.contains(op.config()));
         for o in &mut plan.outcomes {
-            if held.contains(&o.config)
-                && matches!(
-                    o.state,
-                    OutcomeState::Applied
-                        | OutcomeState::Deleted
-                        | OutcomeState::Pruned
-                        | OutcomeState::Released
-                )
-            {
+            if held.contains(&o.config) && o.state.plans_a_write() {
                 o.state = OutcomeState::Held;
             }
         }

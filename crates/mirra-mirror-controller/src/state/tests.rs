@@ -82,7 +82,7 @@ pub(super) fn settings() -> Settings {
     Settings::for_tests(&["ops"])
 }
 
-pub(super) fn copy_id() -> CopyId {
+pub(super) fn copy_t_c() -> CopyId {
     (cm_kind(), "t".into(), "c".into())
 }
 
@@ -119,7 +119,7 @@ fn a_written_copy_is_not_applied_again_before_its_echo() {
     let plan = s.plan("t", &settings());
     let body = apply_body(&plan);
     s.record_own_write(
-        copy_id(),
+        copy_t_c(),
         OwnWrite {
             version: "10".into(),
             planned_from: None,
@@ -157,7 +157,7 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
     let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(edited)));
     assert_eq!(keys, BTreeSet::from(["t".to_string()]));
     s.record_own_write(
-        copy_id(),
+        copy_t_c(),
         OwnWrite {
             version: "10".into(),
             planned_from: None,
@@ -172,7 +172,7 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
     // not stand for the wanted content either.
     let mut s = state_with(Vec::new());
     s.record_own_write(
-        copy_id(),
+        copy_t_c(),
         OwnWrite {
             version: "10".into(),
             planned_from: None,
@@ -884,14 +884,14 @@ fn an_echo_is_planned_when_its_namespace_was_planned_before_it_came() {
         home: "t".into(),
         ..OwnWrite::default()
     };
-    s.record_own_write(copy_id(), write.clone());
+    s.record_own_write(copy_t_c(), write.clone());
     // Another namespace's plan does not count.
     s.count_plan("other");
     let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
     assert!(keys.is_empty(), "{keys:?}");
 
     let mut s = state_with(Vec::new());
-    s.record_own_write(copy_id(), write);
+    s.record_own_write(copy_t_c(), write);
     s.count_plan("t");
     let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(echo(&body, "10"))));
     assert_eq!(keys, BTreeSet::from(["t".to_string()]));

@@ -16,12 +16,8 @@ use serde_json::json;
 async fn drift_is_restored_and_fields_of_others_survive() {
     let env = Env::new().await;
     env.create_ns("d", &[("team", "a")]).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"k": "v"}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({"k": "v"}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("copy", || async { env.cm("d", "c").await.is_some() }).await;
     env.settle().await;
@@ -62,20 +58,12 @@ async fn drift_is_restored_and_fields_of_others_survive() {
 async fn prune_and_opt_out() {
     let env = Env::new().await;
     env.create_ns("p", &[("team", "a")]).await;
-    env.cms("p")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "legacy"}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    env.create_sc(
+    env.create_cm("p", json!({"metadata": {"name": "legacy"}}))
+        .await;
+    env.create_team_sc(
         "pruned",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![cm_item("keep", json!({})), cm_item("drop", json!({}))],
-        ),
+        "a",
+        vec![cm_item("keep", json!({})), cm_item("drop", json!({}))],
     )
     .await;
     env.create_sc(
@@ -135,13 +123,8 @@ async fn delete_items_delete_once_across_verification_passes() {
     let env = Env::new().await;
     // Not selected yet: the object is watched, and kept.
     env.create_ns("p", &[("team", "later")]).await;
-    env.cms("p")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "legacy"}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    env.create_cm("p", json!({"metadata": {"name": "legacy"}}))
+        .await;
     env.create_sc(
         "cleaner",
         json!({}),
@@ -207,13 +190,8 @@ async fn deleted_item_count_shows_a_deletion_until_the_next_status() {
     }
     // Only d1 holds the object: d2's deleteItem finds nothing, which espejo
     // does not count either.
-    env.cms("d1")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "legacy"}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    env.create_cm("d1", json!({"metadata": {"name": "legacy"}}))
+        .await;
     let mut spec = spec_for_team("a", vec![cm_item("keep", json!({}))]);
     spec["deleteItems"] = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "legacy"}]);
     env.create_sc("cleaner", json!({}), spec.clone()).await;
@@ -254,22 +232,19 @@ async fn conflict_has_a_stable_winner_and_is_reported() {
     env.create_ns("c", &[("team", "a")]).await;
     // Same creation second is possible: the tie is broken by name, so
     // "alpha" wins either way.
-    env.create_sc(
+    env.create_team_sc(
         "alpha",
-        json!({}),
-        spec_for_team("a", vec![cm_item("shared", json!({"who": "alpha"}))]),
+        "a",
+        vec![cm_item("shared", json!({"who": "alpha"}))],
     )
     .await;
-    env.create_sc(
+    env.create_team_sc(
         "beta",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("shared", json!({"who": "beta"})),
-                cm_item("own", json!({})),
-            ],
-        ),
+        "a",
+        vec![
+            cm_item("shared", json!({"who": "beta"})),
+            cm_item("own", json!({})),
+        ],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
@@ -312,15 +287,12 @@ async fn force_recreate_replaces_an_unmarked_object_and_adopts_a_mutable_one_in_
     // Made by hand (or by espejo): no marks of mirra, so mirra's caches do
     // not hold them.
     for (name, immutable) in [("frozen", true), ("plain", false)] {
-        env.cms("f")
-            .create(
-                &Default::default(),
-                &serde_json::from_value(json!({"metadata": {"name": name},
-                    "immutable": immutable, "data": {"v": "0", "theirs": "kept"}}))
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        env.create_cm(
+            "f",
+            json!({"metadata": {"name": name},
+                    "immutable": immutable, "data": {"v": "0", "theirs": "kept"}}),
+        )
+        .await;
     }
     let uid = |name: &'static str| {
         let env = &env;
@@ -388,16 +360,13 @@ async fn force_recreate_replaces_an_unmarked_object_and_adopts_a_mutable_one_in_
 async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes() {
     let env = Env::new().await;
     env.create_ns("f", &[("team", "a")]).await;
-    env.cms("f")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "held",
+    env.create_cm(
+        "f",
+        json!({"metadata": {"name": "held",
                 "finalizers": ["example.com/never"]},
-                "immutable": true, "data": {"v": "0"}}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+                "immutable": true, "data": {"v": "0"}}),
+    )
+    .await;
     env.create_sc(
         "held",
         json!({}),
@@ -643,12 +612,8 @@ async fn every_invalid_spec_is_reported_and_others_keep_syncing() {
         }
         other => panic!("a malformed SyncConfig was not refused: {other:?}"),
     }
-    env.create_sc(
-        "good",
-        json!({}),
-        spec_for_team("a", vec![cm_item("good", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("good", "a", vec![cm_item("good", json!({}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("good synced", || async {
         env.cm("v", "good").await.is_some()
@@ -715,10 +680,14 @@ async fn every_invalid_spec_is_reported_and_others_keep_syncing() {
 async fn unknown_kind_is_reported_and_other_items_sync() {
     let env = Env::new().await;
     env.create_ns("u", &[("team", "a")]).await;
-    env.create_sc("mixed", json!({}), spec_for_team("a", vec![
-        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-        cm_item("ok", json!({})),
-    ]))
+    env.create_team_sc(
+        "mixed",
+        "a",
+        vec![
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+            cm_item("ok", json!({})),
+        ],
+    )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     wait_for("ok synced", || async { env.cm("u", "ok").await.is_some() }).await;
@@ -779,12 +748,8 @@ async fn unknown_kind_is_reported_and_other_items_sync() {
 #[tokio::test]
 async fn failure_events_are_aggregated_and_come_back_after_they_expire() {
     let env = Env::new().await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({}))])
+        .await;
     for ns in ["l1", "l2", "l3"] {
         env.sb
             .inject(FaultRule {
@@ -937,16 +902,13 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
     let env = Env::new().await;
     env.create_ns("tenant-b", &[]).await;
     env.create_ns("shared", &[("team", "a")]).await;
-    env.create_sc(
+    env.create_team_sc(
         "a-config",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("from-a", json!({})),
-                cm_item("both", json!({"by": "a"})),
-            ],
-        ),
+        "a",
+        vec![
+            cm_item("from-a", json!({})),
+            cm_item("both", json!({"by": "a"})),
+        ],
     )
     .await;
     let b_configs: kube::Api<kube::api::DynamicObject> =

@@ -75,13 +75,10 @@ async fn one_cluster_role_per_namespace_pruned_with_it_repaired_and_free_after_a
     env.create_ns("cs-a", &[("team", "a")]).await;
     env.create_ns("cs-b", &[("team", "a")]).await;
     env.create_ns("other", &[]).await;
-    env.create_sc(
+    env.create_team_sc(
         "readers",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![role_item("reader-${PROJECT_NAME}"), cm_item("c", json!({}))],
-        ),
+        "a",
+        vec![role_item("reader-${PROJECT_NAME}"), cm_item("c", json!({}))],
     )
     .await;
     let ctl = env.start(settings());
@@ -187,12 +184,8 @@ async fn one_cluster_role_per_namespace_pruned_with_it_repaired_and_free_after_a
 async fn cluster_roles_of_a_syncconfig_deleted_while_mirra_was_down_are_swept() {
     let env = Env::new().await;
     env.create_ns("sw", &[("team", "a")]).await;
-    env.create_sc(
-        "readers",
-        json!({}),
-        spec_for_team("a", vec![role_item("reader-${PROJECT_NAME}")]),
-    )
-    .await;
+    env.create_team_sc("readers", "a", vec![role_item("reader-${PROJECT_NAME}")])
+        .await;
     let ctl = env.start(settings());
     wait_for("role", || async { role(&env, "reader-sw").await.is_some() }).await;
     env.settle().await;
@@ -223,12 +216,8 @@ async fn the_cluster_role_of_a_deleted_namespace_is_pruned_live_and_after_a_rest
     env.create_ns("live", &[("team", "a")]).await;
     env.create_ns("down", &[("team", "a")]).await;
     env.create_ns("stays", &[("team", "a")]).await;
-    env.create_sc(
-        "readers",
-        json!({}),
-        spec_for_team("a", vec![role_item("reader-${PROJECT_NAME}")]),
-    )
-    .await;
+    env.create_team_sc("readers", "a", vec![role_item("reader-${PROJECT_NAME}")])
+        .await;
     let ctl = env.start(settings());
     wait_for("roles", || async {
         role(&env, "reader-live").await.is_some()
@@ -263,12 +252,8 @@ async fn a_hand_made_cluster_role_of_that_name_is_adopted_and_released_not_delet
     let env = Env::new().await;
     env.create_ns("ad", &[("team", "a")]).await;
     hand_made(&env, "reader-ad").await;
-    env.create_sc(
-        "readers",
-        json!({}),
-        spec_for_team("a", vec![role_item("reader-${PROJECT_NAME}")]),
-    )
-    .await;
+    env.create_team_sc("readers", "a", vec![role_item("reader-${PROJECT_NAME}")])
+        .await;
     let ctl = env.start(settings());
     wait_for("adopted", || async {
         role(&env, "reader-ad").await.is_some_and(|r| {
@@ -308,12 +293,8 @@ async fn shared_cluster_scoped_names_are_reported_and_never_written_nor_fought_o
                                   "kind": "ClusterRole", "name": "old-reader"}]);
     env.create_sc("shared", json!({}), spec).await;
     // "r-${PROJECT_NAME}" in x and "${PROJECT_NAME}" in r-x are both r-x.
-    env.create_sc(
-        "first",
-        json!({}),
-        spec_for_team("a", vec![role_item("r-${PROJECT_NAME}")]),
-    )
-    .await;
+    env.create_team_sc("first", "a", vec![role_item("r-${PROJECT_NAME}")])
+        .await;
     let mut s = settings();
     // Many verification passes while the test waits below.
     s.verify_interval = Some(Duration::from_millis(30));
@@ -332,13 +313,10 @@ async fn shared_cluster_scoped_names_are_reported_and_never_written_nor_fought_o
     })
     .await;
     env.settle().await;
-    env.create_sc(
+    env.create_team_sc(
         "second",
-        json!({}),
-        spec_for_team(
-            "b",
-            vec![role_item("${PROJECT_NAME}"), cm_item("ok2", json!({}))],
-        ),
+        "b",
+        vec![role_item("${PROJECT_NAME}"), cm_item("ok2", json!({}))],
     )
     .await;
     wait_for("second reported", || async {
@@ -403,12 +381,8 @@ async fn a_cluster_scoped_kind_at_a_version_the_server_does_not_serve_fails_clea
     env.create_ns("v-b", &[("team", "a")]).await;
     let mut old = role_item("old-${PROJECT_NAME}");
     old["apiVersion"] = json!("rbac.authorization.k8s.io/v1beta1");
-    env.create_sc(
-        "versions",
-        json!({}),
-        spec_for_team("a", vec![role_item("new-${PROJECT_NAME}"), old]),
-    )
-    .await;
+    env.create_team_sc("versions", "a", vec![role_item("new-${PROJECT_NAME}"), old])
+        .await;
     let mut s = settings();
     s.verify_interval = Some(Duration::from_millis(30));
     let ctl = env.start(s);

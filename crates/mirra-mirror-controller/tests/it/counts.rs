@@ -21,30 +21,19 @@ async fn namespace_creation_relabel_and_unselected_namespace_cost_exactly_their_
     let env = Env::new().await;
     // N = 2 SyncConfigs select team=a with M = 3 items in all; a third
     // selects team=b only.
-    env.create_sc(
-        "one",
-        json!({}),
-        spec_for_team("a", vec![cm_item("a-1", json!({"k": "1"}))]),
-    )
-    .await;
-    env.create_sc(
+    env.create_team_sc("one", "a", vec![cm_item("a-1", json!({"k": "1"}))])
+        .await;
+    env.create_team_sc(
         "two",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("a-2", json!({"k": "2"})),
-                cm_item("a-3", json!({"k": "3"})),
-            ],
-        ),
+        "a",
+        vec![
+            cm_item("a-2", json!({"k": "2"})),
+            cm_item("a-3", json!({"k": "3"})),
+        ],
     )
     .await;
-    env.create_sc(
-        "other",
-        json!({}),
-        spec_for_team("b", vec![cm_item("b-1", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("other", "b", vec![cm_item("b-1", json!({}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
     env.settle().await;
@@ -98,13 +87,8 @@ async fn namespace_creation_relabel_and_unselected_namespace_cost_exactly_their_
     );
 
     // Relabel out: exactly the owned copies are deleted, nothing else.
-    env.cms("new")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "mine"}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    env.create_cm("new", json!({"metadata": {"name": "mine"}}))
+        .await;
     env.settle().await;
     env.sb.reset_stats();
     env.label_ns("new", json!({"team": "c"})).await;
@@ -125,16 +109,13 @@ async fn idle_verification_passes_and_a_restart_send_nothing() {
     let env = Env::new().await;
     env.create_ns("t1", &[("team", "a")]).await;
     env.create_ns("t2", &[("team", "a")]).await;
-    env.create_sc(
+    env.create_team_sc(
         "base",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("x", json!({"n": "1"})),
-                cm_item("y-${PROJECT_NAME}", json!({})),
-            ],
-        ),
+        "a",
+        vec![
+            cm_item("x", json!({"n": "1"})),
+            cm_item("y-${PROJECT_NAME}", json!({})),
+        ],
     )
     .await;
     let mut settings = Settings::for_tests(&[OPS]);
@@ -177,29 +158,18 @@ async fn a_never_write_namespace_gets_zero_requests() {
     env.create_ns("open", &[("team", "a")]).await;
     // A copy carrying mirra's marks for `base` that `base` does not want:
     // anywhere else it would be pruned.
-    env.cms("guarded")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {
+    env.create_cm("guarded", json!({"metadata": {
                 "name": "stale",
                 "labels": {"app.kubernetes.io/managed-by": "mirra"},
                 "annotations": {mirra_mirror_controller::mirra_mirror::OWNER_ANNOTATION: format!("{OPS}/base")},
-            }}))
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+            }})).await;
     env.sb.reset_stats();
     let mut settings = Settings::for_tests(&[OPS]);
     settings.never_write.insert("guarded".into());
     let ctl = env.start(settings);
     ctl.wait_ready().await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"k": "v"}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({"k": "v"}))])
+        .await;
     wait_for("open synced", || async {
         env.cm("open", "c").await.is_some()
     })
@@ -227,13 +197,10 @@ async fn metrics_follow_writes_skips_queue_and_caches() {
     let env = Env::new().await;
     env.create_ns("n0", &[("team", "a")]).await;
     env.create_ns("n1", &[("team", "a")]).await;
-    env.create_sc(
+    env.create_team_sc(
         "base",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![cm_item("c1", json!({"k": "1"})), cm_item("c2", json!({}))],
-        ),
+        "a",
+        vec![cm_item("c1", json!({"k": "1"})), cm_item("c2", json!({}))],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
@@ -351,12 +318,8 @@ async fn syncconfigs_outside_the_watched_namespaces_are_ignored_unless_all_are_c
         .create(&Default::default(), &foreign)
         .await
         .unwrap();
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("mine", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("mine", json!({}))])
+        .await;
     env.sb.reset_stats();
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
@@ -429,12 +392,8 @@ async fn an_edit_or_a_new_namespace_does_not_wait_out_the_debounce() {
     let env = Env::new().await;
     env.create_ns("t1", &[("team", "a")]).await;
     env.create_ns("t2", &[("team", "a")]).await;
-    env.create_sc(
-        "edited",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"v": "1"}))]),
-    )
-    .await;
+    env.create_team_sc("edited", "a", vec![cm_item("c", json!({"v": "1"}))])
+        .await;
     let mut settings = Settings::for_tests(&[OPS]);
     settings.debounce = Duration::from_secs(3600);
     settings.max_delay = Duration::from_secs(3600);

@@ -85,12 +85,8 @@ async fn list_text(env: &Env) -> String {
 /// Starts the controller with a plain SyncConfig beside the deep one and
 /// waits for its copy.
 async fn start_with_plain(env: &Env) -> Running {
-    env.create_sc(
-        "plain",
-        json!({}),
-        spec_for_team("a", vec![cm_item("shared", json!({"k": "v"}))]),
-    )
-    .await;
+    env.create_team_sc("plain", "a", vec![cm_item("shared", json!({"k": "v"}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
     wait_for("plain copy", || async {

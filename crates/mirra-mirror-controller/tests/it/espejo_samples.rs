@@ -102,16 +102,11 @@ async fn the_complete_sample_selects_syncs_recreates_and_deletes_as_espejo() {
         Some("None")
     );
     for ns in ["myproject", "cust-b", "espejo-system"] {
-        env.cms(ns)
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(
-                    json!({"metadata": {"name": format!("some-name-in-{ns}")}}),
-                )
-                .unwrap(),
-            )
-            .await
-            .unwrap();
+        env.create_cm(
+            ns,
+            json!({"metadata": {"name": format!("some-name-in-{ns}")}}),
+        )
+        .await;
     }
 
     env.create_sc(

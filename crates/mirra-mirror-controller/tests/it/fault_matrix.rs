@@ -375,31 +375,18 @@ async fn run_row(fault: Fault) {
     for ns in TEAM_B {
         env.create_ns(ns, &[("team", "b")]).await;
     }
-    env.cms("a1")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": "foreign"}, "data": {"mine": "1"}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
+    env.create_cm(
+        "a1",
+        json!({"metadata": {"name": "foreign"}, "data": {"mine": "1"}}),
+    )
+    .await;
     cm_as_another_mirra(&env, "a1", "theirs", THEIR_OWNER).await;
     env.create_sc("alpha", json!({}), alpha_spec("1", true))
         .await;
-    env.create_sc(
-        "beta",
-        json!({}),
-        spec_for_team("b", vec![cm_item("beta", json!({"b": "1"}))]),
-    )
-    .await;
-    env.create_sc(
-        "doomed",
-        json!({}),
-        spec_for_team("b", vec![cm_item("doomed", json!({"d": "1"}))]),
-    )
-    .await;
+    env.create_team_sc("beta", "b", vec![cm_item("beta", json!({"b": "1"}))])
+        .await;
+    env.create_team_sc("doomed", "b", vec![cm_item("doomed", json!({"d": "1"}))])
+        .await;
 
     let mut ctl = match fault {
         Fault::KilledMidSync => Controllers::Process(Process::start(env.sb.url())),

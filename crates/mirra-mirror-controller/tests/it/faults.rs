@@ -22,12 +22,8 @@ async fn forbidden_write_is_reported_and_other_namespaces_sync() {
     let env = Env::new().await;
     env.create_ns("locked", &[("team", "a")]).await;
     env.create_ns("open", &[("team", "a")]).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({}))])
+        .await;
     // RBAC that denies mirra writes into `locked`, as the API server
     // answers it: 403 Forbidden to every patch there.
     refuse_in(&env, "patch", "configmaps", "locked").await;
@@ -65,12 +61,8 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
     marked_secret(&env, "u1", "stale", &format!("{OPS}/base"), None).await;
     // The marked copy's own apply is not mirra's traffic.
     env.sb.reset_stats();
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({})), secret_item("s")]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({})), secret_item("s")])
+        .await;
     // RBAC without Secrets, as the API server answers it.
     for verb in ["list", "watch"] {
         refuse(&env, verb, "secrets").await;
@@ -146,12 +138,8 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
     marked_secret(&env, "w", "stale", &format!("{OPS}/base"), None).await;
     // The marked copy's own apply is not mirra's traffic.
     env.sb.reset_stats();
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({})), secret_item("s")]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({})), secret_item("s")])
+        .await;
     // RBAC with list but without watch on Secrets.
     refuse(&env, "watch", "secrets").await;
     let mut settings = Settings::for_tests(&[OPS]);
@@ -206,17 +194,14 @@ async fn an_item_with_a_field_its_kind_does_not_have_is_errored_and_the_rest_syn
     env.create_ns("f", &[("team", "a")]).await;
     // `spec` is no field of a ConfigMap: the API server refuses the apply
     // (500, "field not declared in schema"), whatever mirra retries.
-    env.create_sc(
+    env.create_team_sc(
         "typo",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("good", json!({"k": "v"})),
-                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"},
+        "a",
+        vec![
+            cm_item("good", json!({"k": "v"})),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"},
                        "data": {"k": "v"}, "spec": {"replicas": 1}}),
-            ],
-        ),
+        ],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
@@ -250,12 +235,8 @@ async fn an_item_with_a_field_its_kind_does_not_have_is_errored_and_the_rest_syn
 async fn errored_clears_once_a_forbidden_write_is_allowed_again() {
     let env = Env::new().await;
     env.create_ns("locked", &[("team", "a")]).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({}))])
+        .await;
     refuse_in(&env, "patch", "configmaps", "locked").await;
     // Verification passes off (the test settings): only the retry of the
     // permanent failure can notice the granted permission, since RBAC
@@ -298,10 +279,10 @@ async fn no_delete_before_the_caches_hold_their_initial_lists() {
     let env = Env::new().await;
     env.create_ns("s1", &[("team", "a")]).await;
     env.create_ns("s2", &[("team", "a")]).await;
-    env.create_sc(
+    env.create_team_sc(
         "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("a", json!({})), cm_item("b", json!({}))]),
+        "a",
+        vec![cm_item("a", json!({})), cm_item("b", json!({}))],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
@@ -359,19 +340,10 @@ async fn converges_through_injected_errors_dropped_watches_and_410() {
         env.create_ns(&format!("n{i}"), &[("team", "a")]).await;
     }
     // An object mirra must never delete.
-    env.cms("n0")
-        .create(
-            &Default::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "foreign"}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"v": "1"}))]),
-    )
-    .await;
+    env.create_cm("n0", json!({"metadata": {"name": "foreign"}}))
+        .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({"v": "1"}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
     wait_for("initial", || async {
@@ -520,12 +492,8 @@ async fn a_write_failing_for_good_holds_back_no_status() {
     let env = Env::new().await;
     env.create_ns("locked", &[("team", "a")]).await;
     env.create_ns("other", &[("team", "b")]).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({}))])
+        .await;
     refuse_in(&env, "patch", "configmaps", "locked").await;
     let mut settings = Settings::for_tests(&[OPS]);
     // `locked` retries its 403 only after an hour, so it stays in the
@@ -541,12 +509,8 @@ async fn a_write_failing_for_good_holds_back_no_status() {
             .is_some_and(|c| c.0 == "True" && c.2.contains("locked"))
     })
     .await;
-    env.create_sc(
-        "later",
-        json!({}),
-        spec_for_team("b", vec![cm_item("d", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("later", "b", vec![cm_item("d", json!({}))])
+        .await;
     wait_for("a SyncConfig created meanwhile is Ready", || async {
         env.condition("later", "Ready")
             .await

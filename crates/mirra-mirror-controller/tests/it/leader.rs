@@ -98,12 +98,8 @@ const APPLY_KEY: &str = "patch configmaps";
 async fn a_paused_leader_sends_no_stale_write_after_a_successor_took_over() {
     let env = Env::new().await;
     env.create_ns("app-1", &[("team", "a")]).await;
-    env.create_sc(
-        "shared",
-        json!({}),
-        spec_for_team("a", vec![cm_item("cfg", json!({"v": "1"}))]),
-    )
-    .await;
+    env.create_team_sc("shared", "a", vec![cm_item("cfg", json!({"v": "1"}))])
+        .await;
 
     // Replica A: its own elector and controller, wired by hand so that the
     // test can stop the elector alone.

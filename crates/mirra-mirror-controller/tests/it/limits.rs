@@ -46,24 +46,17 @@ async fn a_syncconfig_over_the_copies_limit_is_held_as_it_is_and_others_keep_syn
     for i in 0..5 {
         env.create_ns(&format!("t-{i}"), &[("team", "a")]).await;
     }
-    env.create_sc(
+    env.create_team_sc(
         "big",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("big-1", json!({"k": "1"})),
-                cm_item("big-2", json!({"k": "2"})),
-            ],
-        ),
+        "a",
+        vec![
+            cm_item("big-1", json!({"k": "1"})),
+            cm_item("big-2", json!({"k": "2"})),
+        ],
     )
     .await;
-    env.create_sc(
-        "small",
-        json!({}),
-        spec_for_team("a", vec![cm_item("small", json!({"k": "s"}))]),
-    )
-    .await;
+    env.create_team_sc("small", "a", vec![cm_item("small", json!({"k": "s"}))])
+        .await;
 
     // 10 copies at a limit of 10: synced fully.
     let ctl = env.start(with_limits(10, u64::MAX));
@@ -184,18 +177,10 @@ async fn a_syncconfig_over_the_bytes_limit_writes_nothing_until_it_fits() {
     }
     // About 10 kB of item: 30 kB over three namespaces, 20 kB over two.
     let large = "x".repeat(10_000);
-    env.create_sc(
-        "large",
-        json!({}),
-        spec_for_team("a", vec![cm_item("large", json!({"k": large}))]),
-    )
-    .await;
-    env.create_sc(
-        "small",
-        json!({}),
-        spec_for_team("a", vec![cm_item("small", json!({"k": "s"}))]),
-    )
-    .await;
+    env.create_team_sc("large", "a", vec![cm_item("large", json!({"k": large}))])
+        .await;
+    env.create_team_sc("small", "a", vec![cm_item("small", json!({"k": "s"}))])
+        .await;
     env.sb.reset_stats();
     let ctl = env.start(with_limits(u64::MAX, 25_000));
     ctl.wait_ready().await;

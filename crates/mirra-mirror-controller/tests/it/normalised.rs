@@ -35,12 +35,8 @@ async fn normalised_copies_cost_no_writes_across_verification_passes() {
     for ns in ["n1", "n2"] {
         env.create_ns(ns, &[("team", "a")]).await;
     }
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![limit_range(), quota()]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![limit_range(), quota()])
+        .await;
     let mut settings = Settings::for_tests(&[OPS]);
     settings.verify_interval = Some(Duration::from_millis(20));
     let ctl = env.start(settings);

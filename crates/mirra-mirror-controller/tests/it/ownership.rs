@@ -8,7 +8,6 @@
 use crate::common;
 
 use common::*;
-use kube::api::PostParams;
 use mirra_mirror_controller::Settings;
 use mirra_mirror_controller::mirra_mirror::{
     ADOPTED_ANNOTATION, MANAGED_BY_LABEL, OWNER_ANNOTATION,
@@ -23,12 +22,8 @@ async fn marks_someone_else_wrote_cause_no_delete() {
     forged_secret(&env, "f", "theirs", &format!("{OPS}/base")).await;
     // And one mirra really wrote (long ago): that one is pruned.
     marked_secret(&env, "f", "stale", &format!("{OPS}/base"), None).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![secret_item("s")]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![secret_item("s")])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
     wait_for("stale pruned, s copied", || async {
@@ -54,26 +49,18 @@ async fn an_adopted_object_is_released_not_deleted() {
     let env = Env::new().await;
     env.create_ns("a", &[("team", "a")]).await;
     // The team's own ConfigMap, which a syncItem then names.
-    env.cms("a")
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": "settings"}, "data": {"own": "1"}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    env.create_sc(
+    env.create_cm(
+        "a",
+        json!({"metadata": {"name": "settings"}, "data": {"own": "1"}}),
+    )
+    .await;
+    env.create_team_sc(
         "base",
-        json!({}),
-        spec_for_team(
-            "a",
-            vec![
-                cm_item("settings", json!({"synced": "yes"})),
-                cm_item("other", json!({})),
-            ],
-        ),
+        "a",
+        vec![
+            cm_item("settings", json!({"synced": "yes"})),
+            cm_item("other", json!({})),
+        ],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
@@ -159,20 +146,15 @@ async fn an_adopted_object_is_released_not_deleted() {
 async fn an_object_whose_every_field_mirra_took_over_is_adopted_and_released() {
     let env = Env::new().await;
     env.create_ns("a", &[("team", "a")]).await;
-    env.cms("a")
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(
-                json!({"metadata": {"name": "shared"}, "data": {"mode": "slow"}}),
-            )
-            .unwrap(),
-        )
-        .await
-        .unwrap();
-    env.create_sc(
+    env.create_cm(
+        "a",
+        json!({"metadata": {"name": "shared"}, "data": {"mode": "slow"}}),
+    )
+    .await;
+    env.create_team_sc(
         "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("shared", json!({"mode": "fast"}))]),
+        "a",
+        vec![cm_item("shared", json!({"mode": "fast"}))],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::common;
 
 use common::*;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams};
 use mirra_mirror_controller::Settings;
 use mirra_mirror_controller::mirra_runtime::{PlannedWrite, Preview};
 use serde_json::json;
@@ -80,13 +80,8 @@ fn changes(
 }
 
 async fn espejo_copy(env: &Env, ns: &str, name: &str, data: serde_json::Value) {
-    env.cms(ns)
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": name}, "data": data})).unwrap(),
-        )
-        .await
-        .unwrap();
+    env.create_cm(ns, json!({"metadata": {"name": name}, "data": data}))
+        .await;
 }
 
 const NAMESPACES: [&str; 3] = ["team-a", "team-b", "team-c"];
@@ -301,10 +296,10 @@ async fn a_preview_follows_the_cluster_as_events_arrive() {
 async fn a_preview_that_cannot_read_says_so_and_writes_nothing() {
     let env = Env::new().await;
     env.create_ns("team-a", &[("team", "x")]).await;
-    env.create_sc(
+    env.create_team_sc(
         "shared",
-        json!({}),
-        spec_for_team("x", vec![secret_item("s"), cm_item("c", json!({"k": "v"}))]),
+        "x",
+        vec![secret_item("s"), cm_item("c", json!({"k": "v"}))],
     )
     .await;
     refuse(&env, "list", "secrets").await;

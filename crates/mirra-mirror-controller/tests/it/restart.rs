@@ -15,18 +15,10 @@ use serde_json::json;
 async fn copies_of_a_kind_no_syncconfig_names_any_more_are_pruned_after_a_restart() {
     let env = Env::new().await;
     env.create_ns("t", &[("team", "a")]).await;
-    env.create_sc(
-        "cms",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
-    env.create_sc(
-        "secrets",
-        json!({}),
-        spec_for_team("a", vec![secret_item("s")]),
-    )
-    .await;
+    env.create_team_sc("cms", "a", vec![cm_item("c", json!({}))])
+        .await;
+    env.create_team_sc("secrets", "a", vec![secret_item("s")])
+        .await;
     env.create_sc(
         "kept",
         json!({"sync.appuio.ch/prune": "false"}),
@@ -139,12 +131,8 @@ async fn copies_of_a_kind_no_syncconfig_names_any_more_are_pruned_after_a_restar
 async fn a_swept_kind_whose_watch_is_refused_stays_watched_across_verification_passes() {
     let env = Env::new().await;
     env.create_ns("t", &[("team", "a")]).await;
-    env.create_sc(
-        "cms",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("cms", "a", vec![cm_item("c", json!({}))])
+        .await;
     // Kept by the opt-out of a SyncConfig deleted while mirra was down: the
     // sweep finds it, and its kind stays watched.
     marked_secret(&env, "t", "orphan", &format!("{OPS}/gone"), Some("false")).await;
@@ -202,10 +190,10 @@ async fn an_api_server_restart_costs_no_writes_and_loses_nothing() {
     })
     .await;
     env.create_ns("r1", &[("team", "a")]).await;
-    env.create_sc(
+    env.create_team_sc(
         "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"k": "v"})), secret_item("s")]),
+        "a",
+        vec![cm_item("c", json!({"k": "v"})), secret_item("s")],
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));

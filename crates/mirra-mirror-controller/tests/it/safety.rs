@@ -80,12 +80,8 @@ async fn kinds_outside_the_allow_list_and_token_secrets_are_refused_with_a_reaso
     let token = json!({"apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "token", "annotations": {"kubernetes.io/service-account.name": "default"}},
         "type": "kubernetes.io/service-account-token"});
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({})), role, token]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({})), role, token])
+        .await;
     env.sb.reset_stats();
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
@@ -143,12 +139,8 @@ async fn ready_is_never_true_while_selected_namespaces_are_still_pending() {
         })
         .await
         .unwrap();
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({}))])
+        .await;
     let mut settings = Settings::for_tests(&[OPS]);
     settings.workers = 1;
     let ctl = env.start(settings);
@@ -194,8 +186,7 @@ async fn a_large_syncconfig_does_not_starve_another_ones_edit() {
     let items: Vec<Value> = (0..300)
         .map(|i| cm_item(&format!("bulk-{i}"), json!({})))
         .collect();
-    env.create_sc("large", json!({}), spec_for_team("a", items))
-        .await;
+    env.create_team_sc("large", "a", items).await;
     let mut settings = Settings::for_tests(&[OPS]);
     settings.max_writes_per_pass = 40;
     let ctl = env.start(settings);
@@ -204,12 +195,8 @@ async fn a_large_syncconfig_does_not_starve_another_ones_edit() {
         env.sb.stats().get("patch configmaps") >= 20
     })
     .await;
-    env.create_sc(
-        "small",
-        json!({}),
-        spec_for_team("a", vec![cm_item("urgent", json!({}))]),
-    )
-    .await;
+    env.create_team_sc("small", "a", vec![cm_item("urgent", json!({}))])
+        .await;
     wait_for("the small edit", || async {
         env.cm("shared", "urgent").await.is_some()
     })
@@ -267,12 +254,8 @@ async fn hold_watches(env: &Env, resource: &str) {
 async fn an_apply_planned_from_a_stale_version_does_not_land() {
     let env = Env::new().await;
     env.create_ns("p", &[("team", "a")]).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"k": "1"}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({"k": "1"}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
     wait_for("copied", || async { env.cm("p", "c").await.is_some() }).await;
@@ -312,12 +295,8 @@ async fn an_apply_planned_from_a_stale_version_does_not_land() {
 async fn a_status_planned_from_a_stale_version_does_not_land() {
     let env = Env::new().await;
     env.create_ns("p", &[("team", "a")]).await;
-    env.create_sc(
-        "base",
-        json!({}),
-        spec_for_team("a", vec![cm_item("c", json!({"k": "1"}))]),
-    )
-    .await;
+    env.create_team_sc("base", "a", vec![cm_item("c", json!({"k": "1"}))])
+        .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
     wait_for("ready", || async {

@@ -132,6 +132,13 @@ impl Env {
             .unwrap();
     }
 
+    /// [`Env::create_sc`] without annotations, selecting the namespaces
+    /// labelled `team=<team>` ([`spec_for_team`]) and syncing `items`.
+    pub async fn create_team_sc(&self, name: &str, team: &str, items: Vec<Value>) {
+        self.create_sc(name, json!({}), spec_for_team(team, items))
+            .await;
+    }
+
     pub async fn patch_sc_spec(&self, name: &str, spec: Value) {
         self.sc_api()
             .patch(
@@ -152,6 +159,13 @@ impl Env {
 
     pub fn cms(&self, ns: &str) -> Api<ConfigMap> {
         Api::namespaced(self.client.clone(), ns)
+    }
+
+    /// Creates a ConfigMap in `ns` from its JSON (as someone other than
+    /// mirra would: a plain create).
+    pub async fn create_cm(&self, ns: &str, body: Value) -> ConfigMap {
+        let cm: ConfigMap = serde_json::from_value(body).unwrap();
+        self.cms(ns).create(&Default::default(), &cm).await.unwrap()
     }
 
     pub async fn cm(&self, ns: &str, name: &str) -> Option<ConfigMap> {
