@@ -224,36 +224,38 @@ pub fn router(
 }
 
 async fn ready(State(st): State<AppState>) -> Response {
-    let waiting = st.readiness.not_ready();
+    readiness_answer(
+        &st.readiness,
+        (StatusCode::OK, "ok\n").into_response(),
+        StatusCode::SERVICE_UNAVAILABLE,
+    )
+}
+
+/// `ready` when nothing is waited for, else `not_ready` with the list of
+/// what is.
+fn readiness_answer(readiness: &Readiness, ready: Response, not_ready: StatusCode) -> Response {
+    let waiting = readiness.not_ready();
     if waiting.is_empty() {
-        (StatusCode::OK, "ok\n").into_response()
-    } else {
-        let mut body = String::from("not ready:\n");
-        for name in waiting {
-            body.push_str("- ");
-            body.push_str(&name);
-            body.push('\n');
-        }
-        (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+        return ready;
     }
+    let mut body = String::from("not ready:\n");
+    for name in waiting {
+        body.push_str("- ");
+        body.push_str(&name);
+        body.push('\n');
+    }
+    (not_ready, body).into_response()
 }
 
 /// consul-k8s's sync-catalog answers its probe path with 204 No Content or
 /// 500; its Helm chart probes it, and anything watching it may compare the
 /// codes.
 async fn ready_consul_k8s(State(st): State<AppState>) -> Response {
-    let waiting = st.readiness.not_ready();
-    if waiting.is_empty() {
-        StatusCode::NO_CONTENT.into_response()
-    } else {
-        let mut body = String::from("not ready:\n");
-        for name in waiting {
-            body.push_str("- ");
-            body.push_str(&name);
-            body.push('\n');
-        }
-        (StatusCode::INTERNAL_SERVER_ERROR, body).into_response()
-    }
+    readiness_answer(
+        &st.readiness,
+        StatusCode::NO_CONTENT.into_response(),
+        StatusCode::INTERNAL_SERVER_ERROR,
+    )
 }
 
 /// The dry-run previews: one JSON document over every controller of the

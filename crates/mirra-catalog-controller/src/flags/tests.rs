@@ -25,22 +25,18 @@ fn parse(args: &[&str]) -> Result<SyncCatalogArgs, clap::Error> {
 
 #[test]
 fn normalize_rewrites_single_dash_only() {
-    let got = normalize_flags(
-        [
-            "-k8s-default-sync=false",
-            "-consul-node-name",
-            "foo",
-            "--to-k8s=false",
-            "-h",
-            "-1",
-            "--",
-            "-x-y",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect(),
-    );
-    let want: Vec<OsString> = [
+    let os = |args: &[&str]| -> Vec<OsString> { args.iter().map(OsString::from).collect() };
+    let got = normalize_flags(os(&[
+        "-k8s-default-sync=false",
+        "-consul-node-name",
+        "foo",
+        "--to-k8s=false",
+        "-h",
+        "-1",
+        "--",
+        "-x-y",
+    ]));
+    let want = os(&[
         "--k8s-default-sync=false",
         "--consul-node-name",
         "foo",
@@ -49,10 +45,7 @@ fn normalize_rewrites_single_dash_only() {
         "-1",
         "--",
         "-x-y",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    ]);
     assert_eq!(got, want);
 }
 
