@@ -302,15 +302,13 @@ async fn force_recreate_replaces_an_unmarked_object_and_adopts_a_mutable_one_in_
     env.create_sc(
         "frozen",
         json!({}),
-        json!({
-            "forceRecreate": true,
-            "namespaceSelector": {"matchNames": ["f"]},
-            "syncItems": [
-                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen"},
-                 "immutable": true, "data": {"v": "1"}},
+        recreating_spec(
+            "f",
+            vec![
+                immutable_cm_item("frozen", "1"),
                 cm_item("plain", json!({"v": "1"})),
             ],
-        }),
+        ),
     )
     .await;
     env.sb.reset_stats();
@@ -370,15 +368,10 @@ async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes
     env.create_sc(
         "held",
         json!({}),
-        json!({
-            "forceRecreate": true,
-            "namespaceSelector": {"matchNames": ["f"]},
-            "syncItems": [
-                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held"},
-                 "immutable": true, "data": {"v": "1"}},
-                cm_item("free", json!({})),
-            ],
-        }),
+        recreating_spec(
+            "f",
+            vec![immutable_cm_item("held", "1"), cm_item("free", json!({}))],
+        ),
     )
     .await;
     let mut settings = Settings::for_tests(&[OPS]);
@@ -437,27 +430,15 @@ async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes
 async fn force_recreate_replaces_an_object_the_server_refuses_to_update() {
     let env = Env::new().await;
     env.create_ns("f", &[("team", "a")]).await;
-    let item = |v: &str| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen"},
-               "immutable": true, "data": {"v": v}})
-    };
-    env.create_sc(
-        "frozen",
-        json!({}),
-        json!({
-            "forceRecreate": true,
-            "namespaceSelector": {"matchNames": ["f"]},
-            "syncItems": [item("1")],
-        }),
-    )
-    .await;
+    let item = |v: &str| immutable_cm_item("frozen", v);
+    env.create_sc("frozen", json!({}), recreating_spec("f", vec![item("1")]))
+        .await;
     env.create_sc(
         "stiff",
         json!({}),
         json!({
             "namespaceSelector": {"matchNames": ["f"]},
-            "syncItems": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "stiff"},
-                           "immutable": true, "data": {"v": "1"}}],
+            "syncItems": [immutable_cm_item("stiff", "1")],
         }),
     )
     .await;
@@ -485,8 +466,7 @@ async fn force_recreate_replaces_an_object_the_server_refuses_to_update() {
     // Without forceRecreate the refusal is reported and nothing is deleted.
     env.patch_sc_spec(
         "stiff",
-        json!({"syncItems": [{"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "stiff"}, "immutable": true, "data": {"v": "2"}}]}),
+        json!({"syncItems": [immutable_cm_item("stiff", "2")]}),
     )
     .await;
     wait_for("errored", || async {
@@ -820,20 +800,9 @@ async fn failure_events_are_aggregated_and_come_back_after_they_expire() {
 async fn force_recreate_waits_until_a_lingering_object_is_gone() {
     let env = Env::new().await;
     env.create_ns("f", &[]).await;
-    let item = |v: &str| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen"},
-               "immutable": true, "data": {"v": v}})
-    };
-    env.create_sc(
-        "frozen",
-        json!({}),
-        json!({
-            "forceRecreate": true,
-            "namespaceSelector": {"matchNames": ["f"]},
-            "syncItems": [item("1")],
-        }),
-    )
-    .await;
+    let item = |v: &str| immutable_cm_item("frozen", v);
+    env.create_sc("frozen", json!({}), recreating_spec("f", vec![item("1")]))
+        .await;
     let mut settings = Settings::for_tests(&[OPS]);
     // Verification passes re-plan `f` all along the wait: none may create
     // while the old object lingers.
@@ -982,4 +951,19 @@ async fn two_mirra_deployments_with_disjoint_scopes_leave_each_others_copies_alo
     assert_eq!(env.cm_data("shared", "both").await.unwrap()["by"], "a");
     ctl_a.stop().await;
     ctl_b.stop().await;
+}
+
+/// An immutable ConfigMap item with `data: {v: <v>}`.
+fn immutable_cm_item(name: &str, v: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+           "immutable": true, "data": {"v": v}})
+}
+
+/// A spec with `forceRecreate` syncing `items` into namespace `ns`.
+fn recreating_spec(ns: &str, items: Vec<serde_json::Value>) -> serde_json::Value {
+    json!({
+        "forceRecreate": true,
+        "namespaceSelector": {"matchNames": [ns]},
+        "syncItems": items,
+    })
 }

@@ -130,15 +130,7 @@ async fn ready_is_never_true_while_selected_namespaces_are_still_pending() {
     }
     // Every copy write takes a while: the first status is written long
     // before the last namespace is done.
-    env.sb
-        .inject(kube_sandbox::FaultRule {
-            verb: Some("patch".into()),
-            resource: Some("configmaps".into()),
-            latency_ms: Some(250),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    slow(&env, "patch", "configmaps", 250).await;
     env.create_team_sc("base", "a", vec![cm_item("c", json!({}))])
         .await;
     let mut settings = Settings::for_tests(&[OPS]);
@@ -174,15 +166,7 @@ async fn ready_is_never_true_while_selected_namespaces_are_still_pending() {
 async fn a_large_syncconfig_does_not_starve_another_ones_edit() {
     let env = Env::new().await;
     env.create_ns("shared", &[("team", "a")]).await;
-    env.sb
-        .inject(kube_sandbox::FaultRule {
-            verb: Some("patch".into()),
-            resource: Some("configmaps".into()),
-            latency_ms: Some(20),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    slow(&env, "patch", "configmaps", 20).await;
     let items: Vec<Value> = (0..300)
         .map(|i| cm_item(&format!("bulk-{i}"), json!({})))
         .collect();

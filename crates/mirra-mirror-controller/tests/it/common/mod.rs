@@ -437,6 +437,19 @@ pub async fn refuse_in(env: &Env, verb: &str, resource: &str, namespace: &str) {
     refuse_rule(env, verb, resource, Some(namespace)).await;
 }
 
+/// Every `verb` on `resource` answered `ms` milliseconds late.
+pub async fn slow(env: &Env, verb: &str, resource: &str, ms: u64) {
+    env.sb
+        .inject(kube_sandbox::FaultRule {
+            verb: Some(verb.into()),
+            resource: Some(resource.into()),
+            latency_ms: Some(ms),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+}
+
 async fn refuse_rule(env: &Env, verb: &str, resource: &str, namespace: Option<&str>) {
     env.sb
         .inject(kube_sandbox::FaultRule {
