@@ -248,12 +248,7 @@ async fn conflict_has_a_stable_winner_and_is_reported() {
     )
     .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
-    wait_for("conflict reported", || async {
-        env.condition("beta", "Conflict")
-            .await
-            .is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    env.wait_condition("beta", "Conflict", "True").await;
     let (_, reason, message) = env.condition("beta", "Conflict").await.unwrap();
     assert_eq!(reason, "ConflictLost");
     assert!(message.contains("ops/alpha"), "{message}");
@@ -417,12 +412,7 @@ async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes
             .is_some_and(|c| c.metadata.deletion_timestamp.is_none() && c.data.unwrap()["v"] == "1")
     })
     .await;
-    wait_for("cleared", || async {
-        env.condition("held", "Degraded")
-            .await
-            .is_some_and(|c| c.0 == "False")
-    })
-    .await;
+    env.wait_condition("held", "Degraded", "False").await;
     ctl.stop().await;
 }
 
@@ -469,12 +459,7 @@ async fn force_recreate_replaces_an_object_the_server_refuses_to_update() {
         json!({"syncItems": [immutable_cm_item("stiff", "2")]}),
     )
     .await;
-    wait_for("errored", || async {
-        env.condition("stiff", "Degraded")
-            .await
-            .is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    env.wait_condition("stiff", "Degraded", "True").await;
     assert_eq!(env.cm_data("f", "stiff").await.unwrap()["v"], "1");
     wait_for("event", || async {
         env.events("stiff")

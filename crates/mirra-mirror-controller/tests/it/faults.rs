@@ -103,9 +103,7 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
         env.sb.stats().get("list secrets") >= 3
     })
     .await;
-    let stats = env.sb.stats();
-    assert_eq!(stats.get("patch secrets"), 0, "{:?}", stats.requests);
-    assert_eq!(stats.get("delete secrets"), 0, "{:?}", stats.requests);
+    assert_no_secret_writes(&env);
     assert_eq!(secret_names(&env, "u1").await, vec!["stale".to_string()]);
 
     // The permission is granted: picked up without a restart.
@@ -116,12 +114,7 @@ async fn a_kind_mirra_may_not_list_is_errored_while_the_rest_syncs_until_granted
             && secret_names(&env, "u2").await == vec!["s".to_string()]
     })
     .await;
-    wait_for("errored cleared", || async {
-        env.condition("base", "Degraded")
-            .await
-            .is_some_and(|c| c.0 == "False")
-    })
-    .await;
+    env.wait_condition("base", "Degraded", "False").await;
     let stats = env.settle().await.since(&granted);
     assert_eq!(stats.get("patch secrets"), 2, "{:?}", stats.requests);
     assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
@@ -165,9 +158,7 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
         env.sb.stats().get("watch secrets") >= 3
     })
     .await;
-    let stats = env.sb.stats();
-    assert_eq!(stats.get("patch secrets"), 0, "{:?}", stats.requests);
-    assert_eq!(stats.get("delete secrets"), 0, "{:?}", stats.requests);
+    assert_no_secret_writes(&env);
     assert_eq!(secret_names(&env, "w").await, vec!["stale".to_string()]);
 
     env.sb.clear_faults().await;
@@ -176,12 +167,7 @@ async fn a_kind_mirra_may_list_but_not_watch_is_errored_until_the_verification_p
         secret_names(&env, "w").await == vec!["s".to_string()]
     })
     .await;
-    wait_for("errored cleared", || async {
-        env.condition("base", "Degraded")
-            .await
-            .is_some_and(|c| c.0 == "False")
-    })
-    .await;
+    env.wait_condition("base", "Degraded", "False").await;
     let stats = env.sb.stats().since(&granted);
     assert_eq!(stats.get("patch secrets"), 1, "{:?}", stats.requests);
     assert_eq!(stats.get("delete secrets"), 1, "{:?}", stats.requests);
@@ -511,12 +497,7 @@ async fn a_write_failing_for_good_holds_back_no_status() {
     .await;
     env.create_team_sc("later", "b", vec![cm_item("d", json!({}))])
         .await;
-    wait_for("a SyncConfig created meanwhile is Ready", || async {
-        env.condition("later", "Ready")
-            .await
-            .is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    env.wait_condition("later", "Ready", "True").await;
     assert!(env.cm("locked", "c").await.is_none());
     ctl.stop().await;
 }

@@ -283,12 +283,7 @@ async fn a_status_planned_from_a_stale_version_does_not_land() {
         .await;
     let ctl = env.start(Settings::for_tests(&[OPS]));
     ctl.wait_ready().await;
-    wait_for("ready", || async {
-        env.condition("base", "Ready")
-            .await
-            .is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    env.wait_condition("base", "Ready", "True").await;
     env.settle().await;
     // The SyncConfig watch goes away for a while: mirra's cache keeps the
     // version its last status write answered with.
@@ -314,12 +309,7 @@ async fn a_status_planned_from_a_stale_version_does_not_land() {
         .unwrap();
     let before = ctl.metric("mirra_errors_total{class=\"conflict\"}");
     env.cms("p").delete("c", &Default::default()).await.unwrap();
-    wait_for("the failure reported", || async {
-        env.condition("base", "Ready")
-            .await
-            .is_some_and(|c| c.0 == "False")
-    })
-    .await;
+    env.wait_condition("base", "Ready", "False").await;
     // The first status write, planned from the version before the label
     // edit, was refused; the one that landed was planned again.
     assert!(

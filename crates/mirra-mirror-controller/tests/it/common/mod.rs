@@ -203,6 +203,16 @@ impl Env {
 
     /// Waits until the controller reported the SyncConfig's current
     /// generation in its status: it has seen the last change of the spec.
+    /// Waits until SyncConfig `sc`'s condition `type_` has `status`.
+    pub async fn wait_condition(&self, sc: &str, type_: &str, status: &str) {
+        wait_for(&format!("{sc}: {type_} {status}"), || async {
+            self.condition(sc, type_)
+                .await
+                .is_some_and(|c| c.0 == status)
+        })
+        .await;
+    }
+
     pub async fn wait_observed(&self, sc: &str) {
         wait_for(&format!("{sc}'s generation observed"), || async {
             let obj = self.sc_api().get(sc).await.unwrap();
@@ -435,6 +445,13 @@ pub async fn refuse(env: &Env, verb: &str, resource: &str) {
 /// [`refuse`] in one namespace only.
 pub async fn refuse_in(env: &Env, verb: &str, resource: &str, namespace: &str) {
     refuse_rule(env, verb, resource, Some(namespace)).await;
+}
+
+/// No Secret was applied or deleted so far.
+pub fn assert_no_secret_writes(env: &Env) {
+    let stats = env.sb.stats();
+    assert_eq!(stats.get("patch secrets"), 0, "{:?}", stats.requests);
+    assert_eq!(stats.get("delete secrets"), 0, "{:?}", stats.requests);
 }
 
 /// Every `verb` on `resource` answered `ms` milliseconds late.
