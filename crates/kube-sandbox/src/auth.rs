@@ -540,6 +540,16 @@ fn strings(v: &Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// A resource as RBAC rules and refusals name it: `pods`, or `pods/log`
+/// for a subresource.
+fn with_subresource(resource: &str, subresource: &str) -> String {
+    if subresource.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}/{subresource}")
+    }
+}
+
 /// Whether one PolicyRule allows `request` (upstream's `RuleAllows`).
 pub fn rule_allows(rule: &Value, request: &Request<'_>) -> bool {
     let verbs = strings(&rule["verbs"]);
@@ -553,11 +563,7 @@ pub fn rule_allows(rule: &Value, request: &Request<'_>) -> bool {
             name,
             ..
         } => {
-            let combined = if subresource.is_empty() {
-                resource.to_string()
-            } else {
-                format!("{resource}/{subresource}")
-            };
+            let combined = with_subresource(resource, subresource);
             let groups = strings(&rule["apiGroups"]);
             let resources = strings(&rule["resources"]);
             let names = strings(&rule["resourceNames"]);
@@ -598,11 +604,7 @@ fn forbidden(user: &UserInfo, request: &Request<'_>, reason: &str) -> ApiError {
             namespace,
             name,
         } => {
-            let what = if subresource.is_empty() {
-                resource.to_string()
-            } else {
-                format!("{resource}/{subresource}")
-            };
+            let what = with_subresource(resource, subresource);
             let scope = if namespace.is_empty() {
                 "at the cluster scope".to_string()
             } else {

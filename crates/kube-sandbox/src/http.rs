@@ -489,10 +489,7 @@ async fn object(
         return Err(ApiError::no_route());
     }
     let ns = o.namespace.clone().unwrap_or_default();
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let ct = content_type(headers);
     match (method.as_str(), o.name.as_deref()) {
         ("GET", Some(name)) => {
             let store = shared.store.lock().await;
@@ -596,10 +593,6 @@ async fn object(
                 protobuf,
                 ..write_options(q, headers, status_sub)?
             };
-            let ct = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
             let kind = match ct.split(';').next().unwrap_or_default().trim() {
                 "application/merge-patch+json" => PatchKind::Merge,
                 "application/json-patch+json" => PatchKind::Json,
@@ -716,11 +709,7 @@ async fn scale(
         return Err(ApiError::no_route());
     };
     let ns = o.namespace.clone().unwrap_or_default();
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
+    let ct = content_type(headers);
     let mut store = shared.store.lock().await;
     let current = store.get_value(res, &ns, name)?;
     let current_scale = crate::kinds::scale_of(res, &current);
@@ -732,10 +721,10 @@ async fn scale(
             ));
         }
         "GET" => return Ok(value_response(StatusCode::OK, &current_scale)),
-        "PUT" if crate::protobuf::is_protobuf(&ct) && !body.is_empty() => {
+        "PUT" if crate::protobuf::is_protobuf(ct) && !body.is_empty() => {
             crate::protobuf::decode(&body, "autoscaling/v1", "Scale")?
         }
-        "PUT" => parse_body(&body, &ct)?,
+        "PUT" => parse_body(&body, ct)?,
         "PATCH" => match ct.split(';').next().unwrap_or_default().trim() {
             "application/merge-patch+json" => semantics::merge_patch(&current_scale, &body)?,
             "application/json-patch+json" => semantics::json_patch(&current_scale, &body)?,
@@ -777,20 +766,7 @@ fn delete_options(q: &Query, body: &[u8], ct: &str) -> Result<DeleteOptions, Api
                 "invalid DeleteOptions: not an object",
             ));
         }
-        opts.uid = v
-            .pointer("/preconditions/uid")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        opts.resource_version = v
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        if v.get("dryRun")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|x| x == "All"))
-        {
-            opts.dry_run = true;
-        }
+        read_delete_options(&mut opts, &v);
     }
     Ok(opts)
 }

@@ -264,11 +264,7 @@ pub fn validate(res: &Resource, obj: &Value, old: Option<&Value>) -> Vec<Cause> 
     }
     kube_semantics::validation::validate(&res.group, &res.kind, obj, old)
         .into_iter()
-        .map(|e| Cause {
-            reason: e.reason.to_string(),
-            field: e.field,
-            message: e.message,
-        })
+        .map(Cause::from)
         .collect()
 }
 

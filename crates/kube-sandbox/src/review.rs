@@ -30,7 +30,8 @@ use http::{HeaderMap, Method, StatusCode, header};
 use serde_json::{Value, json};
 
 use crate::http::{
-    Query, check_fields, dry_run, field_validation, parse_body, value_response, with_warnings,
+    Query, check_fields, content_type, dry_run, field_manager, field_validation, parse_body,
+    value_response, with_warnings,
 };
 use crate::registry::Resource;
 use crate::route::ObjectRoute;
@@ -64,10 +65,7 @@ pub async fn serve(
     }
     dry_run(q)?;
     let validation = field_validation(q)?;
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
+    let ct = content_type(headers);
     // kubectl's typed clients send reviews as protobuf.
     let mut v = if ct.contains("protobuf") && !body.is_empty() {
         crate::protobuf::decode(&body, &res.api_version(), &res.kind)?
@@ -77,19 +75,7 @@ pub async fn serve(
     let warnings = check_fields(res, &mut v, validation, true)?.unwrap_or_default();
     let ns = o.namespace.as_deref().unwrap_or_default();
     Store::check_identity(res, ns, &v)?;
-    let manager = q
-        .get("fieldManager")
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            headers
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|ua| ua.split('/').next())
-                .filter(|s| !s.is_empty())
-                .unwrap_or("unknown")
-                .to_string()
-        });
+    let manager = field_manager(q, headers);
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let store = shared.store.lock().await;
     let secs = shared.token_now();

@@ -8,6 +8,9 @@ use serde_json::Value;
 use crate::registry::Resource;
 use crate::status::{ApiError, Cause};
 
+// Recording updates and server-side apply are used as they are; an
+// apply's error becomes an API error in `apply_error`.
+pub use kube_semantics::apply::{apply, record_update};
 pub use kube_semantics::selector::{FieldSelector, LabelSelector};
 
 /// Parses `labelSelector`; a bad one is 400 BadRequest.
@@ -33,28 +36,6 @@ pub fn check_fields(sel: &FieldSelector, res: &Resource) -> Result<(), ApiError>
 /// Whether an object matches a field selector.
 pub fn field_matches(sel: &FieldSelector, obj: &Value) -> bool {
     sel.matches(obj)
-}
-
-/// Records an Update operation in `managedFields`.
-pub fn record_update(
-    old: Option<&Value>,
-    new: &Value,
-    manager: &str,
-    now: &str,
-    subresource: Option<&str>,
-) -> Value {
-    kube_semantics::apply::record_update(old, new, manager, now, subresource)
-}
-
-/// Server-side apply.
-pub fn apply(
-    live: Option<&Value>,
-    applied: &Value,
-    manager: &str,
-    force: bool,
-    now: &str,
-) -> Result<Value, kube_semantics::apply::ApplyError> {
-    kube_semantics::apply::apply(live, applied, manager, force, now)
 }
 
 /// An apply failure as the API server reports it.
@@ -87,17 +68,20 @@ pub fn parse_apply_body(body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))
 }
 
+fn decode_patch(patch: &[u8]) -> Result<Value, ApiError> {
+    crate::json::parse(patch)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+}
+
 /// RFC 7386 merge patch.
 pub fn merge_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
-    let p: Value = crate::json::parse(patch)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let p = decode_patch(patch)?;
     Ok(kube_semantics::patch::merge_patch(old, &p))
 }
 
 /// RFC 6902 JSON patch.
 pub fn json_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
-    let p: Value = crate::json::parse(patch)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let p = decode_patch(patch)?;
     kube_semantics::patch::json_patch(old, &p).map_err(|e| {
         ApiError::with_code(422)
             .with_message(e.to_string())
@@ -107,8 +91,7 @@ pub fn json_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
 
 /// Strategic merge patch.
 pub fn strategic_patch(old: &Value, patch: &[u8]) -> Result<Value, ApiError> {
-    let p: Value = crate::json::parse(patch)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let p = decode_patch(patch)?;
     kube_semantics::patch::strategic_merge_patch(old, &p)
         .map_err(|e| ApiError::bad_request(e.to_string()))
 }

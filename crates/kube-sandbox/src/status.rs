@@ -20,6 +20,16 @@ pub struct Cause {
     pub message: String,
 }
 
+impl From<kube_semantics::FieldError> for Cause {
+    fn from(e: kube_semantics::FieldError) -> Self {
+        Self {
+            reason: e.reason.to_string(),
+            field: e.field,
+            message: e.message,
+        }
+    }
+}
+
 /// A failed API request, rendered as a `Status` object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]

@@ -680,14 +680,7 @@ impl Store {
         if errors.is_empty() {
             return Ok(());
         }
-        let causes = errors
-            .into_iter()
-            .map(|e| Cause {
-                reason: e.reason.to_string(),
-                field: e.field,
-                message: e.message,
-            })
-            .collect();
+        let causes = errors.into_iter().map(Cause::from).collect();
         Err(Self::invalid(res, name, causes))
     }
 }

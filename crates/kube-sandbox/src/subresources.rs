@@ -27,7 +27,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::http::{
-    Query, dry_run, json_response, parse_body, value_response, wants_table, write_options,
+    Query, content_type, dry_run, json_response, parse_body, read_delete_options, value_response,
+    wants_table, write_options,
 };
 use crate::registry::Resource;
 use crate::route::ObjectRoute;
@@ -188,11 +189,7 @@ pub async fn serve(
         return Err(ApiError::method_not_served());
     }
     let ns = o.namespace.as_deref().unwrap_or_default();
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
+    let ct = content_type(headers);
     match sub.name {
         "token" => {
             dry_run(q)?;
@@ -202,7 +199,7 @@ pub async fn serve(
             // protobuf), which the typed check below would refuse.
             let req = decode::<k8s_openapi::api::authentication::v1::TokenRequest>(
                 &body,
-                &ct,
+                ct,
                 &["authentication.k8s.io/v1"],
                 "authentication.k8s.io/v1",
                 "TokenRequest",
@@ -224,7 +221,7 @@ pub async fn serve(
             let opts = write_options(q, headers, false)?;
             let b = decode::<k8s_openapi::api::core::v1::Binding>(
                 &body,
-                &ct,
+                ct,
                 &["v1"],
                 "v1",
                 "Binding",
@@ -238,7 +235,7 @@ pub async fn serve(
         "eviction" => {
             let e = decode::<k8s_openapi::api::policy::v1::Eviction>(
                 &body,
-                &ct,
+                ct,
                 &["policy/v1", "policy/v1beta1"],
                 "policy/v1",
                 "Eviction",
@@ -250,20 +247,7 @@ pub async fn serve(
                 ..Default::default()
             };
             if let Some(d) = e.get("deleteOptions") {
-                del.uid = d
-                    .pointer("/preconditions/uid")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                del.resource_version = d
-                    .pointer("/preconditions/resourceVersion")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                if d.get("dryRun")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| a.iter().any(|x| x == "All"))
-                {
-                    del.dry_run = true;
-                }
+                read_delete_options(&mut del, d);
             }
             let manager = write_options(q, headers, true)?.manager;
             let mut store = shared.store.lock().await;
@@ -353,7 +337,7 @@ pub async fn serve(
         }
         "ephemeralcontainers" | "resize" | "approval" => {
             partial(
-                shared, method, headers, q, &res, ns, name, &ct, &body, sub.name,
+                shared, method, headers, q, &res, ns, name, ct, &body, sub.name,
             )
             .await
         }

@@ -287,23 +287,41 @@ mod tests {
     use super::*;
     use crate::registry::{PrinterColumn, Registry};
 
-    #[test]
-    fn printer_columns_are_filled() {
-        let mut r = (*Registry::with_builtins()
-            .get("", "v1", "configmaps")
-            .unwrap())
-        .clone();
-        r.builtin = false;
-        r.custom = true;
-        let col = |name: &str, type_: &str, path: &str| PrinterColumn {
+    fn col(name: &str, type_: &str, path: &str) -> PrinterColumn {
+        PrinterColumn {
             name: name.into(),
             type_: type_.into(),
             format: String::new(),
             description: String::new(),
             priority: 0,
             json_path: path.into(),
-        };
-        r.printer_columns = vec![
+        }
+    }
+
+    /// ConfigMaps served as a custom resource with these printer columns.
+    fn custom(printer_columns: Vec<PrinterColumn>) -> Resource {
+        let mut r = (*Registry::with_builtins()
+            .get("", "v1", "configmaps")
+            .unwrap())
+        .clone();
+        r.builtin = false;
+        r.custom = true;
+        r.printer_columns = printer_columns;
+        r
+    }
+
+    fn column_names(table: &Value) -> Vec<&str> {
+        table["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn printer_columns_are_filled() {
+        let r = custom(vec![
             col("Synced", "integer", ".status.synchronizedItemCount"),
             col("Created", "date", ".metadata.creationTimestamp"),
             col(
@@ -317,7 +335,7 @@ mod tests {
             col("On", "boolean", ".spec.on"),
             col("Bad", "date", ".spec.when"),
             col("Wrong", "integer", ".spec.on"),
-        ];
+        ]);
         let obj = json!({"metadata": {"name": "a", "creationTimestamp": "2020-01-01T00:00:00Z"},
             "spec": {"list": ["x", "y"], "ratio": 2.0, "on": true, "when": "soon"},
             "status": {"synchronizedItemCount": 3,
@@ -339,12 +357,7 @@ mod tests {
         assert_eq!(cells[7], true);
         assert_eq!(cells[8], "<invalid>");
         assert_eq!(cells[9], Value::Null);
-        let names: Vec<&str> = t["columnDefinitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
+        let names = column_names(&t);
         // Exactly the declared columns after Name: no Age is added.
         assert_eq!(
             names,
@@ -359,20 +372,7 @@ mod tests {
 
     #[test]
     fn missing_fields_are_null_not_errors() {
-        let mut r = (*Registry::with_builtins()
-            .get("", "v1", "configmaps")
-            .unwrap())
-        .clone();
-        r.builtin = false;
-        r.custom = true;
-        r.printer_columns = vec![PrinterColumn {
-            name: "Age".into(),
-            type_: "date".into(),
-            format: String::new(),
-            description: String::new(),
-            priority: 0,
-            json_path: ".metadata.creationTimestamp".into(),
-        }];
+        let r = custom(vec![col("Age", "date", ".metadata.creationTimestamp")]);
         let t = table(&r, &[json!(3)], 1, Some("x"));
         assert_eq!(t["rows"][0]["cells"][0], Value::Null);
         assert_eq!(t["rows"][0]["cells"][1], Value::Null);
@@ -385,12 +385,7 @@ mod tests {
         let cm = reg.get("", "v1", "configmaps").unwrap();
         let obj = json!({"metadata": {"name": "a", "creationTimestamp": "2020-01-01T00:00:00Z"}, "data": {"x": "1", "y": "2"}});
         let t = table(&cm, &[obj], 5, None);
-        let names: Vec<&str> = t["columnDefinitions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
+        let names = column_names(&t);
         assert_eq!(names, ["Name", "Data", "Age"]);
         assert_eq!(t["rows"][0]["cells"][1], 2);
 

@@ -3,10 +3,13 @@
 //! The API server's messages are produced by Go's `fmt` package; clients
 //! and tests compare them byte for byte, so the few formatting rules that
 //! show up in those messages (`%q` quoting, field-error bodies, aggregated
-//! error lists) are reproduced here. This module must NOT grow into a general
-//! Go formatting library: only what a message in this crate needs.
+//! error lists, the JSON decoder's type names) are reproduced here. This
+//! module must NOT grow into a general Go formatting library: only what a
+//! message in this crate needs.
 
 use std::fmt::Write as _;
+
+use serde_json::Value;
 
 /// Quotes `s` the way Go's `strconv.Quote` (and so `%q`) does: printable
 /// characters stay as they are, `"` and `\` are escaped, control characters
@@ -61,6 +64,19 @@ pub(crate) fn aggregate(errors: &[String]) -> String {
         [] => String::new(),
         [one] => (*one).to_string(),
         many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// The name Go's JSON decoder gives a JSON value's type in its errors
+/// (`cannot unmarshal array into Go value of type ...`).
+pub(crate) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
     }
 }
 

@@ -29,6 +29,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::gofmt::json_type;
 use crate::schema::{ListSchema, ListType, is_scalar};
 
 /// The most operations one JSON patch may carry: the API server's
@@ -102,18 +103,6 @@ pub fn merge_patch(target: &Value, patch: &Value) -> Value {
 
 // ---------------------------------------------------------------------------
 // JSON patch
-
-/// The name Go's JSON decoder gives a JSON value's type in its errors.
-fn go_json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
 
 /// evanphx's `decodePatchKey`: JSON pointer unescaping.
 fn decode_key(k: &str) -> String {
@@ -391,7 +380,7 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, PatchError> {
         other => {
             return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-                go_json_type(other)
+                json_type(other)
             )));
         }
     };
@@ -409,7 +398,7 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, PatchError> {
             other => {
                 return Err(PatchError::BadRequest(format!(
                     "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-                    go_json_type(other)
+                    json_type(other)
                 )));
             }
         }
@@ -698,7 +687,7 @@ pub fn strategic_merge_patch_with(
     let Value::Object(p) = patch else {
         return Err(bad(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            go_json_type(patch)
+            json_type(patch)
         )));
     };
     let empty = Map::new();

@@ -38,6 +38,34 @@ pub use limit_range::*;
 pub use quota::*;
 pub use resource_names::*;
 
+/// What the hugepages rule of [`validate_resource_requirements`] needs to
+/// know of a container's limits, or of its requests.
+#[derive(Default)]
+struct Seen {
+    huge_pages: bool,
+    cpu_or_memory: bool,
+}
+
+impl Seen {
+    /// Notes the resource `name`, and refuses a hugepages quantity that is
+    /// not a whole number of pages.
+    fn note(&mut self, name: &str, q: &Quantity, fld: &str, errs: &mut Vec<FieldError>) {
+        if is_huge_page_resource_name(name) {
+            self.huge_pages = true;
+            if !huge_page_value_divisible(name, q) {
+                errs.push(FieldError::invalid(
+                    fld,
+                    &q.canonical(),
+                    &format!("{q} is not positive integer multiple of {name}"),
+                ));
+            }
+        }
+        if name == "cpu" || name == "memory" {
+            self.cpu_or_memory = true;
+        }
+    }
+}
+
 /// `ValidateContainerResourceRequirements` for the `resources` object of a
 /// container at `path` (e.g. `spec.containers[0].resources`): resource
 /// names, non-negative (and whole, for counts) values, requests not above
@@ -51,10 +79,8 @@ pub fn validate_resource_requirements(path: &str, resources: &Value) -> Vec<Fiel
     let mut errs = Vec::new();
     let lim_path = format!("{path}.limits");
     let req_path = format!("{path}.requests");
-    let mut lim_cpu_or_memory = false;
-    let mut req_cpu_or_memory = false;
-    let mut lim_huge_pages = false;
-    let mut req_huge_pages = false;
+    let mut lim_seen = Seen::default();
+    let mut req_seen = Seen::default();
     let limits = members(Some(resources), "limits");
     let mut decoded_limits: HashMap<&str, Option<Quantity>> = HashMap::new();
 
@@ -65,19 +91,7 @@ pub fn validate_resource_requirements(path: &str, resources: &Value) -> Vec<Fiel
         decoded_limits.insert(name, q.clone());
         let Some(q) = q else { continue };
         errs.extend(validate_quantity_value(name, &q, &fld));
-        if is_huge_page_resource_name(name) {
-            lim_huge_pages = true;
-            if !huge_page_value_divisible(name, &q) {
-                errs.push(FieldError::invalid(
-                    &fld,
-                    &q.canonical(),
-                    &format!("{q} is not positive integer multiple of {name}"),
-                ));
-            }
-        }
-        if name == "cpu" || name == "memory" {
-            lim_cpu_or_memory = true;
-        }
+        lim_seen.note(name, &q, &fld, &mut errs);
     }
     for (name, v) in members(Some(resources), "requests").into_iter().flatten() {
         let fld = format!("{req_path}[{name}]");
@@ -110,21 +124,12 @@ pub fn validate_resource_requirements(path: &str, resources: &Value) -> Vec<Fiel
                 }
             }
         }
-        if is_huge_page_resource_name(name) {
-            req_huge_pages = true;
-            if !huge_page_value_divisible(name, &q) {
-                errs.push(FieldError::invalid(
-                    &fld,
-                    &q.canonical(),
-                    &format!("{q} is not positive integer multiple of {name}"),
-                ));
-            }
-        }
-        if name == "cpu" || name == "memory" {
-            req_cpu_or_memory = true;
-        }
+        req_seen.note(name, &q, &fld, &mut errs);
     }
-    if !lim_cpu_or_memory && !req_cpu_or_memory && (req_huge_pages || lim_huge_pages) {
+    if !lim_seen.cpu_or_memory
+        && !req_seen.cpu_or_memory
+        && (req_seen.huge_pages || lim_seen.huge_pages)
+    {
         errs.push(FieldError::forbidden(
             path,
             "HugePages require cpu or memory",

@@ -7,6 +7,14 @@
 
 use super::*;
 
+/// The request's `Content-Type` (empty when missing or not text).
+pub(crate) fn content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+}
+
 pub(crate) fn parse_body(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     if body.is_empty() {
         return Err(ApiError::bad_request("the body of the request was empty"));
@@ -45,6 +53,26 @@ pub(crate) fn dry_run(q: &Query) -> Result<bool, ApiError> {
         Some(other) => Err(ApiError::bad_request(format!(
             "Invalid dry run value: {other:?}: supported values: \"All\""
         ))),
+    }
+}
+
+/// Takes the `preconditions` and `dryRun: ["All"]` of a `DeleteOptions`
+/// object into `opts`: a DELETE's body and an Eviction's `deleteOptions`
+/// both carry one. A body without `dryRun` keeps the query's answer.
+pub(crate) fn read_delete_options(opts: &mut DeleteOptions, v: &Value) {
+    opts.uid = v
+        .pointer("/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    opts.resource_version = v
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if v.get("dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x == "All"))
+    {
+        opts.dry_run = true;
     }
 }
 
@@ -115,6 +143,14 @@ pub(crate) fn with_warnings(
     r
 }
 
+/// `fieldManager`, or the default the server derives from the user agent.
+pub(crate) fn field_manager(q: &Query, headers: &HeaderMap) -> String {
+    q.get("fieldManager")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| default_manager(headers))
+}
+
 pub(crate) fn write_options(
     q: &Query,
     headers: &HeaderMap,
@@ -123,11 +159,7 @@ pub(crate) fn write_options(
     field_validation(q)?;
     Ok(WriteOptions {
         dry_run: dry_run(q)?,
-        manager: q
-            .get("fieldManager")
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .unwrap_or_else(|| default_manager(headers)),
+        manager: field_manager(q, headers),
         force: q.flag("force"),
         status,
         protobuf: false,

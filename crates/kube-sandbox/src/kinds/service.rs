@@ -62,11 +62,7 @@ pub(super) fn service_defaults(obj: &mut Value) -> Result<(), Vec<Cause>> {
     }
     let causes: Vec<Cause> = validate_service_spec(spec, &ty)
         .into_iter()
-        .map(|e| Cause {
-            reason: e.reason.to_string(),
-            field: e.field,
-            message: e.message,
-        })
+        .map(Cause::from)
         .collect();
     if causes.is_empty() {
         Ok(())

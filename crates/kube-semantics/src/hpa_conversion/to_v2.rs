@@ -125,7 +125,7 @@ pub(super) fn parse_list(
         Ok(Value::Null) => Ok(Vec::new()),
         Ok(other) => Err(err(format!(
             "json: cannot unmarshal {} into Go value of type []v1.{}",
-            json_type(&other),
+            crate::gofmt::json_type(&other),
             match annotation {
                 CONDITIONS_ANNOTATION => "HorizontalPodAutoscalerCondition",
                 CURRENT_METRICS_ANNOTATION => "MetricStatus",
@@ -133,17 +133,6 @@ pub(super) fn parse_list(
             }
         ))),
         Err(e) => Err(err(e.to_string())),
-    }
-}
-
-pub(super) fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

@@ -15,6 +15,13 @@ pub(super) fn pod_disruption_budget(o: &Value, now: DateTime<Utc>) -> Vec<Value>
     ]
 }
 
+/// The wide Containers and Images cells of the pod template in `spec`,
+/// then the Selector cell of its `LabelSelector`.
+fn wide_template_and_selector(cells: &mut Vec<Value>, spec: &Value) {
+    wide_containers(cells, arr(spec, &["template", "spec", "containers"]));
+    cells.push(format_label_selector(get(spec, &["selector"])).into());
+}
+
 pub(super) fn replica_set(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let mut cells = replica_cells(o, now);
     cells.push(format_label_selector(get(o, &["spec", "selector"])).into());
@@ -32,11 +39,7 @@ pub(super) fn daemon_set(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         format_labels(map(o, &["spec", "template", "spec", "nodeSelector"])).into(),
         created(o, now),
     ];
-    wide_containers(
-        &mut cells,
-        arr(o, &["spec", "template", "spec", "containers"]),
-    );
-    cells.push(format_label_selector(get(o, &["spec", "selector"])).into());
+    wide_template_and_selector(&mut cells, get(o, &["spec"]).unwrap_or(&Value::Null));
     cells
 }
 
@@ -147,11 +150,7 @@ pub(super) fn job(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         duration.into(),
         created(o, now),
     ];
-    wide_containers(
-        &mut cells,
-        arr(o, &["spec", "template", "spec", "containers"]),
-    );
-    cells.push(format_label_selector(get(o, &["spec", "selector"])).into());
+    wide_template_and_selector(&mut cells, get(o, &["spec"]).unwrap_or(&Value::Null));
     cells
 }
 
@@ -172,10 +171,6 @@ pub(super) fn cron_job(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         last_schedule.into(),
         created(o, now),
     ];
-    wide_containers(
-        &mut cells,
-        arr(job_spec, &["template", "spec", "containers"]),
-    );
-    cells.push(format_label_selector(get(job_spec, &["selector"])).into());
+    wide_template_and_selector(&mut cells, job_spec);
     cells
 }

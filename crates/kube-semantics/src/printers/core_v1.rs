@@ -408,38 +408,63 @@ pub(super) struct EventView<'a> {
     pub(super) message: &'a str,
 }
 
-pub(super) fn core_event(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let view = EventView {
-        first: time(o, &["firstTimestamp"]),
-        last: time(o, &["lastTimestamp"]),
-        event_time: time(o, &["eventTime"]),
-        count: int(o, &["count"]),
-        series: present(o, &["series"]),
-        object: get(o, &["involvedObject"]),
-        source: get(o, &["source"]),
-        reporting_controller: st(o, &["reportingComponent"]),
-        reporting_instance: st(o, &["reportingInstance"]),
-        message: st(o, &["message"]),
-    };
-    event_cells(o, &view, now)
+/// The names an API version gives the Event fields whose names differ
+/// (`eventTime`, `series` and `reportingInstance` are the same in both).
+struct EventFields {
+    first: &'static str,
+    last: &'static str,
+    count: &'static str,
+    object: &'static str,
+    source: &'static str,
+    reporting_controller: &'static str,
+    message: &'static str,
 }
+
+const CORE_EVENT_FIELDS: EventFields = EventFields {
+    first: "firstTimestamp",
+    last: "lastTimestamp",
+    count: "count",
+    object: "involvedObject",
+    source: "source",
+    reporting_controller: "reportingComponent",
+    message: "message",
+};
 
 /// events.k8s.io/v1 is served from the same storage; its fields map onto
 /// the core ones as the conversion does.
+const EVENTS_EVENT_FIELDS: EventFields = EventFields {
+    first: "deprecatedFirstTimestamp",
+    last: "deprecatedLastTimestamp",
+    count: "deprecatedCount",
+    object: "regarding",
+    source: "deprecatedSource",
+    reporting_controller: "reportingController",
+    message: "note",
+};
+
+impl<'a> EventView<'a> {
+    fn read(o: &'a Value, f: &EventFields) -> Self {
+        Self {
+            first: time(o, &[f.first]),
+            last: time(o, &[f.last]),
+            event_time: time(o, &["eventTime"]),
+            count: int(o, &[f.count]),
+            series: present(o, &["series"]),
+            object: get(o, &[f.object]),
+            source: get(o, &[f.source]),
+            reporting_controller: st(o, &[f.reporting_controller]),
+            reporting_instance: st(o, &["reportingInstance"]),
+            message: st(o, &[f.message]),
+        }
+    }
+}
+
+pub(super) fn core_event(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    event_cells(o, &EventView::read(o, &CORE_EVENT_FIELDS), now)
+}
+
 pub(super) fn events_event(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let view = EventView {
-        first: time(o, &["deprecatedFirstTimestamp"]),
-        last: time(o, &["deprecatedLastTimestamp"]),
-        event_time: time(o, &["eventTime"]),
-        count: int(o, &["deprecatedCount"]),
-        series: present(o, &["series"]),
-        object: get(o, &["regarding"]),
-        source: get(o, &["deprecatedSource"]),
-        reporting_controller: st(o, &["reportingController"]),
-        reporting_instance: st(o, &["reportingInstance"]),
-        message: st(o, &["note"]),
-    };
-    event_cells(o, &view, now)
+    event_cells(o, &EventView::read(o, &EVENTS_EVENT_FIELDS), now)
 }
 
 pub(super) fn event_cells(o: &Value, e: &EventView<'_>, now: DateTime<Utc>) -> Vec<Value> {
@@ -544,6 +569,19 @@ pub(super) fn access_modes(modes: &[Value]) -> String {
 
 pub(super) const BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 
+/// The phase a PersistentVolume or a claim prints: `Terminating` once
+/// deleted; an unset phase is the `Pending` the server defaults.
+fn volume_phase(o: &Value) -> &str {
+    if deleting(o) {
+        "Terminating"
+    } else {
+        match st(o, &["status", "phase"]) {
+            "" => "Pending",
+            p => p,
+        }
+    }
+}
+
 pub(super) fn persistent_volume(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let spec = get(o, &["spec"]).unwrap_or(&Value::Null);
     let claim = present(spec, &["claimRef"])
@@ -553,14 +591,7 @@ pub(super) fn persistent_volume(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
         "" => "Retain",
         p => p,
     };
-    let phase = if deleting(o) {
-        "Terminating"
-    } else {
-        match st(o, &["status", "phase"]) {
-            "" => "Pending",
-            p => p,
-        }
-    };
+    let phase = volume_phase(o);
     let class = ost(o, &["metadata", "annotations", BETA_STORAGE_CLASS])
         .unwrap_or_else(|| st(spec, &["storageClassName"]));
     vec![
@@ -582,14 +613,7 @@ pub(super) fn persistent_volume(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 pub(super) fn persistent_volume_claim(o: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let spec = get(o, &["spec"]).unwrap_or(&Value::Null);
-    let phase = if deleting(o) {
-        "Terminating"
-    } else {
-        match st(o, &["status", "phase"]) {
-            "" => "Pending",
-            p => p,
-        }
-    };
+    let phase = volume_phase(o);
     let volume = st(spec, &["volumeName"]);
     let (capacity, modes) = if volume.is_empty() {
         (String::new(), String::new())

@@ -107,9 +107,7 @@ pub(super) fn scan(s: &[u8]) -> Result<Scanned<'_>, QuantityError> {
         Some(b'+') => pos += 1,
         _ => {}
     }
-    while pos < end && s[pos] == b'0' {
-        pos += 1;
-    }
+    pos = skip(s, pos, |c| c == b'0');
     if pos >= end {
         return Ok(Scanned {
             positive,
@@ -119,18 +117,18 @@ pub(super) fn scan(s: &[u8]) -> Result<Scanned<'_>, QuantityError> {
             suffix: b"",
         });
     }
+    // A string that ends inside the number has no suffix.
+    let number_only = |num, denom| Scanned {
+        positive,
+        value: s,
+        num,
+        denom,
+        suffix: b"",
+    };
     let num_start = pos;
-    while pos < end && s[pos].is_ascii_digit() {
-        pos += 1;
-    }
+    pos = skip(s, pos, |c| c.is_ascii_digit());
     if pos >= end {
-        return Ok(Scanned {
-            positive,
-            value: s,
-            num: &s[num_start..],
-            denom: b"",
-            suffix: b"",
-        });
+        return Ok(number_only(&s[num_start..], b""));
     }
     let num: &[u8] = if pos == num_start {
         b"0"
@@ -141,25 +139,15 @@ pub(super) fn scan(s: &[u8]) -> Result<Scanned<'_>, QuantityError> {
     if s[pos] == b'.' {
         pos += 1;
         let denom_start = pos;
-        while pos < end && s[pos].is_ascii_digit() {
-            pos += 1;
-        }
+        pos = skip(s, pos, |c| c.is_ascii_digit());
         if pos >= end {
-            return Ok(Scanned {
-                positive,
-                value: s,
-                num,
-                denom: &s[denom_start..],
-                suffix: b"",
-            });
+            return Ok(number_only(num, &s[denom_start..]));
         }
         denom = &s[denom_start..pos];
     }
     let value = &s[..pos];
     let suffix_start = pos;
-    while pos < end && SUFFIX_CHARS.contains(&s[pos]) {
-        pos += 1;
-    }
+    pos = skip(s, pos, |c| SUFFIX_CHARS.contains(&c));
     if pos < end {
         if s[pos] == b'-' || s[pos] == b'+' {
             pos += 1;
@@ -175,6 +163,12 @@ pub(super) fn scan(s: &[u8]) -> Result<Scanned<'_>, QuantityError> {
         denom,
         suffix: &s[suffix_start..],
     })
+}
+
+/// The position of the first byte from `from` on that `keep` refuses
+/// (`s.len()` when it takes them all).
+fn skip(s: &[u8], from: usize, keep: impl Fn(u8) -> bool) -> usize {
+    from + s[from..].iter().take_while(|&&c| keep(c)).count()
 }
 
 /// Base, exponent and format of a suffix (apimachinery's `interpret`).

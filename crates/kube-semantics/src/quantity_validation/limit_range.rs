@@ -33,21 +33,12 @@ pub(super) fn go_float_f(x: f64) -> String {
 
 /// `validateLimitRangeTypeName`.
 pub(super) fn validate_limit_type_name(value: &str, path: &str) -> Vec<FieldError> {
-    let errs: Vec<FieldError> = is_qualified_name(value)
-        .iter()
-        .map(|m| FieldError::invalid(path, value, m))
-        .collect();
-    if !errs.is_empty() {
-        return errs;
-    }
-    if !value.contains('/') && !STANDARD_LIMIT_TYPES.contains(&value) {
-        return vec![FieldError::invalid(
-            path,
-            value,
-            "must be a standard limit type or fully qualified",
-        )];
-    }
-    errs
+    validate_standard_or_qualified(
+        value,
+        path,
+        |t| STANDARD_LIMIT_TYPES.contains(&t),
+        "must be a standard limit type or fully qualified",
+    )
 }
 
 pub(super) fn validate_limit_resource_name(

@@ -175,8 +175,14 @@ pub(super) fn members<'a>(v: Option<&'a Value>, key: &str) -> Option<&'a Map<Str
     v?.get(key)?.as_object()
 }
 
-/// `validateResourceName`: a qualified name, and standard if unprefixed.
-pub fn validate_resource_name(value: &str, path: &str) -> Vec<FieldError> {
+/// A qualified name that, when unprefixed, is one `is_standard` accepts
+/// (refused with `message` otherwise).
+pub(super) fn validate_standard_or_qualified(
+    value: &str,
+    path: &str,
+    is_standard: impl Fn(&str) -> bool,
+    message: &str,
+) -> Vec<FieldError> {
     let errs: Vec<FieldError> = is_qualified_name(value)
         .iter()
         .map(|m| FieldError::invalid(path, value, m))
@@ -184,14 +190,20 @@ pub fn validate_resource_name(value: &str, path: &str) -> Vec<FieldError> {
     if !errs.is_empty() {
         return errs;
     }
-    if !value.contains('/') && !is_standard_resource_name(value) {
-        return vec![FieldError::invalid(
-            path,
-            value,
-            "must be a standard resource type or fully qualified",
-        )];
+    if !value.contains('/') && !is_standard(value) {
+        return vec![FieldError::invalid(path, value, message)];
     }
     errs
+}
+
+/// `validateResourceName`: a qualified name, and standard if unprefixed.
+pub fn validate_resource_name(value: &str, path: &str) -> Vec<FieldError> {
+    validate_standard_or_qualified(
+        value,
+        path,
+        is_standard_resource_name,
+        "must be a standard resource type or fully qualified",
+    )
 }
 
 /// `validateContainerResourceName`: a resource name a container may use

@@ -22,23 +22,15 @@ pub fn prune(schema: &Value, obj: &mut Value) -> Vec<String> {
     if let Some(m) = obj.get_mut("metadata") {
         prune_object_meta(m, "metadata", &mut meta);
     }
-    let mut pruned = Vec::new();
-    let mut embedded = Vec::new();
+    let mut p = Pruner::default();
     if schema.is_object() && flag(schema, "x-kubernetes-preserve-unknown-fields") {
-        skip_prune(obj, Some(schema), true, "", &mut pruned, &mut embedded);
+        p.skip(obj, Some(schema), true, "");
     } else {
-        prune_node(
-            obj,
-            Some(schema).filter(|s| s.is_object()),
-            true,
-            "",
-            &mut pruned,
-            &mut embedded,
-        );
+        p.node(obj, Some(schema).filter(|s| s.is_object()), true, "");
     }
-    pruned.sort();
-    meta.extend(pruned);
-    meta.extend(embedded);
+    p.pruned.sort();
+    meta.extend(p.pruned);
+    meta.extend(p.embedded);
     meta
 }
 
@@ -58,136 +50,113 @@ pub(super) fn prune_object_meta(meta: &mut Value, path: &str, out: &mut Vec<Stri
     }
 }
 
-/// Prunes an embedded resource's `metadata` (not the root's: that one is
-/// done first by [`prune`]).
-pub(super) fn coerce_embedded(x: &mut Value, root: bool, path: &str, embedded: &mut Vec<String>) {
-    if root {
-        return;
-    }
-    if let Some(m) = x.get_mut("metadata") {
-        prune_object_meta(m, &child(path, "metadata"), embedded);
-    }
+/// The paths a pruning walk removes: undeclared fields, and, kept apart to
+/// be reported last, the unknown metadata fields of embedded resources.
+#[derive(Default)]
+struct Pruner {
+    pruned: Vec<String>,
+    embedded: Vec<String>,
 }
 
-pub(super) fn prune_node(
-    x: &mut Value,
-    s: Option<&Value>,
-    root: bool,
-    path: &str,
-    out: &mut Vec<String>,
-    embedded: &mut Vec<String>,
-) {
-    if let Some(s) = s
-        && flag(s, "x-kubernetes-preserve-unknown-fields")
-    {
-        skip_prune(x, Some(s), root, path, out, embedded);
-        return;
-    }
-    match x {
-        Value::Object(m) => {
-            let Some(s) = s else {
-                // No schema: nothing inside is declared.
-                out.extend(m.keys().map(|k| child(path, k)));
-                m.clear();
-                return;
-            };
-            let keeps_meta = root || flag(s, "x-kubernetes-embedded-resource");
-            let props = properties(s);
-            let extra = additional(s);
-            m.retain(|k, v| {
-                if keeps_meta && META_FIELDS.contains(&k.as_str()) {
-                    return true;
-                }
-                let p = child(path, k);
-                if let Some(prop) = props.and_then(|p| p.get(k)) {
-                    prune_node(
-                        v,
-                        Some(prop).filter(|s| s.is_object()),
-                        false,
-                        &p,
-                        out,
-                        embedded,
-                    );
-                    true
-                } else if let Some(extra) = extra {
-                    prune_node(
-                        v,
-                        Some(extra).filter(|s| s.is_object()),
-                        false,
-                        &p,
-                        out,
-                        embedded,
-                    );
-                    true
-                } else {
-                    out.push(p);
-                    false
-                }
-            });
-            if keeps_meta {
-                coerce_embedded(x, root, path, embedded);
-            }
+impl Pruner {
+    /// Prunes an embedded resource's `metadata` (not the root's: that one
+    /// is done first by [`prune`]).
+    fn coerce_embedded(&mut self, x: &mut Value, root: bool, path: &str) {
+        if root {
+            return;
         }
-        Value::Array(a) => {
-            let item = s.and_then(items);
-            for (i, v) in a.iter_mut().enumerate() {
-                prune_node(v, item, false, &index(path, i), out, embedded);
-            }
+        if let Some(m) = x.get_mut("metadata") {
+            prune_object_meta(m, &child(path, "metadata"), &mut self.embedded);
         }
-        _ => {}
     }
-}
 
-/// A node that preserves unknown fields: only what it declares is pruned.
-pub(super) fn skip_prune(
-    x: &mut Value,
-    s: Option<&Value>,
-    root: bool,
-    path: &str,
-    out: &mut Vec<String>,
-    embedded: &mut Vec<String>,
-) {
-    let Some(s) = s else { return };
-    match x {
-        Value::Object(m) => {
-            let keeps_meta = root || flag(s, "x-kubernetes-embedded-resource");
-            let props = properties(s);
-            let extra = additional(s);
-            for (k, v) in m.iter_mut() {
-                if keeps_meta && META_FIELDS.contains(&k.as_str()) {
-                    continue;
-                }
-                let p = child(path, k);
-                if let Some(prop) = props.and_then(|p| p.get(k)) {
-                    prune_node(
-                        v,
-                        Some(prop).filter(|s| s.is_object()),
-                        false,
-                        &p,
-                        out,
-                        embedded,
-                    );
-                } else if let Some(extra) = extra {
-                    prune_node(
-                        v,
-                        Some(extra).filter(|s| s.is_object()),
-                        false,
-                        &p,
-                        out,
-                        embedded,
-                    );
+    fn node(&mut self, x: &mut Value, s: Option<&Value>, root: bool, path: &str) {
+        if let Some(s) = s
+            && flag(s, "x-kubernetes-preserve-unknown-fields")
+        {
+            self.skip(x, Some(s), root, path);
+            return;
+        }
+        match x {
+            Value::Object(m) => {
+                let Some(s) = s else {
+                    // No schema: nothing inside is declared.
+                    self.pruned.extend(m.keys().map(|k| child(path, k)));
+                    m.clear();
+                    return;
+                };
+                let keeps_meta = root || flag(s, "x-kubernetes-embedded-resource");
+                let props = properties(s);
+                let extra = additional(s);
+                m.retain(|k, v| {
+                    if keeps_meta && META_FIELDS.contains(&k.as_str()) {
+                        return true;
+                    }
+                    let p = child(path, k);
+                    let declared = self.declared(v, k, props, extra, &p);
+                    if !declared {
+                        self.pruned.push(p);
+                    }
+                    declared
+                });
+                if keeps_meta {
+                    self.coerce_embedded(x, root, path);
                 }
             }
-            if keeps_meta {
-                coerce_embedded(x, root, path, embedded);
+            Value::Array(a) => {
+                let item = s.and_then(items);
+                for (i, v) in a.iter_mut().enumerate() {
+                    self.node(v, item, false, &index(path, i));
+                }
             }
+            _ => {}
         }
-        Value::Array(a) => {
-            let item = items(s);
-            for (i, v) in a.iter_mut().enumerate() {
-                skip_prune(v, item, false, &index(path, i), out, embedded);
+    }
+
+    /// Prunes the value of the field `k` by the schema that declares it:
+    /// its property, else `additionalProperties`. False, with nothing
+    /// pruned, when neither declares it.
+    fn declared(
+        &mut self,
+        v: &mut Value,
+        k: &str,
+        props: Option<&Map<String, Value>>,
+        extra: Option<&Value>,
+        path: &str,
+    ) -> bool {
+        let Some(s) = props.and_then(|p| p.get(k)).or(extra) else {
+            return false;
+        };
+        self.node(v, Some(s).filter(|s| s.is_object()), false, path);
+        true
+    }
+
+    /// A node that preserves unknown fields: only what it declares is
+    /// pruned.
+    fn skip(&mut self, x: &mut Value, s: Option<&Value>, root: bool, path: &str) {
+        let Some(s) = s else { return };
+        match x {
+            Value::Object(m) => {
+                let keeps_meta = root || flag(s, "x-kubernetes-embedded-resource");
+                let props = properties(s);
+                let extra = additional(s);
+                for (k, v) in m.iter_mut() {
+                    if keeps_meta && META_FIELDS.contains(&k.as_str()) {
+                        continue;
+                    }
+                    self.declared(v, k, props, extra, &child(path, k));
+                }
+                if keeps_meta {
+                    self.coerce_embedded(x, root, path);
+                }
             }
+            Value::Array(a) => {
+                let item = items(s);
+                for (i, v) in a.iter_mut().enumerate() {
+                    self.skip(v, item, false, &index(path, i));
+                }
+            }
+            _ => {}
         }
-        _ => {}
     }
 }

@@ -38,6 +38,26 @@ impl Workload {
     }
 }
 
+/// A controller's pods run until replaced: the template's `restartPolicy`
+/// must be `Always` and it may not set `activeDeadlineSeconds` (refused
+/// with a message naming `kind`).
+fn validate_long_running_pods(tspec: &Value, kind: &str, errs: &mut Vec<FieldError>) {
+    let policy = string(tspec, "restartPolicy");
+    if policy != "Always" {
+        errs.push(not_supported(
+            "spec.template.spec.restartPolicy",
+            policy,
+            &["Always"],
+        ));
+    }
+    if get(tspec, "activeDeadlineSeconds").is_some() {
+        errs.push(forbidden(
+            "spec.template.spec.activeDeadlineSeconds",
+            &format!("activeDeadlineSeconds in {kind} is not Supported"),
+        ));
+    }
+}
+
 pub(super) fn nonnegative(spec: &Value, f: &str, path: &str, errs: &mut Vec<FieldError>) {
     if let Some(v) = int(spec, f)
         && v < 0
@@ -156,23 +176,7 @@ pub(super) fn validate_workload(
     // Deployments and ReplicaSets check these inside the template check,
     // which a broken selector skips; the others always do.
     if template_checked || w == Workload::StatefulSet {
-        let policy = string(tspec, "restartPolicy");
-        if policy != "Always" {
-            errs.push(not_supported(
-                "spec.template.spec.restartPolicy",
-                policy,
-                &["Always"],
-            ));
-        }
-        if get(tspec, "activeDeadlineSeconds").is_some() {
-            errs.push(forbidden(
-                "spec.template.spec.activeDeadlineSeconds",
-                &format!(
-                    "activeDeadlineSeconds in {} is not Supported",
-                    w.deadline_word()
-                ),
-            ));
-        }
+        validate_long_running_pods(tspec, w.deadline_word(), errs);
     }
     match w {
         Workload::Deployment => {
@@ -539,18 +543,5 @@ pub(super) fn validate_replication_controller(obj: &Value, errs: &mut Vec<FieldE
     }
     validate_pod_template(template, "spec.template", PodOpts { is_pod: false }, errs);
     let tspec = get(template, "spec").unwrap_or(&Value::Null);
-    let policy = string(tspec, "restartPolicy");
-    if policy != "Always" {
-        errs.push(not_supported(
-            "spec.template.spec.restartPolicy",
-            policy,
-            &["Always"],
-        ));
-    }
-    if get(tspec, "activeDeadlineSeconds").is_some() {
-        errs.push(forbidden(
-            "spec.template.spec.activeDeadlineSeconds",
-            "activeDeadlineSeconds in ReplicationController is not Supported",
-        ));
-    }
+    validate_long_running_pods(tspec, "ReplicationController", errs);
 }
