@@ -7,7 +7,6 @@
 use crate::common;
 
 use common::*;
-use kube::api::{Patch, PatchParams};
 use kube_sandbox::FaultRule;
 use mirra_mirror_controller::Settings;
 use serde_json::json;
@@ -23,14 +22,12 @@ async fn drift_is_restored_and_fields_of_others_survive() {
     env.settle().await;
 
     // Someone edits mirra's field and adds their own label and data key.
-    env.cms("d")
-        .patch(
-            "c",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"theirs": "yes"}}, "data": {"k": "edited", "extra": "1"}})),
-        )
-        .await
-        .unwrap();
+    env.merge_cm(
+        "d",
+        "c",
+        json!({"metadata": {"labels": {"theirs": "yes"}}, "data": {"k": "edited", "extra": "1"}}),
+    )
+    .await;
     wait_for("restored", || async {
         env.cm_data("d", "c").await.unwrap()["k"] == "v"
     })
@@ -398,14 +395,8 @@ async fn force_recreate_held_by_a_finalizer_is_reported_without_a_loop_of_writes
     assert_eq!(idle.writes(), 0, "{:?}", idle.requests);
 
     // The finalizer goes: the object is gone and created afresh.
-    env.cms("f")
-        .patch(
-            "held",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
+    env.merge_cm("f", "held", json!({"metadata": {"finalizers": null}}))
+        .await;
     wait_for("recreated", || async {
         env.cm("f", "held")
             .await

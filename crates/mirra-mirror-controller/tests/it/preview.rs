@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::common;
 
 use common::*;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::ListParams;
 use mirra_mirror_controller::Settings;
 use mirra_mirror_controller::mirra_runtime::{PlannedWrite, Preview};
 use serde_json::json;
@@ -206,14 +206,8 @@ async fn a_preview_follows_the_cluster_as_events_arrive() {
     env.sb.reset_stats();
 
     // Someone edits a copy: the preview shows the repair, with the change.
-    env.cms("team-b")
-        .patch(
-            "shared",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"mode": "by-hand"}})),
-        )
-        .await
-        .unwrap();
+    env.merge_cm("team-b", "shared", json!({"data": {"mode": "by-hand"}}))
+        .await;
     wait_for("the repair planned", || async {
         preview.writes().iter().any(|w| {
             w.namespace == "team-b"
@@ -224,14 +218,8 @@ async fn a_preview_follows_the_cluster_as_events_arrive() {
     .await;
     // The same edit undone (as the incumbent would repair it): nothing
     // left to write.
-    env.cms("team-b")
-        .patch(
-            "shared",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"data": {"mode": "fast"}})),
-        )
-        .await
-        .unwrap();
+    env.merge_cm("team-b", "shared", json!({"data": {"mode": "fast"}}))
+        .await;
     wait_for("the repair no longer needed", || async {
         preview.writes().is_empty()
     })

@@ -168,6 +168,14 @@ impl Env {
         self.cms(ns).create(&Default::default(), &cm).await.unwrap()
     }
 
+    /// Merge-patches ConfigMap `ns/name` (as someone other than mirra).
+    pub async fn merge_cm(&self, ns: &str, name: &str, patch: Value) -> ConfigMap {
+        self.cms(ns)
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap()
+    }
+
     pub async fn cm(&self, ns: &str, name: &str) -> Option<ConfigMap> {
         self.cms(ns).get_opt(name).await.unwrap()
     }
