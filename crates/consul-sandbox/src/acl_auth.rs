@@ -21,7 +21,10 @@ use base64::Engine;
 use serde_json::{Map, Value, json};
 
 use crate::acl::{AclAccess, AclTable, AuthMethodRec, Authz, BindingRuleRec, TokenRec};
-use crate::acl_http::{decode, field, in_partition, str_field};
+use crate::acl_http::{
+    Write, all_in, bad, decode, field, get_in, in_partition, named_in, not_found, remove_in,
+    str_field,
+};
 use crate::acl_selector as sel;
 use crate::error::ApiError;
 
@@ -29,14 +32,6 @@ use crate::error::ApiError;
 const TYPES: &str = "[aws-iam jwt kubernetes oidc]";
 /// The ServiceAccount annotation that overrides the service name.
 const SERVICE_NAME_ANNOTATION: &str = "consul.hashicorp.com/service-name";
-
-fn bad(msg: impl Into<String>) -> ApiError {
-    ApiError::BadRequest(msg.into())
-}
-
-fn not_found() -> ApiError {
-    ApiError::Forbidden(crate::acl::AclError::NotFound)
-}
 
 fn permission_denied() -> ApiError {
     ApiError::Forbidden(crate::acl::AclError::Denied("Permission denied".into()))
@@ -152,6 +147,12 @@ pub(crate) fn handle(
         req.partition,
     );
     let key = |name: &str| (part.to_string(), name.to_string());
+    let write = |apply| Write {
+        table,
+        part,
+        body,
+        apply,
+    };
     let out = match (kind, arg, method) {
         ("logout", None, "POST") => logout(table, secret, apply),
         ("logout", _, _) => Err(ApiError::MethodNotAllowed {
@@ -164,9 +165,7 @@ pub(crate) fn handle(
             .map(|()| {
                 let st = table.state();
                 Value::Array(
-                    st.auth_methods
-                        .values()
-                        .filter(|m| in_partition(&m.partition, part))
+                    all_in(&st.auth_methods, part)
                         .map(|m| method_json(m, false))
                         .collect(),
                 )
@@ -184,7 +183,7 @@ pub(crate) fn handle(
         ("auth-method", url, "PUT") => authz
             .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
-            .and_then(|()| put_method(table, part, url.filter(|n| !n.is_empty()), body, apply)),
+            .and_then(|()| put_method(write(apply), url.filter(|n| !n.is_empty()))),
         ("auth-method", Some(name), "DELETE") if !name.is_empty() => authz
             .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
@@ -195,10 +194,8 @@ pub(crate) fn handle(
                     st.auth_methods.remove(&key(name));
                     st.binding_rules
                         .retain(|_, r| r.auth_method != name || !in_partition(&r.partition, part));
-                    let gone: Vec<(String, String)> = st
-                        .tokens
-                        .values()
-                        .filter(|t| t.auth_method == name && in_partition(&t.partition, part))
+                    let gone: Vec<(String, String)> = all_in(&st.tokens, part)
+                        .filter(|t| t.auth_method == name)
                         .map(|t| (t.accessor_id.clone(), t.secret_id.clone()))
                         .collect();
                     for (a, s) in gone {
@@ -214,12 +211,9 @@ pub(crate) fn handle(
             .map(|()| {
                 let st = table.state();
                 Value::Array(
-                    st.binding_rules
-                        .values()
+                    all_in(&st.binding_rules, part)
                         .filter(|r| {
-                            in_partition(&r.partition, part)
-                                && query_authmethod
-                                    .is_none_or(|m| m.is_empty() || r.auth_method == m)
+                            query_authmethod.is_none_or(|m| m.is_empty() || r.auth_method == m)
                         })
                         .map(rule_json)
                         .collect(),
@@ -230,29 +224,20 @@ pub(crate) fn handle(
             .map_err(Into::into)
             .and_then(|()| {
                 let st = table.state();
-                st.binding_rules
-                    .get(id)
-                    .filter(|r| in_partition(&r.partition, part))
+                get_in(&st.binding_rules, id, part)
                     .map(rule_json)
                     .ok_or_else(not_found)
             }),
         ("binding-rule", url, "PUT") => authz
             .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
-            .and_then(|()| put_rule(table, part, url.filter(|n| !n.is_empty()), body, apply)),
+            .and_then(|()| put_rule(write(apply), url.filter(|n| !n.is_empty()))),
         ("binding-rule", Some(id), "DELETE") if !id.is_empty() => authz
             .require_acl_in(part, AclAccess::Write)
             .map_err(Into::into)
             .map(|()| {
-                let mut st = table.state_mut();
-                if st
-                    .binding_rules
-                    .get(id)
-                    .is_some_and(|r| in_partition(&r.partition, part))
-                {
-                    apply();
-                    st.binding_rules.remove(id);
-                }
+                // Deleting a rule that is not there changes nothing, and succeeds.
+                remove_in(&mut table.state_mut().binding_rules, id, part, apply);
                 json!(true)
             }),
         ("auth-method" | "auth-methods" | "binding-rule" | "binding-rules", _, _) => {
@@ -266,22 +251,26 @@ pub(crate) fn handle(
     Some(out)
 }
 
-fn put_method(
-    table: &AclTable,
-    part: &str,
-    url_name: Option<&str>,
-    body: &[u8],
-    apply: &mut dyn FnMut() -> u64,
-) -> Result<Value, ApiError> {
-    let m = decode(body, "AuthMethod")?;
-    let mut name = str_field(&m, "Name");
-    if let Some(u) = url_name {
-        if name.is_empty() {
-            name = u.to_string();
-        } else if name != u {
-            return Err(bad("Auth Method Name in URL and payload do not match"));
-        }
+/// Body field `key` (the object's name or ID), or the URL's when the body
+/// has none; a body naming another object than the URL is refused (`what`
+/// names the field in the error).
+fn url_or_body(
+    m: &Map<String, Value>,
+    key: &str,
+    url: Option<&str>,
+    what: &str,
+) -> Result<String, ApiError> {
+    let given = str_field(m, key);
+    match url {
+        Some(u) if given.is_empty() => Ok(u.to_string()),
+        Some(u) if given != u => Err(bad(format!("{what} in URL and payload do not match"))),
+        _ => Ok(given),
     }
+}
+
+fn put_method(w: Write<'_>, url_name: Option<&str>) -> Result<Value, ApiError> {
+    let m = decode(w.body, "AuthMethod")?;
+    let name = url_or_body(&m, "Name", url_name, "Auth Method Name")?;
     if name.is_empty() {
         return Err(bad("Invalid Auth Method: no Name is set"));
     }
@@ -290,7 +279,8 @@ fn put_method(
             "Invalid Auth Method: invalid Name. Only alphanumeric characters, '-' and '_' are allowed",
         ));
     }
-    let mut st = table.state_mut();
+    let part = w.part;
+    let mut st = w.table.state_mut();
     let key = (part.to_string(), name.clone());
     let existing = st.auth_methods.get(&key).cloned();
     let mut kind = str_field(&m, "Type");
@@ -322,7 +312,7 @@ fn put_method(
         .cloned()
         .unwrap_or_default();
     validate_config(&config).map_err(|e| bad(format!("Invalid Auth Method: {e}")))?;
-    let index = apply();
+    let index = (w.apply)();
     let rec = AuthMethodRec {
         name: name.clone(),
         partition: part.to_string(),
@@ -359,23 +349,11 @@ fn check_bind_name(bind_type: &str, bind_name: &str) -> Result<(), String> {
     }
 }
 
-fn put_rule(
-    table: &AclTable,
-    part: &str,
-    url_id: Option<&str>,
-    body: &[u8],
-    apply: &mut dyn FnMut() -> u64,
-) -> Result<Value, ApiError> {
-    let m = decode(body, "BindingRule")?;
-    let mut id = str_field(&m, "ID");
-    if let Some(u) = url_id {
-        if id.is_empty() {
-            id = u.to_string();
-        } else if id != u {
-            return Err(bad("BindingRule ID in URL and payload do not match"));
-        }
-    }
-    let mut st = table.state_mut();
+fn put_rule(w: Write<'_>, url_id: Option<&str>) -> Result<Value, ApiError> {
+    let m = decode(w.body, "BindingRule")?;
+    let id = url_or_body(&m, "ID", url_id, "BindingRule ID")?;
+    let part = w.part;
+    let mut st = w.table.state_mut();
     let mut auth_method = str_field(&m, "AuthMethod");
     let existing = if id.is_empty() {
         None
@@ -383,10 +361,7 @@ fn put_rule(
         if uuid::Uuid::parse_str(&id).is_err() {
             return Err(bad("Binding Rule ID invalid UUID"));
         }
-        let e = st
-            .binding_rules
-            .get(&id)
-            .filter(|r| in_partition(&r.partition, part))
+        let e = get_in(&st.binding_rules, &id, part)
             .cloned()
             .ok_or_else(|| bad(format!("cannot find binding rule {id}")))?;
         if auth_method.is_empty() {
@@ -443,7 +418,7 @@ fn put_rule(
     } else {
         id
     };
-    let index = apply();
+    let index = (w.apply)();
     let rec = BindingRuleRec {
         id: id.clone(),
         partition: part.to_string(),
@@ -735,23 +710,9 @@ pub(crate) fn finish_login(
         match rule.bind_type.as_str() {
             "service" => services.push(name),
             "node" => nodes.push((name, datacenter.to_string())),
-            "role" => {
-                if let Some(r) = st
-                    .roles
-                    .values()
-                    .find(|r| r.name == name && in_partition(&r.partition, partition))
-                {
-                    roles.push(r.id.clone());
-                }
-            }
+            "role" => roles.extend(named_in(&st.roles, &name, partition).map(|r| r.id.clone())),
             "policy" => {
-                if let Some(p) = st
-                    .policies
-                    .values()
-                    .find(|p| p.name == name && in_partition(&p.partition, partition))
-                {
-                    policies.push(p.id.clone());
-                }
+                policies.extend(named_in(&st.policies, &name, partition).map(|p| p.id.clone()))
             }
             _ => {}
         }

@@ -9,11 +9,13 @@
 //! This module must NOT touch the catalog; it only reads and writes the
 //! ACL tables behind [`AclTable`].
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
 
 use crate::acl::{
-    AclAccess, AclState, AclTable, Authz, GLOBAL_MANAGEMENT_ID, PolicyRec, RoleRec, TokenRec,
-    now_rfc3339,
+    AclAccess, AclState, AclTable, AuthMethodRec, Authz, BindingRuleRec, GLOBAL_MANAGEMENT_ID,
+    PolicyRec, RoleRec, TokenRec, now_rfc3339,
 };
 use crate::acl_rules;
 use crate::error::ApiError;
@@ -39,6 +41,113 @@ pub(crate) fn in_partition(of: &str, part: &str) -> bool {
     of.eq_ignore_ascii_case(part)
 }
 
+/// An object of the ACL tables, stored in one admin partition.
+pub(crate) trait InPartition {
+    /// The partition the object lives in.
+    fn partition(&self) -> &str;
+}
+
+/// A policy or role: an object with a name unique within its partition.
+pub(crate) trait Named: InPartition {
+    fn id(&self) -> &str;
+    fn name(&self) -> &str;
+    fn create_index(&self) -> u64;
+}
+
+/// Implements trait `$tr` for each record listed with the one `$body`: the
+/// records share no type, only the fields the body reads.
+macro_rules! impl_for_each {
+    ($tr:ident for [$($rec:ident),+] $body:tt) => {
+        $(impl $tr for $rec $body)+
+    };
+}
+
+impl_for_each!(InPartition for [PolicyRec, RoleRec, TokenRec, AuthMethodRec, BindingRuleRec] {
+    fn partition(&self) -> &str {
+        &self.partition
+    }
+});
+
+impl_for_each!(Named for [PolicyRec, RoleRec] {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn create_index(&self) -> u64 {
+        self.create_index
+    }
+});
+
+/// The objects of `map` a request addressing partition `part` sees.
+pub(crate) fn all_in<'a, K, R: InPartition>(
+    map: &'a BTreeMap<K, R>,
+    part: &'a str,
+) -> impl Iterator<Item = &'a R> {
+    map.values()
+        .filter(move |r| in_partition(r.partition(), part))
+}
+
+/// Object `id` of `map`, if a request addressing partition `part` sees it.
+pub(crate) fn get_in<'a, R: InPartition>(
+    map: &'a BTreeMap<String, R>,
+    id: &str,
+    part: &str,
+) -> Option<&'a R> {
+    map.get(id).filter(|r| in_partition(r.partition(), part))
+}
+
+/// The object of `map` named `name` that partition `part` sees.
+pub(crate) fn named_in<'a, R: Named>(
+    map: &'a BTreeMap<String, R>,
+    name: &str,
+    part: &'a str,
+) -> Option<&'a R> {
+    all_in(map, part).find(|r| r.name() == name)
+}
+
+/// Removes object `id` of `map` if a request addressing partition `part`
+/// sees it, in one Raft apply; `None`, with nothing applied, if it does not.
+pub(crate) fn remove_in<R: InPartition>(
+    map: &mut BTreeMap<String, R>,
+    id: &str,
+    part: &str,
+    apply: &mut dyn FnMut() -> u64,
+) -> Option<R> {
+    get_in(map, id, part)?;
+    apply();
+    map.remove(id)
+}
+
+/// An ACL write: the tables, the partition the request addresses, its
+/// body, and the Raft apply, to be called once the write has passed every
+/// check (and never before).
+pub(crate) struct Write<'w> {
+    pub table: &'w AclTable,
+    pub part: &'w str,
+    pub body: &'w [u8],
+    pub apply: &'w mut dyn FnMut() -> u64,
+}
+
+impl<'w> Write<'w> {
+    /// The write `req` asks of `table`.
+    fn new(
+        table: &'w AclTable,
+        req: &'w AclRequest<'_>,
+        apply: &'w mut dyn FnMut() -> u64,
+    ) -> Write<'w> {
+        Write {
+            table,
+            part: req.partition,
+            body: req.body,
+            apply,
+        }
+    }
+}
+
 /// The counter-friendly template of an ACL path.
 pub(crate) fn template(rest: &str) -> &'static str {
     match rest.split('/').next().unwrap_or_default() {
@@ -59,11 +168,11 @@ pub(crate) fn template(rest: &str) -> &'static str {
     }
 }
 
-fn bad(msg: impl Into<String>) -> ApiError {
+pub(crate) fn bad(msg: impl Into<String>) -> ApiError {
     ApiError::BadRequest(msg.into())
 }
 
-fn not_found() -> ApiError {
+pub(crate) fn not_found() -> ApiError {
     ApiError::Forbidden(crate::acl::AclError::NotFound)
 }
 
@@ -116,54 +225,40 @@ pub(crate) fn handle(
         },
     )?;
     match (kind, arg, m) {
+        // An empty ID in the URL is no ID: the method is not allowed.
+        ("policy" | "role" | "token", url, "PUT") if url != Some("") => {
+            let w = Write::new(table, req, apply);
+            match kind {
+                "policy" => put_policy(w, url),
+                "role" => put_role(w, url),
+                _ => put_token(w, url),
+            }
+        }
         ("policies", None, "GET") => {
             let st = table.state();
-            Ok(Value::Array(
-                st.policies
-                    .values()
-                    .filter(|p| in_partition(&p.partition, part))
-                    .map(|p| policy_json(p, false))
-                    .collect(),
-            ))
+            let all = all_in(&st.policies, part).map(|p| policy_json(p, false));
+            Ok(Value::Array(all.collect()))
         }
         ("roles", None, "GET") => {
             let st = table.state();
-            Ok(Value::Array(
-                st.roles
-                    .values()
-                    .filter(|r| in_partition(&r.partition, part))
-                    .map(|r| role_json(&st, r))
-                    .collect(),
-            ))
+            let all = all_in(&st.roles, part).map(|r| role_json(&st, r));
+            Ok(Value::Array(all.collect()))
         }
         ("tokens", None, "GET") => {
             let st = table.state();
-            Ok(Value::Array(
-                st.tokens
-                    .values()
-                    .filter(|t| in_partition(&t.partition, part))
-                    .map(|t| token_json(&st, t, true))
-                    .collect(),
-            ))
-        }
-        ("policy", None, "PUT") => put_policy(table, part, None, req.body, apply),
-        ("policy", Some(id), "PUT") if !id.is_empty() => {
-            put_policy(table, part, Some(id), req.body, apply)
+            let all = all_in(&st.tokens, part).map(|t| token_json(&st, t, true));
+            Ok(Value::Array(all.collect()))
         }
         ("policy", Some(name_path), "GET") if name_path.starts_with("name/") => {
             let name = &name_path["name/".len()..];
             let st = table.state();
-            st.policies
-                .values()
-                .find(|p| p.name == name && in_partition(&p.partition, part))
+            named_in(&st.policies, name, part)
                 .map(|p| policy_json(p, true))
                 .ok_or_else(not_found)
         }
         ("policy", Some(id), "GET") => {
             let st = table.state();
-            st.policies
-                .get(id)
-                .filter(|p| in_partition(&p.partition, part))
+            get_in(&st.policies, id, part)
                 .map(|p| policy_json(p, true))
                 .ok_or_else(not_found)
         }
@@ -173,67 +268,28 @@ pub(crate) fn handle(
                     "Delete operation not permitted on the builtin global-management policy",
                 ));
             }
-            let mut st = table.state_mut();
-            if !st
-                .policies
-                .get(id)
-                .is_some_and(|p| in_partition(&p.partition, part))
-            {
-                return Err(not_found());
-            }
-            apply();
-            st.policies.remove(id);
+            remove_in(&mut table.state_mut().policies, id, part, apply).ok_or_else(not_found)?;
             Ok(json!(true))
-        }
-        ("role", None, "PUT") => put_role(table, part, None, req.body, apply),
-        ("role", Some(id), "PUT") if !id.is_empty() => {
-            put_role(table, part, Some(id), req.body, apply)
         }
         ("role", Some(id), "GET") => {
             let st = table.state();
-            st.roles
-                .get(id)
-                .filter(|r| in_partition(&r.partition, part))
+            get_in(&st.roles, id, part)
                 .map(|r| role_json(&st, r))
                 .ok_or_else(not_found)
         }
         ("role", Some(id), "DELETE") => {
-            let mut st = table.state_mut();
-            if !st
-                .roles
-                .get(id)
-                .is_some_and(|r| in_partition(&r.partition, part))
-            {
-                return Err(not_found());
-            }
-            apply();
-            st.roles.remove(id);
+            remove_in(&mut table.state_mut().roles, id, part, apply).ok_or_else(not_found)?;
             Ok(json!(true))
-        }
-        ("token", None, "PUT") => put_token(table, part, None, req.body, apply),
-        ("token", Some(id), "PUT") if !id.is_empty() => {
-            put_token(table, part, Some(id), req.body, apply)
         }
         ("token", Some(id), "GET") => {
             let st = table.state();
-            st.tokens
-                .get(id)
-                .filter(|t| in_partition(&t.partition, part))
+            get_in(&st.tokens, id, part)
                 .map(|t| token_json(&st, t, true))
                 .ok_or_else(not_found)
         }
         ("token", Some(id), "DELETE") => {
             let mut st = table.state_mut();
-            let Some(t) = st
-                .tokens
-                .get(id)
-                .filter(|t| in_partition(&t.partition, part))
-                .cloned()
-            else {
-                return Err(not_found());
-            };
-            apply();
-            st.tokens.remove(id);
+            let t = remove_in(&mut st.tokens, id, part, apply).ok_or_else(not_found)?;
             st.by_secret.remove(&t.secret_id);
             Ok(json!(true))
         }
@@ -279,27 +335,65 @@ fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-fn put_policy(
-    table: &AclTable,
-    part: &str,
+/// The ID in body field `key`; when the URL names one too, they must
+/// match (`what` names the ID in the error).
+fn body_id(
+    m: &Map<String, Value>,
+    key: &str,
     url_id: Option<&str>,
-    body: &[u8],
-    apply: &mut dyn FnMut() -> u64,
-) -> Result<Value, ApiError> {
-    let m = decode(body, "Policy")?;
-    let body_id = str_field(&m, "ID");
-    if let Some(id) = url_id
-        && !body_id.is_empty()
-        && body_id != id
-    {
-        return Err(bad("Policy ID in URL and payload do not match"));
+    what: &str,
+) -> Result<String, ApiError> {
+    let id = str_field(m, key);
+    match url_id {
+        Some(u) if !id.is_empty() && id != u => {
+            Err(bad(format!("{what} in URL and payload do not match")))
+        }
+        _ => Ok(id),
     }
+}
+
+/// The body of a policy or role write (`what`: `Policy`, `Role`) and the
+/// name it gives, once its ID matches the URL's and its name is valid.
+fn named_body(
+    body: &[u8],
+    url_id: Option<&str>,
+    what: &str,
+) -> Result<(Map<String, Value>, String), ApiError> {
+    let m = decode(body, what)?;
+    body_id(&m, "ID", url_id, &format!("{what} ID"))?;
     let name = str_field(&m, "Name");
     if !valid_name(&name) {
-        return Err(bad(
-            "Invalid Policy: invalid Name. Only alphanumeric characters, '-' and '_' are allowed",
-        ));
+        return Err(bad(format!(
+            "Invalid {what}: invalid Name. Only alphanumeric characters, '-' and '_' are allowed"
+        )));
     }
+    Ok((m, name))
+}
+
+/// Applies the write of `what` `id` named `name` in partition `part`, which
+/// no other object of `map` there may be named: the write's index, and the
+/// create index the object keeps (its own if it exists).
+fn apply_named<R: Named>(
+    map: &BTreeMap<String, R>,
+    what: &str,
+    id: &str,
+    name: &str,
+    part: &str,
+    apply: &mut dyn FnMut() -> u64,
+) -> Result<(u64, u64), ApiError> {
+    if all_in(map, part).any(|r| r.name() == name && r.id() != id) {
+        return Err(bad(format!(
+            "Invalid {what}: A {what} with Name {} already exists",
+            crate::store::go_quote(name)
+        )));
+    }
+    let index = apply();
+    Ok((index, map.get(id).map_or(index, R::create_index)))
+}
+
+fn put_policy(w: Write<'_>, url_id: Option<&str>) -> Result<Value, ApiError> {
+    let (m, name) = named_body(w.body, url_id, "Policy")?;
+    let part = w.part;
     let rules = str_field(&m, "Rules");
     let parsed = acl_rules::parse(&rules).map_err(|e| bad(format!("Invalid Policy: {e}")))?;
     let datacenters = field(&m, "Datacenters")
@@ -311,14 +405,10 @@ fn put_policy(
                 .collect()
         })
         .unwrap_or_default();
-    let mut st = table.state_mut();
+    let mut st = w.table.state_mut();
     let id = match url_id {
         Some(id) => {
-            if !st
-                .policies
-                .get(id)
-                .is_some_and(|p| in_partition(&p.partition, part))
-            {
+            if get_in(&st.policies, id, part).is_none() {
                 return Err(bad(format!(
                     "Invalid Policy: A Policy with ID {} does not exist",
                     crate::store::go_quote(id)
@@ -333,18 +423,7 @@ fn put_policy(
         }
         None => uuid::Uuid::new_v4().to_string(),
     };
-    if st
-        .policies
-        .values()
-        .any(|p| p.name == name && p.id != id && in_partition(&p.partition, part))
-    {
-        return Err(bad(format!(
-            "Invalid Policy: A Policy with Name {} already exists",
-            crate::store::go_quote(&name)
-        )));
-    }
-    let index = apply();
-    let create_index = st.policies.get(&id).map_or(index, |p| p.create_index);
+    let (index, create_index) = apply_named(&st.policies, "Policy", &id, &name, part, w.apply)?;
     let rec = PolicyRec {
         id: id.clone(),
         partition: part.to_string(),
@@ -361,40 +440,23 @@ fn put_policy(
     Ok(out)
 }
 
-/// Resolves `[{"ID": ...} | {"Name": ...}]` policy links to IDs.
-fn policy_links(
-    st: &AclState,
-    part: &str,
+/// The IDs the `[{"ID": ...} | {"Name": ...}]` links of body field `key`
+/// name, in order and without repeats; `resolve` finds one link's from its
+/// ID and name (empty when absent).
+fn resolve_links(
     m: &Map<String, Value>,
+    key: &str,
+    mut resolve: impl FnMut(&str, &str) -> Result<String, ApiError>,
 ) -> Result<Vec<String>, ApiError> {
     let mut out = Vec::new();
-    for link in field(m, "Policies")
+    for link in field(m, key)
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
     {
         let id = link.get("ID").and_then(Value::as_str).unwrap_or_default();
         let name = link.get("Name").and_then(Value::as_str).unwrap_or_default();
-        let found = if !id.is_empty() {
-            st.policies
-                .get(id)
-                .filter(|p| in_partition(&p.partition, part))
-                .map(|p| p.id.clone())
-                .ok_or_else(|| bad(format!("cannot find policy {}", crate::store::go_quote(id))))?
-        } else if !name.is_empty() {
-            st.policies
-                .values()
-                .find(|p| p.name == name && in_partition(&p.partition, part))
-                .map(|p| p.id.clone())
-                .ok_or_else(|| {
-                    bad(format!(
-                        "cannot find policy {}",
-                        crate::store::go_quote(name)
-                    ))
-                })?
-        } else {
-            return Err(bad("Policy link missing both ID and Name"));
-        };
+        let found = resolve(id, name)?;
         if !out.contains(&found) {
             out.push(found);
         }
@@ -402,22 +464,39 @@ fn policy_links(
     Ok(out)
 }
 
+/// Resolves the body's policy links to IDs.
+fn policy_links(
+    st: &AclState,
+    part: &str,
+    m: &Map<String, Value>,
+) -> Result<Vec<String>, ApiError> {
+    resolve_links(m, "Policies", |id, name| {
+        if !id.is_empty() {
+            get_in(&st.policies, id, part)
+                .map(|p| p.id.clone())
+                .ok_or_else(|| bad(format!("cannot find policy {}", crate::store::go_quote(id))))
+        } else if !name.is_empty() {
+            named_in(&st.policies, name, part)
+                .map(|p| p.id.clone())
+                .ok_or_else(|| {
+                    bad(format!(
+                        "cannot find policy {}",
+                        crate::store::go_quote(name)
+                    ))
+                })
+        } else {
+            Err(bad("Policy link missing both ID and Name"))
+        }
+    })
+}
+
+/// Resolves the body's role links to IDs.
 fn role_links(st: &AclState, part: &str, m: &Map<String, Value>) -> Result<Vec<String>, ApiError> {
-    let mut out = Vec::new();
-    for link in field(m, "Roles")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let id = link.get("ID").and_then(Value::as_str).unwrap_or_default();
-        let name = link.get("Name").and_then(Value::as_str).unwrap_or_default();
-        let found = st
-            .roles
-            .values()
+    resolve_links(m, "Roles", |id, name| {
+        all_in(&st.roles, part)
             .find(|r| {
-                in_partition(&r.partition, part)
-                    && ((!id.is_empty() && r.id == id)
-                        || (id.is_empty() && !name.is_empty() && r.name == name))
+                (!id.is_empty() && r.id == id)
+                    || (id.is_empty() && !name.is_empty() && r.name == name)
             })
             .map(|r| r.id.clone())
             .ok_or_else(|| {
@@ -425,44 +504,17 @@ fn role_links(st: &AclState, part: &str, m: &Map<String, Value>) -> Result<Vec<S
                     "cannot find role {}",
                     crate::store::go_quote(if id.is_empty() { name } else { id })
                 ))
-            })?;
-        if !out.contains(&found) {
-            out.push(found);
-        }
-    }
-    Ok(out)
+            })
+    })
 }
 
-fn put_role(
-    table: &AclTable,
-    part: &str,
-    url_id: Option<&str>,
-    body: &[u8],
-    apply: &mut dyn FnMut() -> u64,
-) -> Result<Value, ApiError> {
-    let m = decode(body, "Role")?;
-    let body_id = str_field(&m, "ID");
-    if let Some(id) = url_id
-        && !body_id.is_empty()
-        && body_id != id
-    {
-        return Err(bad("Role ID in URL and payload do not match"));
-    }
-    let name = str_field(&m, "Name");
-    if !valid_name(&name) {
-        return Err(bad(
-            "Invalid Role: invalid Name. Only alphanumeric characters, '-' and '_' are allowed",
-        ));
-    }
-    let mut st = table.state_mut();
+fn put_role(w: Write<'_>, url_id: Option<&str>) -> Result<Value, ApiError> {
+    let (m, name) = named_body(w.body, url_id, "Role")?;
+    let part = w.part;
+    let mut st = w.table.state_mut();
     let policies = policy_links(&st, part, &m)?;
     let id = match url_id {
-        Some(id)
-            if !st
-                .roles
-                .get(id)
-                .is_some_and(|r| in_partition(&r.partition, part)) =>
-        {
+        Some(id) if get_in(&st.roles, id, part).is_none() => {
             return Err(bad(format!(
                 "Role {} does not exist",
                 crate::store::go_quote(id)
@@ -471,18 +523,7 @@ fn put_role(
         Some(id) => id.to_string(),
         None => uuid::Uuid::new_v4().to_string(),
     };
-    if st
-        .roles
-        .values()
-        .any(|r| r.name == name && r.id != id && in_partition(&r.partition, part))
-    {
-        return Err(bad(format!(
-            "Invalid Role: A Role with Name {} already exists",
-            crate::store::go_quote(&name)
-        )));
-    }
-    let index = apply();
-    let create_index = st.roles.get(&id).map_or(index, |r| r.create_index);
+    let (index, create_index) = apply_named(&st.roles, "Role", &id, &name, part, w.apply)?;
     let rec = RoleRec {
         id: id.clone(),
         partition: part.to_string(),
@@ -497,29 +538,16 @@ fn put_role(
     Ok(out)
 }
 
-fn put_token(
-    table: &AclTable,
-    part: &str,
-    url_id: Option<&str>,
-    body: &[u8],
-    apply: &mut dyn FnMut() -> u64,
-) -> Result<Value, ApiError> {
-    let m = decode(body, "Token")?;
-    let body_accessor = str_field(&m, "AccessorID");
-    if let Some(id) = url_id
-        && !body_accessor.is_empty()
-        && body_accessor != id
-    {
-        return Err(bad("Token Accessor ID in URL and payload do not match"));
-    }
-    let mut st = table.state_mut();
+fn put_token(w: Write<'_>, url_id: Option<&str>) -> Result<Value, ApiError> {
+    let m = decode(w.body, "Token")?;
+    let part = w.part;
+    let body_accessor = body_id(&m, "AccessorID", url_id, "Token Accessor ID")?;
+    let mut st = w.table.state_mut();
     let policies = policy_links(&st, part, &m)?;
     let roles = role_links(&st, part, &m)?;
     let existing = match url_id {
         Some(id) => Some(
-            st.tokens
-                .get(id)
-                .filter(|t| in_partition(&t.partition, part))
+            get_in(&st.tokens, id, part)
                 .cloned()
                 .ok_or_else(|| bad(format!("Cannot find token {}", crate::store::go_quote(id))))?,
         ),
@@ -551,7 +579,7 @@ fn put_token(
             body_secret
         }
     };
-    let index = apply();
+    let index = (w.apply)();
     let rec = TokenRec {
         accessor_id: accessor_id.clone(),
         secret_id: secret_id.clone(),

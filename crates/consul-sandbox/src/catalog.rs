@@ -12,8 +12,8 @@
 use crate::acl::{AclAccess, AclResource, Authz};
 use crate::decode::{CheckIn, DeregisterReq, RegisterReq, ServiceIn};
 use crate::error::ApiError;
-use crate::model::{CheckRec, DEFAULT_TENANCY, NodeRec, ServiceRec, Weights};
-use crate::store::{Store, go_quote};
+use crate::model::{CheckRec, DEFAULT_TENANCY, NodeRec, Record, ServiceRec, Weights};
+use crate::store::{Store, StoreError, Tx, go_quote};
 use crate::tenancy::Scope;
 
 /// Result of a write that reached Raft: whether any content changed.
@@ -130,6 +130,17 @@ fn check_datacenter(dc: &str, local_dc: &str) -> Result<(), ApiError> {
     }
 }
 
+/// Runs `f` as one Raft apply: whether content changed, or the store's
+/// refusal as Consul's RPC error (the apply is spent either way).
+fn apply(
+    store: &mut Store,
+    f: impl FnOnce(&mut Tx<'_>) -> Result<(), StoreError>,
+) -> Result<Applied, ApiError> {
+    let (result, changed) = store.apply(true, f);
+    result.map_err(|e| ApiError::Rpc(e.to_string()))?;
+    Ok(changed)
+}
+
 /// Consul's `RegisterRequest.ChangesNode`: would this registration rewrite
 /// the stored node?
 fn changes_node(
@@ -165,12 +176,12 @@ pub(crate) fn register(
     scope: &Scope,
 ) -> Result<Applied, ApiError> {
     check_datacenter(&req.datacenter, local_dc)?;
-    let partition = scope.data_partition(store, &[&req.partition])?;
-    let part = partition.as_deref().unwrap_or(DEFAULT_TENANCY);
-    let ns = match &req.service {
-        Some(s) => scope.write_ns(store, part, &[&s.namespace, &req.namespace])?,
-        None => scope.write_ns(store, part, &[&req.namespace])?,
+    let namespaces: &[&str] = match &req.service {
+        Some(s) => &[&s.namespace, &req.namespace],
+        None => &[&req.namespace],
     };
+    let (partition, ns) = scope.write_target(store, &req.partition, namespaces)?;
+    let part = partition.as_deref().unwrap_or(DEFAULT_TENANCY);
     // Node-level checks live in the default namespace.
     let node_ns = scope.enterprise.then(|| DEFAULT_TENANCY.to_string());
     let dc = local_dc.to_string();
@@ -203,7 +214,7 @@ pub(crate) fn register(
         vet_register(store, &req, needs_node, authz, part, &ns)?;
     }
 
-    let (result, changed) = store.apply(true, |tx| {
+    apply(store, |tx| {
         if needs_node {
             tx.ensure_node(NodeRec {
                 id: req.id.clone(),
@@ -222,7 +233,7 @@ pub(crate) fn register(
         }
         for c in &req.checks {
             if !c.node.eq_ignore_ascii_case(&req.node) {
-                return Err(crate::store::StoreError::CheckNodeMismatch {
+                return Err(StoreError::CheckNodeMismatch {
                     check: go_quote(&c.node),
                     node: go_quote(&req.node),
                 });
@@ -230,9 +241,7 @@ pub(crate) fn register(
             tx.ensure_check(check_rec(c, node_ns.clone(), partition.clone()))?;
         }
         Ok(())
-    });
-    result.map_err(|e| ApiError::Rpc(e.to_string()))?;
-    Ok(changed)
+    })
 }
 
 /// Consul's `vetRegisterWithACL`.
@@ -254,20 +263,17 @@ fn vet_register(
             AclAccess::Write,
         )
     };
+    let service_write = |ns: &str, name: &str| {
+        authz.require_part(AclResource::Service, part, ns, name, AclAccess::Write)
+    };
     if needs_node {
         node_write()?;
     }
     if let Some(s) = &req.service {
-        authz.require_part(AclResource::Service, part, ns, &s.service, AclAccess::Write)?;
+        service_write(ns, &s.service)?;
         if let Some(other) = store.service_in(part, &req.node, &s.id) {
             // Overwriting an instance of another service is a delete of it.
-            authz.require_part(
-                AclResource::Service,
-                part,
-                other.namespace(),
-                &other.name,
-                AclAccess::Write,
-            )?;
+            service_write(other.namespace(), &other.name)?;
         }
     }
     for c in &req.checks {
@@ -290,13 +296,7 @@ fn vet_register(
                 c.service_id, c.check_id
             )));
         };
-        authz.require_part(
-            AclResource::Service,
-            part,
-            other.namespace(),
-            &other.name,
-            AclAccess::Write,
-        )?;
+        service_write(other.namespace(), &other.name)?;
     }
     Ok(())
 }
@@ -312,9 +312,8 @@ pub(crate) fn deregister(
     scope: &Scope,
 ) -> Result<Applied, ApiError> {
     check_datacenter(&req.datacenter, local_dc)?;
-    let partition = scope.data_partition(store, &[&req.partition])?;
+    let (partition, ns) = scope.write_target(store, &req.partition, &[&req.namespace])?;
     let part = partition.as_deref().unwrap_or(DEFAULT_TENANCY);
-    let ns = scope.write_ns(store, part, &[&req.namespace])?;
     if req.node.is_empty() {
         return Err(ApiError::Rpc("Must provide node".into()));
     }
@@ -342,14 +341,12 @@ pub(crate) fn deregister(
                 req.service_id
             )));
         }
-        let (result, changed) = store.apply(true, |_| Ok::<_, crate::store::StoreError>(()));
-        result.map_err(|e| ApiError::Rpc(e.to_string()))?;
-        return Ok(changed);
+        return apply(store, |_| Ok(()));
     }
     if authz.enforced() {
         vet_deregister(store, &req, authz, part)?;
     }
-    let (result, changed) = store.apply(true, |tx| {
+    apply(store, |tx| {
         if !req.service_id.is_empty() {
             tx.delete_service_in(part, &req.node, &req.service_id);
         } else if !req.check_id.is_empty() {
@@ -357,10 +354,8 @@ pub(crate) fn deregister(
         } else {
             tx.delete_node_in(part, &req.node);
         }
-        Ok::<_, crate::store::StoreError>(())
-    });
-    result.map_err(|e| ApiError::Rpc(e.to_string()))?;
-    Ok(changed)
+        Ok(())
+    })
 }
 
 /// Consul's `vetDeregisterWithACL`: node write allows everything on the
@@ -428,13 +423,12 @@ mod tests {
     use crate::decode;
 
     fn reg(store: &mut Store, body: &str) -> Result<Applied, ApiError> {
-        register(
-            store,
-            decode::register(body.as_bytes()).unwrap(),
-            &Authz::Disabled,
-            "dc1",
-            &Scope::ce(),
-        )
+        reg_as(store, body, &Authz::Disabled)
+    }
+
+    fn reg_as(store: &mut Store, body: &str, authz: &Authz) -> Result<Applied, ApiError> {
+        let req = decode::register(body.as_bytes()).unwrap();
+        register(store, req, authz, "dc1", &Scope::ce())
     }
 
     #[test]
@@ -585,36 +579,15 @@ mod tests {
         let mut st = Store::default();
         let body = r#"{"Node":"n","Address":"a","Service":{"Service":"web"}}"#;
         // A new node needs node:write.
-        let e = register(
-            &mut st,
-            decode::register(body.as_bytes()).unwrap(),
-            &authz,
-            "dc1",
-            &Scope::ce(),
-        )
-        .unwrap_err();
+        let e = reg_as(&mut st, body, &authz).unwrap_err();
         assert!(matches!(&e, ApiError::Forbidden(_)), "{e:?}");
         assert!(e.to_string().contains("'node:write' on \"n\""), "{e}");
         assert_eq!(st.raft_applies(), 0);
         // Once the node exists unchanged, service:write is enough.
         reg(&mut st, r#"{"Node":"n","Address":"a"}"#).unwrap();
-        register(
-            &mut st,
-            decode::register(body.as_bytes()).unwrap(),
-            &authz,
-            "dc1",
-            &Scope::ce(),
-        )
-        .unwrap();
+        reg_as(&mut st, body, &authz).unwrap();
         let other = r#"{"Node":"n","Address":"a","Service":{"Service":"db"}}"#;
-        let e = register(
-            &mut st,
-            decode::register(other.as_bytes()).unwrap(),
-            &authz,
-            "dc1",
-            &Scope::ce(),
-        )
-        .unwrap_err();
+        let e = reg_as(&mut st, other, &authz).unwrap_err();
         assert!(e.to_string().contains("'service:write' on \"db\""), "{e}");
     }
 }

@@ -81,6 +81,19 @@ impl ServicePort {
     }
 }
 
+/// A catalog record as the store's upserts (Consul's `ensure*Txn`) see it.
+pub(crate) trait Record {
+    /// True when the user-visible content equals `other`'s, indexes aside:
+    /// Consul skips a write for which this holds.
+    fn same_content(&self, other: &Self) -> bool;
+
+    /// The Raft index that created the record.
+    fn created_at(&self) -> u64;
+
+    /// The Raft indexes that created the record and last changed it.
+    fn indexes_mut(&mut self) -> (&mut u64, &mut u64);
+}
+
 /// A node in the catalog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct NodeRec {
@@ -112,17 +125,6 @@ impl NodeRec {
         ns_or_default(&self.partition)
     }
 
-    /// True when the user-visible content equals `other`'s, indexes aside.
-    /// Consul skips writes for which this holds (`Node.IsSame`).
-    pub fn same_content(&self, other: &NodeRec) -> bool {
-        self.id == other.id
-            && self.name == other.name
-            && self.address == other.address
-            && self.datacenter == other.datacenter
-            && same_map(&self.tagged_addresses, &other.tagged_addresses)
-            && same_map(&self.meta, &other.meta)
-    }
-
     /// The node as `/v1/catalog/nodes` and the `Node` member of other
     /// responses render it.
     pub fn to_json(&self) -> Value {
@@ -140,6 +142,26 @@ impl NodeRec {
             o.insert("Partition".into(), Value::String(p.clone()));
         }
         v
+    }
+}
+
+impl Record for NodeRec {
+    /// Consul's `Node.IsSame`.
+    fn same_content(&self, other: &NodeRec) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.address == other.address
+            && self.datacenter == other.datacenter
+            && same_map(&self.tagged_addresses, &other.tagged_addresses)
+            && same_map(&self.meta, &other.meta)
+    }
+
+    fn created_at(&self) -> u64 {
+        self.create_index
+    }
+
+    fn indexes_mut(&mut self) -> (&mut u64, &mut u64) {
+        (&mut self.create_index, &mut self.modify_index)
     }
 }
 
@@ -183,25 +205,6 @@ pub(crate) struct ServiceRec {
 }
 
 impl ServiceRec {
-    /// True when the user-visible content equals `other`'s, indexes aside.
-    /// Consul skips identical re-registrations (`ServiceNode.IsSameService`).
-    pub fn same_content(&self, other: &ServiceRec) -> bool {
-        self.node.eq_ignore_ascii_case(&other.node)
-            && self.kind == other.kind
-            && self.id == other.id
-            && self.name == other.name
-            && self.tags.as_deref().unwrap_or_default() == other.tags.as_deref().unwrap_or_default()
-            && self.address == other.address
-            && self.tagged_addresses == other.tagged_addresses
-            && same_map(&self.meta, &other.meta)
-            && self.port == other.port
-            && self.ports == other.ports
-            && self.weights == other.weights
-            && self.enable_tag_override == other.enable_tag_override
-            && self.ns == other.ns
-            && self.partition == other.partition
-    }
-
     /// The partition the instance lives in (its node's).
     pub fn partition(&self) -> &str {
         ns_or_default(&self.partition)
@@ -310,6 +313,34 @@ impl ServiceRec {
     }
 }
 
+impl Record for ServiceRec {
+    /// Consul's `ServiceNode.IsSameService`.
+    fn same_content(&self, other: &ServiceRec) -> bool {
+        self.node.eq_ignore_ascii_case(&other.node)
+            && self.kind == other.kind
+            && self.id == other.id
+            && self.name == other.name
+            && self.tags.as_deref().unwrap_or_default() == other.tags.as_deref().unwrap_or_default()
+            && self.address == other.address
+            && self.tagged_addresses == other.tagged_addresses
+            && same_map(&self.meta, &other.meta)
+            && self.port == other.port
+            && self.ports == other.ports
+            && self.weights == other.weights
+            && self.enable_tag_override == other.enable_tag_override
+            && self.ns == other.ns
+            && self.partition == other.partition
+    }
+
+    fn created_at(&self) -> u64 {
+        self.create_index
+    }
+
+    fn indexes_mut(&mut self) -> (&mut u64, &mut u64) {
+        (&mut self.create_index, &mut self.modify_index)
+    }
+}
+
 /// A health check, node-level (`service_id` empty) or bound to a service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CheckRec {
@@ -347,24 +378,6 @@ pub(crate) struct CheckRec {
 }
 
 impl CheckRec {
-    /// True when the user-visible content equals `other`'s, indexes aside.
-    pub fn same_content(&self, other: &CheckRec) -> bool {
-        self.node.eq_ignore_ascii_case(&other.node)
-            && self.check_id == other.check_id
-            && self.name == other.name
-            && self.status == other.status
-            && self.notes == other.notes
-            && self.output == other.output
-            && self.service_id == other.service_id
-            && self.service_name == other.service_name
-            && self.service_tags.as_deref().unwrap_or_default()
-                == other.service_tags.as_deref().unwrap_or_default()
-            && self.check_type == other.check_type
-            && self.definition == other.definition
-            && self.ns == other.ns
-            && self.partition == other.partition
-    }
-
     /// The partition the check lives in (its node's).
     pub fn partition(&self) -> &str {
         ns_or_default(&self.partition)
@@ -399,6 +412,33 @@ impl CheckRec {
             insert_tenancy(o, &self.ns, &self.partition);
         }
         v
+    }
+}
+
+impl Record for CheckRec {
+    fn same_content(&self, other: &CheckRec) -> bool {
+        self.node.eq_ignore_ascii_case(&other.node)
+            && self.check_id == other.check_id
+            && self.name == other.name
+            && self.status == other.status
+            && self.notes == other.notes
+            && self.output == other.output
+            && self.service_id == other.service_id
+            && self.service_name == other.service_name
+            && self.service_tags.as_deref().unwrap_or_default()
+                == other.service_tags.as_deref().unwrap_or_default()
+            && self.check_type == other.check_type
+            && self.definition == other.definition
+            && self.ns == other.ns
+            && self.partition == other.partition
+    }
+
+    fn created_at(&self) -> u64 {
+        self.create_index
+    }
+
+    fn indexes_mut(&mut self) -> (&mut u64, &mut u64) {
+        (&mut self.create_index, &mut self.modify_index)
     }
 }
 

@@ -39,7 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{CheckRec, HealthCheckJson, NodeRec, NodeServiceJson, ServiceRec};
+use crate::model::{CheckRec, HealthCheckJson, NodeRec, NodeServiceJson, Record, ServiceRec};
 
 mod reads;
 mod tx;
@@ -150,16 +150,40 @@ struct Indexes {
     nodes: u64,
     services: u64,
     checks: u64,
-    service_extinction: u64,
-    node_extinction: u64,
-    per_service: BTreeMap<String, u64>,
-    per_node: BTreeMap<String, u64>,
+    /// By [`svc_key`].
+    per_service: KeyIndexes,
+    /// By folded node key.
+    per_node: KeyIndexes,
     /// The `services` index of each namespace (folded) that ever held a
     /// service: a listing of one namespace moves only with its own changes.
     per_ns_services: BTreeMap<String, u64>,
     /// The `nodes` index of each partition (folded) whose nodes ever
     /// changed: a node listing of one partition moves only with its own.
     per_partition_nodes: BTreeMap<String, u64>,
+}
+
+/// The indexes of the keys of one kind (service names, nodes): each key's
+/// own, and the index at which a key last went extinct, which a read of an
+/// absent key reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct KeyIndexes {
+    per_key: BTreeMap<String, u64>,
+    extinction: u64,
+}
+
+impl KeyIndexes {
+    /// Moves the index of every changed key that still `exists` to `idx`;
+    /// a key that is gone loses its own and moves the extinction index.
+    fn moved(&mut self, keys: BTreeSet<String>, exists: impl Fn(&str) -> bool, idx: u64) {
+        for key in keys {
+            if exists(&key) {
+                self.per_key.insert(key, idx);
+            } else {
+                self.per_key.remove(&key);
+                self.extinction = idx;
+            }
+        }
+    }
 }
 
 /// What a blocking query waits on. Names are compared case-insensitively
@@ -419,7 +443,7 @@ impl Store {
         self.nodes.get(&node_key(partition, node))
     }
 
-    fn services_on<'a>(&'a self, lnode: &str) -> impl Iterator<Item = &'a ServiceRec> + 'a {
+    fn services_on<'a>(&'a self, lnode: &str) -> impl Iterator<Item = &'a ServiceRec> + use<'a> {
         let lnode = lnode.to_string();
         self.services
             .range((lnode.clone(), String::new())..)
@@ -438,7 +462,7 @@ impl Store {
             .filter_map(move |cid| self.checks.get(&(lnode.clone(), cid.clone())))
     }
 
-    fn checks_on<'a>(&'a self, lnode: &str) -> impl Iterator<Item = &'a CheckRec> + 'a {
+    fn checks_on<'a>(&'a self, lnode: &str) -> impl Iterator<Item = &'a CheckRec> + use<'a> {
         let lnode = lnode.to_string();
         self.checks
             .range((lnode.clone(), String::new())..)
@@ -465,8 +489,8 @@ impl Store {
                 node_meta: true, ..
             }
             | WatchKey::Checks => false,
-            WatchKey::Service(name) => self.idx.per_service.contains_key(&fold(name)),
-            WatchKey::Node(key) => self.idx.per_node.contains_key(key),
+            WatchKey::Service(name) => self.idx.per_service.per_key.contains_key(&fold(name)),
+            WatchKey::Node(key) => self.idx.per_node.per_key.contains_key(key),
         }
     }
 
@@ -499,14 +523,14 @@ impl Store {
                 }
             }
             WatchKey::Checks => self.idx.checks,
-            WatchKey::Service(name) => match self.idx.per_service.get(&fold(name)) {
+            WatchKey::Service(name) => match self.idx.per_service.per_key.get(&fold(name)) {
                 Some(i) => *i,
-                None if self.idx.service_extinction > 0 => self.idx.service_extinction,
+                None if self.idx.per_service.extinction > 0 => self.idx.per_service.extinction,
                 None => self.idx.nodes.max(self.idx.services),
             },
-            WatchKey::Node(key) => match self.idx.per_node.get(key) {
+            WatchKey::Node(key) => match self.idx.per_node.per_key.get(key) {
                 Some(i) => *i,
-                None => self.idx.node_extinction,
+                None => self.idx.per_node.extinction,
             },
         }
     }

@@ -114,18 +114,9 @@ impl Scope {
         partition: &str,
         given: &[&str],
     ) -> Result<Option<String>, ApiError> {
-        if !self.enterprise {
+        let Some(name) = self.named(given, false)? else {
             return Ok(None);
-        }
-        let name = given
-            .iter()
-            .copied()
-            .chain([self.ns.as_str()])
-            .find(|n| !n.is_empty())
-            .unwrap_or(DEFAULT_TENANCY);
-        if !valid_name(name) {
-            return Err(invalid_name(false, name));
-        }
+        };
         let key = (fold(partition), fold(name));
         match store.tenancy.namespaces.get(&key) {
             Some(rec) => Ok(Some(rec.name.clone())),
@@ -142,21 +133,52 @@ impl Scope {
         store: &Store,
         given: &[&str],
     ) -> Result<Option<String>, ApiError> {
-        if !self.enterprise {
+        let Some(name) = self.named(given, true)? else {
             return Ok(None);
-        }
-        let name = given
-            .iter()
-            .copied()
-            .chain([self.partition.as_str()])
-            .find(|n| !n.is_empty())
-            .unwrap_or(DEFAULT_TENANCY);
-        if !valid_name(name) {
-            return Err(invalid_name(true, name));
-        }
+        };
         match store.tenancy.partitions.get(&fold(name)) {
             Some(rec) => Ok(Some(rec.name.clone())),
             None => Err(missing(true, name)),
+        }
+    }
+
+    /// The partition and the namespace of it a catalog write lands in: see
+    /// [`Scope::data_partition`] (`partition`: the body's) and
+    /// [`Scope::write_ns`] (`namespaces`: the body's, innermost first).
+    pub fn write_target(
+        &self,
+        store: &Store,
+        partition: &str,
+        namespaces: &[&str],
+    ) -> Result<(Option<String>, Option<String>), ApiError> {
+        let partition = self.data_partition(store, &[partition])?;
+        let part = partition.as_deref().unwrap_or(DEFAULT_TENANCY);
+        let ns = self.write_ns(store, part, namespaces)?;
+        Ok((partition, ns))
+    }
+
+    /// The namespace (`partition`: the partition) name a request names:
+    /// the first non-empty of `given`, then the query's, then `default`.
+    /// `None` without Enterprise features; a 400 when it is not a DNS label.
+    fn named<'a>(
+        &'a self,
+        given: &[&'a str],
+        partition: bool,
+    ) -> Result<Option<&'a str>, ApiError> {
+        if !self.enterprise {
+            return Ok(None);
+        }
+        let query = if partition { &self.partition } else { &self.ns };
+        let name = given
+            .iter()
+            .copied()
+            .chain([query.as_str()])
+            .find(|n| !n.is_empty())
+            .unwrap_or(DEFAULT_TENANCY);
+        if valid_name(name) {
+            Ok(Some(name))
+        } else {
+            Err(invalid_name(partition, name))
         }
     }
 }

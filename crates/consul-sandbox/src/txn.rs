@@ -80,12 +80,9 @@ pub(crate) fn run(
             changed: false,
         };
     }
-    let writes = ops.iter().any(|op| match op {
-        TxnOpIn::Node { verb, .. }
-        | TxnOpIn::Service { verb, .. }
-        | TxnOpIn::Check { verb, .. } => verb != "get",
-        TxnOpIn::Kv | TxnOpIn::Empty => false,
-    });
+    let writes = ops
+        .iter()
+        .any(|op| Target::of(op).is_some_and(|(verb, _)| verb != "get"));
     if !writes {
         let (results, errors) = read_only(store, &ops);
         return finish(results, errors, authz, false, false);
@@ -389,205 +386,150 @@ fn cas_ok(wanted: u64, existing: Option<u64>) -> bool {
     }
 }
 
-fn node_result(store: &Store, n: &NodeIn) -> Option<Value> {
-    store
-        .node_in(part(&n.partition), &n.node)
-        .map(|n| json!({ "Node": n.to_json() }))
+/// The catalog record an op names.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    Node(&'a NodeIn),
+    /// A service instance on the named node.
+    Service(&'a str, &'a ServiceIn),
+    Check(&'a CheckIn),
 }
 
-fn service_result(store: &Store, node: &str, s: &ServiceIn) -> Option<Value> {
-    store
-        .service_in(part(&s.partition), node, &s.id)
-        .map(|s| json!({ "Service": s.to_node_service_json(false) }))
-}
+impl<'a> Target<'a> {
+    /// The verb of `op` and the record it names; `None` for an op on no
+    /// catalog record (KV or empty).
+    fn of(op: &'a TxnOpIn) -> Option<(&'a str, Target<'a>)> {
+        match op {
+            TxnOpIn::Node { verb, node } => Some((verb, Target::Node(node))),
+            TxnOpIn::Service {
+                verb,
+                node,
+                service,
+            } => Some((verb, Target::Service(node, service))),
+            TxnOpIn::Check { verb, check } => Some((verb, Target::Check(check))),
+            TxnOpIn::Kv | TxnOpIn::Empty => None,
+        }
+    }
 
-fn check_result(store: &Store, c: &CheckIn) -> Option<Value> {
-    store
-        .check_in(part(&c.partition), &c.node, &c.check_id)
-        .map(|c| json!({ "Check": c.to_json() }))
-}
+    /// The record as Consul's error texts name it.
+    fn describe(self) -> String {
+        match self {
+            Target::Node(n) => format!("node {}", go_quote(&n.node)),
+            Target::Service(node, s) => {
+                format!("service {} on node {}", go_quote(&s.id), go_quote(node))
+            }
+            Target::Check(c) => format!(
+                "check {} on node {}",
+                go_quote(&c.check_id),
+                go_quote(&c.node)
+            ),
+        }
+    }
 
-fn store_err(e: StoreError) -> String {
-    e.to_string()
+    /// The stored record as a result entry, if it exists.
+    fn result(self, store: &Store) -> Option<Value> {
+        match self {
+            Target::Node(n) => store
+                .node_in(part(&n.partition), &n.node)
+                .map(|n| json!({ "Node": n.to_json() })),
+            Target::Service(node, s) => store
+                .service_in(part(&s.partition), node, &s.id)
+                .map(|s| json!({ "Service": s.to_node_service_json(false) })),
+            Target::Check(c) => store
+                .check_in(part(&c.partition), &c.node, &c.check_id)
+                .map(|c| json!({ "Check": c.to_json() })),
+        }
+    }
+
+    /// The stored record's `ModifyIndex`, if it exists.
+    fn stored_index(self, store: &Store) -> Option<u64> {
+        match self {
+            Target::Node(n) => store
+                .node_in(part(&n.partition), &n.node)
+                .map(|n| n.modify_index),
+            Target::Service(node, s) => store
+                .service_in(part(&s.partition), node, &s.id)
+                .map(|s| s.modify_index),
+            Target::Check(c) => store
+                .check_in(part(&c.partition), &c.node, &c.check_id)
+                .map(|c| c.modify_index),
+        }
+    }
+
+    /// The op's `ModifyIndex`, which `cas` and `delete-cas` compare.
+    fn op_index(self) -> u64 {
+        match self {
+            Target::Node(n) => n.modify_index,
+            Target::Service(_, s) => s.modify_index,
+            Target::Check(c) => c.modify_index,
+        }
+    }
+
+    /// Writes the op's record.
+    fn ensure(self, tx: &mut Tx<'_>) -> Result<(), StoreError> {
+        match self {
+            Target::Node(n) => {
+                tx.ensure_node(node_rec(n));
+                Ok(())
+            }
+            Target::Service(node, s) => {
+                tx.ensure_service(service_rec(node, s, opt(&s.namespace), opt(&s.partition)))
+            }
+            Target::Check(c) => tx.ensure_check(check_rec(c, opt(&c.namespace), opt(&c.partition))),
+        }
+    }
+
+    /// Deletes the record (a missing one is a no-op).
+    fn delete(self, tx: &mut Tx<'_>) {
+        match self {
+            Target::Node(n) => tx.delete_node_in(part(&n.partition), &n.node),
+            Target::Service(node, s) => tx.delete_service_in(part(&s.partition), node, &s.id),
+            Target::Check(c) => tx.delete_check_in(part(&c.partition), &c.node, &c.check_id),
+        }
+    }
 }
 
 /// Applies one op inside the Raft apply; `Ok(Some)` carries a result entry.
 fn dispatch(tx: &mut Tx<'_>, op: &TxnOpIn) -> Result<Option<Value>, String> {
-    match op {
-        TxnOpIn::Node { verb, node } => {
-            let q = go_quote(&node.node);
-            match verb.as_str() {
-                "get" => read_op(tx.store(), op),
-                "set" => {
-                    tx.ensure_node(node_rec(node));
-                    Ok(node_result(tx.store(), node))
-                }
-                "cas" => {
-                    let existing = tx
-                        .store()
-                        .node_in(part(&node.partition), &node.node)
-                        .map(|n| n.modify_index);
-                    if !cas_ok(node.modify_index, existing) {
-                        return Err(format!("failed to set node {q}, index is stale"));
-                    }
-                    tx.ensure_node(node_rec(node));
-                    Ok(node_result(tx.store(), node))
-                }
-                "delete" => {
-                    tx.delete_node_in(part(&node.partition), &node.node);
-                    Ok(None)
-                }
-                _ => {
-                    let existing = tx
-                        .store()
-                        .node_in(part(&node.partition), &node.node)
-                        .map(|n| n.modify_index);
-                    if existing.is_none() || existing != Some(node.modify_index) {
-                        return Err(format!("failed to delete node {q}, index is stale"));
-                    }
-                    tx.delete_node_in(part(&node.partition), &node.node);
-                    Ok(None)
-                }
+    let Some((verb, target)) = Target::of(op) else {
+        return Err("unknown operation type".into());
+    };
+    let stale = |what: &str| format!("failed to {what} {}, index is stale", target.describe());
+    match verb {
+        "get" => get(tx.store(), target).map(Some),
+        "set" => set(tx, target),
+        "cas" => {
+            if !cas_ok(target.op_index(), target.stored_index(tx.store())) {
+                return Err(stale("set"));
             }
+            set(tx, target)
         }
-        TxnOpIn::Service {
-            verb,
-            node,
-            service,
-        } => {
-            let stale = |what: &str| {
-                format!(
-                    "failed to {what} service {} on node {}, index is stale",
-                    go_quote(&service.id),
-                    go_quote(node)
-                )
-            };
-            match verb.as_str() {
-                "get" => read_op(tx.store(), op),
-                "set" => {
-                    tx.ensure_service(service_rec(
-                        node,
-                        service,
-                        opt(&service.namespace),
-                        opt(&service.partition),
-                    ))
-                    .map_err(store_err)?;
-                    Ok(service_result(tx.store(), node, service))
-                }
-                "cas" => {
-                    let existing = tx
-                        .store()
-                        .service_in(part(&service.partition), node, &service.id)
-                        .map(|s| s.modify_index);
-                    if !cas_ok(service.modify_index, existing) {
-                        return Err(stale("set"));
-                    }
-                    tx.ensure_service(service_rec(
-                        node,
-                        service,
-                        opt(&service.namespace),
-                        opt(&service.partition),
-                    ))
-                    .map_err(store_err)?;
-                    Ok(service_result(tx.store(), node, service))
-                }
-                "delete" => {
-                    tx.delete_service_in(part(&service.partition), node, &service.id);
-                    Ok(None)
-                }
-                _ => {
-                    let existing = tx
-                        .store()
-                        .service_in(part(&service.partition), node, &service.id)
-                        .map(|s| s.modify_index);
-                    if existing.is_none() || existing != Some(service.modify_index) {
-                        return Err(stale("delete"));
-                    }
-                    tx.delete_service_in(part(&service.partition), node, &service.id);
-                    Ok(None)
-                }
+        "delete" => {
+            target.delete(tx);
+            Ok(None)
+        }
+        _ => {
+            let existing = target.stored_index(tx.store());
+            if existing.is_none() || existing != Some(target.op_index()) {
+                return Err(stale("delete"));
             }
+            target.delete(tx);
+            Ok(None)
         }
-        TxnOpIn::Check { verb, check } => {
-            let stale = |what: &str| {
-                format!(
-                    "failed to {what} check {} on node {}, index is stale",
-                    go_quote(&check.check_id),
-                    go_quote(&check.node)
-                )
-            };
-            match verb.as_str() {
-                "get" => read_op(tx.store(), op),
-                "set" => {
-                    tx.ensure_check(check_rec(
-                        check,
-                        opt(&check.namespace),
-                        opt(&check.partition),
-                    ))
-                    .map_err(store_err)?;
-                    Ok(check_result(tx.store(), check))
-                }
-                "cas" => {
-                    let existing = tx
-                        .store()
-                        .check_in(part(&check.partition), &check.node, &check.check_id)
-                        .map(|c| c.modify_index);
-                    if !cas_ok(check.modify_index, existing) {
-                        return Err(stale("set"));
-                    }
-                    tx.ensure_check(check_rec(
-                        check,
-                        opt(&check.namespace),
-                        opt(&check.partition),
-                    ))
-                    .map_err(store_err)?;
-                    Ok(check_result(tx.store(), check))
-                }
-                "delete" => {
-                    tx.delete_check_in(part(&check.partition), &check.node, &check.check_id);
-                    Ok(None)
-                }
-                _ => {
-                    let existing = tx
-                        .store()
-                        .check_in(part(&check.partition), &check.node, &check.check_id)
-                        .map(|c| c.modify_index);
-                    if existing.is_none() || existing != Some(check.modify_index) {
-                        return Err(stale("delete"));
-                    }
-                    tx.delete_check_in(part(&check.partition), &check.node, &check.check_id);
-                    Ok(None)
-                }
-            }
-        }
-        TxnOpIn::Kv | TxnOpIn::Empty => Err("unknown operation type".into()),
     }
 }
 
-/// A `get` op.
-fn read_op(store: &Store, op: &TxnOpIn) -> Result<Option<Value>, String> {
-    match op {
-        TxnOpIn::Node { node, .. } => node_result(store, node)
-            .map(Some)
-            .ok_or_else(|| format!("node {} doesn't exist", go_quote(&node.node))),
-        TxnOpIn::Service { node, service, .. } => service_result(store, node, service)
-            .map(Some)
-            .ok_or_else(|| {
-                format!(
-                    "service {} on node {} doesn't exist",
-                    go_quote(&service.id),
-                    go_quote(node)
-                )
-            }),
-        TxnOpIn::Check { check, .. } => check_result(store, check).map(Some).ok_or_else(|| {
-            format!(
-                "check {} on node {} doesn't exist",
-                go_quote(&check.check_id),
-                go_quote(&check.node)
-            )
-        }),
-        TxnOpIn::Kv | TxnOpIn::Empty => Err("unknown operation type".into()),
-    }
+/// A `set` (or a `cas` that passed): the record written, and as stored.
+fn set(tx: &mut Tx<'_>, target: Target<'_>) -> Result<Option<Value>, String> {
+    target.ensure(tx).map_err(|e| e.to_string())?;
+    Ok(target.result(tx.store()))
+}
+
+/// A `get`: the stored record, or why there is none.
+fn get(store: &Store, target: Target<'_>) -> Result<Value, String> {
+    target
+        .result(store)
+        .ok_or_else(|| format!("{} doesn't exist", target.describe()))
 }
 
 /// A transaction made only of `get`s: Consul serves it without Raft.
@@ -595,9 +537,11 @@ fn read_only(store: &Store, ops: &[TxnOpIn]) -> (Vec<Value>, Vec<Value>) {
     let mut results = Vec::new();
     let mut errors = Vec::new();
     for (i, op) in ops.iter().enumerate() {
-        match read_op(store, op) {
-            Ok(Some(r)) => results.push(r),
-            Ok(None) => {}
+        let read = Target::of(op)
+            .ok_or_else(|| "unknown operation type".to_string())
+            .and_then(|(_, target)| get(store, target));
+        match read {
+            Ok(r) => results.push(r),
             Err(what) => errors.push(op_error(i, what)),
         }
     }

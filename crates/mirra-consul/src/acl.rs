@@ -8,24 +8,16 @@
 //! It does no I/O.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 use crate::config::Token;
-
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
-}
+use crate::types::{is_default, nullable};
 
 /// A login: the auth method, the bearer token it validates (for a
 /// `kubernetes` method, a ServiceAccount JWT) and metadata Consul stores on
 /// the token it creates.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoginRequest {
     /// `AuthMethod`.
     pub auth_method: String,
@@ -33,16 +25,6 @@ pub struct LoginRequest {
     pub bearer_token: Token,
     /// `Meta`.
     pub meta: BTreeMap<String, String>,
-}
-
-impl fmt::Debug for LoginRequest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LoginRequest")
-            .field("auth_method", &self.auth_method)
-            .field("bearer_token", &self.bearer_token)
-            .field("meta", &self.meta)
-            .finish()
-    }
 }
 
 #[derive(Serialize)]
@@ -67,7 +49,7 @@ impl LoginRequest {
 
 /// The token a login created (the fields of Consul's ACL token that a
 /// caller of login needs).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoginToken {
     /// `AccessorID`: names the token in logs and in Consul's audit; not a
     /// secret.
@@ -78,17 +60,6 @@ pub struct LoginToken {
     pub auth_method: String,
     /// `Local`: a token valid in its datacenter only.
     pub local: bool,
-}
-
-impl fmt::Debug for LoginToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LoginToken")
-            .field("accessor_id", &self.accessor_id)
-            .field("secret_id", &self.secret_id)
-            .field("auth_method", &self.auth_method)
-            .field("local", &self.local)
-            .finish()
-    }
 }
 
 #[derive(Deserialize)]
@@ -141,22 +112,14 @@ impl LoginToken {
 /// A link from a namespace to a policy or role of the `default` namespace,
 /// by ID or by name (Consul resolves a name to its ID when it stores it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct AclLink {
     /// `ID`.
-    #[serde(
-        rename = "ID",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "ID")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub id: String,
     /// `Name`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub name: String,
 }
 
@@ -173,63 +136,43 @@ impl AclLink {
 /// A namespace's ACL defaults: policies and roles applied to every token
 /// in the namespace.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct NamespaceAcls {
     /// `PolicyDefaults`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub policy_defaults: Vec<AclLink>,
     /// `RoleDefaults`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub role_defaults: Vec<AclLink>,
 }
 
 /// A Consul Enterprise namespace, as written to and read from
 /// `/v1/namespace`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct Namespace {
     /// `Name`: a DNS label.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// `Description`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub description: String,
     /// `ACLs`.
-    #[serde(
-        rename = "ACLs",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "ACLs")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "Option::is_none")]
     pub acls: Option<NamespaceAcls>,
     /// `Meta`.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub meta: BTreeMap<String, String>,
     /// `Partition` (answers only; requests address the partition with the
     /// client's `partition` parameter).
-    #[serde(default, deserialize_with = "nullable", skip_serializing)]
+    #[serde(deserialize_with = "nullable", skip_serializing)]
     pub partition: String,
     /// `CreateIndex` (answers only).
-    #[serde(default, deserialize_with = "nullable", skip_serializing)]
+    #[serde(deserialize_with = "nullable", skip_serializing)]
     pub create_index: u64,
     /// `ModifyIndex` (answers only).
-    #[serde(default, deserialize_with = "nullable", skip_serializing)]
+    #[serde(deserialize_with = "nullable", skip_serializing)]
     pub modify_index: u64,
 }
 

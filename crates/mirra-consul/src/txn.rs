@@ -198,19 +198,11 @@ pub struct TxnErrorEntry {
 #[serde(rename_all = "PascalCase")]
 pub struct TxnResponse {
     /// Results of the operations that return one.
-    #[serde(default, deserialize_with = "nullable_vec")]
+    #[serde(default, deserialize_with = "crate::types::nullable")]
     pub results: Vec<TxnResult>,
     /// Why the transaction was rolled back.
-    #[serde(default, deserialize_with = "nullable_vec")]
+    #[serde(default, deserialize_with = "crate::types::nullable")]
     pub errors: Vec<TxnErrorEntry>,
-}
-
-fn nullable_vec<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// An operation Consul refused, with its position in the caller's list.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Deserialises `null` as the type's default (Consul writes `"Tags": null`).
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -22,16 +22,10 @@ where
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
-fn is_zero_u64(v: &u64) -> bool {
-    *v == 0
-}
-
-fn is_zero_u16(v: &u16) -> bool {
-    *v == 0
-}
-
-fn is_false(v: &bool) -> bool {
-    !*v
+/// Whether a field holds its type's default (an empty string, list or map,
+/// zero, false), which request bodies leave out.
+pub(crate) fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// String-to-string metadata (node meta, service meta, tagged addresses of
@@ -41,89 +35,50 @@ pub type Meta = BTreeMap<String, String>;
 /// A catalog node, as in `/v1/catalog/nodes`, the `Node` of
 /// `/v1/catalog/node-services/:node` and a transaction's `Node` operation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct Node {
     /// Optional UUID of the node.
-    #[serde(
-        rename = "ID",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "ID")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub id: String,
     /// Node name.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub node: String,
     /// Node address.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub address: String,
     /// Datacenter; empty means the agent's.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub datacenter: String,
     /// Tagged addresses (`lan`, `wan`, ...).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub tagged_addresses: Meta,
     /// Node metadata.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub meta: Meta,
     /// Admin partition (Enterprise).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub partition: String,
     /// Raft index that created the entry.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u64"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub create_index: u64,
     /// Raft index of the last change; the CAS index of a `cas` operation.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u64"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub modify_index: u64,
 }
 
 /// A tagged address of a service: address and port.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ServiceAddress {
     /// Address. Consul's documentation writes lowercase keys in examples and
     /// its server writes PascalCase; both are accepted.
-    #[serde(
-        rename = "Address",
-        alias = "address",
-        default,
-        deserialize_with = "nullable"
-    )]
+    #[serde(rename = "Address", alias = "address")]
+    #[serde(deserialize_with = "nullable")]
     pub address: String,
     /// Port.
-    #[serde(
-        rename = "Port",
-        alias = "port",
-        default,
-        deserialize_with = "nullable"
-    )]
+    #[serde(rename = "Port", alias = "port")]
+    #[serde(deserialize_with = "nullable")]
     pub port: u16,
 }
 
@@ -144,21 +99,17 @@ pub struct Weights {
 /// 0). Consul's service definition documents each entry as a name, a port
 /// number and whether it is the instance's default port.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct ServicePort {
     /// Port name, unique within the instance.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub name: String,
     /// Port number.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub port: u16,
     /// Whether this is the instance's default port. Omitted when false,
     /// like the other flags of request bodies.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub default: bool,
 }
 
@@ -166,262 +117,134 @@ pub struct ServicePort {
 /// `Services` in `/v1/catalog/node-services/:node`, of `Service` in
 /// `/v1/health/service/:name` and of a transaction's `Service` operation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct Service {
     /// Instance ID, unique per node; defaults to the name when empty.
-    #[serde(
-        rename = "ID",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "ID")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub id: String,
     /// Service name.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(deserialize_with = "nullable")]
     pub service: String,
     /// Tags.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub tags: Vec<String>,
     /// Address; empty means the node's address.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub address: String,
     /// Tagged addresses (`lan_ipv4`, `wan`, ...).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub tagged_addresses: BTreeMap<String, ServiceAddress>,
     /// Service metadata.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub meta: Meta,
     /// Port.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u16"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub port: u16,
     /// Named ports of a multi-port instance (then `port` is 0). Left out of
     /// a request when empty, so that a single-port body is exactly what
     /// Consul versions without the field expect.
-    #[serde(
-        rename = "Ports",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(rename = "Ports")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub ports: Vec<ServicePort>,
     /// DNS weights; `None` means Consul's default (passing 1, warning 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub weights: Option<Weights>,
     /// Whether agents may override the tags (anti-entropy).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub enable_tag_override: bool,
     /// Service kind; empty for a typical service.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub kind: String,
     /// Namespace (Enterprise).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub namespace: String,
     /// Admin partition (Enterprise).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub partition: String,
     /// Raft index that created the entry.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u64"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub create_index: u64,
     /// Raft index of the last change; the CAS index of a `cas` operation.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u64"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub modify_index: u64,
 }
 
 /// The definition of a check (for checks run by an agent; a catalog-only
 /// check such as a Kubernetes readiness check has none).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct CheckDefinition {
     /// HTTP URL to probe.
-    #[serde(
-        rename = "HTTP",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "HTTP")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub http: String,
     /// TCP address to probe.
-    #[serde(
-        rename = "TCP",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "TCP")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub tcp: String,
     /// Probe interval as a Go duration ("10s").
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub interval: String,
     /// Probe timeout as a Go duration.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub timeout: String,
     /// Deregister the service after being critical this long.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub deregister_critical_service_after: String,
 }
 
 /// A health check, as in the register body's `Check`/`Checks`, the `Checks`
 /// of `/v1/health/service/:name` and a transaction's `Check` operation.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(default, rename_all = "PascalCase")]
 pub struct HealthCheck {
     /// Node the check belongs to.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub node: String,
     /// Check ID, unique per node; defaults to the name when empty.
-    #[serde(
-        rename = "CheckID",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "CheckID")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub check_id: String,
     /// Human-readable name.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub name: String,
     /// `passing`, `warning` or `critical` (`maintenance` may be read back).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub status: String,
     /// Free text.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub notes: String,
     /// Output of the last run.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub output: String,
     /// Service instance the check belongs to; empty for a node check.
-    #[serde(
-        rename = "ServiceID",
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(rename = "ServiceID")]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub service_id: String,
     /// Name of that service.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub service_name: String,
     /// Tags of that service.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub service_tags: Vec<String>,
     /// Check type (`http`, `tcp`, `ttl`, `kubernetes-readiness`, ...).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub r#type: String,
     /// How an agent runs it, if it does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub definition: Option<CheckDefinition>,
     /// Namespace (Enterprise).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub namespace: String,
     /// Admin partition (Enterprise).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub partition: String,
     /// Raft index that created the entry.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u64"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub create_index: u64,
     /// Raft index of the last change; the CAS index of a `cas` operation.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_zero_u64"
-    )]
+    #[serde(deserialize_with = "nullable", skip_serializing_if = "is_default")]
     pub modify_index: u64,
 }
 
@@ -458,7 +281,7 @@ pub struct RegisterRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<HealthCheck>,
     /// Leave the node's own fields as they are if it already exists.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub skip_node_update: bool,
     /// Namespace (Enterprise).
     #[serde(default, skip_serializing_if = "String::is_empty")]

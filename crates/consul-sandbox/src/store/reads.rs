@@ -123,29 +123,9 @@ impl Store {
         filter: &ListFilter,
         acl: &dyn ReadFilter,
     ) -> ReadResult {
-        let mut out = Vec::new();
-        let mut filtered = false;
-        for s in self.instances(partition, ns, name) {
-            let Some(node) = self.node_of(partition, &s.node) else {
-                continue;
-            };
-            if !tags_match(&s.tags, &filter.tags) || !meta_matches(&node.meta, &filter.node_meta) {
-                continue;
-            }
-            if !acl.service_read(partition, s.namespace(), &s.name)
-                || !acl.node_read(partition, &node.name)
-            {
-                filtered = true;
-                continue;
-            }
-            out.push(s.to_service_node_json(node));
-        }
-        let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, name)));
-        ReadResult {
-            index,
-            body: Value::Array(out),
-            filtered,
-        }
+        self.read_instances(partition, ns, name, filter, acl, |s, node| {
+            Some(s.to_service_node_json(node))
+        })
     }
 
     /// `GET /v1/health/service/<name>`: `[{Node, Service, Checks}]`.
@@ -156,6 +136,37 @@ impl Store {
         name: &str,
         filter: &ListFilter,
         acl: &dyn ReadFilter,
+    ) -> ReadResult {
+        self.read_instances(partition, ns, name, filter, acl, |s, node| {
+            let lnode = node_key(partition, &node.name);
+            let mut checks: Vec<&CheckRec> = self
+                .checks_of(&lnode, "")
+                .chain(self.checks_of(&lnode, &fold(&s.id)))
+                .collect();
+            checks.sort_by_key(|c| fold(&c.check_id));
+            if filter.passing && checks.iter().any(|c| c.status != "passing") {
+                return None;
+            }
+            Some(json!({
+                "Node": node.to_json(),
+                "Service": s.to_node_service_json(true),
+                "Checks": checks.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
+            }))
+        })
+    }
+
+    /// A listing of the instances of service `name`, each on a known node,
+    /// passing the tag and node-meta filters and readable by the caller,
+    /// as `entry` renders it (`None` leaves an instance out); with the
+    /// service's index.
+    fn read_instances(
+        &self,
+        partition: &str,
+        ns: &str,
+        name: &str,
+        filter: &ListFilter,
+        acl: &dyn ReadFilter,
+        mut entry: impl FnMut(&ServiceRec, &NodeRec) -> Option<Value>,
     ) -> ReadResult {
         let mut out = Vec::new();
         let mut filtered = false;
@@ -172,20 +183,7 @@ impl Store {
                 filtered = true;
                 continue;
             }
-            let lnode = node_key(partition, &node.name);
-            let mut checks: Vec<&CheckRec> = self
-                .checks_of(&lnode, "")
-                .chain(self.checks_of(&lnode, &fold(&s.id)))
-                .collect();
-            checks.sort_by_key(|c| fold(&c.check_id));
-            if filter.passing && checks.iter().any(|c| c.status != "passing") {
-                continue;
-            }
-            out.push(json!({
-                "Node": node.to_json(),
-                "Service": s.to_node_service_json(true),
-                "Checks": checks.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
-            }));
+            out.extend(entry(s, node));
         }
         let index = self.index_for(&WatchKey::Service(svc_key_in(partition, ns, name)));
         ReadResult {
@@ -244,25 +242,37 @@ impl Store {
         }
     }
 
-    /// The folded node key, the index a read of the node reports, and a
-    /// view holding the node if it exists and the caller may read it
-    /// (`filtered` when it exists but may not be read).
-    fn node_view<T>(
-        &self,
+    /// The index a read of the node reports, and a view holding the node if
+    /// it exists and the caller may read it, with the records `on` lists
+    /// for its folded key that are `readable`. `filtered` when the node or
+    /// some of those records may not be read.
+    fn node_view<'a, T: 'a, I: Iterator<Item = &'a T>>(
+        &'a self,
         partition: &str,
         node: &str,
         acl: &dyn ReadFilter,
-    ) -> (String, u64, NodeView<'_, T>) {
+        on: impl FnOnce(&str) -> I,
+        readable: impl Fn(&T) -> bool,
+    ) -> (u64, NodeView<'a, T>) {
         let lnode = node_key(partition, node);
         let index = self.index_for(&WatchKey::Node(lnode.clone()));
         let n = self.nodes.get(&lnode);
-        let readable = n.filter(|n| acl.node_read(partition, &n.name));
-        let view = NodeView {
-            node: readable,
+        let shown = n.filter(|n| acl.node_read(partition, &n.name));
+        let mut view = NodeView {
+            node: shown,
             items: Vec::new(),
-            filtered: n.is_some() && readable.is_none(),
+            filtered: n.is_some() && shown.is_none(),
         };
-        (lnode, index, view)
+        if shown.is_some() {
+            for item in on(&lnode) {
+                if readable(item) {
+                    view.items.push(item);
+                } else {
+                    view.filtered = true;
+                }
+            }
+        }
+        (index, view)
     }
 
     /// The node and the instances on it the caller may read.
@@ -273,21 +283,16 @@ impl Store {
         node: &str,
         acl: &dyn ReadFilter,
     ) -> (u64, NodeView<'_, ServiceRec>) {
-        let (lnode, index, mut view) = self.node_view(partition, node, acl);
-        if view.node.is_none() {
-            return (index, view);
-        }
-        for s in self
-            .services_on(&lnode)
-            .filter(|s| ns.matches(s.namespace()))
-        {
-            if acl.service_read(partition, s.namespace(), &s.name) {
-                view.items.push(s);
-            } else {
-                view.filtered = true;
-            }
-        }
-        (index, view)
+        self.node_view(
+            partition,
+            node,
+            acl,
+            |lnode| {
+                self.services_on(lnode)
+                    .filter(|s| ns.matches(s.namespace()))
+            },
+            |s| acl.service_read(partition, s.namespace(), &s.name),
+        )
     }
 
     /// `GET /v1/health/node/<node>`: the node's checks (node-level and
@@ -336,20 +341,16 @@ impl Store {
         node: &str,
         acl: &dyn ReadFilter,
     ) -> (u64, NodeView<'_, CheckRec>) {
-        let (lnode, index, mut view) = self.node_view(partition, node, acl);
-        if view.node.is_none() {
-            return (index, view);
-        }
-        for c in self.checks_on(&lnode).filter(|c| ns.matches(c.namespace())) {
-            if !c.service_name.is_empty()
-                && !acl.service_read(partition, c.namespace(), &c.service_name)
-            {
-                view.filtered = true;
-                continue;
-            }
-            view.items.push(c);
-        }
-        (index, view)
+        self.node_view(
+            partition,
+            node,
+            acl,
+            |lnode| self.checks_on(lnode).filter(|c| ns.matches(c.namespace())),
+            |c| {
+                c.service_name.is_empty()
+                    || acl.service_read(partition, c.namespace(), &c.service_name)
+            },
+        )
     }
 
     /// `GET /v1/health/state/<state>`: every check in `state` (`any` for

@@ -508,7 +508,7 @@ proptest! {
             }
             for ((n, _), s) in &st.services {
                 prop_assert!(s.modify_index <= st.raft_index && s.create_index <= s.modify_index);
-                prop_assert!(st.idx.per_node.get(n).copied().unwrap_or(0) >= s.modify_index);
+                prop_assert!(st.idx.per_node.per_key.get(n).copied().unwrap_or(0) >= s.modify_index);
             }
         }
     }

@@ -119,48 +119,45 @@ impl Tx<'_> {
             store.idx.nodes = idx;
             store.pending.nodes_table = true;
         }
-        for p in &changes.node_partitions {
-            store.idx.per_partition_nodes.insert(p.clone(), idx);
-        }
-        store
-            .pending
-            .node_partitions
-            .extend(changes.node_partitions.iter().cloned());
         if changes.service_table {
             store.idx.services = idx;
             store.pending.services_table = true;
         }
-        for ns in &changes.namespaces {
-            store.idx.per_ns_services.insert(ns.clone(), idx);
-        }
-        store
-            .pending
-            .service_namespaces
-            .extend(changes.namespaces.iter().cloned());
         if changes.check_table {
             store.idx.checks = idx;
+        }
+        // The partitions and namespaces the write touched: their listings move.
+        for (scopes, per_scope, pending) in [
+            (
+                &changes.node_partitions,
+                &mut store.idx.per_partition_nodes,
+                &mut store.pending.node_partitions,
+            ),
+            (
+                &changes.namespaces,
+                &mut store.idx.per_ns_services,
+                &mut store.pending.service_namespaces,
+            ),
+        ] {
+            for s in scopes {
+                per_scope.insert(s.clone(), idx);
+            }
+            pending.extend(scopes.iter().cloned());
         }
         store
             .pending
             .service_names
             .extend(changes.service_names.iter().cloned());
         store.pending.nodes.extend(changes.nodes.iter().cloned());
-        for name in changes.service_names {
-            if store.by_name.contains_key(&name) {
-                store.idx.per_service.insert(name, idx);
-            } else {
-                store.idx.per_service.remove(&name);
-                store.idx.service_extinction = idx;
-            }
-        }
-        for node in changes.nodes {
-            if store.nodes.contains_key(&node) {
-                store.idx.per_node.insert(node, idx);
-            } else {
-                store.idx.per_node.remove(&node);
-                store.idx.node_extinction = idx;
-            }
-        }
+        let (by_name, nodes) = (&store.by_name, &store.nodes);
+        store
+            .idx
+            .per_service
+            .moved(changes.service_names, |k| by_name.contains_key(k), idx);
+        store
+            .idx
+            .per_node
+            .moved(changes.nodes, |k| nodes.contains_key(k), idx);
         true
     }
 
@@ -185,18 +182,9 @@ impl Tx<'_> {
     /// no-op that keeps the indexes.
     pub fn ensure_node(&mut self, mut rec: NodeRec) {
         let key = node_key(rec.partition(), &rec.name);
-        if let Some(existing) = self.store.nodes.get(&key) {
-            rec.create_index = existing.create_index;
-            rec.modify_index = existing.modify_index;
-            if rec.same_content(existing) {
-                return;
-            }
-            rec.modify_index = self.idx;
-        } else {
-            rec.create_index = self.idx;
-            rec.modify_index = self.idx;
+        if stamp(&mut rec, self.store.nodes.get(&key), self.idx) {
+            self.put_node(key, Some(rec));
         }
-        self.put_node(key, Some(rec));
     }
 
     /// Upserts a service instance on `rec.node` (`ensureServiceTxn`).
@@ -206,18 +194,9 @@ impl Tx<'_> {
             return Err(StoreError::MissingNode);
         }
         let key = (lnode, fold(&rec.id));
-        if let Some(existing) = self.store.services.get(&key) {
-            rec.create_index = existing.create_index;
-            rec.modify_index = existing.modify_index;
-            if rec.same_content(existing) {
-                return Ok(());
-            }
-            rec.modify_index = self.idx;
-        } else {
-            rec.create_index = self.idx;
-            rec.modify_index = self.idx;
+        if stamp(&mut rec, self.store.services.get(&key), self.idx) {
+            self.put_service(key, Some(rec));
         }
-        self.put_service(key, Some(rec));
         Ok(())
     }
 
@@ -245,18 +224,9 @@ impl Tx<'_> {
             rec.status = "critical".into();
         }
         let key = (lnode, fold(&rec.check_id));
-        if let Some(existing) = self.store.checks.get(&key) {
-            rec.create_index = existing.create_index;
-            rec.modify_index = existing.modify_index;
-            if rec.same_content(existing) {
-                return Ok(());
-            }
-            rec.modify_index = self.idx;
-        } else {
-            rec.create_index = self.idx;
-            rec.modify_index = self.idx;
+        if stamp(&mut rec, self.store.checks.get(&key), self.idx) {
+            self.put_check(key, Some(rec));
         }
-        self.put_check(key, Some(rec));
         Ok(())
     }
 
@@ -328,4 +298,19 @@ impl Tx<'_> {
         }
         self.put_node(lnode, None);
     }
+}
+
+/// Gives `rec` the Raft indexes of an upsert at `idx` over the `stored`
+/// record: a new record is created at `idx`, a changed one keeps its
+/// create index and is modified at `idx`. False when nothing user-visible
+/// changed: Consul skips that write, and the stored indexes stay.
+fn stamp<R: Record>(rec: &mut R, stored: Option<&R>, idx: u64) -> bool {
+    let create = match stored {
+        None => idx,
+        Some(s) if rec.same_content(s) => return false,
+        Some(s) => s.created_at(),
+    };
+    let (c, m) = rec.indexes_mut();
+    (*c, *m) = (create, idx);
+    true
 }

@@ -58,17 +58,7 @@ impl LoginConfig {
             self.bearer_token_file.display(),
             env::LOGIN_BEARER_TOKEN_FILE
         );
-        let text = std::fs::read_to_string(&self.bearer_token_file).map_err(|e| {
-            ConfigError::TokenFileUnreadable {
-                source_hint: hint.clone(),
-                reason: e.to_string(),
-            }
-        })?;
-        let secret = Token::new(text);
-        if secret.expose().is_empty() {
-            return Err(ConfigError::TokenFileEmpty { source_hint: hint });
-        }
-        Ok(secret)
+        read_secret_file(&self.bearer_token_file, hint)
     }
 }
 

@@ -79,7 +79,13 @@ pub(super) fn read_token_file(
     source: TokenSource,
     path: &Path,
 ) -> Result<TokenConfig, ConfigError> {
-    let hint = source.to_string();
+    let secret = read_secret_file(path, source.to_string())?;
+    Ok(TokenConfig { secret, source })
+}
+
+/// Reads the secret a file holds (an ACL or a bearer token). Errors name
+/// the file by `hint`, never by its content; an empty file is one too.
+pub(super) fn read_secret_file(path: &Path, hint: String) -> Result<Token, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| ConfigError::TokenFileUnreadable {
         source_hint: hint.clone(),
         reason: e.to_string(),
@@ -88,7 +94,7 @@ pub(super) fn read_token_file(
     if secret.expose().is_empty() {
         return Err(ConfigError::TokenFileEmpty { source_hint: hint });
     }
-    Ok(TokenConfig { secret, source })
+    Ok(secret)
 }
 
 pub(super) fn check_header_safe(token: &TokenConfig) -> Result<(), ConfigError> {
