@@ -15,10 +15,7 @@ use std::time::Duration;
 use common::*;
 use consul_sandbox::FaultRule;
 use mirra_consul::{DeregisterRequest, QueryOptions};
-use serde_json::json;
 
-/// Wire key of transactions in the sandbox's request counts.
-const TXN: &str = "PUT /v1/txn";
 const NODE: &str = "k8s-sync";
 
 /// The only instance on our node, as Consul holds it (with its indexes).
@@ -37,10 +34,6 @@ async fn node_index(c: &mirra_consul::Client) -> u64 {
         .await
         .unwrap()
         .index
-}
-
-fn tags(v: &str) -> serde_json::Value {
-    json!({"consul.hashicorp.com/service-tags": v})
 }
 
 /// Holds the next transaction `delay` in the sandbox before it is handled,
@@ -72,8 +65,8 @@ async fn synced(
     run: &Running,
     tag: &str,
 ) -> mirra_consul::Service {
-    cluster_ip(k, "default", "web", tags(tag)).await;
-    put_slice(k, "default", "web", "web-1", &[ep("10.0.0.1")]).await;
+    annotated_cluster_ip_with_endpoints(k, "default", "web", service_tags(tag), &[ep("10.0.0.1")])
+        .await;
     run.wait_ready().await;
     wait_for("the instance is registered", || async {
         only_instance(c)
@@ -93,7 +86,7 @@ async fn an_id_taken_over_while_mirras_update_is_in_flight_is_left_to_its_new_ow
     let mine = synced(&k.client, &sb, &c, &run, "v1").await;
 
     let before = hold_next_txn(&sb, Duration::from_secs(3)).await;
-    cluster_ip(&k.client, "default", "web", tags("v2")).await;
+    cluster_ip(&k.client, "default", "web", service_tags("v2")).await;
     wait_txn_arrived(&sb, before).await;
     // Someone else registers the same ID on our node, without mirra's
     // marks: from now on it is theirs.
@@ -133,7 +126,7 @@ async fn an_instance_deleted_while_mirras_update_is_in_flight_is_registered_agai
     let mine = synced(&k.client, &sb, &c, &run, "v1").await;
 
     let before = hold_next_txn(&sb, Duration::from_secs(3)).await;
-    cluster_ip(&k.client, "default", "web", tags("v2")).await;
+    cluster_ip(&k.client, "default", "web", service_tags("v2")).await;
     wait_txn_arrived(&sb, before).await;
     let other = consul_client(&sb.url());
     other
@@ -189,10 +182,10 @@ async fn a_stale_leaders_transaction_arriving_after_a_newer_write_changes_nothin
     synced(&k.client, &sb, &c, &old, "v1").await;
 
     let before = hold_next_txn(&sb, Duration::from_secs(8)).await;
-    cluster_ip(&k.client, "default", "web", tags("v2")).await;
+    cluster_ip(&k.client, "default", "web", service_tags("v2")).await;
     wait_txn_arrived(&sb, before).await;
 
-    cluster_ip(&k.client, "default", "web", tags("v3")).await;
+    cluster_ip(&k.client, "default", "web", service_tags("v3")).await;
     let new = start(
         &k.client,
         &consul_client(&sb.url()),
@@ -246,8 +239,9 @@ async fn a_stale_leaders_transaction_arriving_after_a_newer_write_changes_nothin
 async fn a_node_registered_by_someone_else_meanwhile_is_not_rewritten() {
     let k = kube().await;
     let (sb, c) = consul().await;
-    cluster_ip(&k.client, "default", "web", tags("v1")).await;
-    put_slice(&k.client, "default", "web", "web-1", &[ep("10.0.0.1")]).await;
+    let web = [ep("10.0.0.1")];
+    annotated_cluster_ip_with_endpoints(&k.client, "default", "web", service_tags("v1"), &web)
+        .await;
     let before = hold_next_txn(&sb, Duration::from_secs(3)).await;
     let run = start(&k.client, &c, settings(sync_settings(NODE)));
     wait_txn_arrived(&sb, before).await;

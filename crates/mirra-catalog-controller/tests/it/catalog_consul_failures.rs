@@ -10,27 +10,12 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use consul_sandbox::{Config as ConsulConfig, Sandbox};
+use consul_sandbox::Config as ConsulConfig;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams};
 use mirra_catalog::service_id;
 use mirra_testkit::DEADLINE;
 use serde_json::{Value, json};
-
-/// Wire key of transactions in the sandbox's request counts.
-const TXN: &str = "PUT /v1/txn";
-
-async fn consul_with(config: ConsulConfig) -> (Sandbox, mirra_consul::Client) {
-    let sb = Sandbox::start(config).await.unwrap();
-    let client = consul_client(&sb.url());
-    (sb, client)
-}
-
-/// Service `name` in `default` with these endpoint addresses, all ready.
-async fn service_with(k: &kube::Client, name: &str, annotations: Value, addrs: &[String]) {
-    cluster_ip(k, "default", name, annotations).await;
-    put_slice(k, "default", name, &format!("{name}-1"), &eps(addrs)).await;
-}
 
 fn expect(services: &[(&str, &[String])]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = services
@@ -60,24 +45,24 @@ async fn transactions_over_the_operation_limit_are_halved_until_they_fit_and_the
     let k = kube().await;
     // A server that accepts 8 operations per transaction, while mirra is
     // configured for 64.
-    let (csb, c) = consul_with(ConsulConfig {
-        max_txn_ops: 8,
-        ..ConsulConfig::default()
-    })
+    let (csb, c) = consul_with(
+        ConsulConfig {
+            max_txn_ops: 8,
+            ..ConsulConfig::default()
+        },
+        consul_client,
+    )
     .await;
     let first = ips("10.50.0", 10);
-    service_with(&k.client, "web", json!({}), &first).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&first)).await;
     let (ctl, reg) = start_registered(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("ten instances", || async {
-        instances(&c, "k8s-sync").await.len() == 10
-    })
-    .await;
-    ctl.settle(&csb).await;
+    ctl.wait_synced(&c, &csb, 10).await;
 
     // The cold start is 21 operations (the node, then each instance and its
     // check): refused (21 > 8), then halved by instance: [node + 4] is
     // refused again and halved into [node + 1] and [3]; [6] is refused and
     // halved into [3] and [3]. Seven requests, four commits, three splits.
+    let mark = ctl.checkpoint(&csb);
     let s = csb.stats();
     assert_eq!(s.requests_for(TXN), 7);
     assert_eq!(s.raft_applies, 4);
@@ -93,14 +78,9 @@ async fn transactions_over_the_operation_limit_are_halved_until_they_fit_and_the
     // 8 + 4 at once, with no 413.
     let all = ips("10.50.0", 16);
     put_slice(&k.client, "default", "web", "web-1", &eps(&all)).await;
-    wait_for("sixteen instances", || async {
-        instances(&c, "k8s-sync").await.len() == 16
-    })
-    .await;
-    ctl.settle(&csb).await;
-    let after = csb.stats();
-    assert_eq!(after.requests_for(TXN) - s.requests_for(TXN), 2);
-    assert_eq!(after.raft_applies - s.raft_applies, 2);
+    wait_for_instance_count(&c, "k8s-sync", 16).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, txn_requests: 2, raft_applies: 2);
     assert_eq!(ctl.metrics.txn_splits_total(), 3);
     assert_eq!(
         names_and_addresses(&c, "k8s-sync").await,
@@ -118,20 +98,22 @@ async fn a_registration_too_large_alone_is_reported_and_held_back_without_blocki
     let (logs, _guard) = mirra_testkit::capture_logs(tracing::Level::ERROR);
 
     let k = kube().await;
-    let (csb, c) = consul_with(ConsulConfig {
-        max_body_bytes: 8192,
-        ..ConsulConfig::default()
-    })
+    let (csb, c) = consul_with(
+        ConsulConfig {
+            max_body_bytes: 8192,
+            ..ConsulConfig::default()
+        },
+        consul_client,
+    )
     .await;
     let big = ips("10.51.1", 2);
     let small = ips("10.51.2", 2);
-    service_with(&k.client, "big", bulky_meta(), &big).await;
-    service_with(&k.client, "small", json!({}), &small).await;
+    annotated_cluster_ip_with_endpoints(&k.client, "default", "big", bulky_meta(), &eps(&big))
+        .await;
+    cluster_ip_with_endpoints(&k.client, "default", "small", &eps(&small)).await;
     let (ctl, reg) = start_registered(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("the small instances", || async {
-        instances(&c, "k8s-sync").await.len() == 2
-    })
-    .await;
+    // The small instances.
+    wait_for_instance_count(&c, "k8s-sync", 2).await;
     wait_for("both big instances reported", || async {
         ctl.metrics.registrations_too_large_total() == 2
     })
@@ -141,6 +123,7 @@ async fn a_registration_too_large_alone_is_reported_and_held_back_without_blocki
     // Five entries (the node, two big and two small instances) halve down
     // to single entries where needed: seven requests, two commits (the
     // node, the small instances), each big instance refused alone once.
+    let mark = ctl.checkpoint(&csb);
     let s = csb.stats();
     assert_eq!(s.requests_for(TXN), 7);
     assert_eq!(s.raft_applies, 2);
@@ -176,30 +159,22 @@ async fn a_registration_too_large_alone_is_reported_and_held_back_without_blocki
         ctl.metrics.registrations_held_back_total() == held + 2
     })
     .await;
-    ctl.settle(&csb).await;
-    assert_eq!(csb.stats().requests_for(TXN), s.requests_for(TXN));
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, txn_requests: 0);
     assert_eq!(ctl.metrics.registrations_too_large_total(), 2);
 
     // The others keep syncing: one more small instance is one transaction.
     let more = ips("10.51.2", 3);
     put_slice(&k.client, "default", "small", "small-1", &eps(&more)).await;
-    wait_for("three small instances", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
-    let s2 = csb.stats();
-    assert_eq!(s2.requests_for(TXN) - s.requests_for(TXN), 1);
-    assert_eq!(s2.raft_applies - s.raft_applies, 1);
+    wait_for_instance_count(&c, "k8s-sync", 3).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, txn_requests: 1, raft_applies: 1);
 
     // Once the registration shrinks it is written: the change lifts the
     // hold.
     cluster_ip(&k.client, "default", "big", json!({})).await;
-    wait_for("the big instances", || async {
-        instances(&c, "k8s-sync").await.len() == 5
-    })
-    .await;
-    ctl.settle(&csb).await;
+    // The big instances.
+    ctl.wait_synced(&c, &csb, 5).await;
     assert_eq!(ctl.metrics.instances_too_large(), 0);
     assert_eq!(ctl.metrics.registrations_too_large_total(), 2);
     assert_eq!(
@@ -212,10 +187,10 @@ async fn a_registration_too_large_alone_is_reported_and_held_back_without_blocki
 #[tokio::test]
 async fn without_a_leader_the_writer_backs_off_and_every_change_lands_once_it_is_back() {
     let k = kube().await;
-    let (csb, c) = consul_with(ConsulConfig::default()).await;
+    let (csb, c) = consul().await;
     let web = ips("10.52.0", 2);
-    service_with(&k.client, "web", json!({}), &web).await;
-    service_with(&k.client, "gone", json!({}), &ips("10.52.1", 1)).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&web)).await;
+    cluster_ip_with_endpoints(&k.client, "default", "gone", &eps(&ips("10.52.1", 1))).await;
     let mut s = settings(sync_settings("k8s-sync"));
     // One transaction at a time, so that a refused round is one request;
     // delays from 200 ms doubling, far from the cap: after the fourth
@@ -224,13 +199,8 @@ async fn without_a_leader_the_writer_backs_off_and_every_change_lands_once_it_is
     s.txn_concurrency = 1;
     s.write_backoff_base = Duration::from_millis(200);
     s.write_backoff_cap = Duration::from_secs(60);
-    let ctl = start(&k.client, &c, s);
-    wait_for("three instances", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
-    let before = csb.stats();
+    let ctl = start_synced(&k.client, &c, &csb, s, 3).await;
+    let mark = ctl.checkpoint(&csb);
     let backoffs = ctl.metrics.write_backoffs_total();
 
     // The cluster loses its leader. Changes keep coming, each in a
@@ -246,7 +216,8 @@ async fn without_a_leader_the_writer_backs_off_and_every_change_lands_once_it_is
     let mut created = Vec::new();
     for i in 0..30 {
         let name = format!("new{i}");
-        service_with(&k.client, &name, json!({}), &[format!("10.53.{i}.1")]).await;
+        cluster_ip_with_endpoints(&k.client, "default", &name, &eps(&[format!("10.53.{i}.1")]))
+            .await;
         created.push(name);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -276,9 +247,9 @@ async fn without_a_leader_the_writer_backs_off_and_every_change_lands_once_it_is
     // the n-th wait is at least 100 ms * 2^(n-1), so an outage shorter
     // than 30 s has room for at most 9 rounds (a writer without backoff
     // sends one per change).
-    let after = csb.stats();
-    let sent = after.requests_for(TXN) - before.requests_for(TXN);
-    let committed = after.raft_applies - before.raft_applies;
+    let cost = mark.cost(&ctl, &csb);
+    let sent = cost.txn_requests;
+    let committed = cost.raft_applies;
     let refused = sent - committed;
     let rounds = ctl.metrics.write_backoffs_total() - backoffs;
     assert_eq!(refused, rounds, "one refused request per backed-off round");

@@ -30,12 +30,7 @@ async fn deleting_one_of_two_slices_keeps_the_other_slices_instances() {
     let second = ips("10.50.2", 2);
     put_slice(&k.client, "default", "web", "web-a", &eps(&first)).await;
     put_slice(&k.client, "default", "web", "web-b", &eps(&second)).await;
-    let ctl = start(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("five instances", || async {
-        instances(&c, "k8s-sync").await.len() == 5
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 5).await;
 
     // The synthetic node mirra created with its first write, as consul-k8s
     // creates it.
@@ -52,39 +47,37 @@ async fn deleting_one_of_two_slices_keeps_the_other_slices_instances() {
     // One transaction: the node and five instances with their checks.
     assert_eq!(csb.stats().raft_applies, 1);
 
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     Api::<EndpointSlice>::namespaced(k.client.clone(), "default")
         .delete("web-b", &DeleteParams::default())
         .await
         .unwrap();
-    wait_for("web-b's instances gone", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
+    // web-b's instances gone.
+    wait_for_instance_count(&c, "k8s-sync", 3).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
     // The Service is rebuilt from the slice that is left: web-b's two
     // instances go (their checks with them), web-a's three are in step.
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 0, 2, 3)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    assert_counts!(cost, transactions: 1, registers: 0, deregisters: 2, avoided: 3, raft_applies: 1);
     let left = instances(&c, "k8s-sync").await;
-    let want: Vec<String> = first.iter().map(|a| service_id("web", a)).collect();
-    assert_eq!(left.keys().cloned().collect::<Vec<_>>(), {
-        let mut w = want.clone();
-        w.sort();
-        w
-    });
+    let mut want: Vec<String> = first.iter().map(|a| service_id("web", a)).collect();
+    want.sort();
+    assert_eq!(left.keys().cloned().collect::<Vec<_>>(), want);
     let checks = check_statuses(&c, "k8s-sync").await;
-    assert_eq!(checks.keys().cloned().collect::<Vec<_>>(), {
-        let mut w = want;
-        w.sort();
-        w
-    });
+    assert_eq!(checks.keys().cloned().collect::<Vec<_>>(), want);
     ctl.stop().await;
+}
+
+/// [`node_port_service`] and its EndpointSlice `<name>-1` with these
+/// endpoints.
+async fn node_port_with_endpoints(
+    k: &kube::Client,
+    ns: &str,
+    name: &str,
+    node_port: i32,
+    endpoints: &[Ep<'_>],
+) {
+    node_port_service(k, ns, name, node_port).await;
+    put_slice(k, ns, name, &format!("{name}-1"), endpoints).await;
 }
 
 /// A NodePort Service `name` (port `http` 80, nodePort `node_port`).
@@ -107,52 +100,22 @@ async fn node_port_service(k: &kube::Client, ns: &str, name: &str, node_port: i3
 async fn node_address_change_replans_only_node_port_services_on_that_node() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    create_node(
-        &k.client,
-        "n1",
-        &[("InternalIP", "192.168.5.1"), ("ExternalIP", "203.0.113.1")],
-    )
-    .await;
-    create_node(
-        &k.client,
-        "n2",
-        &[("InternalIP", "192.168.5.2"), ("ExternalIP", "203.0.113.2")],
-    )
-    .await;
+    create_node_with_ips(&k.client, "n1", "192.168.5.1", "203.0.113.1").await;
+    create_node_with_ips(&k.client, "n2", "192.168.5.2", "203.0.113.2").await;
     // np: endpoints on n1 and n2; np2: only on n2.
-    node_port_service(&k.client, "default", "np", 30080).await;
-    put_slice(
-        &k.client,
-        "default",
-        "np",
-        "np-1",
-        &[ep_on("10.51.0.1", "n1"), ep_on("10.51.0.2", "n2")],
-    )
-    .await;
-    node_port_service(&k.client, "default", "np2", 30081).await;
-    put_slice(
-        &k.client,
-        "default",
-        "np2",
-        "np2-1",
-        &[ep_on("10.51.0.3", "n2")],
-    )
-    .await;
+    let np = [ep_on("10.51.0.1", "n1"), ep_on("10.51.0.2", "n2")];
+    node_port_with_endpoints(&k.client, "default", "np", 30080, &np).await;
+    let np2 = [ep_on("10.51.0.3", "n2")];
+    node_port_with_endpoints(&k.client, "default", "np2", 30081, &np2).await;
     let mut sync = sync_settings("k8s-sync");
     sync.node_port_sync_type = NodePortSyncType::ExternalFirst;
-    let ctl = start(&k.client, &c, settings(sync));
-    wait_for("three instances", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync), 3).await;
     let np_on_n1 = service_id("np", "10.51.0.1");
     let inst = instances(&c, "k8s-sync").await;
     assert_eq!(inst[&np_on_n1].address, "203.0.113.1");
     assert_eq!(inst[&np_on_n1].port, 30080);
 
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     // A change of n2 that is not an address (a label): nothing to re-plan.
     // It is sent first, so it is handled before the address change below.
     Api::<Node>::all(k.client.clone())
@@ -163,27 +126,17 @@ async fn node_address_change_replans_only_node_port_services_on_that_node() {
         )
         .await
         .unwrap();
-    set_node_addresses(
-        &k.client,
-        "n1",
-        &[("InternalIP", "192.168.5.1"), ("ExternalIP", "203.0.113.9")],
-    )
-    .await;
+    set_node_ips(&k.client, "n1", "192.168.5.1", "203.0.113.9").await;
     wait_for("np's n1 instance moved", || async {
         instances(&c, "k8s-sync").await[&np_on_n1].address == "203.0.113.9"
     })
     .await;
-    ctl.settle(&csb).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
     // Only np was planned: its n1 instance re-registered (same ID, which
     // comes from the pod address), its n2 instance in step. np2 (only on
     // n2, whose label changed) was not planned, or it would count as an
     // avoided write.
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 1, 0, 1)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    assert_counts!(cost, transactions: 1, registers: 1, deregisters: 0, avoided: 1, raft_applies: 1);
     let inst = instances(&c, "k8s-sync").await;
     assert_eq!(inst.len(), 3);
     assert_eq!(inst[&service_id("np", "10.51.0.2")].address, "203.0.113.2");
@@ -195,64 +148,30 @@ async fn node_address_change_replans_only_node_port_services_on_that_node() {
 async fn node_address_change_does_not_replan_cluster_ip_services_on_that_node() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    create_node(
-        &k.client,
-        "n1",
-        &[
-            ("InternalIP", "192.168.6.1"),
-            ("ExternalIP", "203.0.113.61"),
-        ],
-    )
-    .await;
-    node_port_service(&k.client, "default", "np", 30080).await;
-    put_slice(
+    create_node_with_ips(&k.client, "n1", "192.168.6.1", "203.0.113.61").await;
+    node_port_with_endpoints(
         &k.client,
         "default",
         "np",
-        "np-1",
+        30080,
         &[ep_on("10.57.0.1", "n1")],
     )
     .await;
-    cluster_ip(&k.client, "default", "cip", json!({})).await;
-    put_slice(
-        &k.client,
-        "default",
-        "cip",
-        "cip-1",
-        &[ep_on("10.57.0.2", "n1")],
-    )
-    .await;
-    let ctl = start(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("two instances", || async {
-        instances(&c, "k8s-sync").await.len() == 2
-    })
-    .await;
-    ctl.settle(&csb).await;
+    cluster_ip_with_endpoints(&k.client, "default", "cip", &[ep_on("10.57.0.2", "n1")]).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 2).await;
 
-    let w0 = Writes::of(&ctl.metrics);
-    set_node_addresses(
-        &k.client,
-        "n1",
-        &[
-            ("InternalIP", "192.168.6.1"),
-            ("ExternalIP", "203.0.113.69"),
-        ],
-    )
-    .await;
+    let mark = ctl.checkpoint(&csb);
+    set_node_ips(&k.client, "n1", "192.168.6.1", "203.0.113.69").await;
     let np = service_id("np", "10.57.0.1");
     wait_for("np moved", || async {
         instances(&c, "k8s-sync").await[&np].address == "203.0.113.69"
     })
     .await;
-    ctl.settle(&csb).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
     // np's one instance re-registered. cip's registration does not depend
     // on Node addresses (its address is the pod's), so planning it is
     // wasted work: it would show as an avoided write.
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 1, 0, 0)
-    );
+    assert_counts!(cost, transactions: 1, registers: 1, deregisters: 0, avoided: 0);
     ctl.stop().await;
 }
 
@@ -286,24 +205,16 @@ async fn put_ingress(k: &kube::Client, ns: &str, host: &str, service: &str, tls:
 async fn ingress_events_replan_the_services_they_route_to() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip(&k.client, "prod", "web", json!({})).await;
-    put_slice(&k.client, "prod", "web", "web-1", &eps(&ips("10.52.0", 2))).await;
-    cluster_ip(&k.client, "prod", "api", json!({})).await;
-    put_slice(&k.client, "prod", "api", "api-1", &eps(&ips("10.52.1", 1))).await;
+    cluster_ip_with_endpoints(&k.client, "prod", "web", &eps(&ips("10.52.0", 2))).await;
+    cluster_ip_with_endpoints(&k.client, "prod", "api", &eps(&ips("10.52.1", 1))).await;
     let mut sync = sync_settings("k8s-sync");
     sync.enable_ingress = true;
-    let ctl = start(&k.client, &c, settings(sync));
-    wait_for("three instances", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync), 3).await;
     let host_id = service_id("web", "web.example.com");
 
     // An Ingress routes `/` of web.example.com to web: web's instances
     // collapse to one at the host, port 80.
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     put_ingress(&k.client, "prod", "web.example.com", "web", false).await;
     wait_for("web collapsed", || async {
         instances(&c, "k8s-sync")
@@ -312,39 +223,27 @@ async fn ingress_events_replan_the_services_they_route_to() {
             .is_some_and(|i| i.port == 80)
     })
     .await;
-    ctl.settle(&csb).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
     // Only web was planned: api (same namespace, not routed) would count
     // as an avoided write.
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 1, 2, 0)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    assert_counts!(cost, transactions: 1, registers: 1, deregisters: 2, avoided: 0, raft_applies: 1);
     assert_eq!(
         names_and_addresses(&c, "k8s-sync").await,
         pairs(&[("api", "10.52.1.1"), ("web", "web.example.com")])
     );
 
     // TLS for the host: port 443, one re-registration.
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     put_ingress(&k.client, "prod", "web.example.com", "web", true).await;
     wait_for("port 443", || async {
         instances(&c, "k8s-sync").await[&host_id].port == 443
     })
     .await;
-    ctl.settle(&csb).await;
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 1, 0, 0)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, transactions: 1, registers: 1, deregisters: 0, avoided: 0, raft_applies: 1);
 
     // The Ingress goes: web is back to its endpoints.
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     Api::<Ingress>::namespaced(k.client.clone(), "prod")
         .delete("front", &DeleteParams::default())
         .await
@@ -358,13 +257,8 @@ async fn ingress_events_replan_the_services_they_route_to() {
             ])
     })
     .await;
-    ctl.settle(&csb).await;
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 2, 1, 0)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, transactions: 1, registers: 2, deregisters: 1, avoided: 0, raft_applies: 1);
     ctl.stop().await;
 }
 
@@ -372,33 +266,11 @@ async fn ingress_events_replan_the_services_they_route_to() {
 async fn service_sync_false_on_a_synced_service_deregisters_its_instances() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip(&k.client, "default", "web", json!({})).await;
-    put_slice(
-        &k.client,
-        "default",
-        "web",
-        "web-1",
-        &eps(&ips("10.53.0", 3)),
-    )
-    .await;
-    cluster_ip(&k.client, "default", "api", json!({})).await;
-    put_slice(
-        &k.client,
-        "default",
-        "api",
-        "api-1",
-        &eps(&ips("10.53.1", 1)),
-    )
-    .await;
-    let ctl = start(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("four instances", || async {
-        instances(&c, "k8s-sync").await.len() == 4
-    })
-    .await;
-    ctl.settle(&csb).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.53.0", 3))).await;
+    cluster_ip_with_endpoints(&k.client, "default", "api", &eps(&ips("10.53.1", 1))).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 4).await;
 
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     cluster_ip(
         &k.client,
         "default",
@@ -410,10 +282,8 @@ async fn service_sync_false_on_a_synced_service_deregisters_its_instances() {
         names_and_addresses(&c, "k8s-sync").await == pairs(&[("api", "10.53.1.1")])
     })
     .await;
-    ctl.settle(&csb).await;
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (1, 0, 3));
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, transactions: 1, registers: 0, deregisters: 3, raft_applies: 1);
     // Their checks went with them; api's stays.
     assert_eq!(
         check_statuses(&c, "k8s-sync")
@@ -423,8 +293,8 @@ async fn service_sync_false_on_a_synced_service_deregisters_its_instances() {
         vec![service_id("api", "10.53.1.1")]
     );
 
-    // Annotated true again: registered again.
-    let w0 = Writes::of(&ctl.metrics);
+    // Annotated true again: registered again (web back).
+    let mark = ctl.checkpoint(&csb);
     cluster_ip(
         &k.client,
         "default",
@@ -432,13 +302,9 @@ async fn service_sync_false_on_a_synced_service_deregisters_its_instances() {
         json!({"consul.hashicorp.com/service-sync": "true"}),
     )
     .await;
-    wait_for("web back", || async {
-        instances(&c, "k8s-sync").await.len() == 4
-    })
-    .await;
-    ctl.settle(&csb).await;
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (1, 3, 0));
+    wait_for_instance_count(&c, "k8s-sync", 4).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, transactions: 1, registers: 3, deregisters: 0);
     ctl.stop().await;
 }
 
@@ -446,21 +312,8 @@ async fn service_sync_false_on_a_synced_service_deregisters_its_instances() {
 async fn purge_deregisters_exactly_our_instances_and_returns() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip(&k.client, "default", "web", json!({})).await;
-    put_slice(
-        &k.client,
-        "default",
-        "web",
-        "web-1",
-        &eps(&ips("10.54.0", 2)),
-    )
-    .await;
-    let ctl = start(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("two instances", || async {
-        instances(&c, "k8s-sync").await.len() == 2
-    })
-    .await;
-    ctl.settle(&csb).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.54.0", 2))).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 2).await;
     ctl.stop().await;
     // Ours by its marks although no Service wants it: purged too.
     register(&c, "k8s-sync", "orphan", "old", &["k8s"], OWNED_META).await;
@@ -498,27 +351,14 @@ async fn idle_across_waits_dropped_watches_and_compaction_writes_nothing() {
     let k = kube().await;
     let (csb, c) = consul().await;
     for (name, net) in [("web", "10.55.0"), ("api", "10.55.1")] {
-        cluster_ip(&k.client, "default", name, json!({})).await;
-        put_slice(
-            &k.client,
-            "default",
-            name,
-            &format!("{name}-1"),
-            &eps(&ips(net, 3)),
-        )
-        .await;
+        cluster_ip_with_endpoints(&k.client, "default", name, &eps(&ips(net, 3))).await;
     }
     let mut s = settings(sync_settings("k8s-sync"));
     // Blocking queries that end after 1 s without news, and a verification
     // pass every second: an idle minute compressed into a few seconds.
     s.consul_wait = Duration::from_secs(1);
     s.verify_interval = Duration::from_secs(1);
-    let ctl = start(&k.client, &c, s);
-    wait_for("six instances", || async {
-        instances(&c, "k8s-sync").await.len() == 6
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, s, 6).await;
 
     let consul_before = csb.stats();
     let avoided = ctl.metrics.writes_avoided_total();
@@ -581,15 +421,7 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     // Kubernetes: two Nodes (one without an ExternalIP), a NodePort Service,
     // a Service with external IPs (its endpoints are not what consul-k8s
     // registers), and a ClusterIP Service with a ready and an unready pod.
-    create_node(
-        &k.client,
-        "node-a",
-        &[
-            ("InternalIP", "192.168.7.10"),
-            ("ExternalIP", "203.0.113.70"),
-        ],
-    )
-    .await;
+    create_node_with_ips(&k.client, "node-a", "192.168.7.10", "203.0.113.70").await;
     create_node(&k.client, "node-b", &[("InternalIP", "192.168.7.11")]).await;
     let ns = "shop";
     apply_service(
@@ -614,13 +446,12 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     cluster_ip(&k.client, ns, "web", json!({})).await;
     // An ExternalName Service with an external IP: consul-k8s registers
     // the IP ("for any type of service", to-consul/resource.go).
-    apply_service(
+    external_name_service(
         &k.client,
         ns,
-        json!({"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": "legacy", "namespace": ns},
-               "spec": {"type": "ExternalName", "externalName": "legacy.example.com",
-                        "externalIPs": ["198.51.100.9"]}}),
+        "legacy",
+        "legacy.example.com",
+        &["198.51.100.9"],
     )
     .await;
     let slice = |svc: &str, name: &str, port: (&str, i32), endpoints: Value| -> EndpointSlice {
@@ -680,13 +511,7 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     // outside the project (`printf 'np-shop-10.8.0.1' | sha1sum`); for
     // NodePort the address hashed is the pod's, the one registered the
     // node's.
-    let base_meta = |extra: Value| -> Value {
-        let mut m = json!({"external-source": "kubernetes", "external-k8s-ns": ns});
-        for (k, v) in extra.as_object().unwrap() {
-            m[k] = v.clone();
-        }
-        m
-    };
+    let base_meta = |extra: Value| consul_k8s_meta(ns, extra);
     let regs = [
         consul_k8s_registration(
             "np-shop-182656c2c021",
@@ -754,13 +579,7 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
             readiness_check(ns, "web-shop-f80d06c0b80d", false),
         ),
     ];
-    for r in &regs {
-        assert_eq!(
-            raw_request(csb.addr(), "PUT", "/v1/catalog/register", r).await,
-            200,
-            "{r}"
-        );
-    }
+    register_raw(&csb, &regs).await;
     // The formula, as mirra computes it, gives the same IDs.
     assert_eq!(service_id("np-shop", "10.8.0.1"), "np-shop-182656c2c021");
     assert_eq!(service_id("web-shop", "10.8.1.2"), "web-shop-f80d06c0b80d");
@@ -773,16 +592,8 @@ async fn adopting_hand_written_consul_k8s_registrations_costs_zero() {
     let mut sync = sync_settings("k8s-sync");
     sync.add_k8s_namespace_suffix = true;
     sync.node_port_sync_type = NodePortSyncType::ExternalFirst;
-    let before = csb.stats().raft_applies;
-    let ctl = start(&k.client, &c, settings(sync));
-    ctl.wait_ready().await;
-    ctl.settle(&csb).await;
-    assert_eq!(csb.stats().raft_applies, before, "adoption must not write");
-    let w = Writes::of(&ctl.metrics);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (0, 0, 0));
-    // Every one of the seven was planned and found in step.
-    assert!(w.avoided >= 7, "{w:?}");
-    ctl.stop().await;
+    // Every one of the seven is planned and found in step.
+    assert_start_writes_nothing(&k.client, &c, &csb, settings(sync), "adoption", 7).await;
 }
 
 #[tokio::test]
@@ -791,29 +602,16 @@ async fn services_changed_in_one_debounce_window_share_one_transaction() {
     let (csb, c) = consul().await;
     let names: Vec<String> = (0..5).map(|i| format!("s{i}")).collect();
     for (i, name) in names.iter().enumerate() {
-        cluster_ip(&k.client, "default", name, json!({})).await;
-        put_slice(
-            &k.client,
-            "default",
-            name,
-            &format!("{name}-1"),
-            &eps(&ips(&format!("10.56.{i}"), 1)),
-        )
-        .await;
+        let addrs = ips(&format!("10.56.{i}"), 1);
+        cluster_ip_with_endpoints(&k.client, "default", name, &eps(&addrs)).await;
     }
     let mut s = settings(sync_settings("k8s-sync"));
     // A second is far longer than the five slice writes below take.
     s.queue.debounce = Duration::from_millis(1000);
     s.queue.max_delay = Duration::from_millis(3000);
-    let ctl = start(&k.client, &c, s);
-    wait_for("five instances", || async {
-        instances(&c, "k8s-sync").await.len() == 5
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, s, 5).await;
 
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     // A rollout touching five Services inside one debounce window.
     for (i, name) in names.iter().enumerate() {
         put_slice(
@@ -825,16 +623,11 @@ async fn services_changed_in_one_debounce_window_share_one_transaction() {
         )
         .await;
     }
-    wait_for("ten instances", || async {
-        instances(&c, "k8s-sync").await.len() == 10
-    })
-    .await;
-    ctl.settle(&csb).await;
+    wait_for_instance_count(&c, "k8s-sync", 10).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
     // Five registrations of two operations each fit one transaction
     // (Settings::max_keys_per_round: "a rollout of many Services in one
     // debounce window is planned, and written, together").
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!((w.transactions, w.registers), (1, 5));
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    assert_counts!(cost, transactions: 1, registers: 5, raft_applies: 1);
     ctl.stop().await;
 }

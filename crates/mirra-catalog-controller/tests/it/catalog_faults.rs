@@ -15,15 +15,6 @@ use consul_sandbox::FaultRule as ConsulFault;
 use mirra_catalog::service_id;
 use serde_json::json;
 
-/// Wire key of transactions in the sandbox's request counts.
-const TXN: &str = "PUT /v1/txn";
-
-/// Service `name` in `default` with these endpoint addresses, all ready.
-async fn service_with(k: &kube::Client, name: &str, addrs: &[String]) {
-    cluster_ip(k, "default", name, json!({})).await;
-    put_slice(k, "default", name, &format!("{name}-1"), &eps(addrs)).await;
-}
-
 /// `(name, address)` for every address of `name`.
 fn expect(name: &str, addrs: &[String]) -> Vec<(String, String)> {
     addrs.iter().map(|a| (name.to_owned(), a.clone())).collect()
@@ -38,16 +29,11 @@ fn sorted(mut v: Vec<(String, String)>) -> Vec<(String, String)> {
 async fn rate_limited_writes_are_retried_until_they_commit() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    service_with(&k.client, "web", &ips("10.40.0", 2)).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.40.0", 2))).await;
     let (ctl, reg) = start_registered(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("two instances", || async {
-        instances(&c, "k8s-sync").await.len() == 2
-    })
-    .await;
-    ctl.settle(&csb).await;
+    ctl.wait_synced(&c, &csb, 2).await;
 
-    let before = csb.stats();
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     // Consul's rate limiter refuses the next three transactions. The client
     // does not retry (see common::consul_client), so each 429 is one failed
     // round of the key, retried by the work queue's backoff.
@@ -58,19 +44,14 @@ async fn rate_limited_writes_are_retried_until_they_commit() {
     );
     let addrs = ips("10.40.0", 3);
     put_slice(&k.client, "default", "web", "web-1", &eps(&addrs)).await;
-    wait_for("third instance", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
+    wait_for_instance_count(&c, "k8s-sync", 3).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
 
-    let after = csb.stats();
-    assert_eq!(after.faults_injected - before.faults_injected, 3);
+    assert_counts!(cost, faults_injected: 3);
     assert_eq!(csb.faults().active_rules(), 0, "all three 429s were used");
     // Three refused attempts and the one that committed; only that one is
     // a Raft apply.
-    assert_eq!(after.requests_for(TXN) - before.requests_for(TXN), 4);
-    assert_eq!(after.raft_applies - before.raft_applies, 1);
+    assert_counts!(cost, txn_requests: 4, raft_applies: 1);
     assert_eq!(
         sample(
             &reg,
@@ -78,10 +59,9 @@ async fn rate_limited_writes_are_retried_until_they_commit() {
         ),
         3.0
     );
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (1, 1, 0));
+    assert_counts!(cost, transactions: 1, registers: 1, deregisters: 0);
     // Both plans of the retried key found the two old instances in step.
-    assert_eq!(w.avoided, 4 * 2);
+    assert_eq!(cost.avoided, 4 * 2);
     assert_eq!(
         names_and_addresses(&c, "k8s-sync").await,
         expect("web", &addrs)
@@ -97,17 +77,11 @@ async fn slow_consul_loses_no_change_and_writes_nothing_twice() {
     let k = kube().await;
     let (csb, c) = consul().await;
     for (name, net) in [("a", "10.41.1"), ("b", "10.41.2"), ("c", "10.41.3")] {
-        service_with(&k.client, name, &ips(net, 1)).await;
+        cluster_ip_with_endpoints(&k.client, "default", name, &eps(&ips(net, 1))).await;
     }
-    let ctl = start(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("three instances", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 3).await;
 
-    let before = csb.stats();
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     // The next transaction takes 2 s, and the next two node-services reads
     // 0.7 s each: Consul answers, slowly.
     csb.faults().add(
@@ -124,34 +98,25 @@ async fn slow_consul_loses_no_change_and_writes_nothing_twice() {
     // The sandbox counts a request when it arrives, before the delay: from
     // here on, a's slow transaction is on the wire.
     wait_for("the slow transaction sent", || async {
-        csb.stats().requests_for(TXN) == before.requests_for(TXN) + 1
+        mark.cost(&ctl, &csb).txn_requests == 1
     })
     .await;
     // Two changes of b while it is: neither may be lost, and b is written
     // once with both.
     put_slice(&k.client, "default", "b", "b-1", &eps(&ips("10.41.2", 2))).await;
     put_slice(&k.client, "default", "b", "b-1", &eps(&ips("10.41.2", 3))).await;
-    wait_for("six instances", || async {
-        instances(&c, "k8s-sync").await.len() == 6
-    })
-    .await;
+    wait_for_instance_count(&c, "k8s-sync", 6).await;
     // The slow reads come after the commits; wait until both were served.
     wait_for("both slow reads served", || async {
         csb.faults().active_rules() == 0
     })
     .await;
-    ctl.settle(&csb).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
 
-    let after = csb.stats();
     // a's slow transaction and b's; no answer read before a commit made
     // anything be written again, and c was never written.
-    assert_eq!(after.requests_for(TXN) - before.requests_for(TXN), 2);
-    assert_eq!(after.raft_applies - before.raft_applies, 2);
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (2, 3, 0, 2)
-    );
+    assert_counts!(cost, txn_requests: 2, raft_applies: 2);
+    assert_counts!(cost, transactions: 2, registers: 3, deregisters: 0, avoided: 2);
     let want = [
         expect("a", &ips("10.41.1", 2)),
         expect("b", &ips("10.41.2", 3)),
@@ -159,7 +124,7 @@ async fn slow_consul_loses_no_change_and_writes_nothing_twice() {
     ]
     .concat();
     assert_eq!(names_and_addresses(&c, "k8s-sync").await, sorted(want));
-    assert_eq!(after.faults_injected, before.faults_injected, "no errors");
+    assert_eq!(cost.faults_injected, 0, "no errors");
     ctl.stop().await;
 }
 
@@ -167,14 +132,10 @@ async fn slow_consul_loses_no_change_and_writes_nothing_twice() {
 async fn rolled_back_transactions_retry_the_refused_entries_until_they_commit() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    service_with(&k.client, "a", &ips("10.42.1", 1)).await;
-    service_with(&k.client, "b", &ips("10.42.2", 1)).await;
+    cluster_ip_with_endpoints(&k.client, "default", "a", &eps(&ips("10.42.1", 1))).await;
+    cluster_ip_with_endpoints(&k.client, "default", "b", &eps(&ips("10.42.2", 1))).await;
     let (ctl, reg) = start_registered(&k.client, &c, settings(sync_settings("k8s-sync")));
-    wait_for("two instances", || async {
-        instances(&c, "k8s-sync").await.len() == 2
-    })
-    .await;
-    ctl.settle(&csb).await;
+    ctl.wait_synced(&c, &csb, 2).await;
     let rolled_back = || {
         sample(
             &reg,
@@ -185,8 +146,7 @@ async fn rolled_back_transactions_retry_the_refused_entries_until_they_commit() 
     // Two new endpoints of `a`: one transaction with two registrations
     // (instance and check each). Consul refuses it with a 409 in its own
     // shape, naming the first operation, and applies nothing.
-    let before = csb.stats();
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     let refusal = json!({"Results": null,
                          "Errors": [{"OpIndex": 0, "What": "injected: refused"}]});
     csb.faults().add(
@@ -196,22 +156,16 @@ async fn rolled_back_transactions_retry_the_refused_entries_until_they_commit() 
     );
     let addrs = ips("10.42.1", 3);
     put_slice(&k.client, "default", "a", "a-1", &eps(&addrs)).await;
-    wait_for("four instances", || async {
-        instances(&c, "k8s-sync").await.len() == 4
-    })
-    .await;
-    ctl.settle(&csb).await;
-    let after = csb.stats();
-    assert_eq!(after.faults_injected - before.faults_injected, 1);
+    wait_for_instance_count(&c, "k8s-sync", 4).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, faults_injected: 1);
     assert_eq!(rolled_back(), 1.0);
     // The refused transaction; the same transaction without the refused
     // registration (committed); `a` again after its backoff, writing only
     // the refused registration (committed). Only commits are Raft applies,
     // and the registration that committed is not written twice.
-    assert_eq!(after.requests_for(TXN) - before.requests_for(TXN), 3);
-    assert_eq!(after.raft_applies - before.raft_applies, 2);
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (2, 2, 0));
+    assert_counts!(cost, txn_requests: 3, raft_applies: 2);
+    assert_counts!(cost, transactions: 2, registers: 2, deregisters: 0);
     let want = [expect("a", &addrs), expect("b", &ips("10.42.2", 1))].concat();
     assert_eq!(names_and_addresses(&c, "k8s-sync").await, sorted(want));
     let checks = check_statuses(&c, "k8s-sync").await;
@@ -220,26 +174,19 @@ async fn rolled_back_transactions_retry_the_refused_entries_until_they_commit() 
 
     // A 409 whose body names no operation: every entry of the transaction
     // counts as refused and is retried.
-    let before = csb.stats();
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     csb.faults().add(
         ConsulFault::error(409, "rpc error: transaction conflict")
             .with_path_prefix("/v1/txn")
             .times(1),
     );
     put_slice(&k.client, "default", "a", "a-1", &eps(&ips("10.42.1", 4))).await;
-    wait_for("fifth instance", || async {
-        instances(&c, "k8s-sync").await.len() == 5
-    })
-    .await;
-    ctl.settle(&csb).await;
-    let after = csb.stats();
-    assert_eq!(after.faults_injected - before.faults_injected, 1);
+    wait_for_instance_count(&c, "k8s-sync", 5).await;
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, faults_injected: 1);
     assert_eq!(rolled_back(), 2.0);
-    assert_eq!(after.requests_for(TXN) - before.requests_for(TXN), 2);
-    assert_eq!(after.raft_applies - before.raft_applies, 1);
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (1, 1, 0));
+    assert_counts!(cost, txn_requests: 2, raft_applies: 1);
+    assert_counts!(cost, transactions: 1, registers: 1, deregisters: 0);
     assert!(
         instances(&c, "k8s-sync")
             .await
@@ -269,12 +216,19 @@ async fn register_foreign(c: &mirra_consul::Client) {
     register(c, "other-node", "elsewhere", "web", &["k8s"], OWNED_META).await;
 }
 
+/// `(name, address)` of `web`'s instances at `addrs` and of the two foreign
+/// instances on our node (see [`register_foreign`]), sorted.
+fn web_and_foreign(addrs: &[String]) -> Vec<(String, String)> {
+    let foreign = ["10.250.0.1".to_owned(), "10.250.0.1".to_owned()];
+    sorted([expect("web", addrs), expect("foreign", &foreign)].concat())
+}
+
 #[tokio::test]
 async fn failing_reads_while_running_write_nothing_stale_and_converge() {
     let k = kube().await;
     let (csb, c) = consul().await;
     register_foreign(&c).await;
-    service_with(&k.client, "web", &ips("10.43.0", 2)).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.43.0", 2))).await;
     let mut s = settings(sync_settings("k8s-sync"));
     // Short waits, so that the parked queries end and re-read (and fail)
     // soon; frequent verification passes, which must plan from the last
@@ -282,14 +236,10 @@ async fn failing_reads_while_running_write_nothing_stale_and_converge() {
     s.consul_wait = Duration::from_secs(1);
     s.verify_interval = Duration::from_millis(500);
     let (ctl, reg) = start_registered(&k.client, &c, s);
-    wait_for("web registered", || async {
-        instances(&c, "k8s-sync").await.len() == 4
-    })
-    .await;
-    ctl.settle(&csb).await;
+    // web registered beside the two foreign instances.
+    ctl.wait_synced(&c, &csb, 4).await;
 
-    let before = csb.stats();
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     let server_errors = || {
         sample(
             &reg,
@@ -299,11 +249,11 @@ async fn failing_reads_while_running_write_nothing_stale_and_converge() {
     let errors0 = server_errors();
     fail_reads(&csb);
     wait_for("both watches failing", || async {
-        csb.stats().faults_injected >= before.faults_injected + 4
+        mark.cost(&ctl, &csb).faults_injected >= 4
     })
     .await;
     // Verification passes ran on the last good answer: nothing to write.
-    assert_eq!(csb.stats().raft_applies, before.raft_applies);
+    assert_eq!(mark.cost(&ctl, &csb).raft_applies, 0);
 
     // While the controller cannot read: someone removes one of our
     // instances (unseen until reads work again), and an endpoint is added.
@@ -333,33 +283,21 @@ async fn failing_reads_while_running_write_nothing_stale_and_converge() {
 
     csb.faults().clear();
     wait_for("converged", || async {
-        names_and_addresses(&c, "k8s-sync").await
-            == sorted(
-                [
-                    expect("web", &addrs),
-                    expect("foreign", &["10.250.0.1".into(), "10.250.0.1".into()]),
-                ]
-                .concat(),
-            )
+        names_and_addresses(&c, "k8s-sync").await == web_and_foreign(&addrs)
     })
     .await;
-    ctl.settle(&csb).await;
-    let after = csb.stats();
-    let w = Writes::of(&ctl.metrics).since(w0);
+    let cost = ctl.settled_cost(&csb, &mark).await;
     // The new endpoint, and the instance removed behind our back (restored
     // once a fresh answer showed it missing); nothing deregistered.
-    assert_eq!((w.registers, w.deregisters), (2, 0));
+    assert_counts!(cost, registers: 2, deregisters: 0);
     // Raft applies: the third party's deregistration and our transactions.
     assert_eq!(
-        after.raft_applies - before.raft_applies,
-        1 + w.transactions,
+        cost.raft_applies,
+        1 + cost.transactions,
         "no write outside the counted transactions"
     );
     // Every failed read reached the controller as an error.
-    assert_eq!(
-        server_errors() - errors0,
-        (after.faults_injected - before.faults_injected) as f64
-    );
+    assert_eq!(server_errors() - errors0, cost.faults_injected as f64);
     assert!(instances(&c, "other-node").await.contains_key("elsewhere"));
     let checks = check_statuses(&c, "k8s-sync").await;
     let web_checks: Vec<&String> = addrs
@@ -378,7 +316,7 @@ async fn failing_reads_at_startup_hold_every_write_until_consul_answers() {
     // An instance with our marks that no Service wants: reaped, but only
     // once the controller has really read the node.
     register(&c, "k8s-sync", "orphan", "old", &["k8s"], OWNED_META).await;
-    service_with(&k.client, "web", &ips("10.44.0", 2)).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.44.0", 2))).await;
     fail_reads(&csb);
     let before = csb.stats();
     let mut s = settings(sync_settings("k8s-sync"));
@@ -398,22 +336,14 @@ async fn failing_reads_at_startup_hold_every_write_until_consul_answers() {
     csb.faults().clear();
     ctl.wait_ready().await;
     wait_for("converged", || async {
-        names_and_addresses(&c, "k8s-sync").await
-            == sorted(
-                [
-                    expect("web", &ips("10.44.0", 2)),
-                    expect("foreign", &["10.250.0.1".into(), "10.250.0.1".into()]),
-                ]
-                .concat(),
-            )
+        names_and_addresses(&c, "k8s-sync").await == web_and_foreign(&ips("10.44.0", 2))
     })
     .await;
     ctl.settle(&csb).await;
     // One transaction: the orphan's removal and the two registrations (the
     // node exists already).
     assert_eq!(csb.stats().raft_applies - before.raft_applies, 1);
-    let w = Writes::of(&ctl.metrics);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (1, 2, 1));
+    assert_counts!(Writes::of(&ctl.metrics), transactions: 1, registers: 2, deregisters: 1);
     assert!(instances(&c, "other-node").await.contains_key("elsewhere"));
     ctl.stop().await;
 }

@@ -12,8 +12,8 @@ use serde_json::json;
 use crate::common;
 
 use common::{
-    apply_service, consul, ep, kube, names_and_addresses, put_slice, settings, start,
-    sync_settings, wait_for,
+    apply_service, consul, ep, external_name_service, kube, names_and_addresses, put_slice,
+    settings, start, start_settled, sync_settings, wait_for,
 };
 
 async fn warned_about(k: &kube::Client, ns: &str, service: &str, annotation: &str) -> bool {
@@ -30,31 +30,17 @@ async fn warned_about(k: &kube::Client, ns: &str, service: &str, annotation: &st
 async fn external_name_with_external_ips_registers_each_ip() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    apply_service(
+    external_name_service(
         &k.client,
         "legacy",
-        json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "mainframe", "namespace": "legacy"},
-            "spec": {"type": "ExternalName", "externalName": "mainframe.example.com",
-                     "externalIPs": ["203.0.113.7", "203.0.113.8"]}
-        }),
+        "mainframe",
+        "mainframe.example.com",
+        &["203.0.113.7", "203.0.113.8"],
     )
     .await;
     // Without external IPs an ExternalName Service still registers nothing.
-    apply_service(
-        &k.client,
-        "legacy",
-        json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "plain", "namespace": "legacy"},
-            "spec": {"type": "ExternalName", "externalName": "plain.example.com"}
-        }),
-    )
-    .await;
-    let ctl = start(&k.client, &c, settings(sync_settings("k8s-sync")));
-    ctl.wait_ready().await;
-    ctl.settle(&csb).await;
+    external_name_service(&k.client, "legacy", "plain", "plain.example.com", &[]).await;
+    let (ctl, _) = start_settled(&k.client, &c, &csb, settings(sync_settings("k8s-sync"))).await;
     let got = names_and_addresses(&c, "k8s-sync").await;
     assert_eq!(
         got,

@@ -18,19 +18,15 @@ use kube::api::{Api, DeleteParams};
 use mirra_catalog::ConsulNamespaces;
 use mirra_catalog_controller::CatalogMetrics;
 use mirra_consul::QueryOptions;
-use serde_json::json;
 
 const NODE: &str = "k8s-sync";
 
 async fn enterprise_consul() -> (consul_sandbox::Sandbox, mirra_consul::Client) {
-    let sb = consul_sandbox::Sandbox::start(consul_sandbox::Config {
+    let config = consul_sandbox::Config {
         enterprise: true,
         ..consul_sandbox::Config::default()
-    })
-    .await
-    .unwrap();
-    let client = consul_client(&sb.url());
-    (sb, client)
+    };
+    consul_with(config, consul_client).await
 }
 
 /// Service ID -> (Consul namespace, service name, address) of every
@@ -61,12 +57,6 @@ fn triple(ns: &str, name: &str, addr: &str) -> (String, String, String) {
     (ns.to_owned(), name.to_owned(), addr.to_owned())
 }
 
-/// A ClusterIP Service `name` in `ns` with one ready endpoint at `addr`.
-async fn service_with_endpoint(k: &kube::Client, ns: &str, name: &str, addr: &str) {
-    cluster_ip(k, ns, name, json!({})).await;
-    put_slice(k, ns, name, &format!("{name}-1"), &[ep(addr)]).await;
-}
-
 fn mirrored(prefix: &str) -> mirra_catalog::SyncSettings {
     mirra_catalog::SyncSettings {
         consul_namespaces: ConsulNamespaces::Mirrored {
@@ -84,8 +74,8 @@ async fn namespace_body(c: &mirra_consul::Client, name: &str) -> Option<mirra_co
 async fn every_service_goes_into_the_destination_namespace_created_once() {
     let k = kube().await;
     let (csb, c) = enterprise_consul().await;
-    service_with_endpoint(&k.client, "a", "web", "10.0.0.1").await;
-    service_with_endpoint(&k.client, "b", "api", "10.0.0.2").await;
+    cluster_ip_with_endpoints(&k.client, "a", "web", &[ep("10.0.0.1")]).await;
+    cluster_ip_with_endpoints(&k.client, "b", "api", &[ep("10.0.0.2")]).await;
 
     let sync = mirra_catalog::SyncSettings {
         consul_namespaces: ConsulNamespaces::Destination("apps".into()),
@@ -109,7 +99,7 @@ async fn every_service_goes_into_the_destination_namespace_created_once() {
         Some("kubernetes")
     );
     // A third Service into the same namespace: no second creation.
-    service_with_endpoint(&k.client, "c", "db", "10.0.0.3").await;
+    cluster_ip_with_endpoints(&k.client, "c", "db", &[ep("10.0.0.3")]).await;
     wait_for("db in apps", || async {
         placed(&c)
             .await
@@ -134,10 +124,10 @@ async fn mirroring_places_each_service_in_its_namespace_and_a_restart_writes_not
         ("team-b", "10.1.0.2"),
         ("team-c", "10.1.0.3"),
     ] {
-        service_with_endpoint(&k.client, ns, "web", addr).await;
+        cluster_ip_with_endpoints(&k.client, ns, "web", &[ep(addr)]).await;
     }
     // The same Service name in two namespaces, and a second Service in one.
-    service_with_endpoint(&k.client, "team-a", "api", "10.1.1.1").await;
+    cluster_ip_with_endpoints(&k.client, "team-a", "api", &[ep("10.1.1.1")]).await;
 
     let mut s = settings(mirrored("k8s-"));
     s.cross_namespace_acl_policy = "cross-namespace-policy".into();
@@ -219,8 +209,8 @@ async fn a_namespace_that_cannot_be_created_is_reported_and_the_others_keep_sync
     // `k8s-` and a 63-character Kubernetes namespace make a 67-character
     // Consul namespace name: Consul refuses it.
     let long = format!("n{}", "x".repeat(62));
-    service_with_endpoint(&k.client, &long, "web", "10.2.0.1").await;
-    service_with_endpoint(&k.client, "ok", "web", "10.2.0.2").await;
+    cluster_ip_with_endpoints(&k.client, &long, "web", &[ep("10.2.0.1")]).await;
+    cluster_ip_with_endpoints(&k.client, "ok", "web", &[ep("10.2.0.2")]).await;
 
     let run = start(&k.client, &c, settings(mirrored("k8s-")));
     run.wait_ready().await;
@@ -242,7 +232,7 @@ async fn a_namespace_that_cannot_be_created_is_reported_and_the_others_keep_sync
     assert_eq!(run.metrics.namespaces_created_total(), 1);
 
     // The good namespace keeps syncing while the bad one is retried.
-    service_with_endpoint(&k.client, "ok", "api", "10.2.0.3").await;
+    cluster_ip_with_endpoints(&k.client, "ok", "api", &[ep("10.2.0.3")]).await;
     wait_for("a new Service in the good namespace", || async {
         placed(&c)
             .await
@@ -272,7 +262,7 @@ async fn without_namespaces_nothing_names_one() {
     // and a restart writes nothing.
     let k = kube().await;
     let (csb, c) = enterprise_consul().await;
-    service_with_endpoint(&k.client, "team-a", "web", "10.3.0.1").await;
+    cluster_ip_with_endpoints(&k.client, "team-a", "web", &[ep("10.3.0.1")]).await;
     let s = settings(sync_settings(NODE));
     let run = start(&k.client, &c, s.clone());
     run.wait_ready().await;

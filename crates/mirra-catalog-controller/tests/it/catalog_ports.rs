@@ -54,52 +54,51 @@ async fn node_port_ports(k: &kube::Client, ns: &str, name: &str, ports: &[(&str,
     .await;
 }
 
-/// The instances on `node` as Consul's node-services JSON has them, by ID.
-async fn node_services_json(
-    c: &mirra_consul::Client,
-    node: &str,
-) -> std::collections::BTreeMap<String, Value> {
-    let raw = c
-        .node_services_raw(node, &QueryOptions::default())
-        .await
-        .unwrap();
-    let body: Value = serde_json::from_slice(&raw.value).unwrap();
-    body["Services"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| (s["ID"].as_str().unwrap().to_owned(), s))
-        .collect()
+/// [`cluster_ip_ports`] and the Service's EndpointSlice `<name>-1` with
+/// these endpoints; its ports are the Service's target ports, as the
+/// EndpointSlice controller keeps them.
+async fn cluster_ip_ports_with_endpoints(
+    k: &kube::Client,
+    ns: &str,
+    name: &str,
+    ports: &[(&str, i32, i32)],
+    endpoints: &[Ep<'_>],
+) {
+    cluster_ip_ports(k, ns, name, ports).await;
+    let targets: Vec<(&str, i32)> = ports.iter().map(|(n, _, t)| (*n, *t)).collect();
+    put_slice_ports(k, ns, name, &format!("{name}-1"), endpoints, &targets).await;
+}
+
+/// [`node_port_ports`] and the Service's EndpointSlice `<name>-1` with
+/// these endpoints; its ports are the Service's target ports (its ports).
+async fn node_port_ports_with_endpoints(
+    k: &kube::Client,
+    ns: &str,
+    name: &str,
+    ports: &[(&str, i32, i32)],
+    endpoints: &[Ep<'_>],
+) {
+    node_port_ports(k, ns, name, ports).await;
+    let targets: Vec<(&str, i32)> = ports.iter().map(|(n, p, _)| (*n, *p)).collect();
+    put_slice_ports(k, ns, name, &format!("{name}-1"), endpoints, &targets).await;
 }
 
 #[tokio::test]
 async fn multi_layout_cold_start_writes_ports_and_a_restart_in_step_costs_zero() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip_ports(
+    let addrs = ips("10.60.0", 3);
+    cluster_ip_ports_with_endpoints(
         &k.client,
         "default",
         "web",
         &[("http", 80, 8080), ("grpc", 9090, 9090)],
-    )
-    .await;
-    let addrs = ips("10.60.0", 3);
-    put_slice_ports(
-        &k.client,
-        "default",
-        "web",
-        "web-1",
         &eps(&addrs),
-        &[("http", 8080), ("grpc", 9090)],
     )
     .await;
     let ctl = start(&k.client, &c, settings(multi("k8s-sync")));
     ctl.wait_ready().await;
-    wait_for("three instances", || async {
-        instances(&c, "k8s-sync").await.len() == 3
-    })
-    .await;
+    wait_for_instance_count(&c, "k8s-sync", 3).await;
     ctl.settle(&csb).await;
     // One transaction: the node, three instances and their checks (7 ops).
     assert_eq!(csb.stats().raft_applies, 1);
@@ -146,19 +145,8 @@ async fn multi_layout_cold_start_writes_ports_and_a_restart_in_step_costs_zero()
 
     // Restart with the same settings: the compared fields include Ports, and
     // they are what was written, so nothing is sent.
-    let before = csb.stats().raft_applies;
-    let ctl = start(&k.client, &c, settings(multi("k8s-sync")));
-    ctl.wait_ready().await;
-    ctl.settle(&csb).await;
-    assert_eq!(
-        csb.stats().raft_applies,
-        before,
-        "restart in step must not write"
-    );
-    let w = Writes::of(&ctl.metrics);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (0, 0, 0));
-    assert!(w.avoided >= 3, "{w:?}");
-    ctl.stop().await;
+    let s = settings(multi("k8s-sync"));
+    assert_start_writes_nothing(&k.client, &c, &csb, s, "restart in step", 3).await;
 
     // The same cluster restarted with the single layout: every instance is
     // rewritten once (same IDs, Port 8080, no Ports), in one transaction.
@@ -190,27 +178,12 @@ async fn adopting_hand_written_multi_port_consul_k8s_registrations_costs_zero() 
     let ns = "shop";
     // A ClusterIP Service with two ports and a ready and an unready pod, a
     // Service with an external IP, and a NodePort Service.
-    cluster_ip_ports(
+    cluster_ip_ports_with_endpoints(
         &k.client,
         ns,
         "web",
         &[("http", 80, 8080), ("grpc", 9090, 9090)],
-    )
-    .await;
-    put_slice_ports(
-        &k.client,
-        ns,
-        "web",
-        "web-1",
-        &[
-            ep("10.9.1.1"),
-            Ep {
-                addr: "10.9.1.2",
-                ready: false,
-                node: None,
-            },
-        ],
-        &[("http", 8080), ("grpc", 9090)],
+        &[ep("10.9.1.1"), unready("10.9.1.2")],
     )
     .await;
     apply_service(
@@ -223,29 +196,13 @@ async fn adopting_hand_written_multi_port_consul_k8s_registrations_costs_zero() 
                                   {"name": "admin", "port": 8444, "targetPort": 8444}]}}),
     )
     .await;
-    create_node(
-        &k.client,
-        "n1",
-        &[
-            ("InternalIP", "192.168.9.1"),
-            ("ExternalIP", "203.0.113.91"),
-        ],
-    )
-    .await;
-    node_port_ports(
+    create_node_with_ips(&k.client, "n1", "192.168.9.1", "203.0.113.91").await;
+    node_port_ports_with_endpoints(
         &k.client,
         ns,
         "np",
         &[("http", 80, 30080), ("metrics", 9100, 30091)],
-    )
-    .await;
-    put_slice_ports(
-        &k.client,
-        ns,
-        "np",
-        "np-1",
         &[ep_on("10.9.2.1", "n1")],
-        &[("http", 80), ("metrics", 9100)],
     )
     .await;
 
@@ -253,13 +210,7 @@ async fn adopting_hand_written_multi_port_consul_k8s_registrations_costs_zero() 
     // the slice's ports, the others the Service's (node ports for NodePort),
     // the first one the default. IDs computed outside the project
     // (`printf 'web-10.9.1.1' | sha1sum`; for NodePort the pod address).
-    let meta = |extra: Value| -> Value {
-        let mut m = json!({"external-source": "kubernetes", "external-k8s-ns": ns});
-        for (k, v) in extra.as_object().unwrap() {
-            m[k] = v.clone();
-        }
-        m
-    };
+    let meta = |extra: Value| consul_k8s_meta(ns, extra);
     let web_ports = json!([
         {"Name": "http", "Port": 8080, "Default": true},
         {"Name": "grpc", "Port": 9090, "Default": false}
@@ -311,61 +262,36 @@ async fn adopting_hand_written_multi_port_consul_k8s_registrations_costs_zero() 
             Value::Null,
         ),
     ];
-    for r in &regs {
-        assert_eq!(
-            raw_request(csb.addr(), "PUT", "/v1/catalog/register", r).await,
-            200,
-            "{r}"
-        );
-    }
+    register_raw(&csb, &regs).await;
     assert_eq!(service_id("web", "10.9.1.1"), "web-b07abded43ea");
     assert_eq!(service_id("np", "10.9.2.1"), "np-9cc1cc2e0c4e");
     assert_eq!(instances(&c, "k8s-sync").await.len(), 4);
 
-    let before = csb.stats().raft_applies;
-    let ctl = start(&k.client, &c, settings(multi("k8s-sync")));
-    ctl.wait_ready().await;
-    ctl.settle(&csb).await;
-    assert_eq!(csb.stats().raft_applies, before, "adoption must not write");
-    let w = Writes::of(&ctl.metrics);
-    assert_eq!((w.transactions, w.registers, w.deregisters), (0, 0, 0));
-    // Every one of the four was planned and found in step.
-    assert!(w.avoided >= 4, "{w:?}");
-    ctl.stop().await;
+    // Every one of the four is planned and found in step.
+    let s = settings(multi("k8s-sync"));
+    assert_start_writes_nothing(&k.client, &c, &csb, s, "adoption", 4).await;
 }
 
 #[tokio::test]
 async fn a_port_added_to_a_service_rewrites_its_instances_ports_in_one_transaction() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip_ports(&k.client, "default", "web", &[("http", 80, 8080)]).await;
     let web_addrs = ips("10.61.0", 3);
-    put_slice_ports(
+    cluster_ip_ports_with_endpoints(
         &k.client,
         "default",
         "web",
-        "web-1",
+        &[("http", 80, 8080)],
         &eps(&web_addrs),
-        &[("http", 8080)],
     )
     .await;
-    create_node(
-        &k.client,
-        "n1",
-        &[
-            ("InternalIP", "192.168.61.1"),
-            ("ExternalIP", "203.0.113.61"),
-        ],
-    )
-    .await;
-    node_port_ports(&k.client, "default", "np", &[("http", 80, 30080)]).await;
-    put_slice_ports(
+    create_node_with_ips(&k.client, "n1", "192.168.61.1", "203.0.113.61").await;
+    node_port_ports_with_endpoints(
         &k.client,
         "default",
         "np",
-        "np-1",
+        &[("http", 80, 30080)],
         &[ep_on("10.61.1.1", "n1"), ep_on("10.61.1.2", "n1")],
-        &[("http", 80)],
     )
     .await;
     let mut s = settings(multi("k8s-sync"));
@@ -374,32 +300,18 @@ async fn a_port_added_to_a_service_rewrites_its_instances_ports_in_one_transacti
     // EndpointSlice controller follows a Service edit within milliseconds).
     s.queue.debounce = Duration::from_millis(1000);
     s.queue.max_delay = Duration::from_millis(3000);
-    let ctl = start(&k.client, &c, s);
-    wait_for("five instances", || async {
-        instances(&c, "k8s-sync").await.len() == 5
-    })
-    .await;
-    ctl.settle(&csb).await;
+    let ctl = start_synced(&k.client, &c, &csb, s, 5).await;
 
     // ClusterIP: the Service gets a port and its slice follows. Each of the
     // three instances is rewritten once (new Ports and meta), in one
     // transaction; np is not planned.
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
-    cluster_ip_ports(
+    let mark = ctl.checkpoint(&csb);
+    cluster_ip_ports_with_endpoints(
         &k.client,
         "default",
         "web",
         &[("http", 80, 8080), ("metrics", 9100, 9100)],
-    )
-    .await;
-    put_slice_ports(
-        &k.client,
-        "default",
-        "web",
-        "web-1",
         &eps(&web_addrs),
-        &[("http", 8080), ("metrics", 9100)],
     )
     .await;
     let want_web = json!([
@@ -413,13 +325,8 @@ async fn a_port_added_to_a_service_rewrites_its_instances_ports_in_one_transacti
             .all(|a| got[&service_id("web", a)]["Ports"] == want_web)
     })
     .await;
-    ctl.settle(&csb).await;
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 3, 0, 0)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, transactions: 1, registers: 3, deregisters: 0, avoided: 0, raft_applies: 1);
     let got = node_services_json(&c, "k8s-sync").await;
     for a in &web_addrs {
         let s = &got[&service_id("web", a)];
@@ -437,8 +344,7 @@ async fn a_port_added_to_a_service_rewrites_its_instances_ports_in_one_transacti
     // NodePort: its instances carry the Service's node ports, so a port
     // added to the Service alone changes both instances, in one
     // transaction; web is not planned.
-    let before = csb.stats().raft_applies;
-    let w0 = Writes::of(&ctl.metrics);
+    let mark = ctl.checkpoint(&csb);
     node_port_ports(
         &k.client,
         "default",
@@ -457,13 +363,8 @@ async fn a_port_added_to_a_service_rewrites_its_instances_ports_in_one_transacti
             .all(|a| got[&service_id("np", a)]["Ports"] == want_np)
     })
     .await;
-    ctl.settle(&csb).await;
-    let w = Writes::of(&ctl.metrics).since(w0);
-    assert_eq!(
-        (w.transactions, w.registers, w.deregisters, w.avoided),
-        (1, 2, 0, 0)
-    );
-    assert_eq!(csb.stats().raft_applies - before, 1);
+    let cost = ctl.settled_cost(&csb, &mark).await;
+    assert_counts!(cost, transactions: 1, registers: 2, deregisters: 0, avoided: 0, raft_applies: 1);
     let got = node_services_json(&c, "k8s-sync").await;
     assert_eq!(got.len(), 5);
     for a in ["10.61.1.1", "10.61.1.2"] {
@@ -478,20 +379,12 @@ async fn a_port_added_to_a_service_rewrites_its_instances_ports_in_one_transacti
 async fn ports_changed_by_someone_else_are_seen_and_restored_with_one_write() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip_ports(
+    cluster_ip_ports_with_endpoints(
         &k.client,
         "default",
         "web",
         &[("http", 80, 8080), ("grpc", 9090, 9090)],
-    )
-    .await;
-    put_slice_ports(
-        &k.client,
-        "default",
-        "web",
-        "web-1",
         &[ep("10.62.0.1")],
-        &[("http", 8080), ("grpc", 9090)],
     )
     .await;
     let mut s = settings(multi("k8s-sync"));

@@ -7,9 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::Api;
 use mirra_catalog::{PortLayout, SyncSettings};
 use mirra_catalog_controller::Settings;
 use mirra_consul::RegisterRequest;
@@ -22,19 +19,8 @@ const NODE: &str = "k8s-sync";
 /// `web` (five ready endpoints) as consul-k8s registered it, with the
 /// mapping of `sync`.
 async fn as_consul_k8s_left_it(k: &kube::Client, c: &mirra_consul::Client, sync: &SyncSettings) {
-    cluster_ip(k, "default", "web", serde_json::json!({})).await;
-    let addrs = ips("10.4.0", 5);
-    put_slice(k, "default", "web", "web-1", &eps(&addrs)).await;
-    let svc: Service = Api::namespaced(k.clone(), "default")
-        .get("web")
-        .await
-        .unwrap();
-    let slice: EndpointSlice = Api::namespaced(k.clone(), "default")
-        .get("web-1")
-        .await
-        .unwrap();
-    let out =
-        mirra_catalog::desired_for_service(&svc, &[&slice], &mirra_catalog::NoNodes, &[], sync);
+    cluster_ip_with_endpoints(k, "default", "web", &eps(&ips("10.4.0", 5))).await;
+    let out = desired_for(k, "default", "web", sync).await;
     assert_eq!(out.registrations.len(), 5);
     for r in &out.registrations {
         register_like_consul_k8s(c, r, NODE).await;
@@ -129,15 +115,7 @@ async fn a_preview_reports_exactly_the_writes_the_real_run_then_makes() {
     as_consul_k8s_left_it(&k.client, &c, &sync).await;
     // A Service consul-k8s has not synced yet, and an instance of a
     // Service deleted meanwhile (consul-k8s's marks: mirra owns it).
-    cluster_ip(&k.client, "default", "api", serde_json::json!({})).await;
-    put_slice(
-        &k.client,
-        "default",
-        "api",
-        "api-1",
-        &eps(&ips("10.5.0", 2)),
-    )
-    .await;
+    cluster_ip_with_endpoints(&k.client, "default", "api", &eps(&ips("10.5.0", 2))).await;
     c.register(&RegisterRequest {
         node: NODE.into(),
         address: "127.0.0.1".into(),
@@ -231,16 +209,7 @@ async fn a_preview_follows_a_rollout_and_the_incumbents_writes() {
     .await;
 
     // ... until the incumbent registers it the same way.
-    let svc: Service = Api::namespaced(k.client.clone(), "default")
-        .get("web")
-        .await
-        .unwrap();
-    let slice: EndpointSlice = Api::namespaced(k.client.clone(), "default")
-        .get("web-1")
-        .await
-        .unwrap();
-    let out =
-        mirra_catalog::desired_for_service(&svc, &[&slice], &mirra_catalog::NoNodes, &[], &sync);
+    let out = desired_for(&k.client, "default", "web", &sync).await;
     let r = out.registrations.iter().find(|r| r.id == id).unwrap();
     register_like_consul_k8s(&c, r, NODE).await;
     wait_for("nothing left to write", || async {
@@ -262,23 +231,8 @@ async fn a_preview_follows_a_rollout_and_the_incumbents_writes() {
 async fn a_preview_that_cannot_read_says_so_and_writes_nothing() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip(&k.client, "default", "web", serde_json::json!({})).await;
-    put_slice(
-        &k.client,
-        "default",
-        "web",
-        "web-1",
-        &eps(&ips("10.4.0", 2)),
-    )
-    .await;
-    k.sb.inject(kube_sandbox::FaultRule {
-        verb: Some("list".into()),
-        resource: Some("endpointslices.discovery.k8s.io".into()),
-        status: Some(403),
-        ..Default::default()
-    })
-    .await
-    .unwrap();
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.4.0", 2))).await;
+    fail_lists(&k.sb, "endpointslices.discovery.k8s.io", 403, None).await;
     let before = csb.stats().raft_applies;
     let (s, preview) = dry_run(sync_settings(NODE));
     let ctl = start(&k.client, &c, s);

@@ -15,7 +15,7 @@ use mirra_catalog::service_id;
 use crate::common;
 
 use common::{
-    OWNED_META, cluster_ip, consul, ep, instances, kube, put_slice, register, settings, start,
+    OWNED_META, cluster_ip_with_endpoints, consul, ep, instances, kube, register, settings, start,
     sync_settings, wait_for,
 };
 
@@ -32,8 +32,7 @@ async fn web_in_step(c: &mirra_consul::Client) -> bool {
 async fn owned_instance_changed_or_removed_in_consul_is_repaired_without_a_pass() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip(&k.client, "default", "web", serde_json::json!({})).await;
-    put_slice(&k.client, "default", "web", "web-1", &[ep(ADDR)]).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &[ep(ADDR)]).await;
     let mut s = settings(sync_settings("k8s-sync"));
     assert_eq!(s.verify_interval, Duration::from_secs(3600));
     // Each change below is its own incident, not a fight.
@@ -85,8 +84,7 @@ async fn owned_instance_changed_or_removed_in_consul_is_repaired_without_a_pass(
 async fn a_fight_with_another_writer_is_reported_once_and_costs_one_repair_per_change() {
     let k = kube().await;
     let (csb, c) = consul().await;
-    cluster_ip(&k.client, "default", "web", serde_json::json!({})).await;
-    put_slice(&k.client, "default", "web", "web-1", &[ep(ADDR)]).await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &[ep(ADDR)]).await;
     let mut s = settings(sync_settings("k8s-sync"));
     s.repair_backoff_base = Duration::from_millis(20);
     s.repair_backoff_cap = Duration::from_millis(160);

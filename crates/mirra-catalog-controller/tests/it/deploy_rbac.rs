@@ -12,7 +12,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
 use mirra_catalog::SyncSettings;
-use mirra_runtime::Readiness;
 use mirra_testkit::rbac::{
     apply, client_with_token, documents, granted_resources, refused_any, sandbox_with_rbac,
     service_account_token,
@@ -24,41 +23,26 @@ use crate::common::*;
 
 const RBAC: &str = "deploy/catalog/rbac.yaml";
 
-/// The Consul-to-Kubernetes direction, as `mirra sync-catalog -to-k8s`
-/// runs it, until `stop`.
-fn spawn_to_k8s(
-    kube: &kube::Client,
-    consul: &mirra_consul::Client,
-    sync: SyncSettings,
-    stop: &CancellationToken,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(mirra_catalog_controller::to_k8s::run_to_k8s(
-        kube.clone(),
-        consul.clone(),
-        sync,
-        mirra_runtime::WriteFence::new(
-            mirra_runtime::LeaseDeadline::always(),
-            std::time::Duration::from_secs(10),
-        ),
-        None,
-        Readiness::new().register("to-k8s"),
-        stop.clone(),
-    ))
+/// Applies `docs` (deploy's RBAC, or a part of it) with `mirra-system` as
+/// their default namespace.
+async fn install(admin: &kube::Client, docs: Vec<serde_json::Value>) {
+    ensure_namespace(admin, "mirra-system").await;
+    apply(admin, docs, "mirra-system").await;
+}
+
+/// The Service `shop/cart` with `n` endpoints and a bad annotation, so
+/// that a Warning Event is due.
+async fn cart_with_a_bad_annotation(admin: &kube::Client, n: usize) {
+    let bad_port = json!({"consul.hashicorp.com/service-port": "nope"});
+    let endpoints = ips("10.3.0", n);
+    annotated_cluster_ip_with_endpoints(admin, "shop", "cart", bad_port, &eps(&endpoints)).await;
 }
 
 #[tokio::test]
 async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
     let (sb, admin) = sandbox_with_rbac().await;
-    ensure_namespace(&admin, "mirra-system").await;
-    apply(&admin, documents(RBAC), "mirra-system").await;
-    cluster_ip(
-        &admin,
-        "shop",
-        "cart",
-        json!({"consul.hashicorp.com/service-port": "nope"}),
-    )
-    .await;
-    put_slice(&admin, "shop", "cart", "cart-1", &eps(&ips("10.3.0", 2))).await;
+    install(&admin, documents(RBAC)).await;
+    cart_with_a_bad_annotation(&admin, 2).await;
 
     let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
     let mirra = client_with_token(&sb, &token).await;
@@ -71,26 +55,14 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
         .unwrap();
 
     let (_csb, c) = consul().await;
-    c.register(&mirra_consul::RegisterRequest {
-        node: "ext".into(),
-        address: "10.0.0.1".into(),
-        service: Some(mirra_consul::Service {
-            id: "db-1".into(),
-            service: "db".into(),
-            port: 5432,
-            ..mirra_consul::Service::default()
-        }),
-        ..mirra_consul::RegisterRequest::default()
-    })
-    .await
-    .unwrap();
+    c.register(&consul_service("ext", "db", &[])).await.unwrap();
     let sync = SyncSettings {
         to_k8s: true,
         ..sync_settings("k8s-sync")
     };
     let ctl = start(&mirra, &c, settings(sync.clone()));
     let stop = CancellationToken::new();
-    let reverse = spawn_to_k8s(&mirra, &c, sync, &stop);
+    let (reverse, _) = spawn_to_k8s(&mirra, &c, sync, None, &stop);
 
     wait_for("cart in Consul", || async {
         instances(&c, "k8s-sync").await.len() == 2
@@ -130,19 +102,10 @@ async fn every_rule_of_the_cluster_role_is_needed() {
     let mut symptoms = std::collections::BTreeSet::new();
     for (i, removed) in rules.iter().enumerate() {
         let (sb, admin) = sandbox_with_rbac().await;
-        ensure_namespace(&admin, "mirra-system").await;
         let mut without = docs.clone();
         without[role_at]["rules"].as_array_mut().unwrap().remove(i);
-        apply(&admin, without, "mirra-system").await;
-        // A bad annotation, so that an Event is due.
-        cluster_ip(
-            &admin,
-            "shop",
-            "cart",
-            json!({"consul.hashicorp.com/service-port": "nope"}),
-        )
-        .await;
-        put_slice(&admin, "shop", "cart", "cart-1", &eps(&ips("10.3.0", 1))).await;
+        install(&admin, without).await;
+        cart_with_a_bad_annotation(&admin, 1).await;
         let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
         let granted = granted_resources(removed);
         let sync = SyncSettings {
@@ -203,28 +166,15 @@ async fn every_verb_of_the_write_role_is_needed() {
     let (_csb, c) = consul().await;
     for (i, removed) in verbs.iter().enumerate() {
         let (sb, admin) = sandbox_with_rbac().await;
-        ensure_namespace(&admin, "mirra-system").await;
         let mut without = docs.clone();
         without[role_at]["rules"][0]["verbs"]
             .as_array_mut()
             .unwrap()
             .retain(|v| v != removed.as_str());
-        apply(&admin, without, "mirra-system").await;
+        install(&admin, without).await;
         let node = format!("ext-{i}");
         let db = format!("db{i}");
-        c.register(&mirra_consul::RegisterRequest {
-            node: node.clone(),
-            address: "10.0.0.1".into(),
-            service: Some(mirra_consul::Service {
-                id: format!("{db}-1"),
-                service: db.clone(),
-                port: 5432,
-                ..mirra_consul::Service::default()
-            }),
-            ..mirra_consul::RegisterRequest::default()
-        })
-        .await
-        .unwrap();
+        c.register(&consul_service(&node, &db, &[])).await.unwrap();
         let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
         let mirra = client_with_token(&sb, &token).await;
         let stop = CancellationToken::new();
@@ -232,7 +182,7 @@ async fn every_verb_of_the_write_role_is_needed() {
             to_k8s: true,
             ..sync_settings(&format!("k8s-sync-{i}"))
         };
-        let reverse = spawn_to_k8s(&mirra, &c, sync, &stop);
+        let (reverse, _) = spawn_to_k8s(&mirra, &c, sync, None, &stop);
         let exists = || async {
             Api::<Service>::namespaced(admin.clone(), "default")
                 .get_opt(&db)

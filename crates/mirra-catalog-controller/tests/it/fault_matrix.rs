@@ -26,17 +26,15 @@ use consul_sandbox::FaultRule as ConsulFault;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DeleteParams};
 use mirra_catalog::service_id;
-use mirra_catalog_controller::{CatalogMetrics, Settings, run};
+use mirra_catalog_controller::{CatalogMetrics, run};
 use mirra_consul::QueryOptions;
-use mirra_runtime::leader::{LeaderConfig, LeaderElector};
-use mirra_runtime::{Readiness, run_while_leading};
+use mirra_runtime::Readiness;
 use mirra_testkit::DEADLINE;
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
 const NODE: &str = "k8s-sync";
-const TXN: &str = "PUT /v1/txn";
 
 /// The faults of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,77 +132,6 @@ impl Relay {
     }
 }
 
-fn row_settings() -> Settings {
-    Settings {
-        kube_write_timeout: Duration::from_millis(500),
-        ..settings(sync_settings(NODE))
-    }
-}
-
-/// The controller's Consul client: requests time out well below the 2 s
-/// lease of the leader row (the fence requires that much left).
-fn controller_consul(url: &str) -> mirra_consul::Client {
-    let mut cfg = mirra_consul::ConsulConfig::new(url).unwrap();
-    cfg.request_timeout = Duration::from_millis(500);
-    cfg.retry = mirra_consul::RetryPolicy {
-        max_attempts: 1,
-        initial_backoff: Duration::from_millis(50),
-        max_backoff: Duration::from_millis(200),
-    };
-    mirra_consul::Client::new(cfg).unwrap()
-}
-
-fn lease_config(identity: &str) -> LeaderConfig {
-    LeaderConfig {
-        lease_duration: Duration::from_secs(2),
-        renew: Duration::from_millis(200),
-        ..LeaderConfig::new("default", "mirra-sync-catalog", identity)
-    }
-}
-
-struct Replica {
-    stop: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), mirra_catalog_controller::ControllerError>>,
-    leading: tokio::sync::watch::Receiver<bool>,
-    metrics: CatalogMetrics,
-}
-
-fn replica(kube_url: &str, consul_url: &str, identity: &str) -> Replica {
-    let client = kube::Client::try_from(kube::Config::new(kube_url.parse().unwrap())).unwrap();
-    let elector = LeaderElector::new(client.clone(), lease_config(identity)).unwrap();
-    let leading = elector.subscribe();
-    let stop = CancellationToken::new();
-    let metrics = CatalogMetrics::default();
-    let consul = controller_consul(consul_url);
-    let task = {
-        let (stop, metrics) = (stop.clone(), metrics.clone());
-        tokio::spawn(async move {
-            let readiness = Readiness::new();
-            let ready = readiness.register("catalog");
-            run_while_leading(elector, &readiness, stop, |token, lease| {
-                run(
-                    client.clone(),
-                    consul.clone(),
-                    Settings {
-                        lease,
-                        ..row_settings()
-                    },
-                    ready.clone(),
-                    metrics.clone(),
-                    token,
-                )
-            })
-            .await
-        })
-    };
-    Replica {
-        stop,
-        task,
-        leading,
-        metrics,
-    }
-}
-
 /// A controller in a runtime of its own, killed as a process is.
 struct Process {
     rt: tokio::runtime::Runtime,
@@ -224,8 +151,8 @@ impl Process {
             let ready = Readiness::new().register("catalog");
             run(
                 client,
-                controller_consul(&consul_url),
-                row_settings(),
+                leased_consul_client(&consul_url),
+                leased_settings(NODE),
                 ready,
                 CatalogMetrics::default(),
                 CancellationToken::new(),
@@ -246,33 +173,6 @@ enum Controllers {
     Pair(Replica, Replica),
     Leader(Replica, CatalogMetrics),
     Killed,
-}
-
-/// Service `name` in `ns` with these ready endpoints.
-async fn service(k: &kube::Client, ns: &str, name: &str, annotations: Value, addrs: &[&str]) {
-    cluster_ip(k, ns, name, annotations).await;
-    let addrs: Vec<String> = addrs.iter().map(|a| (*a).to_owned()).collect();
-    put_slice(k, ns, name, &format!("{name}-1"), &eps(&addrs)).await;
-}
-
-fn tags(v: &str) -> Value {
-    json!({"consul.hashicorp.com/service-tags": v})
-}
-
-/// Every instance on `node`, by ID, as Consul stores it.
-async fn node_services(c: &mirra_consul::Client, node: &str) -> BTreeMap<String, Value> {
-    let raw = c
-        .node_services_raw(node, &QueryOptions::default())
-        .await
-        .unwrap();
-    let body: Value = serde_json::from_slice(&raw.value).unwrap();
-    body["Services"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|s| (s["ID"].as_str().unwrap().to_owned(), s))
-        .collect()
 }
 
 /// The fields of an instance the comparison covers.
@@ -306,7 +206,7 @@ fn mirra_instance(name: &str, ns: &str, addr: &str, tags: &[&str]) -> (String, V
 async fn catalog(c: &mirra_consul::Client) -> Value {
     let mut nodes = BTreeMap::new();
     for n in c.nodes(&QueryOptions::default()).await.unwrap().value {
-        let services: BTreeMap<String, Value> = node_services(c, &n.node)
+        let services: BTreeMap<String, Value> = node_services_json(c, &n.node)
             .await
             .into_iter()
             .map(|(id, s)| (id, summary(&s)))
@@ -371,14 +271,11 @@ async fn run_row(fault: Fault) {
     let k = if fault == Fault::Gone {
         // No periodic bookmarks: a watch's resourceVersion moves only with
         // the events it sees, so the compaction sends every one to 410.
-        let sb = kube_sandbox::Sandbox::start(kube_sandbox::Config {
+        kube_with(kube_sandbox::Config {
             bookmark_interval: Duration::from_secs(24 * 3600),
             ..Default::default()
         })
         .await
-        .unwrap();
-        let client = kube::Client::try_from(kube::Config::new(sb.url().parse().unwrap())).unwrap();
-        Kube { sb, client }
     } else {
         kube().await
     };
@@ -386,31 +283,14 @@ async fn run_row(fault: Fault) {
     let mut relay = Relay::start(csb.addr()).await;
     let consul_url = relay.url();
 
-    service(
-        &k.client,
-        "default",
-        "web",
-        json!({}),
-        &["10.70.0.1", "10.70.0.2", "10.70.0.3"],
-    )
-    .await;
-    service(
-        &k.client,
-        "shop",
-        "api",
-        tags("v1"),
-        &["10.71.0.1", "10.71.0.2"],
-    )
-    .await;
-    service(&k.client, "shop", "db", json!({}), &["10.72.0.1"]).await;
-    service(
-        &k.client,
-        "default",
-        "gone",
-        json!({}),
-        &["10.73.0.1", "10.73.0.2"],
-    )
-    .await;
+    let web = ["10.70.0.1", "10.70.0.2", "10.70.0.3"];
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&web)).await;
+    let api = ["10.71.0.1", "10.71.0.2"];
+    annotated_cluster_ip_with_endpoints(&k.client, "shop", "api", service_tags("v1"), &eps(&api))
+        .await;
+    cluster_ip_with_endpoints(&k.client, "shop", "db", &[ep("10.72.0.1")]).await;
+    let gone = ["10.73.0.1", "10.73.0.2"];
+    cluster_ip_with_endpoints(&k.client, "default", "gone", &eps(&gone)).await;
     // Not mirra's: no marks on its node, and marks on another node.
     // The node was made by an earlier sync, with its mark, as consul-k8s
     // makes it.
@@ -445,26 +325,26 @@ async fn run_row(fault: Fault) {
             Controllers::Process(Process::start(k.sb.url(), consul_url.clone()))
         }
         Fault::LeaderChange => {
-            let mut a = replica(&k.sb.url(), &consul_url, "replica-a");
+            let mut a = replica(&k.sb.url(), &consul_url, "replica-a", NODE);
             a.leading.wait_for(|l| *l).await.unwrap();
-            Controllers::Pair(a, replica(&k.sb.url(), &consul_url, "replica-b"))
+            Controllers::Pair(a, replica(&k.sb.url(), &consul_url, "replica-b", NODE))
         }
         _ => Controllers::One(start(
             &k.client,
-            &controller_consul(&consul_url),
-            row_settings(),
+            &leased_consul_client(&consul_url),
+            leased_settings(NODE),
         )),
     };
     let agent = catalog(&reader).await["nodes"]["consul-sandbox"].clone();
-    let initial_want = expected(&agent, &["10.70.0.1", "10.70.0.2", "10.70.0.3"], "v1", true);
+    let initial_want = expected(&agent, &web, "v1", true);
     wait_for("initial catalog", || async {
         catalog(&reader).await == initial_want
     })
     .await;
     quiet(&csb).await;
     let theirs = |s: &BTreeMap<String, Value>, id: &str| s.get(id).cloned().unwrap();
-    let foreign_before = theirs(&node_services(&reader, NODE).await, "foreign");
-    let other_before = theirs(&node_services(&reader, "other-node").await, "other-1");
+    let foreign_before = theirs(&node_services_json(&reader, NODE).await, "foreign");
+    let other_before = theirs(&node_services_json(&reader, "other-node").await, "other-1");
 
     // ---- the fault starts, the changes are made while it lasts ----------
     let before = csb.stats();
@@ -510,12 +390,11 @@ async fn run_row(fault: Fault) {
         }
     }
     let web_now = ["10.70.0.2", "10.70.0.3", "10.70.0.4"];
-    let web_now_owned: Vec<String> = web_now.iter().map(|a| (*a).to_owned()).collect();
-    put_slice(&k.client, "default", "web", "web-1", &eps(&web_now_owned)).await;
+    put_slice(&k.client, "default", "web", "web-1", &eps(&web_now)).await;
     if fault == Fault::WatchDrop {
         k.sb.close_watches();
     }
-    cluster_ip(&k.client, "shop", "api", tags("v2")).await;
+    cluster_ip(&k.client, "shop", "api", service_tags("v2")).await;
     if fault == Fault::WatchDrop {
         k.sb.close_watches();
     }
@@ -562,8 +441,8 @@ async fn run_row(fault: Fault) {
     if killed {
         ctl = Controllers::One(start(
             &k.client,
-            &controller_consul(&consul_url),
-            row_settings(),
+            &leased_consul_client(&consul_url),
+            leased_settings(NODE),
         ));
     }
     if let Controllers::Pair(a, mut b) = ctl {
@@ -582,12 +461,12 @@ async fn run_row(fault: Fault) {
     // ---- exact final catalog ----------------------------------------------
     assert_eq!(catalog(&reader).await, want, "{fault:?}");
     assert_eq!(
-        theirs(&node_services(&reader, NODE).await, "foreign"),
+        theirs(&node_services_json(&reader, NODE).await, "foreign"),
         foreign_before,
         "{fault:?}: the foreign instance was written"
     );
     assert_eq!(
-        theirs(&node_services(&reader, "other-node").await, "other-1"),
+        theirs(&node_services_json(&reader, "other-node").await, "other-1"),
         other_before,
         "{fault:?}: another node's instance was written"
     );

@@ -13,46 +13,14 @@ use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use common::*;
-use mirra_catalog_controller::{CatalogMetrics, Settings, run};
-use mirra_consul::{ConsulConfig, RetryPolicy};
-use mirra_runtime::leader::{LeaderConfig, LeaderElector};
-use mirra_runtime::{LeaderMetrics, Readiness, run_while_leading};
+use mirra_catalog_controller::Settings;
+use mirra_runtime::LeaderMetrics;
+use mirra_runtime::leader::LeaderElector;
 use prometheus_client::registry::Registry;
-use tokio_util::sync::CancellationToken;
 
 const NODE: &str = "k8s-sync";
-
-fn lease_config(identity: &str) -> LeaderConfig {
-    LeaderConfig {
-        lease_duration: Duration::from_secs(2),
-        renew: Duration::from_millis(200),
-        ..LeaderConfig::new("default", "mirra-sync-catalog", identity)
-    }
-}
-
-/// The fence requires the Consul client's request timeout left of the
-/// lease: well below the 2 s lease here.
-fn fast_consul(url: &str) -> mirra_consul::Client {
-    let mut cfg = ConsulConfig::new(url).unwrap();
-    cfg.request_timeout = Duration::from_millis(500);
-    cfg.retry = RetryPolicy {
-        max_attempts: 1,
-        initial_backoff: Duration::from_millis(50),
-        max_backoff: Duration::from_millis(200),
-    };
-    mirra_consul::Client::new(cfg).unwrap()
-}
-
-fn replica_settings(lease: mirra_runtime::LeaseDeadline) -> Settings {
-    Settings {
-        lease,
-        kube_write_timeout: Duration::from_millis(500),
-        ..settings(sync_settings(NODE))
-    }
-}
 
 /// A TCP forwarder in front of Consul that counts the transactions sent
 /// through it, so the test can tell A's requests from B's: Consul counts
@@ -140,8 +108,11 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
     let (a_consul_url, a_sent) = counting_proxy(&csb.url()).await;
     let a = start(
         &a_kube,
-        &fast_consul(&a_consul_url),
-        replica_settings(a_lease),
+        &leased_consul_client(&a_consul_url),
+        Settings {
+            lease: a_lease,
+            ..leased_settings(NODE)
+        },
     );
     wait_for("A registered 10.1.0.1", || async {
         addresses(&reader).await == ["10.1.0.1"]
@@ -150,30 +121,7 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
     a.settle(&csb).await;
 
     // Replica B, wired as the binary does, campaigning meanwhile.
-    let b_kube = kube::Client::try_from(kube::Config::new(k.sb.url().parse().unwrap())).unwrap();
-    let b_elector = LeaderElector::new(b_kube.clone(), lease_config("replica-b")).unwrap();
-    let mut b_leading = b_elector.subscribe();
-    let b_metrics = CatalogMetrics::default();
-    let b_stop = CancellationToken::new();
-    let b_task = {
-        let (stop, metrics) = (b_stop.clone(), b_metrics.clone());
-        let b_consul = fast_consul(&csb.url());
-        tokio::spawn(async move {
-            let readiness = Readiness::new();
-            let ready = readiness.register("catalog");
-            run_while_leading(b_elector, &readiness, stop, |token, lease| {
-                run(
-                    b_kube.clone(),
-                    b_consul.clone(),
-                    replica_settings(lease),
-                    ready.clone(),
-                    metrics.clone(),
-                    token,
-                )
-            })
-            .await
-        })
-    };
+    let mut b = replica(&k.sb.url(), &csb.url(), "replica-b", NODE);
 
     // A decides a transaction (10.1.0.2 replaces 10.1.0.1), passes its
     // fence and is paused before sending it.
@@ -194,7 +142,7 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
     // B takes over once the lease lapsed; its first pass writes the
     // current state without waiting for an event or its verification
     // period (an hour here).
-    b_leading.wait_for(|l| *l).await.unwrap();
+    b.leading.wait_for(|l| *l).await.unwrap();
     wait_for("B registered 10.1.0.2", || async {
         addresses(&reader).await == ["10.1.0.2"]
     })
@@ -223,7 +171,7 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
         a_transactions,
         "A committed nothing more"
     );
-    let b_transactions = b_metrics.transactions_total();
+    let b_transactions = b.metrics.transactions_total();
     assert!(
         b_transactions >= 2,
         "B wrote both changes: {b_transactions}"
@@ -240,6 +188,6 @@ async fn a_paused_leader_sends_no_stale_transaction_after_a_successor_took_over(
 
     a.stop.cancel();
     a.task.await.unwrap().unwrap();
-    b_stop.cancel();
-    b_task.await.unwrap().unwrap();
+    b.stop.cancel();
+    b.task.await.unwrap().unwrap();
 }

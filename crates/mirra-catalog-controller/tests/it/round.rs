@@ -199,25 +199,41 @@ impl Consul {
     }
 }
 
-/// Writes `planned` into `consul` as one transaction and folds the commit
-/// into the index; with `answer`, Consul's next answers follow.
-fn write(index: &mut CatalogIndex, consul: &mut Consul, planned: &[Planned], answer: bool) {
-    let mut results = Vec::new();
-    for p in planned {
-        results.extend(consul.apply(p));
-    }
+/// Applies `planned` to `consul` as one transaction; returns its results.
+fn apply_all(consul: &mut Consul, planned: &[Planned]) -> Vec<mirra_consul::TxnResult> {
+    planned.iter().flat_map(|p| consul.apply(p)).collect()
+}
+
+/// Folds the commit of `planned` (a transaction with these `results`, which
+/// did not create the node) into the index, when there was anything to
+/// commit.
+fn fold_commit(index: &mut CatalogIndex, planned: &[Planned], results: &[mirra_consul::TxnResult]) {
     if !planned.is_empty() {
         index.fold(WriteEvent::Committed {
             ops: planned.iter().map(|p| &p.op).collect(),
             node_created: false,
-            results: &results,
+            results,
             at: Instant::now(),
         });
     }
+}
+
+/// Folds Consul's current answers (instances, then checks) into the index;
+/// returns the Services they report as changed by someone else.
+fn answer(index: &mut CatalogIndex, consul: &Consul) -> BTreeSet<ServiceKey> {
+    let (o, c) = consul.answers();
+    let mut drift = index.on_observed(o, Instant::now());
+    drift.extend(index.on_checks(c, Instant::now()));
+    drift
+}
+
+/// Writes `planned` into `consul` as one transaction and folds the commit
+/// into the index; with `answer`, Consul's next answers follow.
+fn write(index: &mut CatalogIndex, consul: &mut Consul, planned: &[Planned], answer: bool) {
+    let results = apply_all(consul, planned);
+    fold_commit(index, planned, &results);
     if answer {
-        let (o, c) = consul.answers();
-        index.on_observed(o, Instant::now());
-        index.on_checks(c, Instant::now());
+        self::answer(index, consul);
     }
 }
 
@@ -401,9 +417,7 @@ fn one_service_synced() -> (World, CatalogIndex, Consul) {
     let mut index = CatalogIndex::new(sync());
     let consul = Consul::default();
     initial_lists(&mut index, &world);
-    let (o, c) = consul.answers();
-    index.on_observed(o, Instant::now());
-    index.on_checks(c, Instant::now());
+    answer(&mut index, &consul);
     (world, index, consul)
 }
 
@@ -513,21 +527,9 @@ fn write_answered_mid_flight(
     if guard {
         index.begin_write(planned);
     }
-    let mut results = Vec::new();
-    for p in planned {
-        results.extend(consul.apply(p));
-    }
-    let (o, c) = consul.answers();
-    let mut drift = index.on_observed(o, Instant::now());
-    drift.extend(index.on_checks(c, Instant::now()));
-    if !planned.is_empty() {
-        index.fold(WriteEvent::Committed {
-            ops: planned.iter().map(|p| &p.op).collect(),
-            node_created: false,
-            results: &results,
-            at: Instant::now(),
-        });
-    }
+    let results = apply_all(consul, planned);
+    let drift = answer(index, consul);
+    fold_commit(index, planned, &results);
     if guard {
         index.end_write();
     }
@@ -549,9 +551,7 @@ proptest! {
         let mut index = CatalogIndex::new(sync());
         let mut consul = Consul::default();
         initial_lists(&mut index, &before);
-        let (o, c) = consul.answers();
-        index.on_observed(o, Instant::now());
-        index.on_checks(c, Instant::now());
+        answer(&mut index, &consul);
         let keys = index.drop_gone_keys();
         let round = index.plan_pass_chunk(&keys);
         let drift = write_answered_mid_flight(&mut index, &mut consul, &round.planned, true);

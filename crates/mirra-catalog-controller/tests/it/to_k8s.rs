@@ -9,28 +9,11 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use mirra_catalog::SyncSettings;
-use mirra_catalog_controller::to_k8s::run_to_k8s;
-use mirra_consul::{ConsulConfig, DeregisterRequest, RegisterRequest};
-use mirra_runtime::Readiness;
+use mirra_consul::{ConsulConfig, DeregisterRequest};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use mirra_testkit::wait_for;
-
-fn register(node: &str, name: &str, tags: &[&str]) -> RegisterRequest {
-    RegisterRequest {
-        node: node.into(),
-        address: "10.0.0.1".into(),
-        service: Some(mirra_consul::Service {
-            id: format!("{name}-1"),
-            service: name.into(),
-            tags: tags.iter().map(|t| t.to_string()).collect(),
-            port: 5432,
-            ..mirra_consul::Service::default()
-        }),
-        ..RegisterRequest::default()
-    }
-}
+use crate::common::{Kube, consul_service, consul_with, fail_lists, kube, spawn_to_k8s, wait_for};
 
 fn consul_reads(sb: &consul_sandbox::Sandbox) -> u64 {
     sb.stats().requests_for("GET /v1/catalog/services")
@@ -53,6 +36,13 @@ struct Running {
     task: tokio::task::JoinHandle<()>,
 }
 
+impl Running {
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.unwrap();
+    }
+}
+
 fn start(kube: &kube::Client, consul_url: &str) -> (Running, mirra_runtime::ReadyFlag) {
     start_with(kube, consul_url, SyncSettings::default())
 }
@@ -71,36 +61,73 @@ fn start_previewing(
     sync: SyncSettings,
     preview: Option<mirra_runtime::Preview>,
 ) -> (Running, mirra_runtime::ReadyFlag) {
-    let consul = mirra_consul::Client::new(ConsulConfig::new(consul_url).unwrap()).unwrap();
-    let readiness = Readiness::new();
-    let ready = readiness.register("to-k8s");
     let stop = CancellationToken::new();
-    let task = tokio::spawn(run_to_k8s(
-        kube.clone(),
-        consul,
-        sync,
-        mirra_runtime::WriteFence::new(
-            mirra_runtime::LeaseDeadline::always(),
-            Duration::from_secs(10),
-        ),
-        preview,
-        ready.clone(),
-        stop.clone(),
-    ));
+    let (task, ready) = spawn_to_k8s(kube, &consul_client(consul_url), sync, preview, &stop);
     (Running { stop, task }, ready)
+}
+
+/// The client these tests use: mirra's defaults, retries included.
+fn consul_client(url: &str) -> mirra_consul::Client {
+    mirra_consul::Client::new(ConsulConfig::new(url).unwrap()).unwrap()
+}
+
+struct Sandboxes {
+    kube_sb: kube_sandbox::Sandbox,
+    kube: kube::Client,
+    consul_sb: consul_sandbox::Sandbox,
+    consul: mirra_consul::Client,
+}
+
+async fn sandboxes() -> Sandboxes {
+    let Kube {
+        sb: kube_sb,
+        client: kube,
+    } = kube().await;
+    let (consul_sb, consul) = consul_with(consul_sandbox::Config::default(), consul_client).await;
+    Sandboxes {
+        kube_sb,
+        kube,
+        consul_sb,
+        consul,
+    }
+}
+
+impl Sandboxes {
+    /// Registers [`consul_service`]`(node, name, tags)` in Consul.
+    async fn register(&self, node: &str, name: &str, tags: &[&str]) {
+        self.consul
+            .register(&consul_service(node, name, tags))
+            .await
+            .unwrap();
+    }
+
+    /// Deregisters the instance `<name>-1` of `node`.
+    async fn deregister(&self, node: &str, name: &str) {
+        self.consul
+            .deregister(&DeregisterRequest {
+                node: node.into(),
+                service_id: format!("{name}-1"),
+                ..DeregisterRequest::default()
+            })
+            .await
+            .unwrap();
+    }
+
+    /// The Services of the `default` namespace.
+    fn services(&self) -> Api<Service> {
+        Api::namespaced(self.kube.clone(), "default")
+    }
+}
+
+/// Whether the Service `name` exists.
+async fn exists(services: &Api<Service>, name: &str) -> bool {
+    services.get_opt(name).await.unwrap().is_some()
 }
 
 #[tokio::test]
 async fn consul_services_become_external_name_services_and_go_with_them() {
-    let kube_sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let kube = kube::Client::try_from(kube::Config::new(kube_sb.url().parse().unwrap())).unwrap();
-    let consul_sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
-        .await
-        .unwrap();
-    let consul = mirra_consul::Client::new(ConsulConfig::new(&consul_sb.url()).unwrap()).unwrap();
-    let services: Api<Service> = Api::namespaced(kube.clone(), "default");
+    let sb = sandboxes().await;
+    let services = sb.services();
 
     // Someone else's Service with the name a Consul service will want.
     let foreign: Service = serde_json::from_value(json!({
@@ -112,29 +139,20 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
         .create(&PostParams::default(), &foreign)
         .await
         .unwrap();
-    consul.register(&register("ext", "db", &[])).await.unwrap();
-    consul
-        .register(&register("ext", "cache", &[]))
-        .await
-        .unwrap();
+    sb.register("ext", "db", &[]).await;
+    sb.register("ext", "cache", &[]).await;
     // Registered from Kubernetes (k8s tag): never synced back.
-    consul
-        .register(&register("k8s-sync", "web", &["k8s"]))
-        .await
-        .unwrap();
+    sb.register("k8s-sync", "web", &["k8s"]).await;
 
-    let (running, ready) = start(&kube, &consul_sb.url());
-    wait_for("db as an ExternalName Service", || async {
-        services.get_opt("db").await.unwrap().is_some()
-    })
-    .await;
+    let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
+    wait_for("db as an ExternalName Service", || exists(&services, "db")).await;
     assert!(ready.is_ready());
     let db = services.get("db").await.unwrap();
     let spec = db.spec.unwrap();
     assert_eq!(spec.type_.as_deref(), Some("ExternalName"));
     assert_eq!(spec.external_name.as_deref(), Some("db.service.consul"));
     assert_eq!(db.metadata.labels.unwrap()["consul"], "true");
-    assert!(services.get_opt("web").await.unwrap().is_none());
+    assert!(!exists(&services, "web").await);
     let cache = services.get("cache").await.unwrap();
     assert_eq!(cache.spec.unwrap().type_.as_deref(), Some("ClusterIP"));
     assert!(
@@ -147,76 +165,43 @@ async fn consul_services_become_external_name_services_and_go_with_them() {
     // A change Consul reports that leaves the service list as it is
     // (another instance of db) costs no Kubernetes write.
     wait_for("the next blocking read parked", || async {
-        consul_reads(&consul_sb) >= 2
+        consul_reads(&sb.consul_sb) >= 2
     })
     .await;
-    kube_sb.reset_stats();
-    let reads = consul_reads(&consul_sb);
-    let mut second = register("ext2", "db", &[]);
+    sb.kube_sb.reset_stats();
+    let reads = consul_reads(&sb.consul_sb);
+    let mut second = consul_service("ext2", "db", &[]);
     second.address = "10.0.0.2".into();
-    consul.register(&second).await.unwrap();
+    sb.consul.register(&second).await.unwrap();
     wait_for("the change read and the next read parked", || async {
-        consul_reads(&consul_sb) > reads
+        consul_reads(&sb.consul_sb) > reads
     })
     .await;
-    assert_eq!(writes(&kube_sb), 0);
+    assert_eq!(writes(&sb.kube_sb), 0);
 
     // db leaves Consul: its Service goes; the foreign one stays.
     for node in ["ext", "ext2"] {
-        consul
-            .deregister(&DeregisterRequest {
-                node: node.into(),
-                service_id: "db-1".into(),
-                ..DeregisterRequest::default()
-            })
-            .await
-            .unwrap();
+        sb.deregister(node, "db").await;
     }
     wait_for("db's Service deleted", || async {
-        services.get_opt("db").await.unwrap().is_none()
+        !exists(&services, "db").await
     })
     .await;
-    assert_eq!(kube_sb.stats().get("delete services"), 1);
-    assert!(services.get_opt("cache").await.unwrap().is_some());
+    assert_eq!(sb.kube_sb.stats().get("delete services"), 1);
+    assert!(exists(&services, "cache").await);
 
     // Restart in step: a fresh instance writes nothing.
-    running.stop.cancel();
-    running.task.await.unwrap();
-    kube_sb.reset_stats();
-    let reads = consul_reads(&consul_sb);
-    let (running, ready) = start(&kube, &consul_sb.url());
+    running.stop().await;
+    sb.kube_sb.reset_stats();
+    let reads = consul_reads(&sb.consul_sb);
+    let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
     // The first read answered, planned, and the next read parked.
     wait_for("restarted and planned", || async {
-        ready.is_ready() && consul_reads(&consul_sb) >= reads + 2
+        ready.is_ready() && consul_reads(&sb.consul_sb) >= reads + 2
     })
     .await;
-    assert_eq!(writes(&kube_sb), 0);
-    running.stop.cancel();
-    running.task.await.unwrap();
-}
-
-struct Sandboxes {
-    kube_sb: kube_sandbox::Sandbox,
-    kube: kube::Client,
-    consul_sb: consul_sandbox::Sandbox,
-    consul: mirra_consul::Client,
-}
-
-async fn sandboxes() -> Sandboxes {
-    let kube_sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let kube = kube::Client::try_from(kube::Config::new(kube_sb.url().parse().unwrap())).unwrap();
-    let consul_sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
-        .await
-        .unwrap();
-    let consul = mirra_consul::Client::new(ConsulConfig::new(&consul_sb.url()).unwrap()).unwrap();
-    Sandboxes {
-        kube_sb,
-        kube,
-        consul_sb,
-        consul,
-    }
+    assert_eq!(writes(&sb.kube_sb), 0);
+    running.stop().await;
 }
 
 /// Names of the Services labelled `consul=true` (written by the sync).
@@ -237,20 +222,21 @@ fn external_name(svc: &Service) -> Option<String> {
     svc.spec.as_ref().and_then(|s| s.external_name.clone())
 }
 
-/// Sandboxes with a Consul service `db`, the sync running, and its
-/// ExternalName Service written.
-async fn with_db_written() -> (Sandboxes, Api<Service>, Running) {
+/// Sandboxes with a Consul service `db`, and the `default` namespace's
+/// Services.
+async fn with_db_registered() -> (Sandboxes, Api<Service>) {
     let sb = sandboxes().await;
-    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
-    sb.consul
-        .register(&register("ext", "db", &[]))
-        .await
-        .unwrap();
+    let services = sb.services();
+    sb.register("ext", "db", &[]).await;
+    (sb, services)
+}
+
+/// [`with_db_registered`], the sync running, and its ExternalName Service
+/// written.
+async fn with_db_written() -> (Sandboxes, Api<Service>, Running) {
+    let (sb, services) = with_db_registered().await;
     let (running, _ready) = start(&sb.kube, &sb.consul_sb.url());
-    wait_for("db written", || async {
-        services.get_opt("db").await.unwrap().is_some()
-    })
-    .await;
+    wait_for("db written", || exists(&services, "db")).await;
     (sb, services, running)
 }
 
@@ -285,25 +271,18 @@ async fn edits_of_a_written_external_name_service_are_reverted() {
     .await;
     // A later change proves the revert's own watch event was planned too
     // (the plan covers every name): it creates `cache`, nothing else.
-    sb.consul
-        .register(&register("ext", "cache", &[]))
-        .await
-        .unwrap();
-    wait_for("cache written", || async {
-        services.get_opt("cache").await.unwrap().is_some()
-    })
-    .await;
+    sb.register("ext", "cache", &[]).await;
+    wait_for("cache written", || exists(&services, "cache")).await;
     // Our edit, mirra's one revert, and the apply that created `cache`.
     assert_eq!(patches() - before, 3);
     assert_eq!(sb.kube_sb.stats().get("delete services"), 0);
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test]
 async fn k8s_service_prefix_names_the_written_services() {
     let sb = sandboxes().await;
-    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
+    let services = sb.services();
     // Someone's unlabelled Service with the unprefixed name: not ours.
     let theirs: Service = serde_json::from_value(json!({
         "metadata": {"name": "db"},
@@ -314,19 +293,13 @@ async fn k8s_service_prefix_names_the_written_services() {
         .create(&PostParams::default(), &theirs)
         .await
         .unwrap();
-    sb.consul
-        .register(&register("ext", "db", &[]))
-        .await
-        .unwrap();
+    sb.register("ext", "db", &[]).await;
     let sync = SyncSettings {
         k8s_service_prefix: "consul-".into(),
         ..SyncSettings::default()
     };
     let (running, _ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync);
-    wait_for("consul-db written", || async {
-        services.get_opt("consul-db").await.unwrap().is_some()
-    })
-    .await;
+    wait_for("consul-db written", || exists(&services, "consul-db")).await;
     let db = services.get("consul-db").await.unwrap();
     // The prefix names the Kubernetes Service only; the target is the
     // Consul name.
@@ -340,42 +313,21 @@ async fn k8s_service_prefix_names_the_written_services() {
     assert_eq!(sb.kube_sb.stats().get("patch services"), 2);
 
     // Gone from Consul: the prefixed Service goes, theirs stays.
-    sb.consul
-        .deregister(&DeregisterRequest {
-            node: "ext".into(),
-            service_id: "db-1".into(),
-            ..DeregisterRequest::default()
-        })
-        .await
-        .unwrap();
+    sb.deregister("ext", "db").await;
     wait_for("consul-db deleted", || async {
-        services.get_opt("consul-db").await.unwrap().is_none()
+        !exists(&services, "consul-db").await
     })
     .await;
-    assert!(services.get_opt("db").await.unwrap().is_some());
+    assert!(exists(&services, "db").await);
     assert_eq!(sb.kube_sb.stats().get("delete services"), 1);
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test]
 async fn failing_service_lists_are_retried_with_backoff_and_converge() {
-    let sb = sandboxes().await;
-    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
-    sb.consul
-        .register(&register("ext", "db", &[]))
-        .await
-        .unwrap();
+    let (sb, services) = with_db_registered().await;
     // Lists of Services fail until cleared.
-    sb.kube_sb
-        .inject(kube_sandbox::FaultRule {
-            verb: Some("list".into()),
-            resource: Some("services".into()),
-            status: Some(500),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    fail_lists(&sb.kube_sb, "services", 500, None).await;
     let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
     wait_for("the list failed twice", || async {
         sb.kube_sb.stats().get("list services") >= 2
@@ -391,48 +343,27 @@ async fn failing_service_lists_are_retried_with_backoff_and_converge() {
         "{lists} lists in about two seconds: no backoff"
     );
     assert!(!ready.is_ready(), "not ready without the Services' list");
-    assert!(services.get_opt("db").await.unwrap().is_none());
+    assert!(!exists(&services, "db").await);
     assert_eq!(writes(&sb.kube_sb), 0, "nothing written before the list");
 
     sb.kube_sb.clear_faults().await;
-    wait_for("db written once the list works", || async {
-        services.get_opt("db").await.unwrap().is_some()
-    })
-    .await;
+    wait_for("db written once the list works", || exists(&services, "db")).await;
     assert!(ready.is_ready());
     // db and Consul's own `consul` service, one apply each.
     assert_eq!(labelled(&services).await, ["consul", "db"]);
     assert_eq!(sb.kube_sb.stats().get("patch services"), 2);
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test]
 async fn a_few_failed_lists_cost_one_retry_each() {
-    let sb = sandboxes().await;
-    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
-    sb.consul
-        .register(&register("ext", "db", &[]))
-        .await
-        .unwrap();
+    let (sb, services) = with_db_registered().await;
     // The next three lists of Services fail with a 500, which kube's client
     // does not retry itself (it retries 429/503/504): each failure reaches
     // the watcher and its backoff.
-    sb.kube_sb
-        .inject(kube_sandbox::FaultRule {
-            verb: Some("list".into()),
-            resource: Some("services".into()),
-            status: Some(500),
-            count: Some(3),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    fail_lists(&sb.kube_sb, "services", 500, Some(3)).await;
     let (running, ready) = start(&sb.kube, &sb.consul_sb.url());
-    wait_for("db written", || async {
-        services.get_opt("db").await.unwrap().is_some()
-    })
-    .await;
+    wait_for("db written", || exists(&services, "db")).await;
     assert!(ready.is_ready());
     // Three failed lists, each retried once after its backoff; the fourth
     // succeeded and the watch took over (no further list).
@@ -440,8 +371,7 @@ async fn a_few_failed_lists_cost_one_retry_each() {
     assert_eq!(sb.kube_sb.stats().get("patch services"), 2);
     // (This list is the test's own.)
     assert_eq!(labelled(&services).await, ["consul", "db"]);
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 #[tokio::test]
@@ -484,8 +414,7 @@ async fn an_update_planned_from_a_stale_version_does_not_land() {
     // The revert planned from the first edit was refused (409) and planned
     // again from the second: two patches.
     assert_eq!(patches() - before, 2);
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
 }
 
 /// `-consul-domain=consul.` (fully qualified, as consul-k8s accepts it):
@@ -493,12 +422,7 @@ async fn an_update_planned_from_a_stale_version_does_not_land() {
 /// them; a restart in step writes nothing more.
 #[tokio::test]
 async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
-    let sb = sandboxes().await;
-    let services: Api<Service> = Api::namespaced(sb.kube.clone(), "default");
-    sb.consul
-        .register(&register("ext", "db", &[]))
-        .await
-        .unwrap();
+    let (sb, services) = with_db_registered().await;
     let sync = SyncSettings {
         consul_domain: "consul.".into(),
         ..SyncSettings::default()
@@ -510,8 +434,7 @@ async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
     .await;
     let db = services.get("db").await.unwrap();
     assert_eq!(external_name(&db).as_deref(), Some("db.service.consul."));
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
     let before = writes(&sb.kube_sb);
     let reads = consul_reads(&sb.consul_sb);
     let (running, ready) = start_with(&sb.kube, &sb.consul_sb.url(), sync);
@@ -520,8 +443,7 @@ async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
         ready.is_ready() && consul_reads(&sb.consul_sb) >= reads + 2
     })
     .await;
-    running.stop.cancel();
-    running.task.await.unwrap();
+    running.stop().await;
     assert_eq!(writes(&sb.kube_sb), before, "in step: nothing rewritten");
 }
 
@@ -529,23 +451,13 @@ async fn a_consul_domain_with_a_trailing_dot_is_written_as_given() {
 /// and writes none itself.
 #[tokio::test]
 async fn a_preview_lists_the_external_name_services_and_writes_none() {
-    let kube_sb = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let kube = kube::Client::try_from(kube::Config::new(kube_sb.url().parse().unwrap())).unwrap();
-    let consul_sb = consul_sandbox::Sandbox::start(consul_sandbox::Config::default())
-        .await
-        .unwrap();
-    let consul = mirra_consul::Client::new(ConsulConfig::new(&consul_sb.url()).unwrap()).unwrap();
-    consul.register(&register("ext", "db", &[])).await.unwrap();
-    consul
-        .register(&register("k8s-sync", "web", &["k8s"]))
-        .await
-        .unwrap();
+    let sb = sandboxes().await;
+    sb.register("ext", "db", &[]).await;
+    sb.register("k8s-sync", "web", &["k8s"]).await;
     let preview = mirra_runtime::Preview::new("catalog");
     let (running, _ready) = start_previewing(
-        &kube,
-        &consul_sb.url(),
+        &sb.kube,
+        &sb.consul_sb.url(),
         SyncSettings::default(),
         Some(preview.clone()),
     );
@@ -567,12 +479,11 @@ async fn a_preview_lists_the_external_name_services_and_writes_none() {
             .all(|p| p.0 == "Service" && p.1 == "default" && p.3 == "apply" && p.4 == "missing"),
         "{planned:?}"
     );
-    assert_eq!(writes(&kube_sb), 0, "a preview writes nothing");
-    running.stop.cancel();
-    running.task.await.unwrap();
+    assert_eq!(writes(&sb.kube_sb), 0, "a preview writes nothing");
+    running.stop().await;
 
-    let (running, _ready) = start(&kube, &consul_sb.url());
-    let services: Api<Service> = Api::namespaced(kube.clone(), "default");
+    let (running, _ready) = start(&sb.kube, &sb.consul_sb.url());
+    let services = sb.services();
     let ours = ListParams::default().labels("consul=true");
     wait_for("both written", || async {
         services.list(&ours).await.unwrap().items.len() == 2
@@ -589,7 +500,6 @@ async fn a_preview_lists_the_external_name_services_and_writes_none() {
         names, planned_names,
         "the real run writes what the preview listed"
     );
-    assert_eq!(writes(&kube_sb), 2);
-    running.stop.cancel();
-    running.task.await.unwrap();
+    assert_eq!(writes(&sb.kube_sb), 2);
+    running.stop().await;
 }
