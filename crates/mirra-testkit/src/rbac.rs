@@ -60,6 +60,28 @@ pub fn documents(path: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The ClusterRole's rules in `docs`, each with `docs` as they are
+/// without it: for the tests that show every rule is needed.
+pub fn each_cluster_role_rule_removed(docs: &[Value]) -> Vec<(Value, Vec<Value>)> {
+    let role_at = docs
+        .iter()
+        .position(|d| d["kind"] == "ClusterRole")
+        .expect("a ClusterRole");
+    let rules = docs[role_at]["rules"]
+        .as_array()
+        .expect("its rules")
+        .clone();
+    (0..rules.len())
+        .map(|i| {
+            let mut without = docs.to_vec();
+            if let Some(r) = without[role_at]["rules"].as_array_mut() {
+                r.remove(i);
+            }
+            (rules[i].clone(), without)
+        })
+        .collect()
+}
+
 /// Creates `docs` as the admin: namespaced ones (ServiceAccounts, Roles,
 /// RoleBindings) in the namespace they name, else in `default_ns`, as
 /// kustomize's `namespace:` would.

@@ -13,8 +13,8 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
 use mirra_catalog::SyncSettings;
 use mirra_testkit::rbac::{
-    apply, client_with_token, documents, granted_resources, refused_any, sandbox_with_rbac,
-    service_account_token,
+    apply, client_with_token, documents, each_cluster_role_rule_removed, granted_resources,
+    refused_any, sandbox_with_rbac, service_account_token,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -91,20 +91,13 @@ async fn both_directions_work_with_exactly_the_rights_deploy_grants() {
 /// exactly there (the sandbox counts refusals by verb and resource).
 #[tokio::test]
 async fn every_rule_of_the_cluster_role_is_needed() {
-    let docs = documents(RBAC);
-    let role_at = docs
-        .iter()
-        .position(|d| d["kind"] == "ClusterRole")
-        .unwrap();
-    let rules = docs[role_at]["rules"].as_array().unwrap().clone();
-    assert!(rules.len() >= 5, "{rules:?}");
+    let variants = each_cluster_role_rule_removed(&documents(RBAC));
+    assert!(variants.len() >= 5, "{variants:?}");
     let (_csb, c) = consul().await;
     let mut symptoms = std::collections::BTreeSet::new();
-    for (i, removed) in rules.iter().enumerate() {
+    for (i, (removed, without)) in variants.iter().enumerate() {
         let (sb, admin) = sandbox_with_rbac().await;
-        let mut without = docs.clone();
-        without[role_at]["rules"].as_array_mut().unwrap().remove(i);
-        install(&admin, without).await;
+        install(&admin, without.clone()).await;
         cart_with_a_bad_annotation(&admin, 1).await;
         let token = service_account_token(&admin, "mirra-system", "mirra-catalog").await;
         let granted = granted_resources(removed);
