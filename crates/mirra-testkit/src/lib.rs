@@ -111,6 +111,18 @@ where
     }
 }
 
+/// Waits until a dry run's summary (`summary`, e.g. `|| preview.summary()`)
+/// lists an unreadable resource, and returns that summary.
+pub async fn wait_for_unreadable(summary: impl Fn() -> serde_json::Value) -> serde_json::Value {
+    wait_for("the refused read reported", || async {
+        summary()["unreadable"]
+            .as_array()
+            .is_some_and(|u| !u.is_empty())
+    })
+    .await;
+    summary()
+}
+
 /// Every Event in `namespace`.
 pub async fn events(client: &kube::Client, namespace: &str) -> Vec<Event> {
     Api::<Event>::namespaced(client.clone(), namespace)

@@ -236,13 +236,7 @@ async fn a_preview_that_cannot_read_says_so_and_writes_nothing() {
     let before = csb.stats().raft_applies;
     let (s, preview) = dry_run(sync_settings(NODE));
     let ctl = start(&k.client, &c, s);
-    wait_for("the refused read reported", || async {
-        preview.summary()["unreadable"]
-            .as_array()
-            .is_some_and(|u| !u.is_empty())
-    })
-    .await;
-    let summary = preview.summary();
+    let summary = mirra_testkit::wait_for_unreadable(|| preview.summary()).await;
     assert_eq!(summary["quiet"], false, "{summary}");
     assert_eq!(
         summary["unreadable"][0]["what"], "endpointslices",

@@ -294,13 +294,7 @@ async fn a_preview_that_cannot_read_says_so_and_writes_nothing() {
     env.sb.reset_stats();
     let (settings, preview) = dry_run_settings();
     let dry = env.start(settings);
-    wait_for("the refused read reported", || async {
-        preview.summary()["unreadable"]
-            .as_array()
-            .is_some_and(|u| !u.is_empty())
-    })
-    .await;
-    let summary = preview.summary();
+    let summary = mirra_testkit::wait_for_unreadable(|| preview.summary()).await;
     assert_eq!(summary["quiet"], false, "{summary}");
     assert!(
         summary["unreadable"][0]["error"]
