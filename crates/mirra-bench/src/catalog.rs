@@ -148,22 +148,28 @@ fn endpoint_ip(generation: usize, svc: usize, ep: usize) -> String {
     )
 }
 
-fn slice(name: &str, namespace: &str, ips: &[String]) -> EndpointSlice {
+/// The EndpointSlice `<name>-1` of Service `namespace/name`: port `http`
+/// (8080) and one ready endpoint per address in `ips`, each of pod
+/// `<name>-<address>`.
+pub(crate) fn endpoint_slice(
+    name: &str,
+    namespace: &str,
+    ips: &[String],
+) -> anyhow::Result<EndpointSlice> {
     let endpoints: Vec<_> = ips
         .iter()
         .map(|a| {
             json!({"addresses": [a], "conditions": {"ready": true},
-                        "targetRef": {"kind": "Pod", "name": format!("{name}-{a}")}})
+                   "targetRef": {"kind": "Pod", "name": format!("{name}-{a}")}})
         })
         .collect();
-    serde_json::from_value(json!({
+    Ok(serde_json::from_value(json!({
         "metadata": {"name": format!("{name}-1"), "namespace": namespace,
                      "labels": {"kubernetes.io/service-name": name}},
         "addressType": "IPv4",
         "endpoints": endpoints,
         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
-    }))
-    .unwrap_or_default()
+    }))?)
 }
 
 fn ips_for(generation: usize, svc: usize, endpoints: usize) -> Vec<String> {
@@ -263,7 +269,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                 slices
                     .create(
                         &PostParams::default(),
-                        &slice(&name, &ns, &ips_for(0, i, endpoints)),
+                        &endpoint_slice(&name, &ns, &ips_for(0, i, endpoints))?,
                     )
                     .await?;
                 anyhow::Ok(())
@@ -356,7 +362,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
                     .patch(
                         &format!("{name}-1"),
                         &PatchParams::apply("bench").force(),
-                        &Patch::Apply(&slice(&name, &ns, &ips_for(1, i, endpoints))),
+                        &Patch::Apply(&endpoint_slice(&name, &ns, &ips_for(1, i, endpoints))?),
                     )
                     .await?;
                 anyhow::Ok((i, t))

@@ -24,10 +24,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use mirra_catalog_controller::{CatalogMetrics, SyncSettings};
 use mirra_mirror_controller::mirra_runtime::leader::{LeaderConfig, LeaderElector};
 use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness, run_while_leading};
@@ -36,6 +33,8 @@ use mirra_mirror_controller::tokio_util::sync::CancellationToken;
 use mirra_mirror_controller::{Settings, WatchScope};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::mirror::client;
 
 mod catalog_recovery;
 mod mirror_recovery;
@@ -94,8 +93,21 @@ struct Row {
     writes: String,
 }
 
-fn client(url: &str) -> anyhow::Result<kube::Client> {
-    Ok(kube::Client::try_from(kube::Config::new(url.parse()?))?)
+/// The two leader-election rows, each controller's last: the leader
+/// stopped or killed, and whether it is killed.
+const LEADER_FAULTS: [(&str, bool); 2] = [
+    ("leader stopped (Lease released)", false),
+    ("leader killed (Lease runs out)", true),
+];
+
+/// A kube sandbox with no periodic bookmarks, so that the 410 row can send
+/// every watch to a compacted revision.
+async fn sandbox_without_bookmarks() -> anyhow::Result<kube_sandbox::Sandbox> {
+    Ok(kube_sandbox::Sandbox::start(kube_sandbox::Config {
+        bookmark_interval: Duration::from_secs(24 * 3600),
+        ..Default::default()
+    })
+    .await?)
 }
 
 /// A controller in a tokio runtime of its own: stopped through its token,
@@ -200,6 +212,15 @@ impl Proc {
     fn kill(self) {
         self.rt.shutdown_background();
     }
+
+    /// Ends it as a [`LEADER_FAULTS`] row says: killed, or stopped.
+    async fn end(self, kill: bool) {
+        if kill {
+            self.kill();
+        } else {
+            self.stop().await;
+        }
+    }
 }
 
 /// Polls `f` every 20 ms until it is true (at most `limit`), returning when.
@@ -216,6 +237,16 @@ where
         anyhow::ensure!(start.elapsed() < limit, "gave up waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The time from now until `in_step` holds, polled as [`until`] polls.
+async fn time_until_in_step<F, Fut>(limit: Duration, in_step: F) -> anyhow::Result<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<bool>>,
+{
+    let t0 = Instant::now();
+    Ok(until("in step", limit, in_step).await? - t0)
 }
 
 /// Runs both halves and prints the table.

@@ -82,6 +82,36 @@ pub(crate) fn default_sandbox_bin() -> String {
     )
 }
 
+/// Starts `mirra sandbox kube` from `bin` on a free port, keeping
+/// `history` events, and reads the address it prints on its first line.
+pub(crate) fn spawn_kube_sandbox(
+    bin: &str,
+    history: &str,
+) -> anyhow::Result<(std::process::Child, String)> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(bin)
+        .args([
+            "sandbox",
+            "kube",
+            "--listen",
+            "127.0.0.1:0",
+            "--history",
+            history,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .with_context(|| format!("cannot start {bin}"))?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut line)?;
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .context("no address line")?
+        .to_string();
+    Ok((child, url))
+}
+
 /// A ConfigMap create body in protobuf: the `k8s\0` envelope around a
 /// `runtime.Unknown` holding the prost-encoded object.
 fn protobuf_configmap(i: usize) -> Vec<u8> {
@@ -157,7 +187,8 @@ async fn create_configmaps(
     Ok(())
 }
 
-fn rss_kib() -> Option<u64> {
+/// This process's resident set size in KiB.
+pub(crate) fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
@@ -286,28 +317,8 @@ fn rss_kib_of(pid: u32) -> anyhow::Result<u64> {
 /// The sandbox in its own process (`mirra sandbox kube --history 1`, so
 /// the event history holds no old versions), measured from outside.
 async fn kube_sandbox_memory(mirra: &str) -> anyhow::Result<()> {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(mirra)
-        .args([
-            "sandbox",
-            "kube",
-            "--listen",
-            "127.0.0.1:0",
-            "--history",
-            "1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .with_context(|| format!("cannot start {mirra}"))?;
+    let (mut child, url) = spawn_kube_sandbox(mirra, "1")?;
     let pid = child.id();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().context("no stdout")?).read_line(&mut line)?;
-    let url = line
-        .trim()
-        .strip_prefix("listening on ")
-        .context("no address line")?
-        .to_string();
     let http = reqwest::Client::new();
     let result = async {
         let before = rss_kib_of(pid)?;

@@ -33,6 +33,8 @@ use mirra_mirror_controller::tokio_util::sync::CancellationToken;
 use mirra_mirror_controller::{Settings, WatchScope};
 use serde_json::json;
 
+use crate::rss_kib;
+
 mod espejo;
 mod measure;
 
@@ -113,28 +115,7 @@ pub(crate) enum Server {
 impl Server {
     pub(crate) async fn start(bin: &str) -> anyhow::Result<Server> {
         if std::path::Path::new(bin).exists() {
-            use std::io::BufRead;
-            let mut child = std::process::Command::new(bin)
-                .args([
-                    "sandbox",
-                    "kube",
-                    "--listen",
-                    "127.0.0.1:0",
-                    "--history",
-                    "10000",
-                ])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .with_context(|| format!("cannot start {bin}"))?;
-            let mut line = String::new();
-            std::io::BufReader::new(child.stdout.take().context("no stdout")?)
-                .read_line(&mut line)?;
-            let url = line
-                .trim()
-                .strip_prefix("listening on ")
-                .context("no address line")?
-                .to_string();
+            let (child, url) = crate::spawn_kube_sandbox(bin, "10000")?;
             Ok(Server::External { child, url })
         } else {
             Ok(Server::InProcess(
@@ -267,19 +248,35 @@ pub(crate) fn ns_name(i: usize) -> String {
     format!("ns-{i:04}")
 }
 
-/// Creates the CRD, `ops`, the namespaces (labelled `bench=yes`) and the
-/// SyncConfigs (selecting `bench=yes`).
-async fn setup(c: &kube::Client, namespaces: usize, with_crd: bool) -> anyhow::Result<()> {
+/// Creates the SyncConfig CRD.
+pub(crate) async fn create_crd(c: &kube::Client) -> anyhow::Result<()> {
+    Api::<CustomResourceDefinition>::all(c.clone())
+        .create(
+            &PostParams::default(),
+            &mirra_mirror_controller::mirra_mirror::crd(),
+        )
+        .await?;
+    Ok(())
+}
+
+/// What every mirror scenario starts from: the CRD (when `with_crd`), the
+/// namespaces `ns-0000`... (labelled `bench=yes`), then `ops`.
+pub(crate) async fn create_cluster(
+    c: &kube::Client,
+    namespaces: usize,
+    with_crd: bool,
+) -> anyhow::Result<()> {
     if with_crd {
-        Api::<CustomResourceDefinition>::all(c.clone())
-            .create(
-                &PostParams::default(),
-                &mirra_mirror_controller::mirra_mirror::crd(),
-            )
-            .await?;
+        create_crd(c).await?;
     }
     create_namespaces(c, (0..namespaces).map(ns_name).collect()).await?;
-    create_namespace(c, OPS, false).await?;
+    create_namespace(c, OPS, false).await
+}
+
+/// Creates the CRD, the namespaces (labelled `bench=yes`), `ops` and the
+/// SyncConfigs (selecting `bench=yes`).
+async fn setup(c: &kube::Client, namespaces: usize, with_crd: bool) -> anyhow::Result<()> {
+    create_cluster(c, namespaces, with_crd).await?;
     if with_crd {
         let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
         for j in 0..CONFIGS {
@@ -312,6 +309,15 @@ pub(crate) async fn create_namespace(
         )
         .await?;
     Ok(())
+}
+
+/// How a report names where the sandbox ran.
+pub(crate) fn sandbox_kind(external: bool) -> &'static str {
+    if external {
+        "separate process (`mirra sandbox kube`)"
+    } else {
+        "in-process"
+    }
 }
 
 pub(crate) async fn create_namespaces(c: &kube::Client, names: Vec<String>) -> anyhow::Result<()> {
@@ -391,18 +397,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     .await?;
     let time = t.elapsed();
     crate::profile::stop(rec)?;
-    let mut latencies: Vec<Duration> = {
-        let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        created_at
-            .iter()
-            .filter_map(|(ns, at)| {
-                cc.complete_at
-                    .get(ns)
-                    .map(|d| d.saturating_duration_since(*at))
-            })
-            .collect()
-    };
-    latencies.sort();
+    let latencies = completion_latencies(&counter, &created_at)?;
     let s2 = settle(&server).await?;
 
     phases.push(Phase {
@@ -434,18 +429,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     .await?;
     let paced_time = t.elapsed();
     crate::profile::stop(rec)?;
-    let mut paced: Vec<Duration> = {
-        let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        paced_at
-            .iter()
-            .filter_map(|(ns, at)| {
-                cc.complete_at
-                    .get(ns)
-                    .map(|d| d.saturating_duration_since(*at))
-            })
-            .collect()
-    };
-    paced.sort();
+    let paced = completion_latencies(&counter, &paced_at)?;
     let s2b = settle(&server).await?;
     let hist_after = event_to_write_buckets(&registry);
     let paced_requests = by_verb(&s2, &s2b);
@@ -559,14 +543,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     println!(
         "## mirror controller: {n} namespaces, {CONFIGS} SyncConfigs x {ITEMS} items ({copies} copies)\n"
     );
-    println!(
-        "sandbox: {}\n",
-        if external {
-            "separate process (`mirra sandbox kube`)"
-        } else {
-            "in-process"
-        }
-    );
+    println!("sandbox: {}\n", sandbox_kind(external));
     println!(
         "| phase | mirra time | mirra requests (by verb) | espejo-strategy time | espejo-strategy requests (by verb) | requests ratio (excl. watch) |"
     );

@@ -15,13 +15,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;
 
 use crate::mirror::{
-    OPS, Server, by_verb, client, create_namespace, create_namespaces, fmt_verbs, ns_name,
+    OPS, Server, by_verb, client, create_cluster, create_namespace, fmt_verbs, sandbox_kind,
     sc_resource, settle, start_mirror, total,
 };
 
@@ -114,14 +113,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let server = Server::start(&args.sandbox_bin).await?;
     let url = server.url();
     let c = client(&url)?;
-    Api::<CustomResourceDefinition>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &mirra_mirror_controller::mirra_mirror::crd(),
-        )
-        .await?;
-    create_namespaces(&c, (0..n).map(ns_name).collect()).await?;
-    create_namespace(&c, OPS, false).await?;
+    create_cluster(&c, n, true).await?;
     create_namespace(&c, SOURCE_NS, false).await?;
     // "djE=" is "v1": the certificate's first version.
     Api::<Secret>::namespaced(c.clone(), SOURCE_NS)
@@ -192,14 +184,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     server.stop();
 
     println!("## mirror controller: one source Secret copied into {n} namespaces (copyItems)\n");
-    println!(
-        "sandbox: {}\n",
-        if external {
-            "separate process (`mirra sandbox kube`)"
-        } else {
-            "in-process"
-        }
-    );
+    println!("sandbox: {}\n", sandbox_kind(external));
     println!("| phase | time | requests (by verb, incl. the bench's) | requests excl. watch |");
     println!("|---|---|---|---|");
     for (name, time, requests) in &rows {

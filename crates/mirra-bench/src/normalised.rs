@@ -15,13 +15,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{LimitRange, ResourceQuota};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::json;
 
 use crate::mirror::{
-    OPS, Server, by_verb, client, create_namespace, create_namespaces, fmt_verbs, ns_name,
-    sc_resource, settle, start_mirror, total,
+    OPS, Server, by_verb, client, create_cluster, fmt_verbs, ns_name, sandbox_kind, sc_resource,
+    settle, start_mirror, total,
 };
 
 struct Args {
@@ -95,14 +94,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let server = Server::start(&args.sandbox_bin).await?;
     let url = server.url();
     let c = client(&url)?;
-    Api::<CustomResourceDefinition>::all(c.clone())
-        .create(
-            &PostParams::default(),
-            &mirra_mirror_controller::mirra_mirror::crd(),
-        )
-        .await?;
-    create_namespaces(&c, (0..n).map(ns_name).collect()).await?;
-    create_namespace(&c, OPS, false).await?;
+    create_cluster(&c, n, true).await?;
     Api::<DynamicObject>::namespaced_with(c.clone(), OPS, &sc_resource())
         .create(
             &PostParams::default(),
@@ -200,11 +192,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     );
     println!(
         "sandbox: {}; stored default cpu of a LimitRange: {cpu} (sent as 0.5)\n",
-        if external {
-            "separate process (`mirra sandbox kube`)"
-        } else {
-            "in-process"
-        }
+        sandbox_kind(external)
     );
     println!("| phase | time | requests (by verb) | requests (excl. watch) |");
     println!("|---|---|---|---|");

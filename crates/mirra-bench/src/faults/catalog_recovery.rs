@@ -5,6 +5,7 @@
 //! This module must NOT touch the mirror half (see `mirror_recovery`).
 
 use super::*;
+use crate::catalog::endpoint_slice;
 
 // ----- the catalog ------------------------------------------------------------
 
@@ -71,23 +72,6 @@ pub(super) fn endpoint(generation: usize, svc: usize) -> String {
     format!("10.{}.{}.{}", 100 + generation, svc / 256, svc % 256)
 }
 
-pub(super) fn slice(name: &str, ips: &[String]) -> anyhow::Result<EndpointSlice> {
-    let endpoints: Vec<_> = ips
-        .iter()
-        .map(|a| {
-            json!({"addresses": [a], "conditions": {"ready": true},
-                   "targetRef": {"kind": "Pod", "name": format!("{name}-{a}")}})
-        })
-        .collect();
-    Ok(serde_json::from_value(json!({
-        "metadata": {"name": format!("{name}-1"), "namespace": NS,
-                     "labels": {"kubernetes.io/service-name": name}},
-        "addressType": "IPv4",
-        "endpoints": endpoints,
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
-    }))?)
-}
-
 /// The Service's two endpoints: a fixed one and one of `generation`.
 pub(super) fn svc_ips(generation: usize, svc: usize) -> Vec<String> {
     vec![endpoint(0, svc), endpoint(generation, svc)]
@@ -104,7 +88,7 @@ pub(super) async fn put_slices(
             let api = api.clone();
             async move {
                 let name = format!("svc-{i:05}");
-                let body = slice(&name, &svc_ips(generation, i))?;
+                let body = endpoint_slice(&name, NS, &svc_ips(generation, i))?;
                 api.patch(
                     &format!("{name}-1"),
                     &PatchParams::apply("bench").force(),
@@ -188,11 +172,7 @@ pub(super) async fn catalog_at(
 }
 
 pub(super) async fn catalog(args: &Args) -> anyhow::Result<Vec<Row>> {
-    let ksb = kube_sandbox::Sandbox::start(kube_sandbox::Config {
-        bookmark_interval: Duration::from_secs(24 * 3600),
-        ..Default::default()
-    })
-    .await?;
+    let ksb = sandbox_without_bookmarks().await?;
     let kurl = ksb.url();
     let k = client(&kurl)?;
     for ns in [NS, OPS] {
@@ -270,12 +250,11 @@ pub(super) async fn catalog(args: &Args) -> anyhow::Result<Vec<Row>> {
     let before = csb.stats().raft_applies;
     ksb.close_watches();
     put_slices(&k, 0..CHANGED, generation).await?;
-    let t0 = Instant::now();
-    let t1 = until("in step", limit, in_step(generation)).await?;
+    let recovery = time_until_in_step(limit, in_step(generation)).await?;
     row(
         "Kubernetes watch drop",
         "the change",
-        t1 - t0,
+        recovery,
         csb.stats().raft_applies - before,
     );
 
@@ -291,12 +270,11 @@ pub(super) async fn catalog(args: &Args) -> anyhow::Result<Vec<Row>> {
     ksb.compact().await;
     ksb.close_watches();
     put_slices(&k, 0..CHANGED, generation).await?;
-    let t0 = Instant::now();
-    let t1 = until("in step", limit, in_step(generation)).await?;
+    let recovery = time_until_in_step(limit, in_step(generation)).await?;
     row(
         "Kubernetes 410 Gone on every watch",
         "the change",
-        t1 - t0,
+        recovery,
         csb.stats().raft_applies - before,
     );
 
@@ -325,12 +303,11 @@ pub(super) async fn catalog(args: &Args) -> anyhow::Result<Vec<Row>> {
         } else {
             csb.faults().clear();
         }
-        let t0 = Instant::now();
-        let t1 = until("in step", limit, in_step(generation)).await?;
+        let recovery = time_until_in_step(limit, in_step(generation)).await?;
         row(
             fault,
             "the fault lifted",
-            t1 - t0,
+            recovery,
             csb.stats().raft_applies - before,
         );
     }
@@ -361,13 +338,7 @@ pub(super) async fn catalog(args: &Args) -> anyhow::Result<Vec<Row>> {
     );
     ctl.stop().await;
 
-    for (i, (fault, kill)) in [
-        ("leader stopped (Lease released)", false),
-        ("leader killed (Lease runs out)", true),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, (fault, kill)) in LEADER_FAULTS.into_iter().enumerate() {
         let lease = format!("mirra-bench-catalog-{i}");
         let mut leader = Proc::start(
             &kurl,
@@ -384,11 +355,7 @@ pub(super) async fn catalog(args: &Args) -> anyhow::Result<Vec<Row>> {
         generation += 1;
         let before = csb.stats().raft_applies;
         let t0 = Instant::now();
-        if kill {
-            leader.kill();
-        } else {
-            leader.stop().await;
-        }
+        leader.end(kill).await;
         put_slices(&k, 0..CHANGED, generation).await?;
         let t1 = until("in step", limit, in_step(generation)).await?;
         row(

@@ -5,15 +5,9 @@
 //! This module must NOT touch the catalog half (see `catalog_recovery`).
 
 use super::*;
+use crate::mirror::{create_crd, create_namespaces, ns_name, sc_resource};
 
 // ----- the mirror ------------------------------------------------------------
-
-pub(super) fn sc_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("sync.appuio.ch", "v1alpha1", "SyncConfig"),
-        "syncconfigs",
-    )
-}
 
 pub(super) fn mirror_spec(items: usize, version: usize) -> serde_json::Value {
     let items: Vec<_> = (0..items)
@@ -68,46 +62,17 @@ pub(super) fn copy_writes(before: &kube_sandbox::Stats, after: &kube_sandbox::St
 }
 
 pub(super) async fn mirror(args: &Args) -> anyhow::Result<Vec<Row>> {
-    // No periodic bookmarks, so that the 410 row can send every watch to
-    // a compacted revision.
-    let sb = kube_sandbox::Sandbox::start(kube_sandbox::Config {
-        bookmark_interval: Duration::from_secs(24 * 3600),
-        ..Default::default()
-    })
-    .await?;
+    let sb = sandbox_without_bookmarks().await?;
     let url = sb.url();
     let c = client(&url)?;
-    Api::<CustomResourceDefinition>::all(c.clone())
+    create_crd(&c).await?;
+    Api::<Namespace>::all(c.clone())
         .create(
             &PostParams::default(),
-            &mirra_mirror_controller::mirra_mirror::crd(),
+            &serde_json::from_value(json!({"metadata": {"name": OPS}}))?,
         )
         .await?;
-    let nss: Api<Namespace> = Api::all(c.clone());
-    nss.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": OPS}}))?,
-    )
-    .await?;
-    let names: Vec<String> = (0..args.namespaces).map(|i| format!("ns-{i:04}")).collect();
-    let created: Vec<anyhow::Result<()>> = futures::stream::iter(names)
-        .map(|n| {
-            let nss = nss.clone();
-            async move {
-                nss.create(
-                    &PostParams::default(),
-                    &serde_json::from_value(
-                        json!({"metadata": {"name": n, "labels": {"bench": "yes"}}}),
-                    )?,
-                )
-                .await?;
-                Ok(())
-            }
-        })
-        .buffer_unordered(16)
-        .collect()
-        .await;
-    created.into_iter().collect::<anyhow::Result<()>>()?;
+    create_namespaces(&c, (0..args.namespaces).map(ns_name).collect()).await?;
     let scs: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
     let mut version = 1;
     scs.create(
@@ -178,12 +143,11 @@ pub(super) async fn mirror(args: &Args) -> anyhow::Result<Vec<Row>> {
     let before = sb.stats();
     sb.close_watches();
     edit(version).await?;
-    let t0 = Instant::now();
-    let t1 = until("in step", limit, in_step(version)).await?;
+    let recovery = time_until_in_step(limit, in_step(version)).await?;
     row(
         "watch drop",
         "the change",
-        t1 - t0,
+        recovery,
         copy_writes(&before, &sb.stats()),
     );
 
@@ -200,12 +164,11 @@ pub(super) async fn mirror(args: &Args) -> anyhow::Result<Vec<Row>> {
     sb.compact().await;
     sb.close_watches();
     edit(version).await?;
-    let t0 = Instant::now();
-    let t1 = until("in step", limit, in_step(version)).await?;
+    let recovery = time_until_in_step(limit, in_step(version)).await?;
     row(
         "410 Gone on every watch",
         "the change",
-        t1 - t0,
+        recovery,
         copy_writes(&before, &sb.stats()),
     );
 
@@ -229,12 +192,11 @@ pub(super) async fn mirror(args: &Args) -> anyhow::Result<Vec<Row>> {
         edit(version).await?;
         tokio::time::sleep(args.fault).await;
         sb.clear_faults().await;
-        let t0 = Instant::now();
-        let t1 = until("in step", limit, in_step(version)).await?;
+        let recovery = time_until_in_step(limit, in_step(version)).await?;
         row(
             fault,
             "the fault lifted",
-            t1 - t0,
+            recovery,
             copy_writes(&before, &sb.stats()),
         );
     }
@@ -276,13 +238,7 @@ pub(super) async fn mirror(args: &Args) -> anyhow::Result<Vec<Row>> {
     // Leader election with the default 15 s lease and 2 s retry: a leader
     // and a standby, the leader stopped (its Lease released) or killed
     // (its Lease left to run out).
-    for (i, (fault, kill)) in [
-        ("leader stopped (Lease released)", false),
-        ("leader killed (Lease runs out)", true),
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for (i, (fault, kill)) in LEADER_FAULTS.into_iter().enumerate() {
         let lease = format!("mirra-bench-{i}");
         let mut leader = Proc::start(&url, Some((&lease, "leader")), mirror_controller)?;
         leader.wait_leading().await?;
@@ -292,11 +248,7 @@ pub(super) async fn mirror(args: &Args) -> anyhow::Result<Vec<Row>> {
         version += 1;
         let before = sb.stats();
         let t0 = Instant::now();
-        if kill {
-            leader.kill();
-        } else {
-            leader.stop().await;
-        }
+        leader.end(kill).await;
         edit(version).await?;
         let t1 = until("in step", limit, in_step(version)).await?;
         row(

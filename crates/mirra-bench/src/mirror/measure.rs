@@ -89,6 +89,28 @@ pub(super) fn spawn_counter(
     (counter, task)
 }
 
+/// For each namespace created at the instant `created_at` holds, the time
+/// until the counter saw all its copies, shortest first (namespaces not
+/// complete yet are left out).
+pub(super) fn completion_latencies(
+    counter: &Arc<Mutex<CopyCounter>>,
+    created_at: &BTreeMap<String, Instant>,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut latencies: Vec<Duration> = {
+        let cc = counter.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        created_at
+            .iter()
+            .filter_map(|(ns, at)| {
+                cc.complete_at
+                    .get(ns)
+                    .map(|d| d.saturating_duration_since(*at))
+            })
+            .collect()
+    };
+    latencies.sort();
+    Ok(latencies)
+}
+
 pub(crate) async fn wait_until(
     what: &str,
     limit: Duration,
@@ -206,12 +228,6 @@ pub(super) fn percentile(sorted: &[Duration], p: f64) -> Duration {
     }
     let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[idx.min(sorted.len() - 1)]
-}
-
-pub(super) fn rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// One item edit as measured.
