@@ -49,6 +49,18 @@ fn web_slice() -> common::SliceBuilder {
     slice("prod", "web", "web-abc").port("http", 8080)
 }
 
+/// NodePort Service `prod/np`: port `http` 80 on node port 30080.
+fn nodeport() -> common::SvcBuilder {
+    svc("prod", "np")
+        .type_("NodePort")
+        .node_port("http", 80, 30080)
+}
+
+/// A slice of `prod/np` with port `http` 8080.
+fn nodeport_slice() -> common::SliceBuilder {
+    slice("prod", "np", "np-1").port("http", 8080)
+}
+
 #[test]
 fn clusterip_instance_has_every_field_consul_k8s_writes() {
     let s = all_namespaces();
@@ -183,14 +195,8 @@ fn unique_addresses_across_all_slices() {
 
 #[test]
 fn slices_of_other_services_are_ignored() {
-    let other = slice("prod", "api", "api-1")
-        .port("http", 9000)
-        .endpoint(ep("10.9.9.9"))
-        .build();
-    let other_ns = slice("dev", "web", "web-1")
-        .port("http", 9000)
-        .endpoint(ep("10.8.8.8"))
-        .build();
+    let other = one_endpoint_slice("prod", "api", "api-1", 9000, "10.9.9.9");
+    let other_ns = one_endpoint_slice("dev", "web", "web-1", 9000, "10.8.8.8");
     let out = run(&web().build(), &[other, other_ns], &all_namespaces());
     assert!(out.registrations.is_empty());
     assert_eq!(out.skipped, None);
@@ -238,12 +244,8 @@ fn three_nodes() -> BTreeMap<String, k8s_openapi::api::core::v1::Node> {
 
 #[test]
 fn nodeport_three_sync_types() {
-    let service = svc("prod", "np")
-        .type_("NodePort")
-        .node_port("http", 80, 30080)
-        .build();
-    let slices = [slice("prod", "np", "np-1")
-        .port("http", 8080)
+    let service = nodeport().build();
+    let slices = [nodeport_slice()
         .endpoint(ep("10.0.0.1").node("both"))
         .endpoint(ep("10.0.0.2").node("internal"))
         .endpoint(ep("10.0.0.3").node("external"))
@@ -295,12 +297,8 @@ fn nodeport_three_sync_types() {
 
 #[test]
 fn nodeport_skips_endpoints_without_node_or_unknown_node() {
-    let service = svc("prod", "np")
-        .type_("NodePort")
-        .node_port("http", 80, 30080)
-        .build();
-    let slices = [slice("prod", "np", "np-1")
-        .port("http", 8080)
+    let service = nodeport().build();
+    let slices = [nodeport_slice()
         .endpoint(ep("10.0.0.1"))
         .endpoint(ep("10.0.0.2").node("ghost"))
         .endpoint(ep("10.0.0.3").node("both").terminating())
@@ -311,12 +309,8 @@ fn nodeport_skips_endpoints_without_node_or_unknown_node() {
 
 #[test]
 fn nodeport_port_is_first_node_port_or_annotated_ports_node_port() {
-    let service = svc("prod", "np")
-        .type_("NodePort")
-        .node_port("http", 80, 30080)
-        .node_port("admin", 81, 30081);
-    let slices = [slice("prod", "np", "np-1")
-        .port("http", 8080)
+    let service = nodeport().node_port("admin", 81, 30081);
+    let slices = [nodeport_slice()
         .endpoint(ep("10.0.0.1").node("both"))
         .build()];
     let out = run_full(
@@ -327,9 +321,7 @@ fn nodeport_port_is_first_node_port_or_annotated_ports_node_port() {
         &all_namespaces(),
     );
     assert_eq!(out.registrations[0].port, 30080);
-    let annotated = svc("prod", "np")
-        .type_("NodePort")
-        .node_port("http", 80, 30080)
+    let annotated = nodeport()
         .node_port("admin", 81, 30081)
         .annotation("consul.hashicorp.com/service-port", "admin")
         .build();
@@ -504,14 +496,8 @@ fn consul_name_prefix_suffix_and_annotation() {
 fn same_name_in_two_namespaces() {
     let a = svc("team-a", "web").port("http", 80).build();
     let b = svc("team-b", "web").port("http", 80).build();
-    let sa = slice("team-a", "web", "s")
-        .port("http", 8080)
-        .endpoint(ep("10.0.0.1"))
-        .build();
-    let sb = slice("team-b", "web", "s")
-        .port("http", 8080)
-        .endpoint(ep("10.0.0.2"))
-        .build();
+    let sa = one_endpoint_slice("team-a", "web", "s", 8080, "10.0.0.1");
+    let sb = one_endpoint_slice("team-b", "web", "s", 8080, "10.0.0.2");
 
     let plain = all_namespaces();
     let ra = run(&a, std::slice::from_ref(&sa), &plain);
@@ -700,9 +686,7 @@ fn port_annotation_on_service_without_ports_is_reported_and_ignored() {
 
 #[test]
 fn port_meta_for_every_port_uses_service_port() {
-    let service = svc("prod", "np")
-        .type_("NodePort")
-        .node_port("http", 80, 30080)
+    let service = nodeport()
         .node_port("", 81, 30081)
         .external_ips(&["203.0.113.9"])
         .build();
@@ -752,14 +736,11 @@ fn multi_port_layout() {
 
     // Service-level list for NodePort; unnamed port gets port<N>; numeric
     // annotation adds a "default" entry first.
-    let np = svc("prod", "np")
-        .type_("NodePort")
-        .node_port("http", 80, 30080)
+    let np = nodeport()
         .node_port("", 81, 30081)
         .annotation("consul.hashicorp.com/service-port", "31000")
         .build();
-    let nsl = [slice("prod", "np", "np-1")
-        .port("http", 8080)
+    let nsl = [nodeport_slice()
         .endpoint(ep("10.0.0.1").node("both"))
         .build()];
     let out = run_full(&np, &nsl, &three_nodes(), &[], &s);

@@ -11,9 +11,10 @@ use common::*;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mirra_catalog::observed::{echo, parse_health_checks};
 use mirra_catalog::{
-    CatalogOp, CheckStatus, KeyIndex, NoNodes, NodeEndpointIndex, ObservedInstance, Registration,
-    ServiceKey, SliceInput, SyncSettings, desired_for_service, is_owned, keys_for_node_change,
-    parse_node_services, plan, plan_detailed, plan_for_key, service_id, simulate_apply,
+    CatalogOp, CheckStatus, KeyIndex, NoNodes, NodeEndpointIndex, ObservedInstance, Plan,
+    Registration, ServiceKey, SliceInput, SyncSettings, desired_for_service, is_owned,
+    keys_for_node_change, parse_node_services, plan, plan_detailed, plan_for_key, service_id,
+    simulate_apply,
 };
 use serde_json::json;
 
@@ -231,14 +232,21 @@ fn null_and_malformed_bodies() {
     assert!(parse_node_services(b"{}", Some(b"{")).is_err());
 }
 
+/// The desired set of [`world`], the id of its instance of `name` at
+/// `addr`, and that instance as Consul echoes it back.
+fn echoed(name: &str, addr: &str) -> (BTreeMap<String, Registration>, String, ObservedInstance) {
+    let desired = world();
+    let id = service_id(name, addr);
+    let o = echo(&desired[&id], None, &settings());
+    (desired, id, o)
+}
+
 type Mutation = Box<dyn Fn(&mut ObservedInstance)>;
 
 #[test]
 fn each_kind_of_drift_is_one_register() {
     let s = settings();
-    let desired = world();
-    let id = service_id("web", "10.0.0.1");
-    let good = echo(&desired[&id], None, &s);
+    let (desired, id, good) = echoed("web", "10.0.0.1");
     let mutations: Vec<(&str, Mutation)> = vec![
         ("address", Box::new(|o| o.address = "10.0.0.99".into())),
         ("port", Box::new(|o| o.port = 1)),
@@ -287,9 +295,7 @@ fn each_kind_of_drift_is_one_register() {
 #[test]
 fn stale_readiness_check_is_removed_foreign_check_kept() {
     let s = settings();
-    let desired = world();
-    let id = service_id("web", "10.0.0.1");
-    let mut o = echo(&desired[&id], None, &s);
+    let (desired, id, mut o) = echoed("web", "10.0.0.1");
     let mut stale = o.checks.as_ref().unwrap()[0].clone();
     stale.check_id = "old-ns/whatever".into();
     let mut foreign = stale.clone();
@@ -319,9 +325,7 @@ fn stale_readiness_check_is_removed_foreign_check_kept() {
 #[test]
 fn unowned_instance_holding_a_desired_id_is_a_conflict() {
     let s = settings();
-    let desired = world();
-    let id = service_id("lb", "198.51.100.7");
-    let mut o = echo(&desired[&id], None, &s);
+    let (desired, id, mut o) = echoed("lb", "198.51.100.7");
     o.meta.remove("external-source");
     o.port = 1;
     let observed = BTreeMap::from([(id.clone(), o)]);
@@ -372,6 +376,17 @@ fn regs_for(ns: &str, name: &str, ips: &[&str]) -> Vec<Registration> {
     desired_for_service(&service, &[], &NoNodes, &[], &s).registrations
 }
 
+/// [`plan_for_key`] for Service `key` now holding the external IPs `ips`.
+fn plan_ips(
+    index: &mut KeyIndex,
+    key: &ServiceKey,
+    ips: &[&str],
+    observed: &BTreeMap<String, ObservedInstance>,
+) -> Plan {
+    let regs = regs_for(&key.namespace, &key.name, ips);
+    plan_for_key(index, key, regs, observed, &settings())
+}
+
 #[test]
 fn key_index_scopes_a_plan_to_one_service() {
     let s = settings();
@@ -379,32 +394,14 @@ fn key_index_scopes_a_plan_to_one_service() {
     let a = ServiceKey::new("prod", "a");
     let b = ServiceKey::new("prod", "b");
     let mut observed = BTreeMap::new();
-    let p = plan_for_key(
-        &mut index,
-        &a,
-        regs_for("prod", "a", &["1.1.1.1", "1.1.1.2"]),
-        &observed,
-        &s,
-    );
+    let p = plan_ips(&mut index, &a, &["1.1.1.1", "1.1.1.2"], &observed);
     simulate_apply(&mut observed, &p.ops, &s);
-    let p = plan_for_key(
-        &mut index,
-        &b,
-        regs_for("prod", "b", &["2.2.2.2"]),
-        &observed,
-        &s,
-    );
+    let p = plan_ips(&mut index, &b, &["2.2.2.2"], &observed);
     simulate_apply(&mut observed, &p.ops, &s);
     assert_eq!(observed.len(), 3);
 
     // a loses one IP: exactly one deregistration, b untouched.
-    let p = plan_for_key(
-        &mut index,
-        &a,
-        regs_for("prod", "a", &["1.1.1.1"]),
-        &observed,
-        &s,
-    );
+    let p = plan_ips(&mut index, &a, &["1.1.1.1"], &observed);
     assert_eq!(p.ops.len(), 1);
     assert!(
         matches!(&p.ops[0], CatalogOp::Deregister { service_id: id, .. } if *id == service_id("a", "1.1.1.2"))
@@ -418,13 +415,7 @@ fn key_index_scopes_a_plan_to_one_service() {
     simulate_apply(&mut observed, &p.ops, &s);
 
     // Same event again: nothing.
-    let p = plan_for_key(
-        &mut index,
-        &a,
-        regs_for("prod", "a", &["1.1.1.1"]),
-        &observed,
-        &s,
-    );
+    let p = plan_ips(&mut index, &a, &["1.1.1.1"], &observed);
     assert!(p.ops.is_empty());
 
     // Service deleted: its instances go, b's stay.

@@ -5,17 +5,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::common;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    LoadBalancerIngress, LoadBalancerStatus, Node, NodeAddress, NodeStatus, ObjectReference,
-    Service, ServicePort, ServiceSpec, ServiceStatus,
+    LoadBalancerIngress, LoadBalancerStatus, Node, ObjectReference, Service, ServicePort,
+    ServiceSpec, ServiceStatus,
 };
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
-use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressRule,
-    IngressServiceBackend, IngressSpec, IngressTLS,
-};
+use k8s_openapi::api::networking::v1::{Ingress, IngressTLS};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use mirra_catalog::annotations::{
     parse_annotations, parse_go_atoi, parse_go_int_base0, parse_tags,
@@ -269,25 +268,7 @@ fn nodes_strategy() -> impl Strategy<Value = BTreeMap<String, Node>> {
     .prop_map(|m| {
         m.into_iter()
             .map(|(name, addrs)| {
-                let node = Node {
-                    metadata: ObjectMeta {
-                        name: Some(name.clone()),
-                        ..ObjectMeta::default()
-                    },
-                    spec: None,
-                    status: Some(NodeStatus {
-                        addresses: Some(
-                            addrs
-                                .into_iter()
-                                .map(|(t, a)| NodeAddress {
-                                    type_: t.into(),
-                                    address: a.into(),
-                                })
-                                .collect(),
-                        ),
-                        ..NodeStatus::default()
-                    }),
-                };
+                let node = common::node(&name, &addrs);
                 (name, node)
             })
             .collect()
@@ -303,38 +284,12 @@ fn ingress_strategy() -> impl Strategy<Value = Ingress> {
         any::<bool>(),
         option::of(pick(&["/", "/x"])),
     )
-        .prop_map(|(ns, name, host, backend, tls, path)| Ingress {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some(ns.into()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(IngressSpec {
-                rules: Some(vec![IngressRule {
-                    host: host.map(String::from),
-                    http: Some(HTTPIngressRuleValue {
-                        paths: vec![HTTPIngressPath {
-                            path: path.map(String::from),
-                            path_type: "Prefix".into(),
-                            backend: IngressBackend {
-                                service: backend.map(|b| IngressServiceBackend {
-                                    name: b.into(),
-                                    port: None,
-                                }),
-                                resource: None,
-                            },
-                        }],
-                    }),
-                }]),
-                tls: tls.then(|| {
-                    vec![IngressTLS {
-                        hosts: host.map(|h| vec![h.to_owned()]),
-                        secret_name: None,
-                    }]
-                }),
-                ..IngressSpec::default()
-            }),
-            status: None,
+        .prop_map(|(ns, name, host, backend, tls, path)| {
+            let tls = tls.then(|| IngressTLS {
+                hosts: host.map(|h| vec![h.to_owned()]),
+                secret_name: None,
+            });
+            common::ingress_rule(ns, name, host, path, backend, tls)
         })
 }
 
@@ -435,8 +390,12 @@ fn seen_strategy() -> impl Strategy<Value = Seen> {
     ]
 }
 
-/// An extra instance on the node that nobody desires.
-fn extra_strategy() -> impl Strategy<Value = (String, bool, bool, bool)> {
+/// An extra instance on the node that nobody desires: its ID, whether it
+/// has the sync tag and the external-source meta, whether it is on our
+/// node.
+type Extra = (String, bool, bool, bool);
+
+fn extra_strategy() -> impl Strategy<Value = Extra> {
     (
         "[a-z]{1,6}-[0-9a-f]{3}",
         any::<bool>(),
@@ -488,7 +447,7 @@ fn observed_state(
     w: &World,
     desired: &BTreeMap<String, mirra_catalog::Registration>,
     seen: &[Seen],
-    extras: &[(String, bool, bool, bool)],
+    extras: &[Extra],
 ) -> BTreeMap<String, ObservedInstance> {
     let s = &w.settings;
     let mut observed = BTreeMap::new();
@@ -536,6 +495,31 @@ fn observed_state(
     observed
 }
 
+/// A world, how each of its desired instances shows up in Consul, and
+/// instances nobody desires.
+fn consul_state_strategy() -> impl Strategy<Value = (World, Vec<Seen>, Vec<Extra>)> {
+    (
+        world_strategy(),
+        vec(seen_strategy(), 1..8),
+        vec(extra_strategy(), 0..5),
+    )
+}
+
+/// The instances `w` wants in Consul, and the Consul state `seen` and
+/// `extras` make of them.
+fn desired_and_observed(
+    w: &World,
+    seen: &[Seen],
+    extras: &[Extra],
+) -> (
+    BTreeMap<String, mirra_catalog::Registration>,
+    BTreeMap<String, ObservedInstance>,
+) {
+    let desired = desired_index(w).desired_all();
+    let observed = observed_state(w, &desired, seen, extras);
+    (desired, observed)
+}
+
 /// Every operation touches only desired IDs or instances mirra owns.
 fn assert_touches_only_owned(
     ops: &[CatalogOp],
@@ -578,13 +562,9 @@ proptest! {
 
     #[test]
     fn plan_reaches_a_fixpoint_and_never_touches_foreign_instances(
-        w in world_strategy(),
-        seen in vec(seen_strategy(), 1..8),
-        extras in vec(extra_strategy(), 0..5),
+        (w, seen, extras) in consul_state_strategy(),
     ) {
-        let index = desired_index(&w);
-        let desired = index.desired_all();
-        let mut observed = observed_state(&w, &desired, &seen, &extras);
+        let (desired, mut observed) = desired_and_observed(&w, &seen, &extras);
         let foreign_before: BTreeMap<_, _> = observed
             .iter()
             .filter(|(_, o)| !is_owned(o, &w.settings))
@@ -839,25 +819,17 @@ proptest! {
             prop_assert_eq!(idx.keys_on_node(n), rebuilt.keys_on_node(n));
         }
     }
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// The controller plans from the compact observed state; it must plan
     /// exactly what the full form plans, for every kind of difference the
     /// generators make (mutated fields, missing checks, foreign instances).
     #[test]
     fn compact_observed_state_plans_exactly_like_the_full_one(
-        w in world_strategy(),
-        seen in vec(seen_strategy(), 1..8),
-        extras in vec(extra_strategy(), 0..5),
+        (w, seen, extras) in consul_state_strategy(),
     ) {
         use mirra_catalog::{CompactCheck, CompactInstance, CompactView};
 
-        let index = desired_index(&w);
-        let desired = index.desired_all();
-        let mut observed = observed_state(&w, &desired, &seen, &extras);
+        let (desired, mut observed) = desired_and_observed(&w, &seen, &extras);
         // The controller always observes checks (health/node): an instance
         // without any has an empty list.
         for o in observed.values_mut() {

@@ -84,6 +84,19 @@ fn settle(
     panic!("the plan did not settle");
 }
 
+/// [`settle`] for one namespace and one SyncConfig.
+fn settle_one(
+    ns: &TestNs,
+    config: &CompiledConfig,
+    store: &mut Store,
+) -> BTreeMap<ObjectKey, usize> {
+    settle(
+        std::slice::from_ref(ns),
+        std::slice::from_ref(config),
+        store,
+    )
+}
+
 fn role(name: &str) -> Value {
     json!({"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": name},
            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"],
@@ -93,6 +106,31 @@ fn role(name: &str) -> Value {
 fn selecting(label: &str, items: Value) -> Value {
     json!({"namespaceSelector": {"labelSelector": {"matchLabels": {label: "yes"}}},
            "syncItems": items})
+}
+
+/// SyncConfig `name` writing ClusterRole `reader-<namespace>` for every
+/// namespace labelled `team=yes`.
+fn readers(name: &str, age: u32) -> CompiledConfig {
+    config(
+        name,
+        age,
+        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
+    )
+}
+
+/// Namespace `name`, labelled `team=yes`.
+fn in_team(name: &str) -> TestNs {
+    TestNs::new(name).label("team", "yes")
+}
+
+/// [`readers`] and namespace `a` (in the team), with `a`'s ClusterRole
+/// written to a fresh store.
+fn readers_settled_in_a() -> (CompiledConfig, TestNs, Store) {
+    let c = readers("readers", 1);
+    let a = in_team("a");
+    let mut store = Store::default();
+    settle_one(&a, &c, &mut store);
+    (c, a, store)
 }
 
 fn roles(store: &Store) -> Vec<(String, String)> {
@@ -123,13 +161,9 @@ fn failure(p: &NamespacePlan) -> Option<String> {
 
 #[test]
 fn one_object_per_selected_namespace_with_its_name_templated_and_marks() {
-    let c = config(
-        "readers",
-        1,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let a = TestNs::new("a").label("team", "yes");
-    let b = TestNs::new("b").label("team", "yes");
+    let c = readers("readers", 1);
+    let a = in_team("a");
+    let b = in_team("b");
     let other = TestNs::new("other");
     let mut store = Store::default();
     let writes = settle(
@@ -163,13 +197,9 @@ fn one_object_per_selected_namespace_with_its_name_templated_and_marks() {
 
 #[test]
 fn a_namespace_that_stops_matching_or_goes_loses_its_object_only() {
-    let c = config(
-        "readers",
-        1,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let a = TestNs::new("a").label("team", "yes");
-    let b = TestNs::new("b").label("team", "yes");
+    let c = readers("readers", 1);
+    let a = in_team("a");
+    let b = in_team("b");
     let mut store = Store::default();
     settle(&[a, b.clone()], std::slice::from_ref(&c), &mut store);
     let unlabelled = TestNs::new("a");
@@ -189,18 +219,7 @@ fn a_namespace_that_stops_matching_or_goes_loses_its_object_only() {
 
 #[test]
 fn a_deleted_syncconfig_or_a_removed_item_prunes_its_objects() {
-    let c = config(
-        "readers",
-        1,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let a = TestNs::new("a").label("team", "yes");
-    let mut store = Store::default();
-    settle(
-        std::slice::from_ref(&a),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    let (_, a, store) = readers_settled_in_a();
     let emptied = config(
         "readers",
         1,
@@ -214,26 +233,11 @@ fn a_deleted_syncconfig_or_a_removed_item_prunes_its_objects() {
 
 #[test]
 fn drift_in_our_fields_is_repaired_with_one_apply() {
-    let c = config(
-        "readers",
-        1,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let a = TestNs::new("a").label("team", "yes");
-    let mut store = Store::default();
-    settle(
-        std::slice::from_ref(&a),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    let (c, a, mut store) = readers_settled_in_a();
     let mut edited = store.objects.iter().next().unwrap().clone();
     edited.body_mut()["rules"] = json!([]);
     store.insert(ObservedObject::from_json(edited.body().into_owned()).unwrap());
-    let writes = settle(
-        std::slice::from_ref(&a),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    let writes = settle_one(&a, &c, &mut store);
     assert_eq!(writes.values().sum::<usize>(), 1);
     let fixed = store.objects.iter().next().unwrap();
     assert_eq!(fixed.body()["rules"][0]["resourceNames"][0], "a");
@@ -242,8 +246,8 @@ fn drift_in_our_fields_is_repaired_with_one_apply() {
 #[test]
 fn a_name_that_does_not_template_per_namespace_is_refused_without_a_write() {
     let c = config("shared", 1, selecting("team", json!([role("reader")])));
-    let a = TestNs::new("a").label("team", "yes");
-    let b = TestNs::new("b").label("team", "yes");
+    let a = in_team("a");
+    let b = in_team("b");
     let mut store = Store::default();
     let writes = settle(&[a.clone(), b], std::slice::from_ref(&c), &mut store);
     assert!(writes.is_empty());
@@ -293,17 +297,9 @@ fn an_object_already_made_for_another_namespace_is_left_to_it() {
 
 #[test]
 fn two_syncconfigs_wanting_one_object_in_a_namespace_conflict_as_namespaced_copies_do() {
-    let older = config(
-        "older",
-        1,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let newer = config(
-        "newer",
-        2,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let a = TestNs::new("a").label("team", "yes");
+    let older = readers("older", 1);
+    let newer = readers("newer", 2);
+    let a = in_team("a");
     let configs = [newer, older];
     let mut store = Store::default();
     let writes = settle(std::slice::from_ref(&a), &configs, &mut store);
@@ -325,12 +321,8 @@ fn two_syncconfigs_wanting_one_object_in_a_namespace_conflict_as_namespaced_copi
 
 #[test]
 fn an_unmarked_object_of_that_name_is_adopted_as_a_namespaced_one_is() {
-    let c = config(
-        "readers",
-        1,
-        selecting("team", json!([role("reader-${PROJECT_NAME}")])),
-    );
-    let a = TestNs::new("a").label("team", "yes");
+    let c = readers("readers", 1);
+    let a = in_team("a");
     let mut store = Store::default();
     store.insert(
         ObservedObject::from_json(json!({
@@ -349,11 +341,7 @@ fn an_unmarked_object_of_that_name_is_adopted_as_a_namespaced_one_is() {
         body["metadata"]["annotations"][FOR_NAMESPACE_ANNOTATION],
         "a"
     );
-    settle(
-        std::slice::from_ref(&a),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    settle_one(&a, &c, &mut store);
     // Adopted: let go, not deleted, once no longer wanted.
     let p = plan(&TestNs::new("a"), std::slice::from_ref(&c), &store);
     assert!(
@@ -393,7 +381,7 @@ fn namespaced_kinds_plan_as_before_when_no_kind_is_cluster_scoped() {
         1,
         selecting("team", json!([common::configmap("c", json!({}))])),
     );
-    let a = TestNs::new("a").label("team", "yes");
+    let a = in_team("a");
     let store = Store::default();
     let full = plan(&a, std::slice::from_ref(&c), &store);
     let scoped = mirra_mirror::plan_namespace_scoped(

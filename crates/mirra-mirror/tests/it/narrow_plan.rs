@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use crate::common::{self, Store, TestNs};
-use crate::planner_props::{build, gen_config, gen_namespaces, settle, setup};
+use crate::planner_props::{build, every, gen_config, gen_namespaces, settle, setup};
 use mirra_mirror::{
     CompiledConfig, ConfigRef, NamespacePlan, ObservedLookup, merge_outcomes, plan_namespace_full,
     plan_namespace_narrow,
@@ -67,7 +67,7 @@ proptest! {
         foreign_objects in proptest::collection::vec((0..NAMESPACES, 0..FOREIGN_NAMES), 0..6),
     ) {
         let (mut store, before, _) = setup(&foreign_objects, &before, &[]);
-        settle(&namespaces, &before, &mut store, &BTreeSet::new())?;
+        settle(&namespaces, &before, &mut store, &BTreeSet::new(), &every)?;
         let i = which % (before.len() + 1);
         let replacement = build(i, &changed);
         let only = BTreeSet::from([replacement.key.clone()]);

@@ -36,8 +36,77 @@ fn settle(namespaces: &[TestNs], configs: &[CompiledConfig], store: &mut Store) 
     panic!("the plan did not settle");
 }
 
+/// [`settle`] for one namespace and one SyncConfig.
+fn settle_one(ns: &TestNs, config: &CompiledConfig, store: &mut Store) -> usize {
+    settle(
+        std::slice::from_ref(ns),
+        std::slice::from_ref(config),
+        store,
+    )
+}
+
 fn spec(match_names: &[&str], items: Value) -> Value {
     json!({"namespaceSelector": {"matchNames": match_names}, "syncItems": items})
+}
+
+/// A spec copying empty ConfigMaps named `maps` into the namespaces
+/// `pattern` matches.
+fn empty_maps(pattern: &str, maps: &[&str]) -> Value {
+    let items: Vec<Value> = maps.iter().map(|m| configmap(m, json!({}))).collect();
+    spec(&[pattern], json!(items))
+}
+
+/// SyncConfig `name` copying one ConfigMap, `map` holding `data`, into the
+/// namespaces `pattern` matches.
+fn copying(name: &str, age: u32, pattern: &str, map: &str, data: Value) -> CompiledConfig {
+    config(name, age, spec(&[pattern], json!([configmap(map, data)])))
+}
+
+/// A deleteItem naming ConfigMap `name`.
+fn delete_item(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "name": name})
+}
+
+/// SyncConfig `name` deleting ConfigMap `target` in namespace `n`.
+fn deleting(name: &str, age: u32, target: &str) -> CompiledConfig {
+    config(
+        name,
+        age,
+        json!({
+            "namespaceSelector": {"matchNames": ["n"]},
+            "deleteItems": [delete_item(target)],
+        }),
+    )
+}
+
+/// SyncConfig `base` writing `items` into namespace `n` and deleting
+/// ConfigMap `old` there.
+fn syncing_and_deleting_old(items: Value) -> CompiledConfig {
+    config(
+        "base",
+        1,
+        json!({
+            "namespaceSelector": {"matchNames": ["n"]},
+            "syncItems": items,
+            "deleteItems": [delete_item("old")],
+        }),
+    )
+}
+
+/// The plan's only op, an apply: its body and whether it checks for
+/// adoption.
+fn only_apply(p: &NamespacePlan) -> (&Value, bool) {
+    let [
+        Op::Apply {
+            body,
+            check_adoption,
+            ..
+        },
+    ] = &p.ops[..]
+    else {
+        panic!("{:?}", p.ops);
+    };
+    (body, *check_adoption)
 }
 
 fn applies(p: &NamespacePlan) -> Vec<String> {
@@ -74,13 +143,7 @@ fn a_selected_namespace_gets_every_item_and_others_get_nothing() {
     let c = config(
         "base",
         1,
-        spec(
-            &["team-.*"],
-            json!([
-                configmap("a", json!({})),
-                configmap("b-${PROJECT_NAME}", json!({}))
-            ]),
-        ),
+        empty_maps("team-.*", &["a", "b-${PROJECT_NAME}"]),
     );
     let store = Store::default();
     let selected = plan(&TestNs::new("team-x"), std::slice::from_ref(&c), &store);
@@ -90,25 +153,13 @@ fn a_selected_namespace_gets_every_item_and_others_get_nothing() {
 
 #[test]
 fn missing_terminating_and_excluded_namespaces_get_no_ops_at_all() {
-    let c = config("base", 1, spec(&[".*"], json!([configmap("a", json!({}))])));
-    let gone = config(
-        "gone",
-        2,
-        spec(&["nothing"], json!([configmap("z", json!({}))])),
-    );
+    let c = copying("base", 1, ".*", "a", json!({}));
+    let gone = copying("gone", 2, "nothing", "z", json!({}));
     // An orphaned copy sits in the namespace: even it is not touched.
     let mut store = Store::default();
     let ns = TestNs::new("n");
-    settle(
-        std::slice::from_ref(&ns),
-        std::slice::from_ref(&gone),
-        &mut store,
-    );
-    let orphan_owner = config(
-        "old",
-        0,
-        spec(&["n"], json!([configmap("orphan", json!({}))])),
-    );
+    settle_one(&ns, &gone, &mut store);
+    let orphan_owner = copying("old", 0, "n", "orphan", json!({}));
     settle(std::slice::from_ref(&ns), &[orphan_owner], &mut store);
     assert_eq!(store.objects.len(), 1);
     let configs = [c];
@@ -162,18 +213,10 @@ fn nothing_is_written_when_nothing_changed() {
 
 #[test]
 fn fields_added_by_others_are_ignored_but_drift_in_ours_is_repaired() {
-    let c = config(
-        "base",
-        1,
-        spec(&[".*"], json!([configmap("a", json!({"k": "v"}))])),
-    );
+    let c = copying("base", 1, ".*", "a", json!({"k": "v"}));
     let ns = TestNs::new("n");
     let mut store = Store::default();
-    settle(
-        std::slice::from_ref(&ns),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    settle_one(&ns, &c, &mut store);
     let key = store.objects.iter().next().unwrap().key();
     let mut obj = store.objects.iter().next().unwrap().body().into_owned();
     obj["metadata"]["labels"]["added"] = json!("by-someone");
@@ -193,19 +236,8 @@ fn fields_added_by_others_are_ignored_but_drift_in_ours_is_repaired() {
 
 #[test]
 fn a_removed_field_changes_the_hash_and_is_reapplied() {
-    let before = config(
-        "base",
-        1,
-        spec(
-            &[".*"],
-            json!([configmap("a", json!({"k": "v", "gone": "soon"}))]),
-        ),
-    );
-    let after = config(
-        "base",
-        1,
-        spec(&[".*"], json!([configmap("a", json!({"k": "v"}))])),
-    );
+    let before = copying("base", 1, ".*", "a", json!({"k": "v", "gone": "soon"}));
+    let after = copying("base", 1, ".*", "a", json!({"k": "v"}));
     let ns = TestNs::new("n");
     let mut store = Store::default();
     settle(std::slice::from_ref(&ns), &[before], &mut store);
@@ -223,28 +255,21 @@ fn a_removed_field_changes_the_hash_and_is_reapplied() {
 
 #[test]
 fn only_the_changed_item_is_reapplied() {
-    let v1 = config(
-        "base",
-        1,
-        spec(
-            &[".*"],
-            json!([
-                configmap("a", json!({"k": "1"})),
-                configmap("b", json!({"k": "1"}))
-            ]),
-        ),
-    );
-    let v2 = config(
-        "base",
-        1,
-        spec(
-            &[".*"],
-            json!([
-                configmap("a", json!({"k": "1"})),
-                configmap("b", json!({"k": "2"}))
-            ]),
-        ),
-    );
+    // Two versions of one SyncConfig, differing only in b's value.
+    let version = |b: &str| {
+        config(
+            "base",
+            1,
+            spec(
+                &[".*"],
+                json!([
+                    configmap("a", json!({"k": "1"})),
+                    configmap("b", json!({"k": b}))
+                ]),
+            ),
+        )
+    };
+    let (v1, v2) = (version("1"), version("2"));
     let ns = TestNs::new("n");
     let mut store = Store::default();
     settle(std::slice::from_ref(&ns), &[v1], &mut store);
@@ -286,15 +311,8 @@ fn a_namespace_that_stops_matching_is_pruned_with_uid_preconditions() {
 
 #[test]
 fn removed_items_and_deleted_configs_are_pruned() {
-    let both = config(
-        "base",
-        1,
-        spec(
-            &[".*"],
-            json!([configmap("a", json!({})), configmap("b", json!({}))]),
-        ),
-    );
-    let one = config("base", 1, spec(&[".*"], json!([configmap("a", json!({}))])));
+    let both = config("base", 1, empty_maps(".*", &["a", "b"]));
+    let one = copying("base", 1, ".*", "a", json!({}));
     let ns = TestNs::new("n");
     let mut store = Store::default();
     settle(std::slice::from_ref(&ns), &[both], &mut store);
@@ -315,21 +333,8 @@ fn removed_items_and_deleted_configs_are_pruned() {
 
 #[test]
 fn prune_opt_out_keeps_copies_even_after_the_config_is_deleted() {
-    let keep = config_with(
-        "base",
-        1,
-        spec(
-            &["n"],
-            json!([configmap("a", json!({})), configmap("b", json!({}))]),
-        ),
-        false,
-    );
-    let keep_one = config_with(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("a", json!({}))])),
-        false,
-    );
+    let keep = config_with("base", 1, empty_maps("n", &["a", "b"]), false);
+    let keep_one = config_with("base", 1, empty_maps("n", &["a"]), false);
     let ns = TestNs::new("n");
     let mut store = Store::default();
     settle(std::slice::from_ref(&ns), &[keep], &mut store);
@@ -360,8 +365,8 @@ fn prune_opt_out_keeps_copies_even_after_the_config_is_deleted() {
 
 #[test]
 fn a_config_that_turns_invalid_keeps_its_copies() {
-    let good = config("base", 1, spec(&["n"], json!([configmap("a", json!({}))])));
-    let broken = config("base", 1, spec(&["("], json!([configmap("a", json!({}))])));
+    let good = copying("base", 1, "n", "a", json!({}));
+    let broken = copying("base", 1, "(", "a", json!({}));
     assert!(!broken.is_valid());
     let ns = TestNs::new("n");
     let mut store = Store::default();
@@ -388,11 +393,7 @@ fn objects_without_both_marks_are_never_pruned() {
     bad_owner.labels = [(MANAGED_BY_LABEL, "mirra")].into_iter().collect();
     bad_owner.annotations = [(OWNER_ANNOTATION, "no-slash")].into_iter().collect();
     store.insert(bad_owner);
-    let c = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("other", json!({}))])),
-    );
+    let c = copying("base", 1, "n", "other", json!({}));
     let p = plan(&ns, &[c], &store);
     assert!(deletes(&p).is_empty(), "{:?}", p.ops);
     assert!(p.outcomes.iter().all(|o| o.item != ItemRef::Orphan));
@@ -403,18 +404,10 @@ fn an_unmarked_object_named_by_a_sync_item_is_adopted() {
     let ns = TestNs::new("n");
     let mut store = Store::default();
     store.insert(foreign("ConfigMap", "n", "shared", "u1"));
-    let c = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("shared", json!({"k": "v"}))])),
-    );
+    let c = copying("base", 1, "n", "shared", json!({"k": "v"}));
     let p = plan(&ns, std::slice::from_ref(&c), &store);
     assert_eq!(applies(&p), ["ConfigMap/shared"]);
-    settle(
-        std::slice::from_ref(&ns),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    settle_one(&ns, &c, &mut store);
     let o = store.objects.iter().next().unwrap();
     assert_eq!(o.uid, "u1", "adopted, not recreated");
     assert_eq!(o.labels.get("made-by"), Some("human"));
@@ -423,14 +416,7 @@ fn an_unmarked_object_named_by_a_sync_item_is_adopted() {
 
 #[test]
 fn delete_items_delete_named_objects_only_while_they_exist() {
-    let c = config(
-        "cleanup",
-        1,
-        json!({
-            "namespaceSelector": {"matchNames": ["n"]},
-            "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "legacy-${PROJECT_NAME}"}],
-        }),
-    );
+    let c = deleting("cleanup", 1, "legacy-${PROJECT_NAME}");
     let ns = TestNs::new("n");
     let mut store = Store::default();
     store.insert(foreign("ConfigMap", "n", "legacy-n", "u9"));
@@ -444,11 +430,7 @@ fn delete_items_delete_named_objects_only_while_they_exist() {
         states(&p),
         [("cleanup".into(), ItemRef::Delete(0), OutcomeState::Deleted)]
     );
-    settle(
-        std::slice::from_ref(&ns),
-        std::slice::from_ref(&c),
-        &mut store,
-    );
+    settle_one(&ns, &c, &mut store);
     assert_eq!(store.objects.len(), 1, "only the named object went");
     let p = plan(&ns, &[c], &store);
     assert!(p.ops.is_empty());
@@ -460,15 +442,7 @@ fn delete_items_delete_named_objects_only_while_they_exist() {
 
 #[test]
 fn objects_being_deleted_are_left_to_finish() {
-    let c = config(
-        "base",
-        1,
-        json!({
-            "namespaceSelector": {"matchNames": ["n"]},
-            "syncItems": [configmap("a", json!({}))],
-            "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "old"}],
-        }),
-    );
+    let c = syncing_and_deleting_old(json!([configmap("a", json!({}))]));
     let ns = TestNs::new("n");
     let mut store = Store::default();
     for name in ["a", "old"] {
@@ -487,15 +461,10 @@ fn objects_being_deleted_are_left_to_finish() {
 
 #[test]
 fn a_wanted_object_held_by_finalizers_fails_naming_them_and_writes_nothing() {
-    let c = config(
-        "base",
-        1,
-        json!({
-            "namespaceSelector": {"matchNames": ["n"]},
-            "syncItems": [configmap("a", json!({})), configmap("b", json!({}))],
-            "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "old"}],
-        }),
-    );
+    let c = syncing_and_deleting_old(json!([
+        configmap("a", json!({})),
+        configmap("b", json!({}))
+    ]));
     let ns = TestNs::new("n");
     let mut store = Store::default();
     // "a" and "old": marked deleted by the server and held by finalizers;
@@ -538,28 +507,13 @@ fn a_wanted_object_held_by_finalizers_fails_naming_them_and_writes_nothing() {
 
 #[test]
 fn the_oldest_config_wins_a_conflict_and_the_plan_never_flaps() {
-    let young = config(
-        "young",
-        5,
-        spec(
-            &["n"],
-            json!([configmap("shared", json!({"from": "young"}))]),
-        ),
-    );
-    let old = config(
-        "old",
-        1,
-        spec(&["n"], json!([configmap("shared", json!({"from": "old"}))])),
-    );
+    let young = copying("young", 5, "n", "shared", json!({"from": "young"}));
+    let old = copying("old", 1, "n", "shared", json!({"from": "old"}));
     let configs = [young.clone(), old.clone()];
     let ns = TestNs::new("n");
     let mut store = Store::default();
     // The younger one wrote the object first (say, the older one was invalid).
-    settle(
-        std::slice::from_ref(&ns),
-        std::slice::from_ref(&young),
-        &mut store,
-    );
+    settle_one(&ns, &young, &mut store);
     let p = plan(&ns, &configs, &store);
     assert_eq!(applies(&p), ["ConfigMap/shared"]);
     let states = states(&p);
@@ -591,16 +545,8 @@ fn the_oldest_config_wins_a_conflict_and_the_plan_never_flaps() {
 
 #[test]
 fn equal_ages_are_decided_by_name() {
-    let b = config(
-        "b",
-        1,
-        spec(&["n"], json!([configmap("shared", json!({}))])),
-    );
-    let a = config(
-        "a",
-        1,
-        spec(&["n"], json!([configmap("shared", json!({}))])),
-    );
+    let b = copying("b", 1, "n", "shared", json!({}));
+    let a = copying("a", 1, "n", "shared", json!({}));
     let p = plan(&TestNs::new("n"), &[b, a], &Store::default());
     let Op::Apply { config, .. } = &p.ops[0] else {
         panic!()
@@ -610,19 +556,8 @@ fn equal_ages_are_decided_by_name() {
 
 #[test]
 fn a_sync_item_wins_over_a_delete_item_for_the_same_object() {
-    let syncer = config(
-        "syncer",
-        5,
-        spec(&["n"], json!([configmap("x", json!({}))])),
-    );
-    let deleter = config(
-        "deleter",
-        1,
-        json!({
-            "namespaceSelector": {"matchNames": ["n"]},
-            "deleteItems": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x"}],
-        }),
-    );
+    let syncer = copying("syncer", 5, "n", "x", json!({}));
+    let deleter = deleting("deleter", 1, "x");
     let ns = TestNs::new("n");
     let mut store = Store::default();
     let configs = [syncer, deleter];
@@ -669,7 +604,7 @@ fn an_invalid_name_in_one_namespace_fails_only_there() {
 
 #[test]
 fn objects_of_other_namespaces_are_ignored() {
-    let c = config("base", 1, spec(&["n"], json!([configmap("a", json!({}))])));
+    let c = copying("base", 1, "n", "a", json!({}));
     let mut store = Store::default();
     settle(&[TestNs::new("n")], std::slice::from_ref(&c), &mut store);
     // Hand the planner for "m" a lookup that (wrongly) includes "n"'s copy.
@@ -742,14 +677,14 @@ fn config_changes_touch_only_the_namespaces_old_or_new_select() {
             active: true,
         })
         .collect();
-    let a = config("c", 1, spec(&["a.*"], json!([configmap("x", json!({}))])));
-    let b = config("c", 1, spec(&["b.*"], json!([configmap("x", json!({}))])));
+    let a = copying("c", 1, "a.*", "x", json!({}));
+    let b = copying("c", 1, "b.*", "x", json!({}));
     let a_relabelled = CompiledConfig::from_json(&json!({
         "metadata": {"name": "c", "namespace": "ops", "uid": "uid-c", "labels": {"x": "y"},
                      "creationTimestamp": "2024-01-01T00:00:01Z"},
         "spec": spec(&["a.*"], json!([configmap("x", json!({}))])),
     }));
-    let invalid = config("c", 1, spec(&["("], json!([configmap("x", json!({}))])));
+    let invalid = copying("c", 1, "(", "x", json!({}));
     let set = |v: &[&str]| {
         v.iter()
             .map(|s| s.to_string())
@@ -838,11 +773,7 @@ fn marks_someone_else_wrote_are_never_pruned_and_are_reported() {
     let mut store = Store::default();
     store.insert(marked("n", "forged", "u1", false, &[]));
     store.insert(marked("n", "made", "u2", true, &[]));
-    let c = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("other", json!({}))])),
-    );
+    let c = copying("base", 1, "n", "other", json!({}));
     let p = plan(&ns, &[c], &store);
     // Only the copy mirra wrote is pruned.
     assert_eq!(
@@ -871,11 +802,7 @@ fn an_adopted_copy_no_longer_wanted_is_released_not_deleted() {
         true,
         &[(mirra_mirror::ADOPTED_ANNOTATION, "true")],
     ));
-    let c = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("other", json!({}))])),
-    );
+    let c = copying("base", 1, "n", "other", json!({}));
     let p = plan(&ns, std::slice::from_ref(&c), &store);
     assert!(deletes(&p).is_empty(), "{:?}", p.ops);
     let releases: Vec<_> = p
@@ -907,22 +834,9 @@ fn a_named_object_with_marks_mirra_did_not_write_is_adopted_at_once() {
     let ns = TestNs::new("n");
     let mut store = Store::default();
     store.insert(marked("n", "x", "u1", false, &[]));
-    let c = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("x", json!({"k": "v"}))])),
-    );
+    let c = copying("base", 1, "n", "x", json!({"k": "v"}));
     let p = plan(&ns, std::slice::from_ref(&c), &store);
-    let [
-        Op::Apply {
-            body,
-            check_adoption,
-            ..
-        },
-    ] = &p.ops[..]
-    else {
-        panic!("{:?}", p.ops);
-    };
+    let (body, check_adoption) = only_apply(&p);
     // The caches hold the object: no need to look at the answer.
     assert!(!check_adoption);
     assert_eq!(
@@ -930,22 +844,11 @@ fn a_named_object_with_marks_mirra_did_not_write_is_adopted_at_once() {
         "true"
     );
     // Once applied it is in step, adopted mark included.
-    assert_eq!(
-        settle(
-            std::slice::from_ref(&ns),
-            std::slice::from_ref(&c),
-            &mut store
-        ),
-        1
-    );
+    assert_eq!(settle_one(&ns, &c, &mut store), 1);
     let o = store.objects.iter().next().unwrap();
     assert!(o.adopted() && o.owner().is_some());
     // No longer wanted: released.
-    let none = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("other", json!({}))])),
-    );
+    let none = copying("base", 1, "n", "other", json!({}));
     let p = plan(&ns, &[none], &store);
     assert!(
         p.ops
@@ -961,22 +864,9 @@ fn a_named_object_with_marks_mirra_did_not_write_is_adopted_at_once() {
 fn an_apply_of_an_object_the_caches_do_not_hold_checks_for_adoption() {
     let ns = TestNs::new("n");
     let store = Store::default();
-    let c = config(
-        "base",
-        1,
-        spec(&["n"], json!([configmap("x", json!({"k": "v"}))])),
-    );
+    let c = copying("base", 1, "n", "x", json!({"k": "v"}));
     let p = plan(&ns, &[c], &store);
-    let [
-        Op::Apply {
-            body,
-            check_adoption,
-            ..
-        },
-    ] = &p.ops[..]
-    else {
-        panic!("{:?}", p.ops);
-    };
+    let (body, check_adoption) = only_apply(&p);
     assert!(check_adoption);
     assert!(
         body["metadata"]["annotations"]

@@ -14,7 +14,8 @@ use std::collections::BTreeSet;
 use common::{Store, TestNs, foreign};
 use mirra_mirror::template::template_str;
 use mirra_mirror::{
-    CompiledConfig, ConfigRef, DeleteCause, ItemRef, ObjectKey, Op, plan_namespace_scoped,
+    CompiledConfig, CompiledSpec, ConfigRef, DeleteCause, ItemRef, ObjectKey, Op,
+    plan_namespace_scoped,
 };
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -110,17 +111,23 @@ pub(crate) fn gen_namespaces() -> impl Strategy<Value = Vec<TestNs>> {
     })
 }
 
-/// The names the sync items of the valid configs selecting `ns` give
-/// there, by kind.
-fn sync_item_targets(ns: &TestNs, configs: &[CompiledConfig]) -> BTreeSet<(String, String)> {
+/// The specs of the configs selecting `ns` (only valid ones select).
+fn specs_selecting<'a>(
+    ns: &'a TestNs,
+    configs: &'a [CompiledConfig],
+) -> impl Iterator<Item = &'a CompiledSpec> {
     configs
         .iter()
         .filter(|c| c.selects(&ns.view()))
-        .flat_map(|c| {
-            c.spec
-                .as_ref()
-                .unwrap()
-                .sync_items
+        .map(|c| c.spec.as_ref().unwrap())
+}
+
+/// The names the sync items of the valid configs selecting `ns` give
+/// there, by kind.
+fn sync_item_targets(ns: &TestNs, configs: &[CompiledConfig]) -> BTreeSet<(String, String)> {
+    specs_selecting(ns, configs)
+        .flat_map(|s| {
+            s.sync_items
                 .iter()
                 .map(|i| (i.kind.clone(), template_str(&i.name, &ns.name)))
         })
@@ -129,34 +136,25 @@ fn sync_item_targets(ns: &TestNs, configs: &[CompiledConfig]) -> BTreeSet<(Strin
 
 /// The deleteItem targets a valid config selecting `ns` names there.
 fn delete_item_targets(ns: &TestNs, configs: &[CompiledConfig]) -> BTreeSet<String> {
-    configs
-        .iter()
-        .filter(|c| c.selects(&ns.view()))
-        .flat_map(|c| {
-            c.spec
-                .as_ref()
-                .unwrap()
-                .delete_items
+    specs_selecting(ns, configs)
+        .flat_map(|s| {
+            s.delete_items
                 .iter()
                 .map(|d| template_str(&d.name, &ns.name))
         })
         .collect()
 }
 
-/// Plans every namespace and applies the ops, checking the safety rules on
-/// each op. Returns whether any op was planned.
-fn round(
-    namespaces: &[TestNs],
-    configs: &[CompiledConfig],
-    store: &mut Store,
-    excluded: &BTreeSet<String>,
-) -> Result<bool, TestCaseError> {
-    round_scoped(namespaces, configs, store, excluded, &|_| true)
+/// Honours every SyncConfig: a mirra whose scope is not narrowed.
+pub(crate) fn every(_: &ConfigRef) -> bool {
+    true
 }
 
-/// [`round`] for a mirra honouring only the SyncConfigs `honoured` accepts
-/// (`configs` holds exactly those, as the controller passes them).
-fn round_scoped(
+/// Plans every namespace and applies the ops, checking the safety rules on
+/// each op, for a mirra honouring only the SyncConfigs `honoured` accepts
+/// (`configs` holds exactly those, as the controller passes them). Returns
+/// whether any op was planned.
+fn round(
     namespaces: &[TestNs],
     configs: &[CompiledConfig],
     store: &mut Store,
@@ -253,16 +251,8 @@ fn round_scoped(
     Ok(any)
 }
 
+/// Runs [`round`]s until one plans nothing; fails after 3.
 pub(crate) fn settle(
-    namespaces: &[TestNs],
-    configs: &[CompiledConfig],
-    store: &mut Store,
-    excluded: &BTreeSet<String>,
-) -> Result<(), TestCaseError> {
-    settle_scoped(namespaces, configs, store, excluded, &|_| true)
-}
-
-fn settle_scoped(
     namespaces: &[TestNs],
     configs: &[CompiledConfig],
     store: &mut Store,
@@ -272,11 +262,29 @@ fn settle_scoped(
     // One round writes everything; a second may follow when a conflict's
     // winner takes over an object written by the loser in the same round.
     for _ in 0..3 {
-        if !round_scoped(namespaces, configs, store, excluded, honoured)? {
+        if !round(namespaces, configs, store, excluded, honoured)? {
             return Ok(());
         }
     }
     Err(TestCaseError::fail("the plan did not settle in 3 rounds"))
+}
+
+/// Namespaces, the SyncConfigs before and after the change, and the
+/// pre-existing objects (namespace and name indexes).
+type Change = (
+    Vec<TestNs>,
+    Vec<GenConfig>,
+    Vec<GenConfig>,
+    Vec<(usize, usize)>,
+);
+
+fn gen_change() -> impl Strategy<Value = Change> {
+    (
+        gen_namespaces(),
+        proptest::collection::vec(gen_config(), 1..4),
+        proptest::collection::vec(gen_config(), 0..4),
+        proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
+    )
 }
 
 /// A store holding the pre-existing objects (namespace and name indexes),
@@ -305,17 +313,14 @@ proptest! {
 
     #[test]
     fn planning_settles_and_deletes_only_what_it_may(
-        namespaces in gen_namespaces(),
-        before in proptest::collection::vec(gen_config(), 1..4),
-        after in proptest::collection::vec(gen_config(), 0..4),
-        foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
+        (namespaces, before, after, foreign_objects) in gen_change(),
     ) {
         let (mut store, before, after) = setup(&foreign_objects, &before, &after);
         let none = BTreeSet::new();
         for configs in [&before, &after] {
-            settle(&namespaces, configs, &mut store, &none)?;
+            settle(&namespaces, configs, &mut store, &none, &every)?;
             // Settled: nothing more to do anywhere.
-            prop_assert!(!round(&namespaces, configs, &mut store, &none)?);
+            prop_assert!(!round(&namespaces, configs, &mut store, &none, &every)?);
             // Every wanted item exists, written for the winning config.
             for ns in namespaces.iter().filter(|n| n.active) {
                 let mut winners: Vec<&CompiledConfig> = configs.iter().filter(|c| c.selects(&ns.view())).collect();
@@ -347,10 +352,7 @@ proptest! {
 
     #[test]
     fn never_write_namespaces_are_never_planned(
-        namespaces in gen_namespaces(),
-        before in proptest::collection::vec(gen_config(), 1..4),
-        after in proptest::collection::vec(gen_config(), 0..4),
-        foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
+        (namespaces, before, after, foreign_objects) in gen_change(),
         excluded in proptest::collection::btree_set(0..NAMESPACES.len(), 1..3),
     ) {
         let (mut store, before, after) = setup(&foreign_objects, &before, &after);
@@ -358,15 +360,15 @@ proptest! {
         // Copies written while nothing was excluded, then a namespace put
         // out of reach: its copies stay as they are, even when the configs
         // change so that they would be pruned or rewritten elsewhere.
-        settle(&namespaces, &before, &mut store, &none)?;
+        settle(&namespaces, &before, &mut store, &none, &every)?;
         let excluded: BTreeSet<String> = excluded.iter().map(|i| NAMESPACES[*i].to_string()).collect();
         let snapshot = |store: &Store| -> Vec<_> {
             store.objects.iter().filter(|o| excluded.contains(&o.namespace)).cloned().collect()
         };
         let frozen = snapshot(&store);
         for configs in [&before, &after] {
-            settle(&namespaces, configs, &mut store, &excluded)?;
-            prop_assert!(!round(&namespaces, configs, &mut store, &excluded)?);
+            settle(&namespaces, configs, &mut store, &excluded, &every)?;
+            prop_assert!(!round(&namespaces, configs, &mut store, &excluded, &every)?);
             prop_assert_eq!(&snapshot(&store), &frozen, "a never-write namespace changed");
         }
     }
@@ -383,7 +385,7 @@ proptest! {
         let all: Vec<CompiledConfig> = configs.iter().enumerate().map(|(i, g)| build(i, g)).collect();
         let mut store = Store::default();
         let none = BTreeSet::new();
-        settle(&namespaces, &all, &mut store, &none)?;
+        settle(&namespaces, &all, &mut store, &none, &every)?;
         let honoured_keys: BTreeSet<ConfigRef> = all
             .iter()
             .enumerate()
@@ -396,8 +398,8 @@ proptest! {
             store.objects.iter().filter(|o| o.owner().is_some_and(|c| !honoured(&c))).cloned().collect()
         };
         let before = foreign_copies(&store);
-        settle_scoped(&namespaces, &scoped, &mut store, &none, &honoured)?;
-        prop_assert!(!round_scoped(&namespaces, &scoped, &mut store, &none, &honoured)?);
+        settle(&namespaces, &scoped, &mut store, &none, &honoured)?;
+        prop_assert!(!round(&namespaces, &scoped, &mut store, &none, &honoured)?);
         prop_assert_eq!(foreign_copies(&store), before);
     }
 }
@@ -434,10 +436,7 @@ proptest! {
     /// one that renders everything.
     #[test]
     fn vouched_copies_plan_exactly_as_rendered_ones(
-        namespaces in gen_namespaces(),
-        before in proptest::collection::vec(gen_config(), 1..4),
-        after in proptest::collection::vec(gen_config(), 0..4),
-        foreign_objects in proptest::collection::vec((0..NAMESPACES.len(), 0..FOREIGN_NAMES.len()), 0..6),
+        (namespaces, before, after, foreign_objects) in gen_change(),
     ) {
         let (mut store, before, after) = setup(&foreign_objects, &before, &after);
         let mut claims: BTreeSet<(ObjectKey, ConfigRef, ItemRef)> = BTreeSet::new();

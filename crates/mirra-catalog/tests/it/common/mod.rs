@@ -53,29 +53,27 @@ impl SvcBuilder {
         self
     }
 
-    pub fn port(mut self, name: &str, port: i32) -> Self {
+    /// Adds port `port` (unnamed when `name` is empty), on `node_port` when
+    /// given.
+    fn push_port(mut self, name: &str, port: i32, node_port: Option<i32>) -> Self {
         self.spec()
             .ports
             .get_or_insert_with(Vec::new)
             .push(ServicePort {
                 name: (!name.is_empty()).then(|| name.to_owned()),
                 port,
+                node_port,
                 ..ServicePort::default()
             });
         self
     }
 
-    pub fn node_port(mut self, name: &str, port: i32, node_port: i32) -> Self {
-        self.spec()
-            .ports
-            .get_or_insert_with(Vec::new)
-            .push(ServicePort {
-                name: (!name.is_empty()).then(|| name.to_owned()),
-                port,
-                node_port: Some(node_port),
-                ..ServicePort::default()
-            });
-        self
+    pub fn port(self, name: &str, port: i32) -> Self {
+        self.push_port(name, port, None)
+    }
+
+    pub fn node_port(self, name: &str, port: i32, node_port: i32) -> Self {
+        self.push_port(name, port, Some(node_port))
     }
 
     pub fn annotation(mut self, k: &str, v: &str) -> Self {
@@ -164,6 +162,21 @@ impl SliceBuilder {
     pub fn build(self) -> EndpointSlice {
         self.0
     }
+}
+
+/// Slice `name` of Service `ns/service`: port `http` at `port` and one
+/// ready endpoint at `addr`.
+pub fn one_endpoint_slice(
+    ns: &str,
+    service: &str,
+    name: &str,
+    port: i32,
+    addr: &str,
+) -> EndpointSlice {
+    slice(ns, service, name)
+        .port("http", port)
+        .endpoint(ep(addr))
+        .build()
 }
 
 pub struct EpBuilder(Endpoint);
@@ -256,6 +269,24 @@ pub fn nodes(list: Vec<Node>) -> BTreeMap<String, Node> {
 
 /// An Ingress whose rule for `host` routes `/` to `service`.
 pub fn ingress(ns: &str, name: &str, host: &str, service: &str, tls: bool) -> Ingress {
+    let tls = tls.then(|| IngressTLS {
+        hosts: Some(vec![host.into()]),
+        secret_name: Some("cert".into()),
+    });
+    ingress_rule(ns, name, Some(host), Some("/"), Some(service), tls)
+}
+
+/// An Ingress with one rule, for `host` (any host: `None`), whose one
+/// Prefix path `path` routes to `service` (no backend: `None`), and the
+/// one TLS entry `tls`.
+pub fn ingress_rule(
+    ns: &str,
+    name: &str,
+    host: Option<&str>,
+    path: Option<&str>,
+    service: Option<&str>,
+    tls: Option<IngressTLS>,
+) -> Ingress {
     Ingress {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -264,14 +295,14 @@ pub fn ingress(ns: &str, name: &str, host: &str, service: &str, tls: bool) -> In
         },
         spec: Some(IngressSpec {
             rules: Some(vec![IngressRule {
-                host: Some(host.into()),
+                host: host.map(String::from),
                 http: Some(HTTPIngressRuleValue {
                     paths: vec![HTTPIngressPath {
-                        path: Some("/".into()),
+                        path: path.map(String::from),
                         path_type: "Prefix".into(),
                         backend: IngressBackend {
-                            service: Some(IngressServiceBackend {
-                                name: service.into(),
+                            service: service.map(|s| IngressServiceBackend {
+                                name: s.into(),
                                 port: None,
                             }),
                             resource: None,
@@ -279,12 +310,7 @@ pub fn ingress(ns: &str, name: &str, host: &str, service: &str, tls: bool) -> In
                     }],
                 }),
             }]),
-            tls: tls.then(|| {
-                vec![IngressTLS {
-                    hosts: Some(vec![host.into()]),
-                    secret_name: Some("cert".into()),
-                }]
-            }),
+            tls: tls.map(|t| vec![t]),
             ..IngressSpec::default()
         }),
         status: None,
