@@ -25,27 +25,27 @@ fn parse(args: &[&str]) -> Result<SyncCatalogArgs, clap::Error> {
 
 #[test]
 fn normalize_rewrites_single_dash_only() {
-    let os = |args: &[&str]| -> Vec<OsString> { args.iter().map(OsString::from).collect() };
-    let got = normalize_flags(os(&[
-        "-k8s-default-sync=false",
-        "-consul-node-name",
-        "foo",
-        "--to-k8s=false",
-        "-h",
-        "-1",
-        "--",
-        "-x-y",
-    ]));
-    let want = os(&[
-        "--k8s-default-sync=false",
-        "--consul-node-name",
-        "foo",
-        "--to-k8s=false",
-        "-h",
-        "-1",
-        "--",
-        "-x-y",
-    ]);
+    // (given, after normalising)
+    let cases = [
+        ("-k8s-default-sync=false", "--k8s-default-sync=false"),
+        ("-consul-node-name", "--consul-node-name"),
+        ("foo", "foo"),
+        ("--to-k8s=false", "--to-k8s=false"),
+        ("-h", "-h"),
+        ("-1", "-1"),
+        ("--", "--"),
+        ("-x-y", "-x-y"),
+    ];
+    let got = normalize_flags(
+        cases
+            .iter()
+            .map(|(given, _)| OsString::from(given))
+            .collect(),
+    );
+    let want: Vec<OsString> = cases
+        .iter()
+        .map(|(_, after)| OsString::from(after))
+        .collect();
     assert_eq!(got, want);
 }
 

@@ -86,6 +86,18 @@ pub(super) fn copy_t_c() -> CopyId {
     (cm_kind(), "t".into(), "c".into())
 }
 
+/// mirra's apply of `body` to copy t/c (planned with no copy cached),
+/// answered with `version`.
+fn own_write(body: &Value, version: &str) -> OwnWrite {
+    OwnWrite {
+        version: version.into(),
+        planned_from: None,
+        body_hash: mirra_mirror::marks::content_hash(body),
+        home: "t".into(),
+        ..OwnWrite::default()
+    }
+}
+
 pub(super) fn apply_body(plan: &NamespacePlan) -> Value {
     match plan.ops.as_slice() {
         [Op::Apply { body, .. }] => body.clone(),
@@ -118,16 +130,7 @@ fn a_written_copy_is_not_applied_again_before_its_echo() {
     assert!(s.caches_ready());
     let plan = s.plan("t", &settings());
     let body = apply_body(&plan);
-    s.record_own_write(
-        copy_t_c(),
-        OwnWrite {
-            version: "10".into(),
-            planned_from: None,
-            body_hash: mirra_mirror::marks::content_hash(&body),
-            home: "t".into(),
-            ..OwnWrite::default()
-        },
-    );
+    s.record_own_write(copy_t_c(), own_write(&body, "10"));
     // A verification pass between the answer and the echo: in step.
     let again = s.plan("t", &settings());
     assert!(again.ops.is_empty(), "{:?}", again.ops);
@@ -156,16 +159,7 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
     edited.data["data"] = json!({"k": "changed"});
     let keys = s.apply_copies(&cm_kind(), Event::Apply(cached(edited)));
     assert_eq!(keys, BTreeSet::from(["t".to_string()]));
-    s.record_own_write(
-        copy_t_c(),
-        OwnWrite {
-            version: "10".into(),
-            planned_from: None,
-            body_hash: mirra_mirror::marks::content_hash(&body),
-            home: "t".into(),
-            ..OwnWrite::default()
-        },
-    );
+    s.record_own_write(copy_t_c(), own_write(&body, "10"));
     assert_eq!(apply_body(&s.plan("t", &settings())), body);
 
     // A pending write of other content (the spec changed since) does
