@@ -12,18 +12,18 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
-use kube::{Client, Config};
 use kube_sandbox::{FaultRule, Sandbox};
+use reqwest::Method;
 use serde_json::{Value, json};
 
-async fn sandbox() -> (Sandbox, Client) {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let config = Config::new(sb.url().parse().unwrap());
-    let client = Client::try_from(config).unwrap();
-    (sb, client)
-}
+use crate::common::{
+    CMS, DEPLOYS, JSON, MERGE, api_status, client, contains, create_crd, create_namespace,
+    get_json, next_event, object_event, post_json, raw, request, rv_of, sandbox, send_json, watch,
+    watch_error, widget_crd,
+};
+
+/// Where faults are injected over HTTP.
+const FAULTS: &str = "/sandbox/faults";
 
 fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
     serde_json::from_value(json!({
@@ -31,16 +31,6 @@ fn cm(name: &str, data: &[(&str, &str)]) -> ConfigMap {
         "data": data.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
     }))
     .unwrap()
-}
-
-async fn create_ns(client: &Client, name: &str) {
-    let api: Api<Namespace> = Api::all(client.clone());
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
-    )
-    .await
-    .unwrap();
 }
 
 #[tokio::test]
@@ -51,13 +41,7 @@ async fn crud_and_resource_versions() {
         .create(&PostParams::default(), &cm("a", &[("k", "v")]))
         .await
         .unwrap();
-    let rv1: u64 = created
-        .metadata
-        .resource_version
-        .clone()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let rv1 = rv_of(&created);
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     let got = api.get("a").await.unwrap();
@@ -70,22 +54,13 @@ async fn crud_and_resource_versions() {
         .replace("a", &PostParams::default(), &upd)
         .await
         .unwrap();
-    let rv2: u64 = updated
-        .metadata
-        .resource_version
-        .clone()
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert!(rv2 > rv1);
+    assert!(rv_of(&updated) > rv1);
     let err = api
         .replace("a", &PostParams::default(), &upd)
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 409 && s.reason == "Conflict"),
-        "{err:?}"
-    );
+    let s = api_status(err);
+    assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
 
     // A no-op update keeps the revision.
     let same = api
@@ -102,11 +77,12 @@ async fn crud_and_resource_versions() {
         .create(&PostParams::default(), &cm("a", &[]))
         .await
         .unwrap_err();
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 409 && s.reason == "AlreadyExists"));
+    let s = api_status(err);
+    assert_eq!((s.code, s.reason.as_str()), (409, "AlreadyExists"));
 
     api.delete("a", &DeleteParams::default()).await.unwrap();
-    let err = api.get("a").await.unwrap_err();
-    assert!(matches!(err, kube::Error::Api(ref s) if s.code == 404 && s.reason == "NotFound"));
+    let s = api_status(api.get("a").await.unwrap_err());
+    assert_eq!((s.code, s.reason.as_str()), (404, "NotFound"));
 
     let stats = sb.stats();
     assert_eq!(stats.get("create configmaps"), 2);
@@ -174,33 +150,15 @@ async fn server_side_apply_owns_fields() {
     assert!(managers.contains(&"alpha".to_string()) && managers.contains(&"beta".to_string()));
 
     // Beta changing alpha's field conflicts, unless forced.
-    let err = api
-        .patch("x", &b, &Patch::Apply(body(json!({"a": "9", "b": "2"}))))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 409),
-        "{err:?}"
-    );
-    let forced = api
-        .patch(
-            "x",
-            &b.clone().force(),
-            &Patch::Apply(body(json!({"a": "9", "b": "2"}))),
-        )
-        .await
-        .unwrap();
+    let takeover = Patch::Apply(body(json!({"a": "9", "b": "2"})));
+    let err = api.patch("x", &b, &takeover).await.unwrap_err();
+    assert_eq!(api_status(err).code, 409);
+    let b_forced = b.clone().force();
+    let forced = api.patch("x", &b_forced, &takeover).await.unwrap();
     assert_eq!(forced.data.unwrap()["a"], "9");
 
     // Applying the same thing again changes nothing.
-    let again = api
-        .patch(
-            "x",
-            &b.clone().force(),
-            &Patch::Apply(body(json!({"a": "9", "b": "2"}))),
-        )
-        .await
-        .unwrap();
+    let again = api.patch("x", &b_forced, &takeover).await.unwrap();
     assert_eq!(
         again.metadata.resource_version,
         api.get("x").await.unwrap().metadata.resource_version
@@ -248,7 +206,7 @@ async fn merge_and_json_patches() {
         )
         .await
         .unwrap_err();
-    assert!(matches!(missing, kube::Error::Api(ref s) if s.code == 404));
+    assert_eq!(api_status(missing).code, 404);
 }
 
 #[tokio::test]
@@ -279,46 +237,30 @@ async fn pagination_and_selectors() {
     }
     names.sort();
     assert_eq!(names, (0..7).map(|i| format!("c{i}")).collect::<Vec<_>>());
+    let listed = |lp: ListParams| {
+        let api = api.clone();
+        async move { api.list(&lp).await.map(|l| l.items.len()) }
+    };
+    let all = ListParams::default();
+    assert_eq!(listed(all.clone().labels("tier=even")).await.unwrap(), 4);
     assert_eq!(
-        api.list(&ListParams::default().labels("tier=even"))
-            .await
-            .unwrap()
-            .items
-            .len(),
-        4
-    );
-    assert_eq!(
-        api.list(&ListParams::default().labels("tier in (odd)"))
-            .await
-            .unwrap()
-            .items
-            .len(),
+        listed(all.clone().labels("tier in (odd)")).await.unwrap(),
         3
     );
     assert_eq!(
-        api.list(&ListParams::default().labels("tier notin (odd,even)"))
+        listed(all.clone().labels("tier notin (odd,even)"))
             .await
-            .unwrap()
-            .items
-            .len(),
+            .unwrap(),
         0
     );
     assert_eq!(
-        api.list(&ListParams::default().fields("metadata.name=c3"))
+        listed(all.clone().fields("metadata.name=c3"))
             .await
-            .unwrap()
-            .items
-            .len(),
+            .unwrap(),
         1
     );
-    let bad = api
-        .list(&ListParams::default().labels("tier in ("))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(bad, kube::Error::Api(ref s) if s.code == 400),
-        "{bad:?}"
-    );
+    let bad = listed(all.labels("tier in (")).await.unwrap_err();
+    assert_eq!(api_status(bad).code, 400);
 }
 
 #[tokio::test]
@@ -338,19 +280,12 @@ async fn watch_from_revision_and_410_after_compaction() {
     .await
     .unwrap();
     api.delete("w1", &DeleteParams::default()).await.unwrap();
-    let mut stream = api
-        .watch(&WatchParams::default().timeout(5), &rv)
-        .await
-        .unwrap()
-        .boxed();
+    let mut stream = watch(&api, &WatchParams::default().timeout(5), &rv).await;
     let mut seen = Vec::new();
     while seen.len() < 3 {
-        match stream.try_next().await.unwrap().unwrap() {
-            WatchEvent::Added(c) => seen.push(("ADDED", c.metadata.name.unwrap())),
-            WatchEvent::Modified(c) => seen.push(("MODIFIED", c.metadata.name.unwrap())),
-            WatchEvent::Deleted(c) => seen.push(("DELETED", c.metadata.name.unwrap())),
-            other => panic!("unexpected {other:?}"),
-        }
+        let (type_, c) = object_event(next_event(&mut stream).await)
+            .unwrap_or_else(|e| panic!("unexpected {e:?}"));
+        seen.push((type_, c.metadata.name.unwrap()));
     }
     assert_eq!(
         seen,
@@ -362,18 +297,9 @@ async fn watch_from_revision_and_410_after_compaction() {
     );
 
     sb.compact().await;
-    let mut stream = api
-        .watch(&WatchParams::default().timeout(5), &rv)
-        .await
-        .unwrap()
-        .boxed();
-    match stream.try_next().await.unwrap().unwrap() {
-        WatchEvent::Error(e) => {
-            assert_eq!(e.code, 410);
-            assert_eq!(e.reason, "Expired");
-        }
-        other => panic!("expected 410, got {other:?}"),
-    }
+    let mut stream = watch(&api, &WatchParams::default().timeout(5), &rv).await;
+    let e = watch_error(next_event(&mut stream).await);
+    assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
 }
 
 #[tokio::test]
@@ -383,15 +309,10 @@ async fn bookmarks_are_sent_when_asked() {
         ..Default::default()
     };
     let sb = Sandbox::start(config).await.unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let mut stream = api
-        .watch(&WatchParams::default().timeout(10), "0")
-        .await
-        .unwrap()
-        .boxed();
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb), "default");
+    let mut stream = watch(&api, &WatchParams::default().timeout(10), "0").await;
     loop {
-        match stream.try_next().await.unwrap().unwrap() {
+        match next_event(&mut stream).await {
             WatchEvent::Bookmark(b) => {
                 assert!(!b.metadata.resource_version.is_empty());
                 break;
@@ -405,7 +326,7 @@ async fn bookmarks_are_sent_when_asked() {
 #[tokio::test]
 async fn namespaces_terminate_and_take_their_contents() {
     let (_sb, client) = sandbox().await;
-    create_ns(&client, "team").await;
+    create_namespace(&client, "team").await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
     cms.create(&PostParams::default(), &cm("plain", &[]))
         .await
@@ -426,10 +347,8 @@ async fn namespaces_terminate_and_take_their_contents() {
         .create(&PostParams::default(), &cm("late", &[]))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 403 && s.reason == "Forbidden"),
-        "{err:?}"
-    );
+    let s = api_status(err);
+    assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
     // Removing the finalizer lets the object, then the namespace, go.
     cms.patch(
         "held",
@@ -446,10 +365,7 @@ async fn namespaces_terminate_and_take_their_contents() {
         .create(&PostParams::default(), &cm("x", &[]))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 404),
-        "{err:?}"
-    );
+    assert_eq!(api_status(err).code, 404);
 }
 
 #[tokio::test]
@@ -480,10 +396,8 @@ async fn services_are_defaulted_and_cluster_ip_is_immutable() {
         )
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 422 && s.reason == "Invalid"),
-        "{err:?}"
-    );
+    let s = api_status(err);
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
 }
 
 #[tokio::test]
@@ -503,53 +417,25 @@ async fn faults_are_injected_and_counted() {
         .create(&PostParams::default(), &cm("f", &[]))
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 500),
-        "{err:?}"
-    );
+    assert_eq!(api_status(err).code, 500);
     api.create(&PostParams::default(), &cm("f", &[]))
         .await
         .unwrap();
     assert_eq!(sb.stats().get("create configmaps"), 2);
 
     // Over HTTP: a 429 with Retry-After.
-    let http = reqwest::Client::new();
-    let r = http
-        .post(format!("{}/sandbox/faults", sb.url()))
-        .json(&json!({"verb": "get", "status": 429, "retryAfterSeconds": 7, "count": 1}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let r = http
-        .get(format!(
-            "{}/api/v1/namespaces/default/configmaps/f",
-            sb.url()
-        ))
-        .send()
-        .await
-        .unwrap();
+    let rule = json!({"verb": "get", "status": 429, "retryAfterSeconds": 7, "count": 1});
+    assert_eq!(post_json(&sb, FAULTS, &rule).await.0, 200);
+    let r = reqwest::get(format!("{}{CMS}/f", sb.url())).await.unwrap();
     assert_eq!(r.status(), 429);
     assert_eq!(r.headers()["retry-after"], "7");
-    let r = http
-        .post(format!("{}/sandbox/faults", sb.url()))
-        .json(&json!({"status": 418}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
+    assert_eq!(post_json(&sb, FAULTS, &json!({"status": 418})).await.0, 400);
 }
 
 #[tokio::test]
 async fn forbidden_is_injected_per_namespace_as_a_status() {
     let (sb, client) = sandbox().await;
-    Api::<Namespace>::all(client.clone())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "locked"}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_namespace(&client, "locked").await;
     // Through the library: every patch in `locked` is denied.
     sb.inject(FaultRule {
         verb: Some("patch".into()),
@@ -592,24 +478,10 @@ async fn forbidden_is_injected_per_namespace_as_a_status() {
     sb.clear_faults().await;
 
     // Over HTTP, with the same effect.
-    let http = reqwest::Client::new();
-    let r = http
-        .post(format!("{}/sandbox/faults", sb.url()))
-        .json(&json!({"verb": "get", "namespace": "locked", "status": 403, "count": 1}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
-    let r = http
-        .get(format!(
-            "{}/api/v1/namespaces/locked/configmaps/y",
-            sb.url()
-        ))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    let status: Value = r.json().await.unwrap();
+    let rule = json!({"verb": "get", "namespace": "locked", "status": 403, "count": 1});
+    assert_eq!(post_json(&sb, FAULTS, &rule).await.0, 200);
+    let (code, status) = get_json(&sb, "/api/v1/namespaces/locked/configmaps/y").await;
+    assert_eq!(code, 403);
     assert_eq!(status["kind"], "Status");
     assert_eq!(status["reason"], "Forbidden");
     assert_eq!(status["code"], 403);
@@ -623,167 +495,104 @@ async fn forbidden_is_injected_per_namespace_as_a_status() {
 async fn closing_watches_ends_streams() {
     let (sb, client) = sandbox().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let mut stream = api
-        .watch(&WatchParams::default().timeout(60), "0")
-        .await
-        .unwrap()
-        .boxed();
-    // Wait until the sandbox counts the watch as open.
-    for _ in 0..200 {
-        if sb.stats().open_watches == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let mut stream = watch(&api, &WatchParams::default().timeout(60), "0").await;
+    wait_for_open_watches(&sb, 1).await;
     assert_eq!(sb.stats().open_watches, 1);
     sb.close_watches();
     assert!(stream.try_next().await.unwrap().is_none());
 }
 
-async fn raw(
-    sb: &Sandbox,
-    method: reqwest::Method,
-    path: &str,
-    ct: &str,
-    body: Vec<u8>,
-) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .request(method, format!("{}{path}", sb.url()))
-        .header("content-type", ct)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    let code = r.status().as_u16();
-    let v = r.json::<Value>().await.unwrap_or(Value::Null);
-    (code, v)
+/// Waits, two seconds at most, until the sandbox counts `n` open watches
+/// (a watch is counted once its request has been received).
+async fn wait_for_open_watches(sb: &Sandbox, n: u64) {
+    for _ in 0..200 {
+        if sb.stats().open_watches == n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]
 async fn bad_input_gets_the_real_status_and_changes_nothing() {
-    use reqwest::Method;
     let (sb, _client) = sandbox().await;
     let before = sb.revision().await;
-    let cms = "/api/v1/namespaces/default/configmaps";
     // (method, path, content type, body, expected code, expected reason)
     type Case<'a> = (Method, String, &'a str, Vec<u8>, u16, &'a str);
+    // A JSON POST of `body` to `path`.
+    let post_to = |path: &str, body: &[u8], code: u16, reason: &'static str| -> Case<'static> {
+        (Method::POST, path.into(), JSON, body.to_vec(), code, reason)
+    };
+    let post = |body: &[u8], code: u16, reason: &'static str| post_to(CMS, body, code, reason);
+    let get = |query: &str| -> Case<'static> {
+        (
+            Method::GET,
+            format!("{CMS}?{query}"),
+            JSON,
+            vec![],
+            400,
+            "BadRequest",
+        )
+    };
     let cases: Vec<Case> = vec![
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            b"{not json".to_vec(),
+        post(b"{not json", 400, "BadRequest"),
+        post(b"[1,2]", 400, "BadRequest"),
+        post(
+            br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}"#,
             400,
             "BadRequest",
         ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            b"[1,2]".to_vec(),
-            400,
-            "BadRequest",
-        ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}"#.to_vec(),
-            400,
-            "BadRequest",
-        ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}"#.to_vec(),
+        post(
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name"}}"#,
             422,
             "Invalid",
         ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#.to_vec(),
+        post(
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}"#,
             422,
             "Invalid",
         ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"l1","labels":{"bad key":"v"}}}"#.to_vec(),
+        post(
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"l1","labels":{"bad key":"v"}}}"#,
             422,
             "Invalid",
         ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"l2","labels":{"k":"bad value!"}}}"#.to_vec(),
+        post(
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"l2","labels":{"k":"bad value!"}}}"#,
             422,
             "Invalid",
         ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"l3","labels":{"k":"a\u0000b"}}}"#.to_vec(),
+        post(
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"l3","labels":{"k":"a\u0000b"}}}"#,
             422,
             "Invalid",
         ),
-        (
-            Method::POST,
-            "/api/v1/namespaces/missing/configmaps".into(),
-            "application/json",
-            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#.to_vec(),
+        post_to(
+            "/api/v1/namespaces/missing/configmaps",
+            br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
             404,
             "NotFound",
         ),
-        (
-            Method::POST,
-            "/api/v1/namespaces/default/gizmos".into(),
-            "application/json",
-            b"{}".to_vec(),
-            404,
-            "NotFound",
-        ),
-        (
-            Method::POST,
-            cms.into(),
-            "application/json",
-            vec![b' '; 3 * 1024 * 1024 + 1],
+        post_to("/api/v1/namespaces/default/gizmos", b"{}", 404, "NotFound"),
+        post(
+            " ".repeat(3 * 1024 * 1024 + 1).as_bytes(),
             413,
             "RequestEntityTooLarge",
         ),
         (
             Method::PATCH,
-            format!("{cms}/a"),
+            format!("{CMS}/a"),
             "text/plain",
             b"{}".to_vec(),
             415,
             "UnsupportedMediaType",
         ),
-        (
-            Method::GET,
-            format!("{cms}?labelSelector=%3D%3D"),
-            "application/json",
-            vec![],
-            400,
-            "BadRequest",
-        ),
-        (
-            Method::GET,
-            format!("{cms}?continue=garbage"),
-            "application/json",
-            vec![],
-            400,
-            "BadRequest",
-        ),
+        get("labelSelector=%3D%3D"),
+        get("continue=garbage"),
         (
             Method::POST,
-            format!("{cms}?dryRun=Some"),
-            "application/json",
+            format!("{CMS}?dryRun=Some"),
+            JSON,
             br#"{"metadata":{"name":"a"}}"#.to_vec(),
             400,
             "BadRequest",
@@ -805,27 +614,9 @@ async fn bad_input_gets_the_real_status_and_changes_nothing() {
 #[tokio::test]
 async fn crds_serve_their_resources() {
     let (sb, client) = sandbox().await;
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-                           "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
-        }
-    });
-    let (code, _) = raw(
-        &sb,
-        reqwest::Method::POST,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        "application/json",
-        serde_json::to_vec(&crd).unwrap(),
-    )
-    .await;
-    assert_eq!(code, 201);
+    let mut crd = widget_crd();
+    crd["spec"]["versions"][0]["subresources"] = json!({"status": {}});
+    create_crd(&sb, &crd).await;
     let gvk = kube::api::GroupVersionKind::gvk("example.com", "v1", "Widget");
     let (ar, _caps) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
     let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
@@ -884,10 +675,7 @@ async fn crds_serve_their_resources() {
         )
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, kube::Error::Api(ref s) if s.code == 415),
-        "{err:?}"
-    );
+    assert_eq!(api_status(err).code, 415);
 }
 
 mod random_input {
@@ -957,13 +745,6 @@ fn labelled(name: &str, app: &str, finalizer: bool) -> ConfigMap {
     c
 }
 
-fn api_status(err: kube::Error) -> kube::core::Status {
-    match err {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
 /// Every ConfigMap in `default`, serialized: the stored state a failed or
 /// dry-run write must leave as it was.
 async fn stored_configmaps(sb: &Sandbox, api: &Api<ConfigMap>) -> (u64, Value) {
@@ -988,7 +769,7 @@ async fn delete_collection_removes_only_matching_objects() {
             .await
             .unwrap();
     }
-    create_ns(&client, "elsewhere").await;
+    create_namespace(&client, "elsewhere").await;
     let elsewhere: Api<ConfigMap> = Api::namespaced(client.clone(), "elsewhere");
     elsewhere
         .create(&PostParams::default(), &labelled("a1", "x", false))
@@ -1057,27 +838,14 @@ async fn delete_collection_removes_only_matching_objects() {
     );
 
     // The all-namespaces path serves list and watch only, as upstream.
-    let (code, status) = raw(
-        &sb,
-        reqwest::Method::DELETE,
-        "/api/v1/configmaps?labelSelector=app%3Dx",
-        "application/json",
-        vec![],
-    )
-    .await;
+    let all = "/api/v1/configmaps?labelSelector=app%3Dx";
+    let (code, status) = raw(&sb, Method::DELETE, all, JSON, vec![]).await;
     assert_eq!(code, 405, "{status}");
     assert_eq!(status["reason"], "MethodNotAllowed");
     assert!(elsewhere.get_opt("a1").await.unwrap().is_some());
 
     // Namespaces have no collection delete at all.
-    let (code, status) = raw(
-        &sb,
-        reqwest::Method::DELETE,
-        "/api/v1/namespaces",
-        "application/json",
-        vec![],
-    )
-    .await;
+    let (code, status) = raw(&sb, Method::DELETE, "/api/v1/namespaces", JSON, vec![]).await;
     assert_eq!(code, 405, "{status}");
     assert!(elsewhere.get_opt("a1").await.unwrap().is_some());
 }
@@ -1188,11 +956,8 @@ async fn dry_run_writes_answer_the_would_be_object_and_change_nothing() {
 
     // No dry run reached a watcher: the first event after them is a real
     // write.
-    let mut stream = api
-        .watch(&WatchParams::default().timeout(10), &before.0.to_string())
-        .await
-        .unwrap()
-        .boxed();
+    let rv = before.0.to_string();
+    let mut stream = watch(&api, &WatchParams::default().timeout(10), &rv).await;
     api.patch(
         "plain",
         &PatchParams::default(),
@@ -1200,7 +965,7 @@ async fn dry_run_writes_answer_the_would_be_object_and_change_nothing() {
     )
     .await
     .unwrap();
-    match stream.try_next().await.unwrap().unwrap() {
+    match next_event(&mut stream).await {
         WatchEvent::Modified(c) => {
             assert_eq!(c.metadata.name.as_deref(), Some("plain"));
             assert_eq!(c.data.unwrap()["real"], "yes");
@@ -1235,30 +1000,6 @@ fn zero_status(kind: &str) -> Value {
     match kind {
         "Ingress" => json!({"loadBalancer": {}}),
         _ => json!({}),
-    }
-}
-
-fn rv_of<K: kube::Resource>(o: &K) -> u64 {
-    o.meta()
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
-/// Whether `have` has every field of `want` with the same value (lists
-/// item by item): the real server may add defaults, never change what was
-/// sent.
-fn contains(have: &Value, want: &Value) -> bool {
-    match (have, want) {
-        (Value::Object(h), Value::Object(w)) => w
-            .iter()
-            .all(|(k, v)| h.get(k).is_some_and(|hv| contains(hv, v))),
-        (Value::Array(h), Value::Array(w)) => {
-            h.len() == w.len() && h.iter().zip(w).all(|(a, b)| contains(a, b))
-        }
-        (h, w) => h == w,
     }
 }
 
@@ -1531,11 +1272,7 @@ async fn every_builtin_kind_over_http() {
         let listed = api.list(&ListParams::default()).await.unwrap();
         assert!(listed.items.is_empty(), "{what}");
         let rv = listed.metadata.resource_version.unwrap();
-        let mut stream = api
-            .watch(&WatchParams::default().timeout(10), &rv)
-            .await
-            .unwrap()
-            .boxed();
+        let mut stream = watch(&api, &WatchParams::default().timeout(10), &rv).await;
 
         // Create.
         let mut body = case.body.clone();
@@ -1596,7 +1333,7 @@ async fn every_builtin_kind_over_http() {
             .await
             .unwrap();
         assert_eq!(names_of(&by_label.items), [case.name], "{what}");
-        let (code, list) = raw(&sb, reqwest::Method::GET, &collection, "", vec![]).await;
+        let (code, list) = get_json(&sb, &collection).await;
         assert_eq!(code, 200, "{what}");
         assert_eq!(list["kind"], format!("{}List", case.kind), "{what}");
         assert_eq!(list["apiVersion"], case.api_version, "{what}");
@@ -1623,14 +1360,7 @@ async fn every_builtin_kind_over_http() {
                 assert!(rv_of(&st) > rv_of(&made), "{what}");
             }
             None => {
-                let (code, _) = raw(
-                    &sb,
-                    reqwest::Method::GET,
-                    &format!("{item}/status"),
-                    "",
-                    vec![],
-                )
-                .await;
+                let (code, _) = get_json(&sb, &format!("{item}/status")).await;
                 assert_eq!(code, 404, "{what}: no status subresource");
             }
         }
@@ -1679,42 +1409,21 @@ async fn every_builtin_kind_over_http() {
         // cannot be created there.
         if case.namespaced {
             let all = format!("{base}/{}", case.plural);
-            let (code, _) = raw(
-                &sb,
-                reqwest::Method::GET,
-                &format!("{all}/{}", case.name),
-                "",
-                vec![],
-            )
-            .await;
+            let (code, _) = get_json(&sb, &format!("{all}/{}", case.name)).await;
             assert_eq!(code, 404, "{what}");
-            let (code, list) = raw(&sb, reqwest::Method::GET, &all, "", vec![]).await;
+            let (code, list) = get_json(&sb, &all).await;
             assert_eq!(code, 200, "{what}");
             assert_eq!(list["items"].as_array().unwrap().len(), 1, "{what}");
-            let (code, status) = raw(
-                &sb,
-                reqwest::Method::POST,
-                &all,
-                "application/json",
-                serde_json::to_vec(&body).unwrap(),
-            )
-            .await;
+            let (code, status) = post_json(&sb, &all, &body).await;
             assert_eq!(code, 405, "{what}: {status}");
         } else {
             let namespaced = format!("{base}/namespaces/default/{}", case.plural);
             for (method, path) in [
-                (reqwest::Method::GET, format!("{namespaced}/{}", case.name)),
-                (reqwest::Method::GET, namespaced.clone()),
-                (reqwest::Method::POST, namespaced.clone()),
+                (Method::GET, format!("{namespaced}/{}", case.name)),
+                (Method::GET, namespaced.clone()),
+                (Method::POST, namespaced.clone()),
             ] {
-                let (code, status) = raw(
-                    &sb,
-                    method.clone(),
-                    &path,
-                    "application/json",
-                    serde_json::to_vec(&body).unwrap(),
-                )
-                .await;
+                let (code, status) = send_json(&sb, method.clone(), &path, JSON, &body).await;
                 assert_eq!(code, 404, "{what}: {method} {path}");
                 assert_eq!(status["reason"], "NotFound", "{what}: {method} {path}");
             }
@@ -1728,12 +1437,8 @@ async fn every_builtin_kind_over_http() {
         assert!(api.get_opt(case.name).await.unwrap().is_none(), "{what}");
         let mut seen = Vec::new();
         while seen.len() < expected_events.len() {
-            let (kind, o) = match stream.try_next().await.unwrap().unwrap() {
-                WatchEvent::Added(o) => ("ADDED", o),
-                WatchEvent::Modified(o) => ("MODIFIED", o),
-                WatchEvent::Deleted(o) => ("DELETED", o),
-                other => panic!("{what}: unexpected {other:?}"),
-            };
+            let (kind, o) = object_event(next_event(&mut stream).await)
+                .unwrap_or_else(|other| panic!("{what}: unexpected {other:?}"));
             assert_eq!(o.metadata.name.as_deref(), Some(case.name), "{what}");
             seen.push(kind);
         }
@@ -1868,8 +1573,7 @@ async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
         ..Default::default()
     };
     let sb = Sandbox::start(config).await.unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb), "default");
     for name in ["c0", "c1"] {
         api.create(&PostParams::default(), &cm(name, &[]))
             .await
@@ -1892,12 +1596,11 @@ async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
     };
     let watch_from = |rv: String| {
         let api = api.clone();
-        async move {
-            api.watch(&WatchParams::default().timeout(5), &rv)
-                .await
-                .unwrap()
-                .boxed()
-        }
+        async move { watch(&api, &WatchParams::default().timeout(5), &rv).await }
+    };
+    let modified = |event: WatchEvent<ConfigMap>| match event {
+        WatchEvent::Modified(c) => c.data.unwrap()["i"].clone(),
+        other => panic!("expected a write, got {other:?}"),
     };
 
     // As many writes as the window holds: the list's revision is still
@@ -1907,10 +1610,7 @@ async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
     }
     let mut stream = watch_from(rv.clone()).await;
     for i in 1..=3 {
-        match stream.try_next().await.unwrap().unwrap() {
-            WatchEvent::Modified(c) => assert_eq!(c.data.unwrap()["i"], i.to_string()),
-            other => panic!("expected write {i}, got {other:?}"),
-        }
+        assert_eq!(modified(next_event(&mut stream).await), i.to_string());
     }
     let page = api
         .list(&ListParams::default().limit(1).continue_token(&token))
@@ -1921,12 +1621,8 @@ async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
     // One more and the window has moved past it: 410 Expired for both.
     write(4).await;
     let mut stream = watch_from(rv.clone()).await;
-    match stream.try_next().await.unwrap().unwrap() {
-        WatchEvent::Error(e) => {
-            assert_eq!((e.code, e.reason.as_str()), (410, "Expired"), "{e:?}");
-        }
-        other => panic!("expected 410, got {other:?}"),
-    }
+    let e = watch_error(next_event(&mut stream).await);
+    assert_eq!((e.code, e.reason.as_str()), (410, "Expired"), "{e:?}");
     let err = api
         .list(&ListParams::default().limit(1).continue_token(&token))
         .await
@@ -1937,10 +1633,7 @@ async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
     let next = (rv.parse::<u64>().unwrap() + 1).to_string();
     let mut stream = watch_from(next).await;
     for i in 2..=4 {
-        match stream.try_next().await.unwrap().unwrap() {
-            WatchEvent::Modified(c) => assert_eq!(c.data.unwrap()["i"], i.to_string()),
-            other => panic!("expected write {i}, got {other:?}"),
-        }
+        assert_eq!(modified(next_event(&mut stream).await), i.to_string());
     }
     // A fresh list starts over.
     assert_eq!(
@@ -1951,23 +1644,14 @@ async fn a_small_history_window_expires_old_watches_and_continue_tokens() {
 
 /// `POST /sandbox/faults` with a rule; the sandbox must accept it.
 async fn add_fault(sb: &Sandbox, rule: Value) {
-    let r = reqwest::Client::new()
-        .post(format!("{}/sandbox/faults", sb.url()))
-        .json(&rule)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200, "{rule}");
+    let (code, answer) = post_json(sb, FAULTS, &rule).await;
+    assert_eq!(code, 200, "{rule}: {answer}");
 }
 
-async fn sandbox_post(sb: &Sandbox, method: reqwest::Method, path: &str) -> u16 {
-    reqwest::Client::new()
-        .request(method, format!("{}{path}", sb.url()))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+/// A request without a body to one of the sandbox's own endpoints; its
+/// status code.
+async fn sandbox_post(sb: &Sandbox, method: Method, path: &str) -> u16 {
+    request(sb, method, path, &[], vec![]).await.code
 }
 
 #[tokio::test]
@@ -2003,14 +1687,7 @@ async fn injected_conflict_and_unavailable_over_http() {
 
     add_fault(&sb, json!({"verb": "get", "status": 503, "count": 2})).await;
     for _ in 0..2 {
-        let (code, status) = raw(
-            &sb,
-            reqwest::Method::GET,
-            "/api/v1/namespaces/default/configmaps/c",
-            "",
-            vec![],
-        )
-        .await;
+        let (code, status) = get_json(&sb, &format!("{CMS}/c")).await;
         assert_eq!(code, 503);
         assert_eq!(status["kind"], "Status");
         assert_eq!(status["reason"], "ServiceUnavailable");
@@ -2022,13 +1699,20 @@ async fn injected_conflict_and_unavailable_over_http() {
     assert_eq!(sb.stats().get("update configmaps"), 2);
 }
 
-#[tokio::test]
-async fn latency_and_fractions_over_http() {
+/// A sandbox with the empty ConfigMap `c` in `default`, and the API of
+/// that namespace's ConfigMaps.
+async fn sandbox_with_c() -> (Sandbox, Api<ConfigMap>) {
     let (sb, client) = sandbox().await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
     api.create(&PostParams::default(), &cm("c", &[]))
         .await
         .unwrap();
+    (sb, api)
+}
+
+#[tokio::test]
+async fn latency_and_fractions_over_http() {
+    let (sb, api) = sandbox_with_c().await;
 
     // Latency only: every request still succeeds and is counted once.
     add_fault(
@@ -2060,7 +1744,7 @@ async fn latency_and_fractions_over_http() {
     // Raw requests from here on: kube-rs retries a 503 by itself, which
     // would hide how many requests a rule answered.
     let get_codes = |n: usize| {
-        let url = format!("{}/api/v1/namespaces/default/configmaps/c", sb.url());
+        let url = format!("{}{CMS}/c", sb.url());
         async move {
             let http = reqwest::Client::new();
             let mut codes = Vec::new();
@@ -2074,10 +1758,7 @@ async fn latency_and_fractions_over_http() {
     // Fraction 0: never fires, however many requests match.
     add_fault(&sb, json!({"verb": "get", "status": 500, "fraction": 0.0})).await;
     assert_eq!(get_codes(20).await, [200; 20]);
-    assert_eq!(
-        sandbox_post(&sb, reqwest::Method::DELETE, "/sandbox/faults").await,
-        200
-    );
+    assert_eq!(sandbox_post(&sb, Method::DELETE, FAULTS).await, 200);
 
     // Fraction 1 with a count: exactly the first three of five fail.
     add_fault(
@@ -2090,10 +1771,7 @@ async fn latency_and_fractions_over_http() {
     // An unlimited rule holds until DELETE /sandbox/faults clears it.
     add_fault(&sb, json!({"verb": "get", "status": 503})).await;
     assert_eq!(get_codes(4).await, [503; 4]);
-    assert_eq!(
-        sandbox_post(&sb, reqwest::Method::DELETE, "/sandbox/faults").await,
-        200
-    );
+    assert_eq!(sandbox_post(&sb, Method::DELETE, FAULTS).await, 200);
     assert_eq!(get_codes(1).await, [200]);
 
     // Bad rules are refused with 400 and add nothing.
@@ -2102,13 +1780,7 @@ async fn latency_and_fractions_over_http() {
         json!({"status": 404}),
         json!({"verb": "get", "stauts": 500}),
     ] {
-        let r = reqwest::Client::new()
-            .post(format!("{}/sandbox/faults", sb.url()))
-            .json(&bad)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 400, "{bad}");
+        assert_eq!(post_json(&sb, FAULTS, &bad).await.0, 400, "{bad}");
     }
     assert!(api.get("c").await.is_ok());
 }
@@ -2124,75 +1796,45 @@ async fn close_watches_and_compact_over_http() {
         .metadata
         .resource_version
         .unwrap();
-    let mut first = api
-        .watch(&WatchParams::default().timeout(60), &rv)
-        .await
-        .unwrap()
-        .boxed();
-    let mut second = api
-        .watch(&WatchParams::default().timeout(60), &rv)
-        .await
-        .unwrap()
-        .boxed();
+    let long = WatchParams::default().timeout(60);
+    let mut first = watch(&api, &long, &rv).await;
+    let mut second = watch(&api, &long, &rv).await;
     api.create(&PostParams::default(), &cm("c", &[]))
         .await
         .unwrap();
     // Both watches are live (each delivered the create) before they close.
     for s in [&mut first, &mut second] {
-        assert!(matches!(
-            s.try_next().await.unwrap().unwrap(),
-            WatchEvent::Added(_)
-        ));
+        assert!(matches!(next_event(s).await, WatchEvent::Added(_)));
     }
     assert_eq!(sb.stats().open_watches, 2);
-    assert_eq!(
-        sandbox_post(&sb, reqwest::Method::POST, "/sandbox/faults/close-watches").await,
-        200
-    );
+    let close = "/sandbox/faults/close-watches";
+    assert_eq!(sandbox_post(&sb, Method::POST, close).await, 200);
     assert!(first.try_next().await.unwrap().is_none());
     assert!(second.try_next().await.unwrap().is_none());
-    for _ in 0..200 {
-        if sb.stats().open_watches == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    wait_for_open_watches(&sb, 0).await;
     assert_eq!(sb.stats().open_watches, 0);
     // A new watch from the same revision resumes with what it missed.
-    let mut resumed = api
-        .watch(&WatchParams::default().timeout(5), &rv)
-        .await
-        .unwrap()
-        .boxed();
+    let short = WatchParams::default().timeout(5);
+    let mut resumed = watch(&api, &short, &rv).await;
     assert!(matches!(
-        resumed.try_next().await.unwrap().unwrap(),
+        next_event(&mut resumed).await,
         WatchEvent::Added(c) if c.metadata.name.as_deref() == Some("c")
     ));
 
     // Compaction over HTTP: the same revision is now too old.
-    assert_eq!(
-        sandbox_post(&sb, reqwest::Method::POST, "/sandbox/faults/compact").await,
-        200
-    );
-    let mut expired = api
-        .watch(&WatchParams::default().timeout(5), &rv)
-        .await
-        .unwrap()
-        .boxed();
-    match expired.try_next().await.unwrap().unwrap() {
-        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
-        other => panic!("expected 410, got {other:?}"),
-    }
-    assert_eq!(
-        sandbox_post(&sb, reqwest::Method::POST, "/sandbox/faults/nonsense").await,
-        404
-    );
+    let compact = "/sandbox/faults/compact";
+    assert_eq!(sandbox_post(&sb, Method::POST, compact).await, 200);
+    let mut expired = watch(&api, &short, &rv).await;
+    let e = watch_error(next_event(&mut expired).await);
+    assert_eq!((e.code, e.reason.as_str()), (410, "Expired"));
+    let nonsense = "/sandbox/faults/nonsense";
+    assert_eq!(sandbox_post(&sb, Method::POST, nonsense).await, 404);
 }
 
 #[tokio::test]
 async fn stats_json_over_http() {
     let (sb, client) = sandbox().await;
-    create_ns(&client, "team").await;
+    create_namespace(&client, "team").await;
     let default: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let team: Api<ConfigMap> = Api::namespaced(client.clone(), "team");
     for i in 0..3 {
@@ -2227,18 +1869,9 @@ async fn stats_json_over_http() {
     .unwrap();
     let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
         Api::namespaced(client.clone(), "team");
-    let _watch = slices
-        .watch(&WatchParams::default().timeout(30), "0")
-        .await
-        .unwrap()
-        .boxed();
-    for _ in 0..200 {
-        if sb.stats().open_watches == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let (code, _) = raw(&sb, reqwest::Method::GET, "/api/v1", "", vec![]).await;
+    let _watch = watch(&slices, &WatchParams::default().timeout(30), "0").await;
+    wait_for_open_watches(&sb, 1).await;
+    let (code, _) = get_json(&sb, "/api/v1").await;
     assert_eq!(code, 200);
 
     let r = reqwest::get(format!("{}/sandbox/stats", sb.url()))
@@ -2413,6 +2046,12 @@ async fn immutable_fields_are_invalid_and_change_nothing() {
     assert!(rv_of(&labelled) > rv_of(&frozen));
 }
 
+/// The node port of each of a Service's ports.
+fn node_ports(svc: Service) -> Vec<Option<i32>> {
+    let ports = svc.spec.unwrap().ports.unwrap();
+    ports.iter().map(|p| p.node_port).collect()
+}
+
 #[tokio::test]
 async fn load_balancer_services_get_node_ports() {
     let (_sb, client) = sandbox().await;
@@ -2494,15 +2133,7 @@ async fn load_balancer_services_get_node_ports() {
         )
         .await
         .unwrap();
-    let kept: Vec<Option<i32>> = out
-        .spec
-        .unwrap()
-        .ports
-        .unwrap()
-        .iter()
-        .map(|p| p.node_port)
-        .collect();
-    assert_eq!(kept, [Some(allocated), Some(31443)]);
+    assert_eq!(node_ports(out), [Some(allocated), Some(31443)]);
 
     // Opting out allocates nothing but keeps what was asked for.
     let none = api
@@ -2517,22 +2148,14 @@ async fn load_balancer_services_get_node_ports() {
         )
         .await
         .unwrap();
-    let ports: Vec<Option<i32>> = none
-        .spec
-        .unwrap()
-        .ports
-        .unwrap()
-        .iter()
-        .map(|p| p.node_port)
-        .collect();
-    assert_eq!(ports, [None, Some(31444)]);
+    assert_eq!(node_ports(none), [None, Some(31444)]);
 }
 
 #[tokio::test]
 async fn field_selector_on_namespace() {
     let (_sb, client) = sandbox().await;
     for ns in ["team-a", "team-b"] {
-        create_ns(&client, ns).await;
+        create_namespace(&client, ns).await;
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
         for name in ["one", "two"] {
             api.create(&PostParams::default(), &cm(name, &[]))
@@ -2603,7 +2226,7 @@ async fn field_selector_on_namespace() {
 #[tokio::test]
 async fn malformed_yaml_is_bad_request_and_changes_nothing() {
     let (sb, _client) = sandbox().await;
-    let cms = "/api/v1/namespaces/default/configmaps";
+    let post_yaml = |body: &str| raw(&sb, Method::POST, CMS, "application/yaml", body.into());
     let before = sb.revision().await;
     for body in [
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n",
@@ -2611,14 +2234,7 @@ async fn malformed_yaml_is_bad_request_and_changes_nothing() {
         "- just\n- a list\n",
         "plain scalar",
     ] {
-        let (code, status) = raw(
-            &sb,
-            reqwest::Method::POST,
-            cms,
-            "application/yaml",
-            body.as_bytes().to_vec(),
-        )
-        .await;
+        let (code, status) = post_yaml(body).await;
         assert_eq!(code, 400, "{body:?}: {status}");
         assert_eq!(status["kind"], "Status");
         assert_eq!(status["reason"], "BadRequest", "{body:?}");
@@ -2639,18 +2255,12 @@ async fn malformed_yaml_is_bad_request_and_changes_nothing() {
         before,
         "a refused body changed the store"
     );
-    let (code, list) = raw(&sb, reqwest::Method::GET, cms, "", vec![]).await;
+    let (code, list) = get_json(&sb, CMS).await;
     assert_eq!(code, 200);
     assert_eq!(list["items"], json!([]));
     // Well-formed YAML with the same content type is stored.
-    let (code, made) = raw(
-        &sb,
-        reqwest::Method::POST,
-        cms,
-        "application/yaml",
-        b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n".to_vec(),
-    )
-    .await;
+    let (code, made) =
+        post_yaml("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\ndata:\n  k: v\n").await;
     assert_eq!(code, 201, "{made}");
     assert_eq!(made["data"], json!({"k": "v"}));
 }
@@ -2660,11 +2270,7 @@ async fn malformed_yaml_is_bad_request_and_changes_nothing() {
 /// stall the whole server for as long as the slowest request).
 #[tokio::test]
 async fn a_slow_request_does_not_hold_up_the_others() {
-    let (sb, client) = sandbox().await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &cm("c", &[]))
-        .await
-        .unwrap();
+    let (sb, api) = sandbox_with_c().await;
     // Ten minutes: far longer than the deadline below.
     add_fault(
         &sb,
@@ -2754,18 +2360,15 @@ fn deployment(name: &str) -> Value {
 #[tokio::test]
 async fn workloads_scale_through_their_scale_subresource() {
     let (sb, _client) = sandbox().await;
-    let base = "/apis/apps/v1/namespaces/default/deployments";
-    let (code, made) = raw(
-        &sb,
-        reqwest::Method::POST,
-        base,
-        "application/json",
-        deployment("web").to_string().into_bytes(),
-    )
-    .await;
+    let (code, made) = post_json(&sb, DEPLOYS, &deployment("web")).await;
     assert_eq!(code, 201, "{made}");
-    let scale_url = format!("{base}/web/scale");
-    let (code, scale) = raw(&sb, reqwest::Method::GET, &scale_url, "", vec![]).await;
+    let web = format!("{DEPLOYS}/web");
+    let scale_url = format!("{web}/scale");
+    let put_scale = |scale: Value| {
+        let (sb, url) = (&sb, &scale_url);
+        async move { send_json(sb, Method::PUT, url, JSON, &scale).await }
+    };
+    let (code, scale) = get_json(&sb, &scale_url).await;
     assert_eq!(code, 200, "{scale}");
     assert_eq!(scale["kind"], "Scale");
     assert_eq!(scale["apiVersion"], "autoscaling/v1");
@@ -2776,36 +2379,16 @@ async fn workloads_scale_through_their_scale_subresource() {
     );
     assert_eq!(scale["metadata"]["uid"], made["metadata"]["uid"]);
 
-    let (code, scaled) = raw(
-        &sb,
-        reqwest::Method::PATCH,
-        &scale_url,
-        "application/merge-patch+json",
-        br#"{"spec":{"replicas":3}}"#.to_vec(),
-    )
-    .await;
+    let three = json!({"spec": {"replicas": 3}});
+    let (code, scaled) = send_json(&sb, Method::PATCH, &scale_url, MERGE, &three).await;
     assert_eq!((code, &scaled["spec"]["replicas"]), (200, &json!(3)));
-    let (_, dep) = raw(
-        &sb,
-        reqwest::Method::GET,
-        &format!("{base}/web"),
-        "",
-        vec![],
-    )
-    .await;
+    let (_, dep) = get_json(&sb, &web).await;
     assert_eq!(dep["spec"]["replicas"], 3);
     assert_eq!(dep["metadata"]["generation"], 2);
 
     let mut put = scaled.clone();
     put["spec"]["replicas"] = json!(-1);
-    let (code, status) = raw(
-        &sb,
-        reqwest::Method::PUT,
-        &scale_url,
-        "application/json",
-        put.to_string().into_bytes(),
-    )
-    .await;
+    let (code, status) = put_scale(put).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(
         status["message"],
@@ -2818,14 +2401,7 @@ async fn workloads_scale_through_their_scale_subresource() {
     ] {
         let mut put = scaled.clone();
         put["spec"]["replicas"] = bad;
-        let (code, status) = raw(
-            &sb,
-            reqwest::Method::PUT,
-            &scale_url,
-            "application/json",
-            put.to_string().into_bytes(),
-        )
-        .await;
+        let (code, status) = put_scale(put).await;
         assert_eq!(code, 400, "{status}");
         assert_eq!(status["reason"], "BadRequest");
         assert!(
@@ -2837,35 +2413,14 @@ async fn workloads_scale_through_their_scale_subresource() {
     }
     let mut stale = scale.clone();
     stale["spec"]["replicas"] = json!(5);
-    let (code, _) = raw(
-        &sb,
-        reqwest::Method::PUT,
-        &scale_url,
-        "application/json",
-        stale.to_string().into_bytes(),
-    )
-    .await;
+    let (code, _) = put_scale(stale).await;
     assert_eq!(code, 409);
-    let (_, after) = raw(
-        &sb,
-        reqwest::Method::GET,
-        &format!("{base}/web"),
-        "",
-        vec![],
-    )
-    .await;
+    let (_, after) = get_json(&sb, &web).await;
     assert_eq!(after, dep);
 
     // Kinds without the subresource do not serve it.
-    let (code, _) = raw(
-        &sb,
-        reqwest::Method::GET,
-        "/apis/apps/v1/namespaces/default/daemonsets/x/scale",
-        "",
-        vec![],
-    )
-    .await;
-    assert_eq!(code, 404);
+    let daemonset_scale = "/apis/apps/v1/namespaces/default/daemonsets/x/scale";
+    assert_eq!(get_json(&sb, daemonset_scale).await.0, 404);
 }
 
 /// What a real server does to a body on the way in: `stringData` folded
@@ -2874,13 +2429,11 @@ async fn workloads_scale_through_their_scale_subresource() {
 #[tokio::test]
 async fn writes_are_decoded_defaulted_and_normalised_as_the_server_does() {
     let (sb, _client) = sandbox().await;
-    let (code, secret) = raw(
-        &sb,
-        reqwest::Method::POST,
-        "/api/v1/namespaces/default/secrets",
-        "application/json",
-        br#"{"metadata":{"name":"s"},"data":{"a":"eA=="},"stringData":{"b":"hello","a":"y"}}"#
-            .to_vec(),
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let post = |path: &'static str, body: &[u8]| raw(&sb, Method::POST, path, JSON, body.to_vec());
+    let (code, secret) = post(
+        secrets,
+        br#"{"metadata":{"name":"s"},"data":{"a":"eA=="},"stringData":{"b":"hello","a":"y"}}"#,
     )
     .await;
     assert_eq!(code, 201, "{secret}");
@@ -2888,14 +2441,7 @@ async fn writes_are_decoded_defaulted_and_normalised_as_the_server_does() {
     assert!(secret.get("stringData").is_none());
     assert_eq!(secret["type"], "Opaque");
 
-    let (code, dep) = raw(
-        &sb,
-        reqwest::Method::POST,
-        "/apis/apps/v1/namespaces/default/deployments",
-        "application/json",
-        deployment("web").to_string().into_bytes(),
-    )
-    .await;
+    let (code, dep) = post_json(&sb, DEPLOYS, &deployment("web")).await;
     assert_eq!(code, 201, "{dep}");
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
@@ -2912,13 +2458,9 @@ async fn writes_are_decoded_defaulted_and_normalised_as_the_server_does() {
 
     // A quantity that does not parse, base64 that is not: 400, nothing stored.
     let before = sb.revision().await;
-    let (code, status) = raw(
-        &sb,
-        reqwest::Method::POST,
+    let (code, status) = post(
         "/api/v1/namespaces/default/limitranges",
-        "application/json",
-        br#"{"metadata":{"name":"lr"},"spec":{"limits":[{"type":"Container","max":{"cpu":"abc"}}]}}"#
-            .to_vec(),
+        br#"{"metadata":{"name":"lr"},"spec":{"limits":[{"type":"Container","max":{"cpu":"abc"}}]}}"#,
     )
     .await;
     assert_eq!(code, 400, "{status}");
@@ -2926,12 +2468,9 @@ async fn writes_are_decoded_defaulted_and_normalised_as_the_server_does() {
         status["message"],
         "LimitRange in version \"v1\" cannot be handled as a LimitRange: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
     );
-    let (code, status) = raw(
-        &sb,
-        reqwest::Method::POST,
-        "/api/v1/namespaces/default/secrets",
-        "application/json",
-        br#"{"metadata":{"name":"bad"},"data":{"a":"not base64!"}}"#.to_vec(),
+    let (code, status) = post(
+        secrets,
+        br#"{"metadata":{"name":"bad"},"data":{"a":"not base64!"}}"#,
     )
     .await;
     assert_eq!(code, 400, "{status}");
@@ -2942,14 +2481,7 @@ async fn writes_are_decoded_defaulted_and_normalised_as_the_server_does() {
     // A Deployment whose selector does not match its template: 422.
     let mut bad = deployment("bad");
     bad["spec"]["selector"]["matchLabels"]["app"] = json!("other");
-    let (code, status) = raw(
-        &sb,
-        reqwest::Method::POST,
-        "/apis/apps/v1/namespaces/default/deployments",
-        "application/json",
-        bad.to_string().into_bytes(),
-    )
-    .await;
+    let (code, status) = post_json(&sb, DEPLOYS, &bad).await;
     assert_eq!(code, 422, "{status}");
     assert_eq!(status["reason"], "Invalid");
     assert!(
@@ -2988,29 +2520,12 @@ async fn deletes_answer_the_object_where_the_real_registry_does() {
             json!({"metadata": {"name": "x"}, "provisioner": "example.com/p"}),
             true,
         ),
-        (
-            "/api/v1/namespaces/default/configmaps",
-            json!({"metadata": {"name": "x"}}),
-            false,
-        ),
+        (CMS, json!({"metadata": {"name": "x"}}), false),
     ] {
-        let (code, made) = raw(
-            &sb,
-            reqwest::Method::POST,
-            path,
-            "application/json",
-            body.to_string().into_bytes(),
-        )
-        .await;
+        let (code, made) = post_json(&sb, path, &body).await;
         assert_eq!(code, 201, "{path}: {made}");
-        let (code, answer) = raw(
-            &sb,
-            reqwest::Method::DELETE,
-            &format!("{path}/x"),
-            "",
-            vec![],
-        )
-        .await;
+        let x = format!("{path}/x");
+        let (code, answer) = raw(&sb, Method::DELETE, &x, "", vec![]).await;
         assert_eq!(code, 200, "{path}: {answer}");
         if returns_object {
             assert_eq!(answer["kind"], made["kind"], "{path}: {answer}");
@@ -3019,8 +2534,7 @@ async fn deletes_answer_the_object_where_the_real_registry_does() {
             assert_eq!(answer["kind"], "Status", "{path}: {answer}");
             assert_eq!(answer["status"], "Success");
         }
-        let (code, _) = raw(&sb, reqwest::Method::GET, &format!("{path}/x"), "", vec![]).await;
-        assert_eq!(code, 404, "{path}");
+        assert_eq!(get_json(&sb, &x).await.0, 404, "{path}");
     }
 }
 
@@ -3034,7 +2548,7 @@ async fn oversized_data_and_bodies_are_refused() {
     let big = "a".repeat(1024 * 1024 + 1);
     for (path, body) in [
         (
-            "/api/v1/namespaces/default/configmaps",
+            CMS,
             json!({"metadata": {"name": "big"}, "data": {"k": big}}),
         ),
         (
@@ -3042,14 +2556,7 @@ async fn oversized_data_and_bodies_are_refused() {
             json!({"metadata": {"name": "big"}, "stringData": {"k": big}}),
         ),
     ] {
-        let (code, status) = raw(
-            &sb,
-            reqwest::Method::POST,
-            path,
-            "application/json",
-            body.to_string().into_bytes(),
-        )
-        .await;
+        let (code, status) = post_json(&sb, path, &body).await;
         assert_eq!(code, 422, "{path}: {status}");
         assert_eq!(status["reason"], "Invalid");
         assert!(
@@ -3061,14 +2568,10 @@ async fn oversized_data_and_bodies_are_refused() {
         );
     }
     let huge = "a".repeat(3 * 1024 * 1024 + 1);
-    let (code, _) = raw(
+    let (code, _) = post_json(
         &sb,
-        reqwest::Method::POST,
-        "/api/v1/namespaces/default/configmaps",
-        "application/json",
-        json!({"metadata": {"name": "huge"}, "data": {"k": huge}})
-            .to_string()
-            .into_bytes(),
+        CMS,
+        &json!({"metadata": {"name": "huge"}, "data": {"k": huge}}),
     )
     .await;
     assert_eq!(code, 413);
@@ -3082,7 +2585,7 @@ async fn oversized_data_and_bodies_are_refused() {
 #[tokio::test]
 async fn a_filtered_watch_sees_objects_enter_and_leave_its_selection() {
     let (_sb, client) = sandbox().await;
-    create_ns(&client, "sel").await;
+    create_namespace(&client, "sel").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "sel");
     let mut labelled = cm("x", &[("k", "v")]);
     labelled.metadata.labels = Some(BTreeMap::from([("team".to_string(), "a".to_string())]));
@@ -3162,7 +2665,7 @@ async fn a_filtered_watch_sees_objects_enter_and_leave_its_selection() {
 #[tokio::test]
 async fn a_server_side_apply_with_a_stale_resource_version_is_a_conflict() {
     let (_sb, client) = sandbox().await;
-    create_ns(&client, "rv").await;
+    create_namespace(&client, "rv").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "rv");
     let first = api
         .patch(

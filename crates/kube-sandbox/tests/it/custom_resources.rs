@@ -12,102 +12,87 @@ use kube_sandbox::Sandbox;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-struct Answer {
-    code: u16,
-    warnings: Vec<String>,
-    text: String,
-    body: Value,
-}
+use crate::common::{Answer, CRDS, JSON, MERGE, create_crd, request, send, start, widget_crd};
 
-async fn send(sb: &Sandbox, method: Method, path: &str, ct: &str, body: Option<Value>) -> Answer {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{}{path}", sb.url()))
-        .header("content-type", ct);
-    if let Some(b) = body {
-        req = req.body(serde_json::to_vec(&b).unwrap());
-    }
-    let r = req.send().await.unwrap();
-    let code = r.status().as_u16();
-    let warnings = r
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
-    let text = r.text().await.unwrap();
-    Answer {
-        code,
-        warnings,
-        body: serde_json::from_str(&text).unwrap_or(Value::Null),
-        text,
-    }
-}
-
-const JSON: &str = "application/json";
-const MERGE: &str = "application/merge-patch+json";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
 
+/// The Widget CRD with a structural schema (a required field, a range, an
+/// enum, defaults, a node keeping unknown fields), a status subresource
+/// and printer columns.
 fn crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
-                    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
-                    {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-                ],
-                "schema": {"openAPIV3Schema": {
+    let mut crd = widget_crd();
+    crd["spec"]["names"]["shortNames"] = json!(["wd"]);
+    crd["spec"]["versions"][0] = json!({
+        "name": "v1", "served": true, "storage": true,
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [
+            {"name": "Color", "type": "string", "jsonPath": ".spec.color"},
+            {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+            {"name": "Created", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+        ],
+        "schema": {"openAPIV3Schema": {
+            "type": "object",
+            "description": "A Widget is a test kind.",
+            "properties": {
+                "spec": {
                     "type": "object",
-                    "description": "A Widget is a test kind.",
+                    "description": "What the widget should be.",
+                    "required": ["name"],
                     "properties": {
-                        "spec": {
-                            "type": "object",
-                            "description": "What the widget should be.",
-                            "required": ["name"],
-                            "properties": {
-                                "name": {"type": "string", "maxLength": 10},
-                                "replicas": {"type": "integer", "minimum": 1, "default": 1},
-                                "color": {"type": "string", "enum": ["red", "blue"], "description": "The colour."},
-                                "mode": {"type": "object", "default": {},
-                                         "properties": {"speed": {"type": "string", "default": "slow"}}},
-                                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                            }
-                        },
-                        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+                        "name": {"type": "string", "maxLength": 10},
+                        "replicas": {"type": "integer", "minimum": 1, "default": 1},
+                        "color": {"type": "string", "enum": ["red", "blue"], "description": "The colour."},
+                        "mode": {"type": "object", "default": {},
+                                 "properties": {"speed": {"type": "string", "default": "slow"}}},
+                        "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
                     }
-                }}
-            }]
-        }
-    })
+                },
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+            }
+        }}
+    });
+    crd
 }
 
 async fn sandbox_with_crd() -> Sandbox {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let a = send(
-        &sb,
-        Method::POST,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        JSON,
-        Some(crd()),
-    )
-    .await;
-    assert_eq!(a.code, 201, "{}", a.text);
+    let sb = start().await;
+    create_crd(&sb, &crd()).await;
     sb
 }
 
 fn widget(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "Widget",
            "metadata": {"name": name}, "spec": spec})
+}
+
+/// Creates the Widget `name` with `spec`.
+async fn create_widget(sb: &Sandbox, name: &str, spec: Value) -> Answer {
+    send(sb, Method::POST, WIDGETS, JSON, Some(&widget(name, spec))).await
+}
+
+/// A merge patch of `{WIDGETS}/{path}` (a Widget, its status, with a query).
+async fn patch_widget(sb: &Sandbox, path: &str, patch: Value) -> Answer {
+    let url = format!("{WIDGETS}/{path}");
+    send(sb, Method::PATCH, &url, MERGE, Some(&patch)).await
+}
+
+/// A GET of `path` as JSON.
+async fn get(sb: &Sandbox, path: &str) -> Answer {
+    send(sb, Method::GET, path, JSON, None).await
+}
+
+/// Replaces the CRD's versions (with their schemas) by a merge patch.
+async fn patch_crd_versions(sb: &Sandbox, versions: Value) -> Answer {
+    let url = format!("{CRDS}/widgets.example.com");
+    let patch = json!({"spec": {"versions": versions}});
+    send(sb, Method::PATCH, &url, MERGE, Some(&patch)).await
+}
+
+/// The Widgets as a Table.
+async fn table(sb: &Sandbox) -> Value {
+    request(sb, Method::GET, WIDGETS, &[("accept", TABLE)], vec![])
+        .await
+        .body
 }
 
 #[tokio::test]
@@ -118,7 +103,7 @@ async fn unknown_fields_are_pruned_warned_ignored_or_refused() {
         "spec": {"name": "a", "foo": 1, "extra": {"anything": [1]}}, "top": true});
 
     // Warn (the default): stored without them, one warning each.
-    let a = send(&sb, Method::POST, WIDGETS, JSON, Some(body.clone())).await;
+    let a = send(&sb, Method::POST, WIDGETS, JSON, Some(&body)).await;
     assert_eq!(a.code, 201, "{}", a.text);
     assert_eq!(
         a.warnings,
@@ -128,7 +113,7 @@ async fn unknown_fields_are_pruned_warned_ignored_or_refused() {
             r#"299 - "unknown field \"top\"""#,
         ]
     );
-    let got = send(&sb, Method::GET, &format!("{WIDGETS}/warned"), JSON, None).await;
+    let got = get(&sb, &format!("{WIDGETS}/warned")).await;
     assert!(got.body["spec"].get("foo").is_none(), "{}", got.text);
     assert!(got.body.get("top").is_none(), "{}", got.text);
     assert!(got.body["metadata"].get("colour").is_none(), "{}", got.text);
@@ -138,14 +123,8 @@ async fn unknown_fields_are_pruned_warned_ignored_or_refused() {
     // Ignore: pruned silently.
     let mut ignored = body.clone();
     ignored["metadata"]["name"] = json!("ignored");
-    let a = send(
-        &sb,
-        Method::POST,
-        &format!("{WIDGETS}?fieldValidation=Ignore"),
-        JSON,
-        Some(ignored),
-    )
-    .await;
+    let url = format!("{WIDGETS}?fieldValidation=Ignore");
+    let a = send(&sb, Method::POST, &url, JSON, Some(&ignored)).await;
     assert_eq!(a.code, 201, "{}", a.text);
     assert!(a.warnings.is_empty(), "{:?}", a.warnings);
     assert!(a.body["spec"].get("foo").is_none(), "{}", a.text);
@@ -153,45 +132,31 @@ async fn unknown_fields_are_pruned_warned_ignored_or_refused() {
     // Strict: refused by the decoder.
     let mut strict = body.clone();
     strict["metadata"]["name"] = json!("strict");
-    let a = send(
-        &sb,
-        Method::POST,
-        &format!("{WIDGETS}?fieldValidation=Strict"),
-        JSON,
-        Some(strict),
-    )
-    .await;
+    let url = format!("{WIDGETS}?fieldValidation=Strict");
+    let a = send(&sb, Method::POST, &url, JSON, Some(&strict)).await;
     assert_eq!(a.code, 400, "{}", a.text);
     assert_eq!(a.body["reason"], "BadRequest");
     assert_eq!(
         a.body["message"],
         r#"Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "metadata.colour", unknown field "spec.foo", unknown field "top""#
     );
-    let gone = send(&sb, Method::GET, &format!("{WIDGETS}/strict"), JSON, None).await;
+    let gone = get(&sb, &format!("{WIDGETS}/strict")).await;
     assert_eq!(gone.code, 404);
 
     // A merge patch: its unknown fields are warned about (Warn) or refused
     // (Strict); the patch's nulls are deletions, not unknown fields.
-    let a = send(
+    let a = patch_widget(
         &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/warned"),
-        MERGE,
-        Some(json!({"spec": {"bar": 2, "color": "red", "gone": null}})),
+        "warned",
+        json!({"spec": {"bar": 2, "color": "red", "gone": null}}),
     )
     .await;
     assert_eq!(a.code, 200, "{}", a.text);
     assert_eq!(a.warnings, [r#"299 - "unknown field \"spec.bar\"""#]);
     assert!(a.body["spec"].get("bar").is_none(), "{}", a.text);
     assert_eq!(a.body["spec"]["color"], "red");
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/warned?fieldValidation=Strict"),
-        MERGE,
-        Some(json!({"spec": {"bar": 2}})),
-    )
-    .await;
+    let strict = "warned?fieldValidation=Strict";
+    let a = patch_widget(&sb, strict, json!({"spec": {"bar": 2}})).await;
     assert_eq!(a.code, 400, "{}", a.text);
     assert_eq!(
         a.body["message"],
@@ -199,18 +164,10 @@ async fn unknown_fields_are_pruned_warned_ignored_or_refused() {
     );
 
     // An update (PUT) is pruned the same way.
-    let mut current = send(&sb, Method::GET, &format!("{WIDGETS}/warned"), JSON, None)
-        .await
-        .body;
+    let warned = format!("{WIDGETS}/warned");
+    let mut current = get(&sb, &warned).await.body;
     current["spec"]["baz"] = json!(3);
-    let a = send(
-        &sb,
-        Method::PUT,
-        &format!("{WIDGETS}/warned"),
-        JSON,
-        Some(current),
-    )
-    .await;
+    let a = send(&sb, Method::PUT, &warned, JSON, Some(&current)).await;
     assert_eq!(a.code, 200, "{}", a.text);
     assert_eq!(a.warnings, [r#"299 - "unknown field \"spec.baz\"""#]);
     assert!(a.body["spec"].get("baz").is_none());
@@ -222,14 +179,7 @@ async fn schema_violations_are_refused_with_the_servers_causes() {
     let sb = sandbox_with_crd().await;
 
     // A missing required field.
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("w", json!({"replicas": 2}))),
-    )
-    .await;
+    let a = create_widget(&sb, "w", json!({"replicas": 2})).await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(a.body["reason"], "Invalid");
     assert_eq!(
@@ -243,17 +193,8 @@ async fn schema_violations_are_refused_with_the_servers_causes() {
     );
 
     // A wrong type and a value outside the enum: both causes, in a list.
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget(
-            "w",
-            json!({"name": "a", "replicas": "string", "color": "pink"}),
-        )),
-    )
-    .await;
+    let spec = json!({"name": "a", "replicas": "string", "color": "pink"});
+    let a = create_widget(&sb, "w", spec).await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(
         a.body["message"],
@@ -264,14 +205,7 @@ async fn schema_violations_are_refused_with_the_servers_causes() {
     assert_eq!(causes[1]["reason"], "FieldValueNotSupported");
 
     // Ranges and lengths.
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("w", json!({"name": "much-too-long", "replicas": 0}))),
-    )
-    .await;
+    let a = create_widget(&sb, "w", json!({"name": "much-too-long", "replicas": 0})).await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(
         a.body["message"],
@@ -279,41 +213,20 @@ async fn schema_violations_are_refused_with_the_servers_causes() {
     );
 
     // Nothing was stored.
-    let list = send(&sb, Method::GET, WIDGETS, JSON, None).await;
+    let list = get(&sb, WIDGETS).await;
     assert_eq!(list.body["items"], json!([]));
 
     // An update and a patch are validated too.
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("ok", json!({"name": "a"}))),
-    )
-    .await;
+    let a = create_widget(&sb, "ok", json!({"name": "a"})).await;
     assert_eq!(a.code, 201, "{}", a.text);
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/ok"),
-        MERGE,
-        Some(json!({"spec": {"color": "green"}})),
-    )
-    .await;
+    let a = patch_widget(&sb, "ok", json!({"spec": {"color": "green"}})).await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(
         a.body["message"],
         r#"Widget.example.com "ok" is invalid: spec.color: Unsupported value: "green": supported values: "red", "blue""#
     );
     // The status subresource is checked against the schema as well.
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/ok/status"),
-        MERGE,
-        Some(json!({"status": {"ready": "yes"}})),
-    )
-    .await;
+    let a = patch_widget(&sb, "ok/status", json!({"status": {"ready": "yes"}})).await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(a.body["details"]["causes"][0]["field"], "status.ready");
     sb.shutdown().await;
@@ -322,40 +235,24 @@ async fn schema_violations_are_refused_with_the_servers_causes() {
 #[tokio::test]
 async fn defaults_are_applied_on_create_and_update() {
     let sb = sandbox_with_crd().await;
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("d", json!({"name": "a"}))),
-    )
-    .await;
+    let a = create_widget(&sb, "d", json!({"name": "a"})).await;
     assert_eq!(a.code, 201, "{}", a.text);
     assert_eq!(a.body["spec"]["replicas"], 1);
     // A defaulted object is defaulted inside as well.
     assert_eq!(a.body["spec"]["mode"], json!({"speed": "slow"}));
 
     // A null of a non-nullable field with a default gets the default.
-    let a = send(
+    let a = patch_widget(
         &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/d"),
-        MERGE,
-        Some(json!({"spec": {"replicas": 4, "mode": {"speed": "fast"}}})),
+        "d",
+        json!({"spec": {"replicas": 4, "mode": {"speed": "fast"}}}),
     )
     .await;
     assert_eq!(a.code, 200, "{}", a.text);
     assert_eq!(a.body["spec"]["replicas"], 4);
     assert_eq!(a.body["spec"]["mode"]["speed"], "fast");
     // Removing a defaulted field brings the default back.
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/d"),
-        MERGE,
-        Some(json!({"spec": {"replicas": null}})),
-    )
-    .await;
+    let a = patch_widget(&sb, "d", json!({"spec": {"replicas": null}})).await;
     assert_eq!(a.code, 200, "{}", a.text);
     assert_eq!(a.body["spec"]["replicas"], 1);
     sb.shutdown().await;
@@ -364,56 +261,21 @@ async fn defaults_are_applied_on_create_and_update() {
 #[tokio::test]
 async fn a_tightened_schema_ratchets_what_an_update_leaves_unchanged() {
     let sb = sandbox_with_crd().await;
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("r", json!({"name": "a", "color": "red"}))),
-    )
-    .await;
+    let a = create_widget(&sb, "r", json!({"name": "a", "color": "red"})).await;
     assert_eq!(a.code, 201, "{}", a.text);
     // The CRD now allows blue only: the stored red is invalid.
     let mut versions = crd()["spec"]["versions"].clone();
     versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["enum"] =
         json!(["blue"]);
-    let a = send(
-        &sb,
-        Method::PATCH,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
-        MERGE,
-        Some(json!({"spec": {"versions": versions}})),
-    )
-    .await;
+    let a = patch_crd_versions(&sb, versions).await;
     assert_eq!(a.code, 200, "{}", a.text);
     // Another field changes: the unchanged red is not judged again.
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/r"),
-        MERGE,
-        Some(json!({"spec": {"replicas": 2}})),
-    )
-    .await;
+    let a = patch_widget(&sb, "r", json!({"spec": {"replicas": 2}})).await;
     assert_eq!(a.code, 200, "{}", a.text);
     // A changed colour is.
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/r"),
-        MERGE,
-        Some(json!({"spec": {"color": "red", "name": "b"}})),
-    )
-    .await;
+    let a = patch_widget(&sb, "r", json!({"spec": {"color": "red", "name": "b"}})).await;
     assert_eq!(a.code, 200, "{}", a.text);
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{WIDGETS}/r"),
-        MERGE,
-        Some(json!({"spec": {"color": "green"}})),
-    )
-    .await;
+    let a = patch_widget(&sb, "r", json!({"spec": {"color": "green"}})).await;
     assert_eq!(a.code, 422, "{}", a.text);
     assert_eq!(
         a.body["message"],
@@ -425,34 +287,20 @@ async fn a_tightened_schema_ratchets_what_an_update_leaves_unchanged() {
 #[tokio::test]
 async fn a_default_added_to_the_schema_shows_on_stored_objects() {
     let sb = sandbox_with_crd().await;
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("old", json!({"name": "a"}))),
-    )
-    .await;
+    let a = create_widget(&sb, "old", json!({"name": "a"})).await;
     assert_eq!(a.code, 201, "{}", a.text);
     assert!(a.body["spec"].get("color").is_none());
     let rv = a.body["metadata"]["resourceVersion"].clone();
     let mut versions = crd()["spec"]["versions"].clone();
     versions[0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]["default"] =
         json!("blue");
-    let a = send(
-        &sb,
-        Method::PATCH,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com",
-        MERGE,
-        Some(json!({"spec": {"versions": versions}})),
-    )
-    .await;
+    let a = patch_crd_versions(&sb, versions).await;
     assert_eq!(a.code, 200, "{}", a.text);
     // Defaulted on read, the revision unchanged.
-    let got = send(&sb, Method::GET, &format!("{WIDGETS}/old"), JSON, None).await;
+    let got = get(&sb, &format!("{WIDGETS}/old")).await;
     assert_eq!(got.body["spec"]["color"], "blue", "{}", got.text);
     assert_eq!(got.body["metadata"]["resourceVersion"], rv);
-    let list = send(&sb, Method::GET, WIDGETS, JSON, None).await;
+    let list = get(&sb, WIDGETS).await;
     assert_eq!(list.body["items"][0]["spec"]["color"], "blue");
     sb.shutdown().await;
 }
@@ -462,25 +310,10 @@ const TABLE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 #[tokio::test]
 async fn tables_have_name_and_exactly_the_declared_columns() {
     let sb = sandbox_with_crd().await;
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget(
-            "t",
-            json!({"name": "a", "color": "blue", "replicas": 3}),
-        )),
-    )
-    .await;
+    let spec = json!({"name": "a", "color": "blue", "replicas": 3});
+    let a = create_widget(&sb, "t", spec).await;
     assert_eq!(a.code, 201, "{}", a.text);
-    let r = reqwest::Client::new()
-        .get(format!("{}{WIDGETS}", sb.url()))
-        .header("accept", TABLE)
-        .send()
-        .await
-        .unwrap();
-    let t: Value = r.json().await.unwrap();
+    let t = table(&sb).await;
     let cols: Vec<(&str, &str)> = t["columnDefinitions"]
         .as_array()
         .unwrap()
@@ -515,40 +348,15 @@ async fn tables_have_name_and_exactly_the_declared_columns() {
 
 #[tokio::test]
 async fn a_crd_without_columns_prints_age() {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
+    let sb = start().await;
     let mut c = crd();
     c["spec"]["versions"][0]
         .as_object_mut()
         .unwrap()
         .remove("additionalPrinterColumns");
-    let a = send(
-        &sb,
-        Method::POST,
-        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-        JSON,
-        Some(c),
-    )
-    .await;
-    assert_eq!(a.code, 201, "{}", a.text);
-    send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("t", json!({"name": "a"}))),
-    )
-    .await;
-    let t: Value = reqwest::Client::new()
-        .get(format!("{}{WIDGETS}", sb.url()))
-        .header("accept", TABLE)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    create_crd(&sb, &c).await;
+    create_widget(&sb, "t", json!({"name": "a"})).await;
+    let t = table(&sb).await;
     let cols: Vec<&str> = t["columnDefinitions"]
         .as_array()
         .unwrap()
@@ -563,12 +371,12 @@ async fn a_crd_without_columns_prints_age() {
 #[tokio::test]
 async fn the_schema_is_published_for_explain() {
     let sb = sandbox_with_crd().await;
-    let root = send(&sb, Method::GET, "/openapi/v3", JSON, None).await;
+    let root = get(&sb, "/openapi/v3").await;
     let url = root.body["paths"]["apis/example.com/v1"]["serverRelativeURL"]
         .as_str()
         .unwrap()
         .to_string();
-    let doc = send(&sb, Method::GET, &url, JSON, None).await;
+    let doc = get(&sb, &url).await;
     assert_eq!(doc.code, 200);
     let widget = &doc.body["components"]["schemas"]["com.example.v1.Widget"];
     assert_eq!(
@@ -587,20 +395,13 @@ async fn the_schema_is_published_for_explain() {
 #[tokio::test]
 async fn bodies_end_with_a_newline_and_statuses_keep_the_field_order() {
     let sb = sandbox_with_crd().await;
-    let a = send(
-        &sb,
-        Method::POST,
-        WIDGETS,
-        JSON,
-        Some(widget("n", json!({"name": "a"}))),
-    )
-    .await;
+    let a = create_widget(&sb, "n", json!({"name": "a"})).await;
     assert!(a.text.ends_with("}\n"), "{:?}", a.text);
-    let list = send(&sb, Method::GET, WIDGETS, JSON, None).await;
+    let list = get(&sb, WIDGETS).await;
     assert!(list.text.ends_with("]}\n"), "{:?}", list.text);
-    let one = send(&sb, Method::GET, &format!("{WIDGETS}/n"), JSON, None).await;
+    let one = get(&sb, &format!("{WIDGETS}/n")).await;
     assert!(one.text.ends_with("}\n") && !one.text.ends_with("\n\n"));
-    let missing = send(&sb, Method::GET, &format!("{WIDGETS}/nope"), JSON, None).await;
+    let missing = get(&sb, &format!("{WIDGETS}/nope")).await;
     assert_eq!(missing.code, 404);
     assert_eq!(
         missing.text,
@@ -612,7 +413,7 @@ async fn bodies_end_with_a_newline_and_statuses_keep_the_field_order() {
     assert_eq!(deleted.code, 200, "{}", deleted.text);
     assert!(deleted.text.ends_with("}\n"));
     for path in ["/version", "/api", "/apis", "/openapi/v3"] {
-        let r = send(&sb, Method::GET, path, JSON, None).await;
+        let r = get(&sb, path).await;
         assert!(r.text.ends_with('\n'), "{path}: {:?}", r.text);
     }
     sb.shutdown().await;

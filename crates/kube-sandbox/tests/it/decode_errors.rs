@@ -8,31 +8,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use kube_sandbox::Sandbox;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-async fn send(sb: &Sandbox, method: Method, path: &str, ct: &str, body: &Value) -> (u16, Value) {
-    let r = reqwest::Client::new()
-        .request(method, format!("{}{path}", sb.url()))
-        .header("content-type", ct)
-        .body(serde_json::to_vec(body).unwrap())
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
+use crate::common::{CMS, DEPLOYS, JSON, MERGE, get_json, post_json, send_json, start};
 
-async fn get(sb: &Sandbox, path: &str) -> (u16, Value) {
-    let r = reqwest::get(format!("{}{path}", sb.url())).await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
-
-const JSON: &str = "application/json";
-const MERGE: &str = "application/merge-patch+json";
 const JSON_PATCH: &str = "application/json-patch+json";
-const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 fn deployment(name: &str) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
@@ -41,8 +22,14 @@ fn deployment(name: &str) -> Value {
                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
 }
 
-/// Asserts a 400 BadRequest with exactly `message`.
-fn assert_bad_request(code: u16, status: &Value, message: &str) {
+/// The decoder's message for a `kind` (at `v1`) whose JSON does not
+/// decode: `json: cannot unmarshal {what}`.
+fn cannot_unmarshal(kind: &str, what: &str) -> String {
+    format!("{kind} in version \"v1\" cannot be handled as a {kind}: json: cannot unmarshal {what}")
+}
+
+/// Asserts an answer is a 400 BadRequest with exactly `message`.
+fn assert_bad_request((code, status): (u16, Value), message: &str) {
     assert_eq!(code, 400, "{status}");
     assert_eq!(status["kind"], "Status", "{status}");
     assert_eq!(status["reason"], "BadRequest", "{status}");
@@ -52,82 +39,69 @@ fn assert_bad_request(code: u16, status: &Value, message: &str) {
 
 #[tokio::test]
 async fn a_create_with_a_value_of_the_wrong_type_is_refused_and_stores_nothing() {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
+    let sb = start().await;
     let before = sb.revision().await;
 
     let mut d = deployment("three");
     d["spec"]["replicas"] = json!("three");
-    let (code, status) = send(&sb, Method::POST, DEPLOYS, JSON, &d).await;
     assert_bad_request(
-        code,
-        &status,
-        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal \
-         string into Go struct field DeploymentSpec.spec.replicas of type int32",
+        post_json(&sb, DEPLOYS, &d).await,
+        &cannot_unmarshal(
+            "Deployment",
+            "string into Go struct field DeploymentSpec.spec.replicas of type int32",
+        ),
     );
 
     // Inside a list of structs: no indexes in the path.
     let mut d = deployment("port");
     d["spec"]["template"]["spec"]["containers"][0]["ports"] = json!([{"containerPort": "80"}]);
-    let (code, status) = send(&sb, Method::POST, DEPLOYS, JSON, &d).await;
     assert_bad_request(
-        code,
-        &status,
-        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal \
-         string into Go struct field ContainerPort.spec.template.spec.containers.ports.containerPort \
-         of type int32",
+        post_json(&sb, DEPLOYS, &d).await,
+        &cannot_unmarshal(
+            "Deployment",
+            "string into Go struct field \
+             ContainerPort.spec.template.spec.containers.ports.containerPort of type int32",
+        ),
     );
 
     // int32 overflow and a fraction carry the number's text.
     let mut d = deployment("big");
-    d["spec"]["replicas"] = json!(1_099_511_627_776_i64);
-    let (code, status) = send(&sb, Method::POST, DEPLOYS, JSON, &d).await;
-    assert_bad_request(
-        code,
-        &status,
-        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal \
-         number 1099511627776 into Go struct field DeploymentSpec.spec.replicas of type int32",
-    );
-    d["spec"]["replicas"] = json!(1.5);
-    let (code, status) = send(&sb, Method::POST, DEPLOYS, JSON, &d).await;
-    assert_bad_request(
-        code,
-        &status,
-        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal \
-         number 1.5 into Go struct field DeploymentSpec.spec.replicas of type int32",
-    );
+    for number in [json!(1_099_511_627_776_i64), json!(1.5)] {
+        d["spec"]["replicas"] = number.clone();
+        assert_bad_request(
+            post_json(&sb, DEPLOYS, &d).await,
+            &cannot_unmarshal(
+                "Deployment",
+                &format!(
+                    "number {number} into Go struct field DeploymentSpec.spec.replicas of type int32"
+                ),
+            ),
+        );
+    }
 
     // A map value, whatever fieldValidation says (type errors come before
     // unknown fields).
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
                     "data": {"a": 1}, "colour": "red"});
     for q in ["", "?fieldValidation=Strict", "?fieldValidation=Ignore"] {
-        let (code, status) = send(&sb, Method::POST, &format!("{CMS}{q}"), JSON, &cm).await;
         assert_bad_request(
-            code,
-            &status,
-            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot \
-             unmarshal number into Go struct field ConfigMap.data of type string",
+            post_json(&sb, &format!("{CMS}{q}"), &cm).await,
+            &cannot_unmarshal(
+                "ConfigMap",
+                "number into Go struct field ConfigMap.data of type string",
+            ),
         );
     }
 
     // An object where a list of structs belongs.
     let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
                      "spec": {"ports": {}}});
-    let (code, status) = send(
-        &sb,
-        Method::POST,
-        "/api/v1/namespaces/default/services",
-        JSON,
-        &svc,
-    )
-    .await;
     assert_bad_request(
-        code,
-        &status,
-        "Service in version \"v1\" cannot be handled as a Service: json: cannot unmarshal \
-         object into Go struct field ServiceSpec.spec.ports of type []v1.ServicePort",
+        post_json(&sb, "/api/v1/namespaces/default/services", &svc).await,
+        &cannot_unmarshal(
+            "Service",
+            "object into Go struct field ServiceSpec.spec.ports of type []v1.ServicePort",
+        ),
     );
 
     // A quantity that does not parse ends the decoding, so it wins over
@@ -136,17 +110,8 @@ async fn a_create_with_a_value_of_the_wrong_type_is_refused_and_stores_nothing()
                      "metadata": {"name": "p", "labels": {"a": 1}},
                      "spec": {"containers": [{"name": "c", "image": "i",
                               "resources": {"limits": {"cpu": "lots"}}}]}});
-    let (code, status) = send(
-        &sb,
-        Method::POST,
-        "/api/v1/namespaces/default/pods",
-        JSON,
-        &pod,
-    )
-    .await;
     assert_bad_request(
-        code,
-        &status,
+        post_json(&sb, "/api/v1/namespaces/default/pods", &pod).await,
         "Pod in version \"v1\" cannot be handled as a Pod: quantities must match the regular \
          expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
     );
@@ -160,51 +125,48 @@ async fn a_create_with_a_value_of_the_wrong_type_is_refused_and_stores_nothing()
         "/api/v1/namespaces/default/services/s".to_string(),
         "/api/v1/namespaces/default/pods/p".to_string(),
     ] {
-        assert_eq!(get(&sb, &path).await.0, 404, "{path} was stored");
+        assert_eq!(get_json(&sb, &path).await.0, 404, "{path} was stored");
     }
 }
 
 #[tokio::test]
 async fn an_update_with_a_value_of_the_wrong_type_is_refused_and_changes_nothing() {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
+    let sb = start().await;
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
                     "data": {"a": "b"}});
-    let (code, created) = send(&sb, Method::POST, CMS, JSON, &cm).await;
+    let (code, created) = post_json(&sb, CMS, &cm).await;
     assert_eq!(code, 201, "{created}");
     let before = sb.revision().await;
+    let path = format!("{CMS}/c");
 
     let mut update = created.clone();
     update["data"] = json!({"a": "b", "n": 1});
-    let (code, status) = send(&sb, Method::PUT, &format!("{CMS}/c"), JSON, &update).await;
     assert_bad_request(
-        code,
-        &status,
-        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal \
-         number into Go struct field ConfigMap.data of type string",
+        send_json(&sb, Method::PUT, &path, JSON, &update).await,
+        &cannot_unmarshal(
+            "ConfigMap",
+            "number into Go struct field ConfigMap.data of type string",
+        ),
     );
     let mut update = created.clone();
     update["metadata"]["labels"] = json!(["x"]);
-    let (code, status) = send(&sb, Method::PUT, &format!("{CMS}/c"), JSON, &update).await;
     assert_bad_request(
-        code,
-        &status,
-        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal \
-         array into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+        send_json(&sb, Method::PUT, &path, JSON, &update).await,
+        &cannot_unmarshal(
+            "ConfigMap",
+            "array into Go struct field ObjectMeta.metadata.labels of type map[string]string",
+        ),
     );
 
-    let (_, stored) = get(&sb, &format!("{CMS}/c")).await;
+    let (_, stored) = get_json(&sb, &path).await;
     assert_eq!(stored, created, "a refused update changed the object");
     assert_eq!(sb.revision().await, before, "a refused update wrote");
 }
 
 #[tokio::test]
 async fn a_patch_whose_result_does_not_decode_is_invalid_and_changes_nothing() {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let (code, created) = send(&sb, Method::POST, DEPLOYS, JSON, &deployment("d")).await;
+    let sb = start().await;
+    let (code, created) = post_json(&sb, DEPLOYS, &deployment("d")).await;
     assert_eq!(code, 201, "{created}");
     let before = sb.revision().await;
     let path = format!("{DEPLOYS}/d");
@@ -232,7 +194,7 @@ async fn a_patch_whose_result_does_not_decode_is_invalid_and_changes_nothing() {
         ),
     ];
     for (ct, patch, error) in cases {
-        let (code, status) = send(&sb, Method::PATCH, &path, ct, &patch).await;
+        let (code, status) = send_json(&sb, Method::PATCH, &path, ct, &patch).await;
         assert_eq!(code, 422, "{patch}: {status}");
         assert_eq!(status["reason"], "Invalid", "{status}");
         let message = status["message"].as_str().unwrap();
@@ -256,19 +218,13 @@ async fn a_patch_whose_result_does_not_decode_is_invalid_and_changes_nothing() {
         assert!(message.contains("\\\"name\\\":\\\"d\\\""), "{message}");
     }
 
-    let (_, stored) = get(&sb, &path).await;
+    let (_, stored) = get_json(&sb, &path).await;
     assert_eq!(stored, created, "a refused patch changed the object");
     assert_eq!(sb.revision().await, before, "a refused patch wrote");
 
     // A patch of the right types still applies.
-    let (code, patched) = send(
-        &sb,
-        Method::PATCH,
-        &path,
-        MERGE,
-        &json!({"spec": {"replicas": 3}}),
-    )
-    .await;
+    let three = json!({"spec": {"replicas": 3}});
+    let (code, patched) = send_json(&sb, Method::PATCH, &path, MERGE, &three).await;
     assert_eq!(code, 200, "{patched}");
     assert_eq!(patched["spec"]["replicas"], 3);
 }

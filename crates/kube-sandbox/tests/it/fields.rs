@@ -5,44 +5,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use kube_sandbox::Sandbox;
+use reqwest::Method;
 use serde_json::{Value, json};
 
-struct Answer {
-    code: u16,
-    warnings: Vec<String>,
-    body: Value,
-}
-
-async fn send(sb: &Sandbox, method: reqwest::Method, path: &str, ct: &str, body: Value) -> Answer {
-    let r = reqwest::Client::new()
-        .request(method, format!("{}{path}", sb.url()))
-        .header("content-type", ct)
-        .body(serde_json::to_vec(&body).unwrap())
-        .send()
-        .await
-        .unwrap();
-    let code = r.status().as_u16();
-    let warnings = r
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_string())
-        .collect();
-    Answer {
-        code,
-        warnings,
-        body: r.json().await.unwrap_or(Value::Null),
-    }
-}
-
-async fn get(sb: &Sandbox, path: &str) -> (u16, Value) {
-    let r = reqwest::get(format!("{}{path}", sb.url())).await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
-
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
-const JSON: &str = "application/json";
+use crate::common::{CMS, JSON, get_json, send, start};
 
 fn cm_with_typos(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
@@ -52,13 +18,10 @@ fn cm_with_typos(name: &str) -> Value {
 
 #[tokio::test]
 async fn create_and_update_drop_warn_or_refuse_as_field_validation_says() {
-    use reqwest::Method;
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
+    let sb = start().await;
 
     // Default (Warn): created without the unknown fields, one warning each.
-    let a = send(&sb, Method::POST, CMS, JSON, cm_with_typos("warned")).await;
+    let a = send(&sb, Method::POST, CMS, JSON, Some(&cm_with_typos("warned"))).await;
     assert_eq!(a.code, 201, "{}", a.body);
     assert_eq!(
         a.warnings,
@@ -67,38 +30,24 @@ async fn create_and_update_drop_warn_or_refuse_as_field_validation_says() {
             r#"299 - "unknown field \"spec\"""#
         ]
     );
-    let (_, stored) = get(&sb, &format!("{CMS}/warned")).await;
+    let warned = format!("{CMS}/warned");
+    let (_, stored) = get_json(&sb, &warned).await;
     assert!(stored.get("spec").is_none(), "{stored}");
     assert!(stored["metadata"].get("colour").is_none(), "{stored}");
     assert_eq!(stored["data"], json!({"k": "v"}));
 
     // Ignore: the same, silently.
-    let a = send(
-        &sb,
-        Method::POST,
-        &format!("{CMS}?fieldValidation=Ignore"),
-        JSON,
-        cm_with_typos("ignored"),
-    )
-    .await;
+    let url = format!("{CMS}?fieldValidation=Ignore");
+    let body = cm_with_typos("ignored");
+    let a = send(&sb, Method::POST, &url, JSON, Some(&body)).await;
     assert_eq!((a.code, a.warnings.len()), (201, 0), "{}", a.body);
-    assert!(
-        get(&sb, &format!("{CMS}/ignored"))
-            .await
-            .1
-            .get("spec")
-            .is_none()
-    );
+    let (_, ignored) = get_json(&sb, &format!("{CMS}/ignored")).await;
+    assert!(ignored.get("spec").is_none());
 
     // Strict (what kubectl sends): refused, nothing stored.
-    let a = send(
-        &sb,
-        Method::POST,
-        &format!("{CMS}?fieldValidation=Strict"),
-        JSON,
-        cm_with_typos("strict"),
-    )
-    .await;
+    let url = format!("{CMS}?fieldValidation=Strict");
+    let body = cm_with_typos("strict");
+    let a = send(&sb, Method::POST, &url, JSON, Some(&body)).await;
     assert_eq!(a.code, 400);
     assert_eq!(a.body["reason"], "BadRequest");
     assert_eq!(
@@ -106,24 +55,18 @@ async fn create_and_update_drop_warn_or_refuse_as_field_validation_says() {
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding \
          error: unknown field \"metadata.colour\", unknown field \"spec\""
     );
-    assert_eq!(get(&sb, &format!("{CMS}/strict")).await.0, 404);
+    assert_eq!(get_json(&sb, &format!("{CMS}/strict")).await.0, 404);
 
     // PUT, Strict: refused, the stored object unchanged.
-    let (_, before) = get(&sb, &format!("{CMS}/warned")).await;
+    let (_, before) = get_json(&sb, &warned).await;
     let mut replaced = cm_with_typos("warned");
     replaced["data"] = json!({"k": "changed"});
-    let a = send(
-        &sb,
-        Method::PUT,
-        &format!("{CMS}/warned?fieldValidation=Strict"),
-        JSON,
-        replaced.clone(),
-    )
-    .await;
+    let url = format!("{warned}?fieldValidation=Strict");
+    let a = send(&sb, Method::PUT, &url, JSON, Some(&replaced)).await;
     assert_eq!(a.code, 400, "{}", a.body);
-    assert_eq!(get(&sb, &format!("{CMS}/warned")).await.1, before);
+    assert_eq!(get_json(&sb, &warned).await.1, before);
     // PUT, default: written without them.
-    let a = send(&sb, Method::PUT, &format!("{CMS}/warned"), JSON, replaced).await;
+    let a = send(&sb, Method::PUT, &warned, JSON, Some(&replaced)).await;
     assert_eq!((a.code, a.warnings.len()), (200, 2), "{}", a.body);
     assert_eq!(a.body["data"], json!({"k": "changed"}));
     assert!(a.body.get("spec").is_none());
@@ -131,68 +74,42 @@ async fn create_and_update_drop_warn_or_refuse_as_field_validation_says() {
 
 #[tokio::test]
 async fn patches_are_judged_by_their_fields_and_apply_refuses_unknown_ones() {
-    use reqwest::Method;
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let a = send(
-        &sb,
-        Method::POST,
-        CMS,
-        JSON,
-        json!({"metadata": {"name": "c"}, "data": {"k": "v"}}),
-    )
-    .await;
+    let sb = start().await;
+    let cm = json!({"metadata": {"name": "c"}, "data": {"k": "v"}});
+    let a = send(&sb, Method::POST, CMS, JSON, Some(&cm)).await;
     assert_eq!(a.code, 201);
     let merge = "application/merge-patch+json";
     let strategic = "application/strategic-merge-patch+json";
+    let apply = "application/apply-patch+yaml";
+    let c = format!("{CMS}/c");
 
     // Merge patch: the unknown field is dropped with a warning, the rest
     // applies; a null (a delete) is no unknown field.
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{CMS}/c"),
-        merge,
-        json!({"data": {"k": "w"}, "dataa": {"x": "y"}, "binaryData": null}),
-    )
-    .await;
+    let patch = json!({"data": {"k": "w"}, "dataa": {"x": "y"}, "binaryData": null});
+    let a = send(&sb, Method::PATCH, &c, merge, Some(&patch)).await;
     assert_eq!(a.code, 200, "{}", a.body);
     assert_eq!(a.warnings, [r#"299 - "unknown field \"dataa\"""#]);
     assert_eq!(a.body["data"], json!({"k": "w"}));
     assert!(a.body.get("dataa").is_none());
     // Strategic merge patch, Strict: refused.
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{CMS}/c?fieldValidation=Strict"),
-        strategic,
-        json!({"data": {"k": "x"}, "immutabl": true}),
-    )
-    .await;
+    let url = format!("{c}?fieldValidation=Strict");
+    let patch = json!({"data": {"k": "x"}, "immutabl": true});
+    let a = send(&sb, Method::PATCH, &url, strategic, Some(&patch)).await;
     assert_eq!(a.code, 400, "{}", a.body);
     assert_eq!(
         a.body["message"],
         r#"strict decoding error: unknown field "immutabl""#
     );
-    assert_eq!(
-        get(&sb, &format!("{CMS}/c")).await.1["data"],
-        json!({"k": "w"})
-    );
+    assert_eq!(get_json(&sb, &c).await.1["data"], json!({"k": "w"}));
 
     // Server-side apply: 500, whatever fieldValidation says, on an
     // existing object and on one the apply would create.
-    let (_, before) = get(&sb, &format!("{CMS}/c")).await;
+    let (_, before) = get_json(&sb, &c).await;
     for (name, query) in [("c", ""), ("c", "&fieldValidation=Ignore"), ("new", "")] {
-        let a = send(
-            &sb,
-            Method::PATCH,
-            &format!("{CMS}/{name}?fieldManager=test{query}"),
-            "application/apply-patch+yaml",
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": name}, "data": {"k": "z"}, "spec": {"x": 1}}),
-        )
-        .await;
+        let url = format!("{CMS}/{name}?fieldManager=test{query}");
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": name}, "data": {"k": "z"}, "spec": {"x": 1}});
+        let a = send(&sb, Method::PATCH, &url, apply, Some(&body)).await;
         assert_eq!(a.code, 500, "{name}{query}: {}", a.body);
         assert_eq!(a.body["reason"], "InternalError");
         assert_eq!(
@@ -203,18 +120,13 @@ async fn patches_are_judged_by_their_fields_and_apply_refuses_unknown_ones() {
             )
         );
     }
-    assert_eq!(get(&sb, &format!("{CMS}/c")).await.1, before);
-    assert_eq!(get(&sb, &format!("{CMS}/new")).await.0, 404);
+    assert_eq!(get_json(&sb, &c).await.1, before);
+    assert_eq!(get_json(&sb, &format!("{CMS}/new")).await.0, 404);
     // A clean apply still works (forced: `data.k` was set by the patches).
-    let a = send(
-        &sb,
-        Method::PATCH,
-        &format!("{CMS}/c?fieldManager=test&force=true"),
-        "application/apply-patch+yaml",
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": "c"}, "data": {"k": "z"}}),
-    )
-    .await;
+    let url = format!("{c}?fieldManager=test&force=true");
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                      "metadata": {"name": "c"}, "data": {"k": "z"}});
+    let a = send(&sb, Method::PATCH, &url, apply, Some(&body)).await;
     assert_eq!(a.code, 200, "{}", a.body);
     assert_eq!(a.body["data"], json!({"k": "z"}));
 }

@@ -12,27 +12,22 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::autoscaling::{v1, v2};
+use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::{Client, Config};
 use kube_sandbox::Sandbox;
+use reqwest::Method;
 use serde_json::{Value, json};
+
+use crate::common::{JSON, create_namespace, get_json, post_json, request, send_json, watch};
 
 const NS: &str = "scaling";
 const METRICS: &str = "autoscaling.alpha.kubernetes.io/metrics";
 const BEHAVIOR: &str = "autoscaling.alpha.kubernetes.io/behavior";
 
+/// A sandbox with the namespace [`NS`], and a client of it.
 async fn sandbox() -> (Sandbox, Client) {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
-    let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    ns.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-    )
-    .await
-    .unwrap();
+    let (sb, client) = crate::common::sandbox().await;
+    create_namespace(&client, NS).await;
     (sb, client)
 }
 
@@ -200,11 +195,7 @@ async fn a_v1_watch_sees_v1_objects_of_writes_made_at_v2() {
     let (_sb, client) = sandbox().await;
     let a2: Api<v2::HorizontalPodAutoscaler> = Api::namespaced(client.clone(), NS);
     let a1: Api<v1::HorizontalPodAutoscaler> = Api::namespaced(client.clone(), NS);
-    let mut events = a1
-        .watch(&WatchParams::default(), "0")
-        .await
-        .unwrap()
-        .boxed();
+    let mut events = watch(&a1, &WatchParams::default(), "0").await;
     a2.create(&PostParams::default(), &v2_hpa("watched"))
         .await
         .unwrap();
@@ -226,15 +217,7 @@ async fn a_v1_watch_sees_v1_objects_of_writes_made_at_v2() {
 #[tokio::test]
 async fn discovery_lists_v2_first_and_prefers_it() {
     let (sb, _client) = sandbox().await;
-    let http = reqwest::Client::new();
-    let group: Value = http
-        .get(format!("{}/apis/autoscaling", sb.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, group) = get_json(&sb, "/apis/autoscaling").await;
     assert_eq!(
         group["versions"],
         json!([
@@ -243,14 +226,7 @@ async fn discovery_lists_v2_first_and_prefers_it() {
         ])
     );
     assert_eq!(group["preferredVersion"]["version"], "v2");
-    let v1: Value = http
-        .get(format!("{}/apis/autoscaling/v1", sb.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, v1) = get_json(&sb, "/apis/autoscaling/v1").await;
     let hpa = v1["resources"]
         .as_array()
         .unwrap()
@@ -260,14 +236,7 @@ async fn discovery_lists_v2_first_and_prefers_it() {
     assert_eq!(hpa["kind"], "HorizontalPodAutoscaler");
     assert_eq!(hpa["shortNames"], json!(["hpa"]));
     // The v1 schema is published for `kubectl explain`.
-    let doc: Value = http
-        .get(format!("{}/openapi/v3/apis/autoscaling/v1", sb.url()))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, doc) = get_json(&sb, "/openapi/v3/apis/autoscaling/v1").await;
     let schema =
         &doc["components"]["schemas"]["io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec"];
     assert!(
@@ -283,21 +252,11 @@ async fn the_table_is_the_same_at_both_versions() {
     a2.create(&PostParams::default(), &v2_hpa("web"))
         .await
         .unwrap();
-    let http = reqwest::Client::new();
     let mut tables = Vec::new();
     for version in ["v1", "v2"] {
-        let t: Value = http
-            .get(format!(
-                "{}/apis/autoscaling/{version}/namespaces/{NS}/horizontalpodautoscalers",
-                sb.url()
-            ))
-            .header("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let path = format!("/apis/autoscaling/{version}/namespaces/{NS}/horizontalpodautoscalers");
+        let accept = [("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")];
+        let t = request(&sb, Method::GET, &path, &accept, vec![]).await.body;
         tables.push((
             t["columnDefinitions"].clone(),
             t["rows"][0]["cells"].clone(),
@@ -322,11 +281,7 @@ async fn a_malformed_round_trip_annotation_is_refused_and_nothing_changes() {
         .await
         .unwrap();
     let before = a2.get("web").await.unwrap();
-    let http = reqwest::Client::new();
-    let url = format!(
-        "{}/apis/autoscaling/v1/namespaces/{NS}/horizontalpodautoscalers",
-        sb.url()
-    );
+    let url = format!("/apis/autoscaling/v1/namespaces/{NS}/horizontalpodautoscalers");
     let body = |name: &str| {
         json!({
             "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
@@ -334,21 +289,15 @@ async fn a_malformed_round_trip_annotation_is_refused_and_nothing_changes() {
             "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 2}
         })
     };
-    let r = http.post(&url).json(&body("bad")).send().await.unwrap();
-    assert_eq!(r.status(), 400);
-    let status: Value = r.json().await.unwrap();
+    let (code, status) = post_json(&sb, &url, &body("bad")).await;
+    assert_eq!(code, 400);
     assert_eq!(status["reason"], "BadRequest");
     assert!(
         status["message"].as_str().unwrap().contains(METRICS),
         "{status}"
     );
-    let r = http
-        .put(format!("{url}/web"))
-        .json(&body("web"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
+    let (code, _) = send_json(&sb, Method::PUT, &format!("{url}/web"), JSON, &body("web")).await;
+    assert_eq!(code, 400);
     assert!(a2.get_opt("bad").await.unwrap().is_none());
     let after = a2.get("web").await.unwrap();
     assert_eq!(
@@ -356,19 +305,14 @@ async fn a_malformed_round_trip_annotation_is_refused_and_nothing_changes() {
         before.metadata.resource_version
     );
     // A value of the wrong type is judged against the v1 type.
-    let r = http
-        .post(&url)
-        .json(&json!({
-            "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "typed"},
-            "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 2,
-                     "targetCPUUtilizationPercentage": "high"}
-        }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
-    let status: Value = r.json().await.unwrap();
+    let typed = json!({
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "typed"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 2,
+                 "targetCPUUtilizationPercentage": "high"}
+    });
+    let (code, status) = post_json(&sb, &url, &typed).await;
+    assert_eq!(code, 400);
     assert!(
         status["message"]
             .as_str()

@@ -4,6 +4,7 @@
 //! Run one part with `cargo test -p kube-sandbox --test it <module>::`.
 
 mod api;
+mod common;
 mod custom_resources;
 mod decode_errors;
 mod fields;

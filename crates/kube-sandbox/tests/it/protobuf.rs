@@ -15,12 +15,19 @@ use k8s_pb::api::apps::v1::Deployment;
 use k8s_pb::api::core::v1::{ConfigMap, ConfigMapList};
 use k8s_pb::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Status, WatchEvent};
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
-use kube_sandbox::{Config, Sandbox};
+use kube_sandbox::Sandbox;
 use prost::Message;
-use serde_json::{Value, json};
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{
+    Answer, CMS, JSON, create_crd, get_json, post_json, request, send, start, widget_crd,
+};
 
 const PB: &str = "application/vnd.kubernetes.protobuf";
-const CMS: &str = "/api/v1/namespaces/default/configmaps";
+/// What kubectl accepts: protobuf, else JSON.
+const PB_OR_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
+const DEPLOYMENT: &str = "/apis/apps/v1/namespaces/default/deployments/web";
 
 fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
     let unknown = Unknown {
@@ -47,34 +54,23 @@ fn open(body: &[u8]) -> (String, String, Vec<u8>) {
     )
 }
 
-async fn send(
+/// A request with a protobuf body, accepting `accept` (anything when
+/// `None`).
+async fn send_pb(
     sb: &Sandbox,
-    method: reqwest::Method,
+    method: Method,
     path: &str,
-    content_type: &str,
     accept: Option<&str>,
     body: Vec<u8>,
-) -> (u16, String, Vec<u8>) {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{}{path}", sb.url()))
-        .header("content-type", content_type)
-        .body(body);
-    if let Some(a) = accept {
-        req = req.header("accept", a);
-    }
-    let r = req.send().await.unwrap();
-    let status = r.status().as_u16();
-    let ct = r
-        .headers()
-        .get("content-type")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    (status, ct, r.bytes().await.unwrap().to_vec())
+) -> Answer {
+    let mut headers = vec![("content-type", PB)];
+    headers.extend(accept.map(|a| ("accept", a)));
+    request(sb, method, path, &headers, body).await
 }
 
-async fn get_json(sb: &Sandbox, path: &str) -> (u16, Value) {
-    let r = reqwest::get(format!("{}{path}", sb.url())).await.unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+/// A GET accepting `accept`.
+async fn get_as(sb: &Sandbox, path: &str, accept: &str) -> Answer {
+    request(sb, Method::GET, path, &[("accept", accept)], vec![]).await
 }
 
 fn configmap(name: &str) -> Vec<u8> {
@@ -93,11 +89,11 @@ fn configmap(name: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn prost_encoded_creates_and_protobuf_answers_lists_and_watches() {
-    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sb = start().await;
     // A watch opened before the create sees it as a protobuf frame.
     let watch = reqwest::Client::new()
         .get(format!("{}{CMS}?watch=true", sb.url()))
-        .header("accept", format!("{PB}, application/json"))
+        .header("accept", PB_OR_JSON)
         .send()
         .await
         .unwrap();
@@ -106,18 +102,17 @@ async fn prost_encoded_creates_and_protobuf_answers_lists_and_watches() {
         "application/vnd.kubernetes.protobuf;stream=watch"
     );
 
-    let (status, ct, body) = send(
+    let a = send_pb(
         &sb,
-        reqwest::Method::POST,
+        Method::POST,
         CMS,
-        PB,
-        Some(&format!("{PB}, application/json")),
+        Some(PB_OR_JSON),
         configmap("settings"),
     )
     .await;
-    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
-    assert_eq!(ct, PB);
-    let (api_version, kind, raw) = open(&body);
+    assert_eq!(a.code, 201, "{}", a.text);
+    assert_eq!(a.content_type, PB);
+    let (api_version, kind, raw) = open(&a.bytes);
     assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "ConfigMap"));
     let created = ConfigMap::decode(raw.as_slice()).unwrap();
     let meta = created.metadata.unwrap();
@@ -139,9 +134,9 @@ async fn prost_encoded_creates_and_protobuf_answers_lists_and_watches() {
     assert_eq!(v["metadata"]["labels"], json!({"app": "web"}));
 
     // A list in protobuf.
-    let (status, ct, body) = send(&sb, reqwest::Method::GET, CMS, "", Some(PB), Vec::new()).await;
-    assert_eq!((status, ct.as_str()), (200, PB));
-    let (_, kind, raw) = open(&body);
+    let a = get_as(&sb, CMS, PB).await;
+    assert_eq!((a.code, a.content_type.as_str()), (200, PB));
+    let (_, kind, raw) = open(&a.bytes);
     assert_eq!(kind, "ConfigMapList");
     let list = ConfigMapList::decode(raw.as_slice()).unwrap();
     assert_eq!(list.items.len(), 1);
@@ -166,17 +161,9 @@ async fn prost_encoded_creates_and_protobuf_answers_lists_and_watches() {
     );
 
     // An error answers a protobuf Status.
-    let (status, ct, body) = send(
-        &sb,
-        reqwest::Method::POST,
-        CMS,
-        PB,
-        Some(PB),
-        configmap("settings"),
-    )
-    .await;
-    assert_eq!((status, ct.as_str()), (409, PB));
-    let (_, kind, raw) = open(&body);
+    let a = send_pb(&sb, Method::POST, CMS, Some(PB), configmap("settings")).await;
+    assert_eq!((a.code, a.content_type.as_str()), (409, PB));
+    let (_, kind, raw) = open(&a.bytes);
     assert_eq!(kind, "Status");
     let st = Status::decode(raw.as_slice()).unwrap();
     assert_eq!(st.reason.as_deref(), Some("AlreadyExists"));
@@ -189,7 +176,7 @@ async fn prost_encoded_creates_and_protobuf_answers_lists_and_watches() {
 
 #[tokio::test]
 async fn a_deployment_keeps_its_values_through_protobuf() {
-    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sb = start().await;
     let manifest = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web"},
         "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}},
@@ -199,27 +186,11 @@ async fn a_deployment_keeps_its_values_through_protobuf() {
                     "env": [{"name": "K", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "k"}}}],
                     "resources": {"limits": {"cpu": "500m"}}}],
                     "volumes": [{"name": "scratch", "emptyDir": {}}]}}}});
-    let r = reqwest::Client::new()
-        .post(format!(
-            "{}/apis/apps/v1/namespaces/default/deployments",
-            sb.url()
-        ))
-        .json(&manifest)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    let (status, ct, body) = send(
-        &sb,
-        reqwest::Method::GET,
-        "/apis/apps/v1/namespaces/default/deployments/web",
-        "",
-        Some(PB),
-        Vec::new(),
-    )
-    .await;
-    assert_eq!((status, ct.as_str()), (200, PB));
-    let (_, kind, raw) = open(&body);
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    assert_eq!(post_json(&sb, deployments, &manifest).await.0, 201);
+    let a = get_as(&sb, DEPLOYMENT, PB).await;
+    assert_eq!((a.code, a.content_type.as_str()), (200, PB));
+    let (_, kind, raw) = open(&a.bytes);
     assert_eq!(kind, "Deployment");
     let d = Deployment::decode(raw.as_slice()).unwrap();
     let spec = d.spec.unwrap();
@@ -252,17 +223,10 @@ async fn a_deployment_keeps_its_values_through_protobuf() {
     // Written back as protobuf with a change: JSON readers see it.
     let mut d2 = Deployment::decode(raw.as_slice()).unwrap();
     d2.spec.as_mut().unwrap().replicas = Some(3);
-    let (status, _, body) = send(
-        &sb,
-        reqwest::Method::PUT,
-        "/apis/apps/v1/namespaces/default/deployments/web",
-        PB,
-        None,
-        envelope("apps/v1", "Deployment", d2.encode_to_vec()),
-    )
-    .await;
-    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
-    let (_, v) = get_json(&sb, "/apis/apps/v1/namespaces/default/deployments/web").await;
+    let body = envelope("apps/v1", "Deployment", d2.encode_to_vec());
+    let a = send_pb(&sb, Method::PUT, DEPLOYMENT, None, body).await;
+    assert_eq!(a.code, 200, "{}", a.text);
+    let (_, v) = get_json(&sb, DEPLOYMENT).await;
     assert_eq!(v["spec"]["replicas"], 3);
     assert_eq!(
         v["spec"]["strategy"]["rollingUpdate"],
@@ -277,7 +241,7 @@ async fn a_deployment_keeps_its_values_through_protobuf() {
 
 #[tokio::test]
 async fn bad_protobuf_is_refused_and_changes_nothing() {
-    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sb = start().await;
     let before = sb.revision().await;
     let garbage: &[(&[u8], &str)] = &[
         (
@@ -294,11 +258,10 @@ async fn bad_protobuf_is_refused_and_changes_nothing() {
         ),
     ];
     for (body, message) in garbage {
-        let (status, _, out) = send(&sb, reqwest::Method::POST, CMS, PB, None, body.to_vec()).await;
-        let v: Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(status, 400);
-        assert_eq!(v["reason"], "BadRequest");
-        assert_eq!(v["message"], *message);
+        let a = send_pb(&sb, Method::POST, CMS, None, body.to_vec()).await;
+        assert_eq!(a.code, 400);
+        assert_eq!(a.body["reason"], "BadRequest");
+        assert_eq!(a.body["message"], *message);
     }
     // A ConfigMap's own message cut short inside an intact envelope.
     let mut raw = ConfigMap {
@@ -310,28 +273,25 @@ async fn bad_protobuf_is_refused_and_changes_nothing() {
     }
     .encode_to_vec();
     raw.truncate(raw.len() - 2);
-    let body = envelope("v1", "ConfigMap", raw);
-    let (status, _, out) = send(&sb, reqwest::Method::POST, CMS, PB, None, body).await;
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(status, 400);
+    let a = send_pb(
+        &sb,
+        Method::POST,
+        CMS,
+        None,
+        envelope("v1", "ConfigMap", raw),
+    )
+    .await;
+    assert_eq!(a.code, 400);
     assert_eq!(
-        v["message"],
+        a.body["message"],
         "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: unexpected EOF"
     );
     // A kind the server does not have.
-    let (status, _, out) = send(
-        &sb,
-        reqwest::Method::POST,
-        CMS,
-        PB,
-        None,
-        envelope("v1", "Widget", Vec::new()),
-    )
-    .await;
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(status, 400);
+    let widget = envelope("v1", "Widget", Vec::new());
+    let a = send_pb(&sb, Method::POST, CMS, None, widget).await;
+    assert_eq!(a.code, 400);
     assert_eq!(
-        v["message"],
+        a.body["message"],
         "Widget in version \"v1\" cannot be handled as a ConfigMap: no kind \"Widget\" is registered for version \"v1\" in scheme \"pkg/api/legacyscheme/scheme.go:30\""
     );
     // A Secret sent to the ConfigMaps: refused as the same body in JSON is.
@@ -342,99 +302,40 @@ async fn bad_protobuf_is_refused_and_changes_nothing() {
         }),
         ..Default::default()
     };
-    let (status, _, out) = send(
-        &sb,
-        reqwest::Method::POST,
-        CMS,
-        PB,
-        None,
-        envelope("v1", "Secret", secret.encode_to_vec()),
-    )
-    .await;
-    let (json_status, json_out) = {
-        let r = reqwest::Client::new()
-            .post(format!("{}{CMS}", sb.url()))
-            .json(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}))
-            .send()
-            .await
-            .unwrap();
-        (r.status().as_u16(), r.json::<Value>().await.unwrap())
-    };
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(status, json_status);
-    assert_eq!(v, json_out);
-    assert_eq!(status, 400, "{v}");
+    let body = envelope("v1", "Secret", secret.encode_to_vec());
+    let a = send_pb(&sb, Method::POST, CMS, None, body).await;
+    let as_json = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    let (json_status, json_out) = post_json(&sb, CMS, &as_json).await;
+    assert_eq!(a.code, json_status);
+    assert_eq!(a.body, json_out);
+    assert_eq!(a.code, 400, "{}", a.body);
 
     // Custom resources have no protobuf form: 415 for a body, JSON for an
     // answer when JSON is also accepted, 406 when it is not.
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    let r = reqwest::Client::new()
-        .post(format!(
-            "{}/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            sb.url()
-        ))
-        .json(&crd)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
+    create_crd(&sb, &widget_crd()).await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     let after_crd = sb.revision().await;
-    let (status, _, out) = send(
-        &sb,
-        reqwest::Method::POST,
-        widgets,
-        PB,
-        None,
-        envelope("example.com/v1", "Widget", Vec::new()),
-    )
-    .await;
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(status, 415);
-    assert_eq!(v["reason"], "UnsupportedMediaType");
+    let widget = envelope("example.com/v1", "Widget", Vec::new());
+    let a = send_pb(&sb, Method::POST, widgets, None, widget).await;
+    assert_eq!(a.code, 415);
+    assert_eq!(a.body["reason"], "UnsupportedMediaType");
     assert_eq!(
-        v["message"],
+        a.body["message"],
         "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml"
     );
-    let (status, ct, _) = send(
-        &sb,
-        reqwest::Method::GET,
-        widgets,
-        "",
-        Some(&format!("{PB}, application/json")),
-        Vec::new(),
-    )
-    .await;
-    assert_eq!((status, ct.as_str()), (200, "application/json"));
-    let (status, _, out) = send(&sb, reqwest::Method::GET, widgets, "", Some(PB), Vec::new()).await;
-    let v: Value = serde_json::from_slice(&out).unwrap();
-    assert_eq!(status, 406);
+    let a = get_as(&sb, widgets, PB_OR_JSON).await;
+    assert_eq!((a.code, a.content_type.as_str()), (200, JSON));
+    let a = get_as(&sb, widgets, PB).await;
+    assert_eq!(a.code, 406);
     assert_eq!(
-        v["message"],
+        a.body["message"],
         "only the following media types are accepted: application/json, application/yaml"
     );
     // Tables stay JSON whatever else is accepted.
-    let (status, ct, out) = send(
-        &sb,
-        reqwest::Method::GET,
-        CMS,
-        "",
-        Some(&format!(
-            "application/json;as=Table;v=v1;g=meta.k8s.io, {PB}"
-        )),
-        Vec::new(),
-    )
-    .await;
-    assert_eq!((status, ct.as_str()), (200, "application/json"));
-    assert_eq!(
-        serde_json::from_slice::<Value>(&out).unwrap()["kind"],
-        "Table"
-    );
+    let table_or_pb = format!("application/json;as=Table;v=v1;g=meta.k8s.io, {PB}");
+    let a = get_as(&sb, CMS, &table_or_pb).await;
+    assert_eq!((a.code, a.content_type.as_str()), (200, JSON));
+    assert_eq!(a.body["kind"], "Table");
 
     // Nothing was written but the CRD.
     assert_eq!(after_crd, before + 1);
@@ -443,24 +344,31 @@ async fn bad_protobuf_is_refused_and_changes_nothing() {
     assert_eq!(list["items"], json!([]));
 }
 
-/// Runs kubectl against the sandbox; (success, stdout, stderr).
-fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new("kubectl")
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .env("KUBECACHEDIR", kubeconfig.with_extension("cache"))
-        .output()
-        .expect("kubectl on PATH (scripts/test installs it)");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+/// Runs kubectl against the sandbox, off the async threads; (success,
+/// stdout, stderr).
+async fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let kubeconfig = kubeconfig.to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| (*a).to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        let out = Command::new("kubectl")
+            .args(&args)
+            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECACHEDIR", kubeconfig.with_extension("cache"))
+            .output()
+            .expect("kubectl on PATH (scripts/test installs it)");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_run_expose_and_set_image() {
-    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sb = start().await;
     let dir = tempfile::tempdir().unwrap();
     let kc = dir.path().join("kubeconfig");
     std::fs::write(&kc, sb.kubeconfig()).unwrap();
@@ -585,16 +493,8 @@ async fn kubectl_create_run_expose_and_set_image() {
         ],
     ];
     for args in commands {
-        let kc = kc.clone();
-        let shown = args.join(" ");
-        let args: Vec<String> = args.into_iter().map(str::to_string).collect();
-        let (ok, stdout, stderr) = tokio::task::spawn_blocking(move || {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            kubectl(&kc, &args)
-        })
-        .await
-        .unwrap();
-        assert!(ok, "kubectl {shown}: {stdout}{stderr}");
+        let (ok, stdout, stderr) = kubectl(&kc, &args).await;
+        assert!(ok, "kubectl {}: {stdout}{stderr}", args.join(" "));
     }
     let ns = "/api/v1/namespaces/team-z";
     let get = |path: String| {
@@ -665,12 +565,7 @@ async fn kubectl_create_run_expose_and_set_image() {
     assert_eq!(p["metadata"]["labels"], json!({"app": "pod1"}));
 
     // kubectl did speak protobuf: its request and the answer.
-    let kc2 = kc.clone();
-    let (ok, _, log) = tokio::task::spawn_blocking(move || {
-        kubectl(&kc2, &["create", "namespace", "team-y", "-v=8"])
-    })
-    .await
-    .unwrap();
+    let (ok, _, log) = kubectl(&kc, &["create", "namespace", "team-y", "-v=8"]).await;
     assert!(ok, "{log}");
     // The request's Content-Type and the answer's.
     assert_eq!(
@@ -680,23 +575,16 @@ async fn kubectl_create_run_expose_and_set_image() {
         "{log}"
     );
     // And reads what it created back in protobuf.
-    let kc3 = kc.clone();
-    let (ok, out, err) = tokio::task::spawn_blocking(move || {
-        kubectl(
-            &kc3,
-            &[
-                "get",
-                "configmap",
-                "cm1",
-                "-n",
-                "team-z",
-                "-o",
-                "jsonpath={.data.color}",
-            ],
-        )
-    })
-    .await
-    .unwrap();
+    let get_cm1 = [
+        "get",
+        "configmap",
+        "cm1",
+        "-n",
+        "team-z",
+        "-o",
+        "jsonpath={.data.color}",
+    ];
+    let (ok, out, err) = kubectl(&kc, &get_cm1).await;
     assert!(ok, "{err}");
     assert_eq!(out, "blue");
 }
@@ -709,17 +597,9 @@ async fn token_requests_with_the_zero_status_client_go_sends_get_a_token() {
     use k8s_pb::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenRequestStatus};
     use k8s_pb::apimachinery::pkg::apis::meta::v1::Time;
 
-    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sb = start().await;
     let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}});
-    let (code, _, _) = send(
-        &sb,
-        reqwest::Method::POST,
-        "/api/v1/namespaces/default/serviceaccounts",
-        "application/json",
-        None,
-        serde_json::to_vec(&sa).unwrap(),
-    )
-    .await;
+    let (code, _) = post_json(&sb, "/api/v1/namespaces/default/serviceaccounts", &sa).await;
     assert_eq!(code, 201);
     let path = "/api/v1/namespaces/default/serviceaccounts/builder/token";
 
@@ -742,10 +622,10 @@ async fn token_requests_with_the_zero_status_client_go_sends_get_a_token() {
         "TokenRequest",
         req.encode_to_vec(),
     );
-    let (code, ct, answer) = send(&sb, reqwest::Method::POST, path, PB, Some(PB), body).await;
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
-    assert_eq!(ct, PB);
-    let (api_version, kind, raw) = open(&answer);
+    let a = send_pb(&sb, Method::POST, path, Some(PB), body).await;
+    assert_eq!(a.code, 201, "{}", a.text);
+    assert_eq!(a.content_type, PB);
+    let (api_version, kind, raw) = open(&a.bytes);
     assert_eq!(
         (api_version.as_str(), kind.as_str()),
         ("authentication.k8s.io/v1", "TokenRequest")
@@ -770,18 +650,16 @@ async fn token_requests_with_the_zero_status_client_go_sends_get_a_token() {
         "spec": {"audiences": null, "expirationSeconds": 1200, "boundObjectRef": null},
         "status": {"token": "", "expirationTimestamp": null},
     });
-    let (code, _, answer) = send(
-        &sb,
-        reqwest::Method::POST,
-        path,
-        "application/json",
-        None,
-        serde_json::to_vec(&req).unwrap(),
-    )
-    .await;
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
-    let v: Value = serde_json::from_slice(&answer).unwrap();
-    assert_eq!(v["status"]["token"].as_str().unwrap().split('.').count(), 3);
+    let a = send(&sb, Method::POST, path, JSON, Some(&req)).await;
+    assert_eq!(a.code, 201, "{}", a.text);
+    assert_eq!(
+        a.body["status"]["token"]
+            .as_str()
+            .unwrap()
+            .split('.')
+            .count(),
+        3
+    );
 }
 
 /// The server's protobuf decoder has no strict mode: `fieldValidation`
@@ -790,7 +668,7 @@ async fn token_requests_with_the_zero_status_client_go_sends_get_a_token() {
 /// the same request in JSON with an unknown field is refused.
 #[tokio::test]
 async fn field_validation_does_not_apply_to_protobuf_bodies() {
-    let sb = Sandbox::start(Config::default()).await.unwrap();
+    let sb = start().await;
     // ConfigMap has fields 1 to 4; field 99 (a string) is unknown to it.
     let mut raw = ConfigMap {
         metadata: Some(ObjectMeta {
@@ -802,47 +680,29 @@ async fn field_validation_does_not_apply_to_protobuf_bodies() {
     }
     .encode_to_vec();
     raw.extend_from_slice(&[0x9a, 0x06, 0x01, b'x']);
-    let r = reqwest::Client::new()
-        .post(format!("{}{CMS}?fieldValidation=Strict", sb.url()))
-        .header("content-type", PB)
-        .header("accept", "application/json")
-        .body(envelope("v1", "ConfigMap", raw))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    assert!(r.headers().get("warning").is_none());
-    let stored: Value = r.json().await.unwrap();
-    assert_eq!(stored["data"], json!({"k": "v"}));
+    let strict = format!("{CMS}?fieldValidation=Strict");
+    let body = envelope("v1", "ConfigMap", raw);
+    let a = send_pb(&sb, Method::POST, &strict, Some(JSON), body).await;
+    assert_eq!(a.code, 201);
+    assert!(a.warnings.is_empty());
+    assert_eq!(a.body["data"], json!({"k": "v"}));
     let (code, got) = get_json(&sb, &format!("{CMS}/strict-pb")).await;
     assert_eq!(code, 200);
     assert_eq!(got["data"], json!({"k": "v"}));
 
     // The same under Strict in JSON, with an unknown field: refused.
-    let r = reqwest::Client::new()
-        .post(format!("{}{CMS}?fieldValidation=Strict", sb.url()))
-        .json(&json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "strict-json"}, "data": {"k": "v"}, "extra": "x"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 400);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "strict-json"}, "data": {"k": "v"}, "extra": "x"});
+    assert_eq!(post_json(&sb, &strict, &cm).await.0, 400);
     let (code, _) = get_json(&sb, &format!("{CMS}/strict-json")).await;
     assert_eq!(code, 404);
 
     // An invalid directive is refused for protobuf as for JSON, before
     // the body is read.
-    let (code, _, body) = send(
-        &sb,
-        reqwest::Method::POST,
-        &format!("{CMS}?fieldValidation=Sloppy"),
-        PB,
-        Some("application/json"),
-        configmap("sloppy"),
-    )
-    .await;
-    assert_eq!(code, 400, "{}", String::from_utf8_lossy(&body));
-    assert!(String::from_utf8_lossy(&body).contains("Invalid field validation directive"));
+    let sloppy = format!("{CMS}?fieldValidation=Sloppy");
+    let a = send_pb(&sb, Method::POST, &sloppy, Some(JSON), configmap("sloppy")).await;
+    assert_eq!(a.code, 400, "{}", a.text);
+    assert!(a.text.contains("Invalid field validation directive"));
     let (code, _) = get_json(&sb, &format!("{CMS}/sloppy")).await;
     assert_eq!(code, 404);
 }

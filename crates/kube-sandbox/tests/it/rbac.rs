@@ -13,19 +13,28 @@ use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Client, Config};
 use kube_sandbox::Sandbox;
 use kube_sandbox::auth::{AuthConfig, MASTERS, StaticToken};
+use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::common::{CMS, api_status, create_named, create_namespace, request, start};
+
 const ADMIN: &str = "admin-token";
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// The static token [`ADMIN`] of the user `admin`, a cluster admin.
+fn admin_token() -> StaticToken {
+    StaticToken {
+        token: ADMIN.into(),
+        user: "admin".into(),
+        groups: vec![MASTERS.into()],
+    }
+}
 
 async fn sandbox() -> (Sandbox, Client) {
     let sb = Sandbox::start(kube_sandbox::Config {
         auth: Some(AuthConfig {
             tokens: vec![
-                StaticToken {
-                    token: ADMIN.into(),
-                    user: "admin".into(),
-                    groups: vec![MASTERS.into()],
-                },
+                admin_token(),
                 StaticToken {
                     token: "dev-token".into(),
                     user: "dev".into(),
@@ -49,6 +58,24 @@ async fn client(sb: &Sandbox, token: Option<&str>) -> Client {
         .await
         .unwrap();
     Client::try_from(config).unwrap()
+}
+
+/// A GET of `path` with the bearer `token` (none when `None`) and
+/// `headers`; status code and JSON answer.
+async fn get_with(
+    sb: &Sandbox,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+) -> (u16, Value) {
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let mut all: Vec<(&str, &str)> = bearer
+        .iter()
+        .map(|b| ("authorization", b.as_str()))
+        .collect();
+    all.extend_from_slice(headers);
+    let a = request(sb, Method::GET, path, &all, vec![]).await;
+    (a.code, a.body)
 }
 
 fn rbac(kind: &str, plural: &str) -> ApiResource {
@@ -75,36 +102,62 @@ async fn create(client: &Client, kind: &str, plural: &str, ns: Option<&str>, bod
     .unwrap();
 }
 
-fn refusal(e: kube::Error) -> (u16, String, String) {
-    match e {
-        kube::Error::Api(s) => (s.code, s.reason, s.message),
-        other => panic!("not an API error: {other:?}"),
-    }
+/// Creates the Role `name` in `ns`, or the ClusterRole `name` when `ns` is
+/// `None`, with `rules`.
+async fn create_role(client: &Client, ns: Option<&str>, name: &str, rules: Value) {
+    let (kind, plural) = match ns {
+        Some(_) => ("Role", "roles"),
+        None => ("ClusterRole", "clusterroles"),
+    };
+    let body = json!({"metadata": {"name": name}, "rules": rules});
+    create(client, kind, plural, ns, body).await;
 }
 
-async fn ns(client: &Client, name: &str) {
-    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": name}})).unwrap(),
-    )
-    .await
-    .unwrap();
+/// Creates the RoleBinding `name` in `ns`, or the ClusterRoleBinding
+/// `name` when `ns` is `None`, of the `(kind, name)` role to `subject`.
+async fn create_binding(
+    client: &Client,
+    ns: Option<&str>,
+    name: &str,
+    (role_kind, role): (&str, &str),
+    subject: Value,
+) {
+    let (kind, plural) = match ns {
+        Some(_) => ("RoleBinding", "rolebindings"),
+        None => ("ClusterRoleBinding", "clusterrolebindings"),
+    };
+    let body = json!({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": RBAC, "kind": role_kind, "name": role},
+        "subjects": [subject],
+    });
+    create(client, kind, plural, ns, body).await;
+}
+
+/// The rules granting `verbs` on ConfigMaps.
+fn configmap_rules(verbs: &[&str]) -> Value {
+    json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}])
+}
+
+/// The RBAC subject of the group `name`.
+fn group(name: &str) -> Value {
+    json!({"apiGroup": RBAC, "kind": "Group", "name": name})
+}
+
+/// The code, reason and message of a refused call.
+fn refusal(e: kube::Error) -> (u16, String, String) {
+    let s = api_status(e);
+    (s.code, s.reason, s.message)
 }
 
 #[tokio::test]
 async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
     let (sb, admin) = sandbox().await;
-    ns(&admin, "team-a").await;
-    ns(&admin, "team-b").await;
-    Api::<ServiceAccount>::namespaced(admin.clone(), "team-a")
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "sync"}})).unwrap(),
-        )
-        .await
-        .unwrap();
-    let token = Api::<ServiceAccount>::namespaced(admin.clone(), "team-a")
+    create_namespace(&admin, "team-a").await;
+    create_namespace(&admin, "team-b").await;
+    let sas = Api::<ServiceAccount>::namespaced(admin.clone(), "team-a");
+    create_named(&sas, "sync").await;
+    let token = sas
         .create_token_request(
             "sync",
             &PostParams::default(),
@@ -132,16 +185,15 @@ async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
          resource \"configmaps\" in API group \"\" in the namespace \"team-a\""
     );
 
-    create(&admin, "Role", "roles", Some("team-a"), json!({
-        "metadata": {"name": "cm-writer", "namespace": "team-a"},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}],
-    }))
-    .await;
-    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
-        "metadata": {"name": "sync", "namespace": "team-a"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-writer"},
-        "subjects": [{"kind": "ServiceAccount", "name": "sync"}],
-    }))
+    let writer = configmap_rules(&["get", "list", "create"]);
+    create_role(&admin, Some("team-a"), "cm-writer", writer).await;
+    create_binding(
+        &admin,
+        Some("team-a"),
+        "sync",
+        ("Role", "cm-writer"),
+        json!({"kind": "ServiceAccount", "name": "sync"}),
+    )
     .await;
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
     cms(&sa, "team-a")
@@ -178,16 +230,12 @@ async fn a_service_account_may_do_what_its_role_grants_and_nothing_else() {
         "{message}"
     );
     // A binding to a role that does not exist says so in the refusal.
-    create(
+    create_binding(
         &admin,
-        "RoleBinding",
-        "rolebindings",
         Some("team-b"),
-        json!({
-            "metadata": {"name": "dangling", "namespace": "team-b"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "gone"},
-            "subjects": [{"kind": "ServiceAccount", "name": "sync", "namespace": "team-a"}],
-        }),
+        "dangling",
+        ("Role", "gone"),
+        json!({"kind": "ServiceAccount", "name": "sync", "namespace": "team-a"}),
     )
     .await;
     let (_, _, message) = refusal(
@@ -219,27 +267,24 @@ async fn cluster_roles_bind_groups_and_aggregate() {
         "rules": [],
     }))
     .await;
-    create(&admin, "ClusterRoleBinding", "clusterrolebindings", None, json!({
-        "metadata": {"name": "developers-view"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view-all"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
-    }))
+    let view_all = ("ClusterRole", "view-all");
+    create_binding(
+        &admin,
+        None,
+        "developers-view",
+        view_all,
+        group("developers"),
+    )
     .await;
     assert!(
         cms.list(&ListParams::default()).await.is_err(),
         "nothing aggregated yet"
     );
-    create(
-        &admin,
-        "ClusterRole",
-        "clusterroles",
-        None,
-        json!({
-            "metadata": {"name": "cm-view", "labels": {"example.com/aggregate-to-view": "true"}},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
-        }),
-    )
-    .await;
+    let aggregated = json!({
+        "metadata": {"name": "cm-view", "labels": {"example.com/aggregate-to-view": "true"}},
+        "rules": configmap_rules(&["list"]),
+    });
+    create(&admin, "ClusterRole", "clusterroles", None, aggregated).await;
     cms.list(&ListParams::default()).await.unwrap();
 }
 
@@ -251,20 +296,7 @@ async fn tokens_nobody_issued_are_401_and_no_token_is_anonymous() {
         .list(&ListParams::default())
         .await
         .unwrap();
-    let http = reqwest::Client::new();
-    let get = |path: &'static str, token: Option<&'static str>| {
-        let mut req = http.get(format!("{}{path}", sb.url()));
-        if let Some(t) = token {
-            req = req.bearer_auth(t);
-        }
-        async move {
-            let r = req.send().await.unwrap();
-            (
-                r.status().as_u16(),
-                r.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
+    let get = |path: &'static str, token: Option<&'static str>| get_with(&sb, path, token, &[]);
     let (code, body) = get("/api/v1/configmaps", Some("forged")).await;
     assert_eq!(code, 401);
     assert_eq!(
@@ -287,9 +319,7 @@ async fn tokens_nobody_issued_are_401_and_no_token_is_anonymous() {
 
 #[tokio::test]
 async fn without_auth_everyone_may_do_everything_as_before() {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
+    let sb = start().await;
     let anyone = client(&sb, None).await;
     Api::<ConfigMap>::all(anyone)
         .list(&ListParams::default())
@@ -308,11 +338,7 @@ async fn over_https_a_client_trusting_the_ca_authenticates_and_others_cannot_con
     let ca = tls.ca_pem().to_string();
     let sb = Sandbox::start(kube_sandbox::Config {
         auth: Some(AuthConfig {
-            tokens: vec![StaticToken {
-                token: ADMIN.into(),
-                user: "admin".into(),
-                groups: vec![MASTERS.into()],
-            }],
+            tokens: vec![admin_token()],
         }),
         tls: Some(tls),
         ..Default::default()
@@ -406,23 +432,10 @@ async fn reviews_answer_for_the_caller_with_the_rbac_decisions() {
         json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"cluster-admin\" of ClusterRole \"cluster-admin\" to Group \"system:masters\""})
     );
 
-    create(
-        &admin,
-        "Role",
-        "roles",
-        Some("default"),
-        json!({
-            "metadata": {"name": "cm-reader", "namespace": "default"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
-        }),
-    )
-    .await;
-    create(&admin, "RoleBinding", "rolebindings", Some("default"), json!({
-        "metadata": {"name": "developers", "namespace": "default"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
-    }))
-    .await;
+    let default = Some("default");
+    create_role(&admin, default, "cm-reader", configmap_rules(&["list"])).await;
+    let reader = ("Role", "cm-reader");
+    create_binding(&admin, default, "developers", reader, group("developers")).await;
     assert_eq!(
         ssar(&dev).await,
         json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"developers/default\" of Role \"cm-reader\" to Group \"developers\""})
@@ -472,21 +485,8 @@ async fn reviews_answer_for_the_caller_with_the_rbac_decisions() {
 #[tokio::test]
 async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_that_user() {
     let (sb, admin) = sandbox().await;
-    let http = reqwest::Client::new();
     let get = |token: &'static str, headers: &'static [(&'static str, &'static str)]| {
-        let mut req = http
-            .get(format!("{}/api/v1/namespaces/default/configmaps", sb.url()))
-            .bearer_auth(token);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        async move {
-            let r = req.send().await.unwrap();
-            (
-                r.status().as_u16(),
-                r.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
+        get_with(&sb, CMS, Some(token), headers)
     };
     // dev may not impersonate anyone.
     let (code, body) = get("dev-token", &[("Impersonate-User", "alice")]).await;
@@ -506,23 +506,16 @@ async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_that_user() {
         "{body}"
     );
     // As a ServiceAccount, with its groups.
-    create(&admin, "RoleBinding", "rolebindings", Some("default"), json!({
-        "metadata": {"name": "sas-view", "namespace": "default"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cm-list"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:default"}],
-    }))
-    .await;
-    create(
+    let sas = group("system:serviceaccounts:default");
+    create_binding(
         &admin,
-        "ClusterRole",
-        "clusterroles",
-        None,
-        json!({
-            "metadata": {"name": "cm-list"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}],
-        }),
+        Some("default"),
+        "sas-view",
+        ("ClusterRole", "cm-list"),
+        sas,
     )
     .await;
+    create_role(&admin, None, "cm-list", configmap_rules(&["list"])).await;
     let (code, _) = get(
         ADMIN,
         &[("Impersonate-User", "system:serviceaccount:default:bot")],
@@ -549,20 +542,21 @@ async fn impersonation_needs_the_impersonate_verb_and_then_acts_as_that_user() {
 #[tokio::test]
 async fn nobody_grants_more_than_they_hold_without_escalate_or_bind() {
     let (sb, admin) = sandbox().await;
-    ns(&admin, "team-a").await;
-    create(&admin, "Role", "roles", Some("team-a"), json!({
-        "metadata": {"name": "rbac-admin", "namespace": "team-a"},
-        "rules": [
-            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
-            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
-        ],
-    }))
-    .await;
-    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
-        "metadata": {"name": "developers", "namespace": "team-a"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "rbac-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
-    }))
+    create_namespace(&admin, "team-a").await;
+    let team_a = Some("team-a");
+    let rules = json!([
+        {"apiGroups": [RBAC], "resources": ["roles", "rolebindings"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}
+    ]);
+    create_role(&admin, team_a, "rbac-admin", rules).await;
+    let rbac_admin = ("Role", "rbac-admin");
+    create_binding(
+        &admin,
+        team_a,
+        "developers",
+        rbac_admin,
+        group("developers"),
+    )
     .await;
     let dev = client(&sb, Some("dev-token")).await;
     let roles: Api<DynamicObject> =
@@ -623,32 +617,17 @@ async fn nobody_grants_more_than_they_hold_without_escalate_or_bind() {
     );
 
     // escalate and bind lift the checks.
-    create(&admin, "Role", "roles", Some("team-a"), json!({
-        "metadata": {"name": "escalator", "namespace": "team-a"},
-        "rules": [
-            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]},
-        ],
-    }))
-    .await;
-    create(&admin, "ClusterRole", "clusterroles", None, json!({
-        "metadata": {"name": "bind-admin"},
-        "rules": [
-            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["cluster-admin"]},
-        ],
-    }))
-    .await;
-    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
-        "metadata": {"name": "developers-escalate", "namespace": "team-a"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "escalator"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
-    }))
-    .await;
-    create(&admin, "RoleBinding", "rolebindings", Some("team-a"), json!({
-        "metadata": {"name": "developers-bind", "namespace": "team-a"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "bind-admin"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
-    }))
-    .await;
+    let escalate = json!([{"apiGroups": [RBAC], "resources": ["roles"], "verbs": ["escalate"]}]);
+    create_role(&admin, team_a, "escalator", escalate).await;
+    let bind = json!([{"apiGroups": [RBAC], "resources": ["clusterroles"], "verbs": ["bind"],
+                       "resourceNames": ["cluster-admin"]}]);
+    create_role(&admin, None, "bind-admin", bind).await;
+    for (binding, role) in [
+        ("developers-escalate", ("Role", "escalator")),
+        ("developers-bind", ("ClusterRole", "bind-admin")),
+    ] {
+        create_binding(&admin, team_a, binding, role, group("developers")).await;
+    }
     roles
         .create(&PostParams::default(), &role("secret-get", "secrets"))
         .await
@@ -664,27 +643,13 @@ async fn nobody_grants_more_than_they_hold_without_escalate_or_bind() {
 
 /// A Role in `work` granting `verb` on ConfigMaps, bound to user `dev`.
 async fn grant_dev(admin: &Client, role: &str, verb: &str) {
-    create(
+    create_role(admin, Some("work"), role, configmap_rules(&[verb])).await;
+    create_binding(
         admin,
-        "Role",
-        "roles",
         Some("work"),
-        json!({
-            "metadata": {"name": role},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": [verb]}],
-        }),
-    )
-    .await;
-    create(
-        admin,
-        "RoleBinding",
-        "rolebindings",
-        Some("work"),
-        json!({
-            "metadata": {"name": format!("dev-{role}")},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "dev"}],
-        }),
+        &format!("dev-{role}"),
+        ("Role", role),
+        json!({"apiGroup": RBAC, "kind": "User", "name": "dev"}),
     )
     .await;
 }
@@ -696,7 +661,7 @@ async fn grant_dev(admin: &Client, role: &str, verb: &str) {
 async fn an_apply_that_creates_needs_create_too() {
     use kube::api::{Patch, PatchParams};
     let (sb, admin) = sandbox().await;
-    ns(&admin, "work").await;
+    create_namespace(&admin, "work").await;
     grant_dev(&admin, "patcher", "patch").await;
     let dev = client(&sb, Some("dev-token")).await;
     let cms = Api::<ConfigMap>::namespaced(dev.clone(), "work");
@@ -716,22 +681,13 @@ async fn an_apply_that_creates_needs_create_too() {
     assert_eq!((code, reason.as_str()), (403, "Forbidden"));
     // The authorizer's reason alone, which RBAC leaves empty here.
     assert_eq!(message, "configmaps \"new\" is forbidden: ");
+    let as_admin = Api::<ConfigMap>::namespaced(admin.clone(), "work");
     assert!(
-        Api::<ConfigMap>::namespaced(admin.clone(), "work")
-            .get_opt("new")
-            .await
-            .unwrap()
-            .is_none(),
+        as_admin.get_opt("new").await.unwrap().is_none(),
         "nothing stored"
     );
     // An existing object: patch is enough.
-    Api::<ConfigMap>::namespaced(admin.clone(), "work")
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": "old"}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_named(&as_admin, "old").await;
     apply("old").await.unwrap();
     // With create granted too, the apply creates.
     grant_dev(&admin, "creator", "create").await;

@@ -12,10 +12,10 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube::{Client, Config};
-use kube_sandbox::Sandbox;
 use proptest::prelude::*;
 use serde_json::json;
+
+use crate::common::sandbox;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -53,10 +53,7 @@ fn state_of<'a>(
 }
 
 async fn run(ops: Vec<Op>) {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
+    let (sb, client) = sandbox().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let (reader, writer) = reflector::store::<ConfigMap>();
     let stream = reflector(writer, watcher(api.clone(), watcher::Config::default()))

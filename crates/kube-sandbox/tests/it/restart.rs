@@ -8,18 +8,14 @@
 // Test fixtures: a failure to set up is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, PostParams, WatchEvent, WatchParams,
-};
-use kube::{Client, Config};
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams, WatchParams};
 use kube_sandbox::Sandbox;
 use serde_json::json;
 
-fn client(sb: &Sandbox) -> Client {
-    Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap()
-}
+use crate::common::{
+    client, create_crd, create_namespace, next_event, watch, watch_error, widget_crd,
+};
 
 fn config(path: &std::path::Path) -> kube_sandbox::Config {
     kube_sandbox::Config {
@@ -35,13 +31,7 @@ async fn a_restart_with_the_state_file_keeps_every_object() {
     let sb = Sandbox::start(config(&state)).await.unwrap();
     let addr = sb.addr();
     let c = client(&sb);
-    let ns: Api<Namespace> = Api::all(c.clone());
-    ns.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": "keep"}})).unwrap(),
-    )
-    .await
-    .unwrap();
+    create_namespace(&c, "keep").await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "keep");
     let cm = cms
         .create(
@@ -63,28 +53,7 @@ async fn a_restart_with_the_state_file_keeps_every_object() {
         )
         .await
         .unwrap();
-    let crds: Api<DynamicObject> = Api::all_with(
-        c.clone(),
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
-            "customresourcedefinitions",
-        ),
-    );
-    crds.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.example.com"},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                "names": {"plural": "widgets", "kind": "Widget"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object",
-                        "x-kubernetes-preserve-unknown-fields": true}}}]}
-        }))
-        .unwrap(),
-    )
-    .await
-    .unwrap();
+    create_crd(&sb, &widget_crd()).await;
     let widget_res = ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("example.com", "v1", "Widget"),
         "widgets",
@@ -150,18 +119,9 @@ async fn a_restart_with_the_state_file_keeps_every_object() {
     let rv: u64 = fresh.metadata.resource_version.unwrap().parse().unwrap();
     assert!(rv > last_rv, "{rv} after {last_rv}");
     // A watch from before the restart: 410, list again.
-    let mut stream = Box::pin(
-        cms.watch(
-            &WatchParams::default(),
-            &cm.metadata.resource_version.unwrap(),
-        )
-        .await
-        .unwrap(),
-    );
-    match stream.try_next().await.unwrap() {
-        Some(WatchEvent::Error(e)) => assert_eq!(e.code, 410),
-        other => panic!("not a 410: {other:?}"),
-    }
+    let rv = cm.metadata.resource_version.unwrap();
+    let mut stream = watch(&cms, &WatchParams::default(), &rv).await;
+    assert_eq!(watch_error(next_event(&mut stream).await).code, 410);
     sb.shutdown().await;
 
     // A plain stop and a start from the file: the same objects.

@@ -20,14 +20,15 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, EvictParams, LogParams, Patch, PatchParams, PostParams};
 use kube::{Client, Config};
 use kube_sandbox::Sandbox;
+use reqwest::Method;
 use serde_json::{Value, json};
+
+use crate::common::{JSON, api_status, get_json, raw, request, start, typed};
 
 const NS: &str = "default";
 
 async fn sandbox() -> (Sandbox, Client) {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
+    let sb = start().await;
     let mut config = Config::new(sb.url().parse().unwrap());
     // A 429 is an answer under test here, not something to wait out.
     config.default_retry = false;
@@ -35,32 +36,9 @@ async fn sandbox() -> (Sandbox, Client) {
     (sb, client)
 }
 
-fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).unwrap()
-}
-
-fn api_error(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("not an API error: {other:?}"),
-    }
-}
-
-async fn raw(sb: &Sandbox, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
-    let http = reqwest::Client::new();
-    let mut req = http.request(method.parse().unwrap(), format!("{}{path}", sb.url()));
-    if let Some(b) = body {
-        req = req
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let resp = req.send().await.unwrap();
-    let code = resp.status().as_u16();
-    let text = resp.text().await.unwrap();
-    (
-        code,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
+/// A POST of the JSON text `body`; status code and JSON answer.
+async fn post(sb: &Sandbox, path: &str, body: &str) -> (u16, Value) {
+    raw(sb, Method::POST, path, JSON, body.into()).await
 }
 
 #[tokio::test]
@@ -143,7 +121,7 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
     let start = sb.revision().await;
     let pp = PostParams::default();
 
-    let e = api_error(
+    let e = api_status(
         Api::<SubjectAccessReview>::all(client.clone())
             .create(&pp, &typed(json!({"spec": {"user": "jane"}})))
             .await
@@ -158,7 +136,7 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
     let lsar: LocalSubjectAccessReview = typed(json!({"spec": {
         "user": "jane", "resourceAttributes": {"namespace": "elsewhere", "verb": "get", "resource": "pods"}
     }}));
-    let e = api_error(
+    let e = api_status(
         Api::<LocalSubjectAccessReview>::namespaced(client.clone(), NS)
             .create(&pp, &lsar)
             .await
@@ -173,7 +151,7 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
         e.message
     );
 
-    let e = api_error(
+    let e = api_status(
         Api::<TokenReview>::all(client.clone())
             .create(&pp, &typed(json!({"spec": {}})))
             .await
@@ -183,7 +161,7 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
         (e.code, e.message.as_str()),
         (400, "token is required for TokenReview in authentication")
     );
-    let e = api_error(
+    let e = api_status(
         Api::<SelfSubjectRulesReview>::all(client.clone())
             .create(&pp, &typed(json!({"spec": {}})))
             .await
@@ -197,13 +175,12 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
     // Malformed bodies, wrong kinds, and the methods a create-only
     // resource does not have.
     let path = "/apis/authentication.k8s.io/v1/tokenreviews";
-    let (code, body) = raw(&sb, "POST", path, Some("{not json")).await;
+    let (code, body) = post(&sb, path, "{not json").await;
     assert_eq!(code, 400, "{body}");
-    let (code, body) = raw(
+    let (code, body) = post(
         &sb,
-        "POST",
         path,
-        Some(r#"{"apiVersion":"v1","kind":"ConfigMap","spec":{"token":"x"}}"#),
+        r#"{"apiVersion":"v1","kind":"ConfigMap","spec":{"token":"x"}}"#,
     )
     .await;
     assert_eq!(code, 400, "{body}");
@@ -211,20 +188,19 @@ async fn invalid_reviews_are_refused_as_the_registries_refuse_them() {
         body["message"],
         "the API version in the data (v1) does not match the expected API version (authentication.k8s.io/v1)"
     );
-    let (code, body) = raw(&sb, "POST", path, Some(r#"{"spec":{"token":7}}"#)).await;
+    let (code, body) = post(&sb, path, r#"{"spec":{"token":7}}"#).await;
     assert_eq!(code, 400, "{body}");
-    let (code, body) = raw(&sb, "GET", path, None).await;
+    let (code, body) = get_json(&sb, path).await;
     assert_eq!(
         (code, body["reason"].as_str()),
         (405, Some("MethodNotAllowed"))
     );
-    let (code, _) = raw(&sb, "GET", &format!("{path}/x"), None).await;
+    let (code, _) = get_json(&sb, &format!("{path}/x")).await;
     assert_eq!(code, 404);
-    let (code, _) = raw(
+    let (code, _) = post(
         &sb,
-        "POST",
         "/apis/authorization.k8s.io/v1/localsubjectaccessreviews",
-        Some("{}"),
+        "{}",
     )
     .await;
     assert_eq!(code, 404);
@@ -261,28 +237,26 @@ async fn componentstatuses_report_the_missing_control_plane() {
             "Get \"https://127.0.0.1:10259/healthz\": dial tcp 127.0.0.1:10259: connect: connection refused"
         )
     );
-    let resp = reqwest::get(format!("{}/api/v1/componentstatuses", sb.url()))
-        .await
-        .unwrap();
+    let listed = request(&sb, Method::GET, "/api/v1/componentstatuses", &[], vec![]).await;
     assert_eq!(
-        resp.headers()["warning"],
+        listed.warnings[0],
         "299 - \"v1 ComponentStatus is deprecated in v1.19+\""
     );
-    let (code, body) = raw(&sb, "GET", "/api/v1/componentstatuses/nope", None).await;
+    let (code, body) = get_json(&sb, "/api/v1/componentstatuses/nope").await;
     assert_eq!(
         (code, body["message"].as_str()),
         (500, Some("Component not found: nope"))
     );
-    let (code, _) = raw(&sb, "POST", "/api/v1/componentstatuses", Some("{}")).await;
+    let (code, _) = post(&sb, "/api/v1/componentstatuses", "{}").await;
     assert_eq!(code, 405);
-    let (code, body) = raw(&sb, "GET", "/api/v1/componentstatuses?watch=true", None).await;
+    let (code, body) = get_json(&sb, "/api/v1/componentstatuses?watch=true").await;
     assert_eq!(code, 405, "{body}");
 }
 
 #[tokio::test]
 async fn discovery_lists_the_reviews_and_every_subresource_with_its_verbs() {
     let (sb, _client) = sandbox().await;
-    let (_, core) = raw(&sb, "GET", "/api/v1", None).await;
+    let (_, core) = get_json(&sb, "/api/v1").await;
     let find = |doc: &Value, name: &str| {
         doc["resources"]
             .as_array()
@@ -312,29 +286,23 @@ async fn discovery_lists_the_reviews_and_every_subresource_with_its_verbs() {
         find(&core, "componentstatuses")["shortNames"],
         json!(["cs"])
     );
-    let (_, authn) = raw(&sb, "GET", "/apis/authentication.k8s.io/v1", None).await;
+    let (_, authn) = get_json(&sb, "/apis/authentication.k8s.io/v1").await;
     assert_eq!(find(&authn, "tokenreviews")["verbs"], json!(["create"]));
-    let (_, authz) = raw(&sb, "GET", "/apis/authorization.k8s.io/v1", None).await;
+    let (_, authz) = get_json(&sb, "/apis/authorization.k8s.io/v1").await;
     assert_eq!(
         find(&authz, "localsubjectaccessreviews")["namespaced"],
         true
     );
-    let (_, certs) = raw(&sb, "GET", "/apis/certificates.k8s.io/v1", None).await;
+    let (_, certs) = get_json(&sb, "/apis/certificates.k8s.io/v1").await;
     assert_eq!(
         find(&certs, "certificatesigningrequests/approval")["verbs"],
         json!(["get", "patch", "update"])
     );
 
-    let resp = reqwest::Client::new()
-        .get(format!("{}/api", sb.url()))
-        .header(
-            "accept",
-            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
-        )
-        .send()
+    let aggregated = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let agg = request(&sb, Method::GET, "/api", &[("accept", aggregated)], vec![])
         .await
-        .unwrap();
-    let agg: Value = resp.json().await.unwrap();
+        .body;
     let pods = agg["items"][0]["versions"][0]["resources"]
         .as_array()
         .unwrap()
@@ -364,7 +332,7 @@ async fn discovery_lists_the_reviews_and_every_subresource_with_its_verbs() {
         ]
     );
 
-    let (_, openapi) = raw(&sb, "GET", "/openapi/v3/apis/authorization.k8s.io/v1", None).await;
+    let (_, openapi) = get_json(&sb, "/openapi/v3/apis/authorization.k8s.io/v1").await;
     let path = &openapi["paths"]["/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews"];
     assert_eq!(path["post"]["x-kubernetes-action"], "post");
     assert!(path.get("get").is_none(), "{path}");
@@ -413,7 +381,7 @@ async fn a_binding_assigns_a_node_once() {
     assert_eq!(scheduled.status, "True");
 
     let rv = sb.revision().await;
-    let e = api_error(
+    let e = api_status(
         pods.create_subresource::<Value, Value>("binding", "p", &pp, &binding("node-2"))
             .await
             .unwrap_err(),
@@ -427,7 +395,7 @@ async fn a_binding_assigns_a_node_once() {
     let mismatched = json!({
         "apiVersion": "v1", "kind": "Binding", "metadata": {"name": "q"}, "target": {"name": "n"}
     });
-    let e = api_error(
+    let e = api_status(
         pods.create_subresource::<Value, Value>("binding", "p", &pp, &mismatched)
             .await
             .unwrap_err(),
@@ -436,32 +404,19 @@ async fn a_binding_assigns_a_node_once() {
         (e.code, e.message.as_str()),
         (400, "name in URL does not match name in Binding object")
     );
-    let (code, _) = raw(
+    let (code, _) = post(&sb, "/api/v1/namespaces/default/pods/p/binding", "[1,2").await;
+    assert_eq!(code, 400);
+    let (code, _) = post(
         &sb,
-        "POST",
         "/api/v1/namespaces/default/pods/p/binding",
-        Some("[1,2"),
+        r#"{"kind":"Pod","metadata":{"name":"p"}}"#,
     )
     .await;
     assert_eq!(code, 400);
-    let (code, _) = raw(
-        &sb,
-        "POST",
-        "/api/v1/namespaces/default/pods/p/binding",
-        Some(r#"{"kind":"Pod","metadata":{"name":"p"}}"#),
-    )
-    .await;
-    assert_eq!(code, 400);
-    let (code, _) = raw(
-        &sb,
-        "GET",
-        "/api/v1/namespaces/default/pods/p/binding",
-        None,
-    )
-    .await;
+    let (code, _) = get_json(&sb, "/api/v1/namespaces/default/pods/p/binding").await;
     assert_eq!(code, 405);
     assert_eq!(sb.revision().await, rv);
-    let e = api_error(
+    let e = api_status(
         pods.create_subresource::<Value, Value>("binding", "nope", &pp, &binding("n"))
             .await
             .unwrap_err(),
@@ -517,7 +472,7 @@ async fn evictions_honour_disruption_budgets() {
     };
     set_status(0).await;
     let rv = sb.revision().await;
-    let e = api_error(
+    let e = api_status(
         pods.evict("web", &EvictParams::default())
             .await
             .unwrap_err(),
@@ -528,11 +483,10 @@ async fn evictions_honour_disruption_budgets() {
         "Too many requests: Cannot evict pod as it would violate the pod's disruption budget."
     );
     assert_eq!(sb.revision().await, rv, "a refused eviction writes nothing");
-    let (_, body) = raw(
+    let (_, body) = post(
         &sb,
-        "POST",
         "/api/v1/namespaces/default/pods/web/eviction",
-        Some(r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web"}}"#),
+        r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web"}}"#,
     )
     .await;
     assert_eq!(
@@ -548,11 +502,10 @@ async fn evictions_honour_disruption_budgets() {
     assert!(after.disrupted_pods.unwrap().contains_key("web"));
 
     // Mismatched names and missing pods.
-    let (code, body) = raw(
+    let (code, body) = post(
         &sb,
-        "POST",
         "/api/v1/namespaces/default/pods/web/eviction",
-        Some(r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}"#),
+        r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}"#,
     )
     .await;
     assert_eq!(
@@ -562,7 +515,7 @@ async fn evictions_honour_disruption_budgets() {
             Some("name in URL does not match name in Eviction object")
         )
     );
-    let e = api_error(
+    let e = api_status(
         pods.evict("gone", &EvictParams::default())
             .await
             .unwrap_err(),
@@ -583,11 +536,10 @@ async fn evictions_honour_disruption_budgets() {
         }));
         pdbs.create(&pp, &b).await.unwrap();
     }
-    let (code, body) = raw(
+    let (code, body) = post(
         &sb,
-        "POST",
         "/api/v1/namespaces/default/pods/twice/eviction",
-        Some(r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"twice"}}"#),
+        r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"twice"}}"#,
     )
     .await;
     assert_eq!((code, body["code"].as_i64()), (201, Some(500)), "{body}");
@@ -610,7 +562,7 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
         .unwrap();
     // An unscheduled pod has no log location: an empty log.
     assert_eq!(pods.logs("one", &LogParams::default()).await.unwrap(), "");
-    let e = api_error(
+    let e = api_status(
         pods.logs(
             "one",
             &LogParams {
@@ -625,18 +577,18 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
         (e.code, e.message.as_str()),
         (400, "container nope is not valid for pod one")
     );
-    let e = api_error(pods.logs("two", &LogParams::default()).await.unwrap_err());
+    let e = api_status(pods.logs("two", &LogParams::default()).await.unwrap_err());
     assert_eq!(
         e.message,
         "a container name must be specified for pod two, choose one of: [a b]"
     );
-    let e = api_error(
+    let e = api_status(
         pods.logs("missing", &LogParams::default())
             .await
             .unwrap_err(),
     );
     assert_eq!(e.code, 404);
-    let e = api_error(
+    let e = api_status(
         pods.logs(
             "one",
             &LogParams {
@@ -652,9 +604,10 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
     for sub in ["exec?command=ls", "attach", "portforward"] {
         let (code, body) = raw(
             &sb,
-            "POST",
+            Method::POST,
             &format!("/api/v1/namespaces/default/pods/one/{sub}"),
-            None,
+            "",
+            vec![],
         )
         .await;
         assert_eq!(
@@ -663,13 +616,7 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
             "{sub}"
         );
     }
-    let (code, body) = raw(
-        &sb,
-        "GET",
-        "/api/v1/namespaces/default/pods/one/proxy/x/y",
-        None,
-    )
-    .await;
+    let (code, body) = get_json(&sb, "/api/v1/namespaces/default/pods/one/proxy/x/y").await;
     assert_eq!(
         (code, body["message"].as_str()),
         (400, Some("address not allowed"))
@@ -682,7 +629,7 @@ async fn streaming_subresources_answer_as_for_a_pod_without_a_node() {
     pods.create_subresource::<Value, Value>("binding", "one", &PostParams::default(), &binding)
         .await
         .unwrap();
-    let e = api_error(pods.logs("one", &LogParams::default()).await.unwrap_err());
+    let e = api_status(pods.logs("one", &LogParams::default()).await.unwrap_err());
     assert_eq!(
         (e.code, e.message.as_str()),
         (404, "nodes \"ghost\" not found")
@@ -712,7 +659,7 @@ async fn ephemeral_containers_and_resize_change_only_their_part() {
     let spec = out.spec.unwrap();
     assert_eq!(spec.ephemeral_containers.unwrap()[0].name, "debug");
     assert_eq!(spec.containers[0].image.as_deref(), Some("nginx"));
-    let e = api_error(
+    let e = api_status(
         pods.patch_subresource(
             "ephemeralcontainers",
             "p",
@@ -741,7 +688,7 @@ async fn ephemeral_containers_and_resize_change_only_their_part() {
         c.resources.as_ref().unwrap().requests.as_ref().unwrap()["cpu"].0,
         "200m"
     );
-    let e = api_error(
+    let e = api_status(
         pods.patch_subresource(
             "resize",
             "p",
@@ -787,7 +734,7 @@ async fn an_approval_changes_only_the_conditions() {
     let cond = &out.status.unwrap().conditions.unwrap()[0];
     assert_eq!(cond.type_, "Approved");
     assert!(cond.last_update_time.is_some());
-    let e = api_error(
+    let e = api_status(
         csrs.patch_subresource(
             "approval",
             "c",

@@ -11,40 +11,28 @@
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenReview};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use kube::Client;
 use kube::api::{Api, DeleteParams, PostParams};
-use kube::{Client, Config};
-use kube_sandbox::Sandbox;
 use serde_json::{Value, json};
+
+use crate::common::{api_status, create_named, get_json, sandbox, typed};
 
 const NS: &str = "default";
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
 
-async fn sandbox() -> (Sandbox, Client) {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
-    (sb, client)
-}
-
-fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).unwrap()
-}
-
 async fn service_account(client: &Client, name: &str) -> ServiceAccount {
-    Api::<ServiceAccount>::namespaced(client.clone(), NS)
-        .create(
-            &PostParams::default(),
-            &typed(json!({"metadata": {"name": name}})),
-        )
-        .await
-        .unwrap()
+    create_named(&Api::namespaced(client.clone(), NS), name).await
 }
 
 async fn token(client: &Client, sa: &str, spec: Value) -> Result<TokenRequest, kube::Error> {
     Api::<ServiceAccount>::namespaced(client.clone(), NS)
         .create_token_request(sa, &PostParams::default(), &typed(json!({"spec": spec})))
         .await
+}
+
+/// The token a TokenRequest with `spec` issues for `sa`.
+async fn issued(client: &Client, sa: &str, spec: Value) -> String {
+    token(client, sa, spec).await.unwrap().status.unwrap().token
 }
 
 async fn review(client: &Client, token: &str, audiences: &[&str]) -> Value {
@@ -69,11 +57,10 @@ fn part(token: &str, i: usize) -> Value {
     .unwrap()
 }
 
+/// The code and message of a refused call.
 fn status(e: kube::Error) -> (u16, String) {
-    match e {
-        kube::Error::Api(s) => (s.code, s.message),
-        other => panic!("not an API error: {other:?}"),
-    }
+    let s = api_status(e);
+    (s.code, s.message)
 }
 
 #[tokio::test]
@@ -133,12 +120,7 @@ async fn an_issued_token_carries_the_servers_claims_and_reviews_as_its_service_a
 async fn audiences_must_meet() {
     let (_sb, client) = sandbox().await;
     service_account(&client, "web").await;
-    let vault = token(&client, "web", json!({"audiences": ["vault", "other"]}))
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
+    let vault = issued(&client, "web", json!({"audiences": ["vault", "other"]})).await;
     let r = review(&client, &vault, &["vault"]).await;
     assert_eq!(
         (r["authenticated"].clone(), r["audiences"].clone()),
@@ -149,12 +131,7 @@ async fn audiences_must_meet() {
         r,
         json!({"user": {}, "error": format!("token audiences [\"vault\" \"other\"] is invalid for the target audiences [\"{ISSUER}\"]")})
     );
-    let default = token(&client, "web", json!({}))
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
+    let default = issued(&client, "web", json!({})).await;
     let r = review(&client, &default, &["vault"]).await;
     assert_eq!(r["authenticated"], Value::Null, "{r}");
     assert_eq!(
@@ -206,16 +183,12 @@ async fn a_token_dies_with_its_service_account_or_bound_pod() {
         json!({"metadata": {"name": "web-0"}, "spec": {"serviceAccountName": "web", "containers": [{"name": "a", "image": "x"}]}}),
     );
     let pod = pods.create(&PostParams::default(), &pod).await.unwrap();
-    let bound = token(
+    let bound = issued(
         &client,
         "web",
         json!({"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "web-0"}}),
     )
-    .await
-    .unwrap()
-    .status
-    .unwrap()
-    .token;
+    .await;
     let claims = part(&bound, 1);
     assert_eq!(
         claims["kubernetes.io"]["pod"],
@@ -237,12 +210,7 @@ async fn a_token_dies_with_its_service_account_or_bound_pod() {
     .unwrap_err();
     assert_eq!(status(e), (400, "cannot bind token for serviceaccount \"db\" to pod running with serviceaccount \"web\"".into()));
 
-    let plain = token(&client, "web", json!({}))
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
+    let plain = issued(&client, "web", json!({})).await;
     // Tampering breaks the signature.
     let mut parts: Vec<String> = plain.split('.').map(str::to_string).collect();
     let mut c = part(&plain, 1);
@@ -282,12 +250,7 @@ async fn a_token_dies_with_its_service_account_or_bound_pod() {
 #[tokio::test]
 async fn discovery_lists_the_token_subresource() {
     let (sb, _client) = sandbox().await;
-    let v: Value = reqwest::get(format!("{}/api/v1", sb.url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, v) = get_json(&sb, "/api/v1").await;
     let entry = v["resources"]
         .as_array()
         .unwrap()
@@ -315,12 +278,7 @@ async fn discovery_lists_the_token_subresource() {
 async fn a_token_expires_after_its_seconds_and_a_minute_of_leeway() {
     let (sb, client) = sandbox().await;
     service_account(&client, "web").await;
-    let t = token(&client, "web", json!({"expirationSeconds": 600}))
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
+    let t = issued(&client, "web", json!({"expirationSeconds": 600})).await;
     // Within the leeway (with half a minute to spare for the real clock).
     sb.advance_token_clock(std::time::Duration::from_secs(600 + 30));
     assert_eq!(review(&client, &t, &[]).await["authenticated"], true);

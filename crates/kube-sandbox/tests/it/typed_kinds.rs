@@ -20,11 +20,17 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::api::{Api, DeleteParams, ListParams, PostParams, WatchEvent, WatchParams};
-use kube::{Client, Config, Resource, ResourceExt};
+use kube::{Client, Resource, ResourceExt};
 use kube_sandbox::Sandbox;
+use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use crate::common::{
+    Answer, CMS, JSON, answer, contains, create_namespace, get_json, object_event, post_json,
+    rv_of, sandbox, typed, watch,
+};
 
 /// The namespace every namespaced case lives in.
 const NS: &str = "typed";
@@ -32,14 +38,6 @@ const NS: &str = "typed";
 /// How long an eventual condition (a terminating namespace going away, a
 /// watch event arriving) may take before the test gives up.
 const DEADLINE: Duration = Duration::from_secs(10);
-
-async fn sandbox() -> (Sandbox, Client) {
-    let sb = Sandbox::start(kube_sandbox::Config::default())
-        .await
-        .unwrap();
-    let client = Client::try_from(Config::new(sb.url().parse().unwrap())).unwrap();
-    (sb, client)
-}
 
 /// Builds the typed `Api` of a kind from its scope: namespaced kinds in
 /// [`NS`], cluster-scoped ones at the cluster.
@@ -646,29 +644,6 @@ fn set(target: &mut Value, pointer: &str, value: Value) {
     }
 }
 
-/// Whether `have` has every field of `want` with the same value (lists
-/// item by item): the server may add defaults, never change what was sent.
-fn contains(have: &Value, want: &Value) -> bool {
-    match (have, want) {
-        (Value::Object(h), Value::Object(w)) => w
-            .iter()
-            .all(|(k, v)| h.get(k).is_some_and(|hv| contains(hv, v))),
-        (Value::Array(h), Value::Array(w)) => {
-            h.len() == w.len() && h.iter().zip(w).all(|(a, b)| contains(a, b))
-        }
-        (h, w) => h == w,
-    }
-}
-
-fn rv_of<K: Resource>(o: &K) -> u64 {
-    o.meta()
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 fn is_not_found<T: Debug>(r: &Result<T, kube::Error>) -> bool {
     matches!(r, Err(kube::Error::Api(s)) if s.code == 404 && s.reason == "NotFound")
 }
@@ -697,11 +672,7 @@ where
         "{what}: {name} exists before the case"
     );
     let rv = before.metadata.resource_version.clone().unwrap();
-    let mut events = api
-        .watch(&WatchParams::default().timeout(30), &rv)
-        .await
-        .unwrap()
-        .boxed();
+    let mut events = watch(&api, &WatchParams::default().timeout(30), &rv).await;
 
     // Create from the minimal object as the typed form holds it.
     let body = case.object();
@@ -843,12 +814,10 @@ where
             .unwrap_or_else(|_| panic!("{what}: watch stalled after {seen:?}"))
             .unwrap_or_else(|| panic!("{what}: watch ended after {seen:?}"))
             .unwrap_or_else(|e| panic!("{what}: watch event does not decode: {e:?}"));
-        let (type_, o) = match ev {
-            WatchEvent::Added(o) => ("ADDED", o),
-            WatchEvent::Modified(o) => ("MODIFIED", o),
-            WatchEvent::Deleted(o) => ("DELETED", o),
-            WatchEvent::Bookmark(_) => continue,
-            WatchEvent::Error(e) => panic!("{what}: watch error {e:?}"),
+        let (type_, o) = match object_event(ev) {
+            Ok(change) => change,
+            Err(WatchEvent::Bookmark(_)) => continue,
+            Err(other) => panic!("{what}: watch error {other:?}"),
         };
         assert_eq!(o.name_any(), name, "{what}: {type_}");
         seen.push(type_);
@@ -981,14 +950,7 @@ async fn every_served_kind_round_trips_through_its_typed_api() {
         );
     }
 
-    let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    nsapi
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_namespace(&client, NS).await;
     let start = sb.revision().await;
     for c in &all {
         (c.run)(client.clone()).await;
@@ -1175,21 +1137,27 @@ fn retype() -> impl proptest::strategy::Strategy<Value = Mutation> {
     })
 }
 
-/// A raw request to the sandbox: status code and body bytes.
+/// A request to the sandbox by `http`, with a JSON body or none.
 async fn raw(
     http: &reqwest::Client,
     sb: &Sandbox,
-    method: reqwest::Method,
+    method: Method,
     path: &str,
-    body: Option<Vec<u8>>,
-) -> (u16, Vec<u8>) {
-    let mut req = http.request(method, format!("{}{path}", sb.url()));
-    if let Some(b) = body {
-        req = req.header("content-type", "application/json").body(b);
-    }
-    let r = req.send().await.unwrap();
-    let code = r.status().as_u16();
-    (code, r.bytes().await.unwrap().to_vec())
+    body: Option<&Value>,
+) -> Answer {
+    let bytes = body.map(|b| serde_json::to_vec(b).unwrap());
+    let headers: &[(&str, &str)] = match bytes {
+        Some(_) => &[("content-type", JSON)],
+        None => &[],
+    };
+    let req = http.request(method, format!("{}{path}", sb.url()));
+    answer(req, headers, bytes.unwrap_or_default()).await
+}
+
+/// The path of the object a create answered, in the case's collection.
+fn created_path(case: &Case, made: &Value) -> String {
+    let name = made["metadata"]["name"].as_str().unwrap_or_default();
+    format!("{}/{}", case.collection(), segment(name))
 }
 
 /// A name as one URL path segment: RBAC names may hold `?`, `#` and
@@ -1209,9 +1177,9 @@ fn segment(name: &str) -> String {
 /// The stored state a refused write must leave: the revision and the
 /// collection's items.
 async fn state_of(http: &reqwest::Client, sb: &Sandbox, case: &Case) -> (u64, Value) {
-    let (code, body) = raw(http, sb, reqwest::Method::GET, &case.collection(), None).await;
-    assert_eq!(code, 200);
-    let list: Value = serde_json::from_slice(&body).unwrap();
+    let a = raw(http, sb, Method::GET, &case.collection(), None).await;
+    assert_eq!(a.code, 200);
+    let list: Value = serde_json::from_slice(&a.bytes).unwrap();
     (sb.revision().await, list["items"].clone())
 }
 
@@ -1225,22 +1193,15 @@ async fn post_mutated(
     use proptest::prop_assert;
     let what = format!("{}/{}", case.group, case.kind);
     let before = state_of(http, sb, case).await;
-    let (code, answer) = raw(
-        http,
-        sb,
-        reqwest::Method::POST,
-        &case.collection(),
-        Some(serde_json::to_vec(body).unwrap()),
-    )
-    .await;
-    let text = String::from_utf8_lossy(&answer).into_owned();
+    let a = raw(http, sb, Method::POST, &case.collection(), Some(body)).await;
+    let (code, text) = (a.code, &a.text);
     prop_assert!(
         (200..300).contains(&code) || (400..500).contains(&code),
         "{what}: {code} for {body}: {text}"
     );
     if code >= 400 {
         // Refused: a Status with the same code, and nothing stored.
-        let status: Value = serde_json::from_slice(&answer)
+        let status: Value = serde_json::from_slice(&a.bytes)
             .map_err(|e| proptest::test_runner::TestCaseError::fail(format!("{e}: {text}")))?;
         prop_assert!(
             status["kind"] == "Status" && status["code"] == code,
@@ -1255,17 +1216,15 @@ async fn post_mutated(
     }
     // Accepted: the answer is the kind, and it is removed again so the
     // next case starts from the same state.
-    (case.decode)(&answer).map_err(|e| {
+    (case.decode)(&a.bytes).map_err(|e| {
         proptest::test_runner::TestCaseError::fail(format!(
             "{what}: accepted body does not decode: {e}: {text}"
         ))
     })?;
-    let made: Value = serde_json::from_slice(&answer).unwrap();
-    let name = made["metadata"]["name"].as_str().unwrap_or_default();
-    let path = format!("{}/{}", case.collection(), segment(name));
-    let (code, _) = raw(http, sb, reqwest::Method::DELETE, &path, None).await;
+    let path = created_path(case, &a.body);
+    let code = raw(http, sb, Method::DELETE, &path, None).await.code;
     prop_assert!(code == 200, "{what}: delete after accepted create: {code}");
-    let (code, _) = raw(http, sb, reqwest::Method::GET, &path, None).await;
+    let code = raw(http, sb, Method::GET, &path, None).await.code;
     prop_assert!(code == 404, "{what}: still there after delete: {code}");
     Ok(())
 }
@@ -1284,16 +1243,7 @@ where
         .build()
         .unwrap();
     let (sb, client) = rt.block_on(sandbox());
-    rt.block_on(async {
-        let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-        nsapi
-            .create(
-                &PostParams::default(),
-                &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-            )
-            .await
-            .unwrap();
-    });
+    rt.block_on(create_namespace(&client, NS));
     let sample: Vec<Case> = cases()
         .into_iter()
         .filter(|c| SAMPLE.contains(&(c.group, c.kind)))
@@ -1409,14 +1359,7 @@ fn refusal(
 /// and that nothing was stored.
 async fn check_refusals(refusals: Vec<Refusal>) {
     let (sb, client) = sandbox().await;
-    let nsapi: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
-    nsapi
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(json!({"metadata": {"name": NS}})).unwrap(),
-        )
-        .await
-        .unwrap();
+    create_namespace(&client, NS).await;
     let http = reqwest::Client::new();
     let all = cases();
     let mut wrong = Vec::new();
@@ -1443,24 +1386,16 @@ async fn check_refusals(refusals: Vec<Refusal>) {
             }
         }
         let before = state_of(&http, &sb, case).await;
-        let (code, answer) = raw(
-            &http,
-            &sb,
-            reqwest::Method::POST,
-            &case.collection(),
-            Some(serde_json::to_vec(&body).unwrap()),
-        )
-        .await;
-        let status: Value = serde_json::from_slice(&answer).unwrap_or(Value::Null);
+        let a = raw(&http, &sb, Method::POST, &case.collection(), Some(&body)).await;
+        let (code, status) = (a.code, a.body);
         let named = status["details"]["causes"]
             .as_array()
             .is_some_and(|cs| cs.iter().any(|c| c["field"] == r.field));
         let what = format!("{}/{} {} = {:?}", r.group, r.kind, r.pointer, r.value);
         if code == 201 {
             // Put the state back for the next case.
-            let name = status["metadata"]["name"].as_str().unwrap_or_default();
-            let path = format!("{}/{}", case.collection(), segment(name));
-            raw(&http, &sb, reqwest::Method::DELETE, &path, None).await;
+            let path = created_path(case, &status);
+            raw(&http, &sb, Method::DELETE, &path, None).await;
         } else {
             assert_eq!(state_of(&http, &sb, case).await, before, "{what}");
         }
@@ -1626,31 +1561,15 @@ async fn invalid_sample_bodies_the_sandbox_stores_are_refused() {
 #[tokio::test]
 async fn null_elements_are_stored_as_zero_values() {
     let (sb, _client) = sandbox().await;
-    let http = reqwest::Client::new();
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "nulls", "labels": {"a": null}},
         "data": {"k": null, "j": "x"}});
-    let (code, answer) = raw(
-        &http,
-        &sb,
-        reqwest::Method::POST,
-        "/api/v1/namespaces/default/configmaps",
-        Some(serde_json::to_vec(&cm).unwrap()),
-    )
-    .await;
-    assert_eq!(code, 201, "{}", String::from_utf8_lossy(&answer));
-    let made: Value = serde_json::from_slice(&answer).unwrap();
+    let (code, made) = post_json(&sb, CMS, &cm).await;
+    assert_eq!(code, 201, "{made}");
     assert_eq!(made["data"], json!({"j": "x", "k": ""}));
     assert_eq!(made["metadata"]["labels"], json!({"a": ""}));
-    let (code, read) = raw(
-        &http,
-        &sb,
-        reqwest::Method::GET,
-        "/api/v1/namespaces/default/configmaps/nulls",
-        None,
-    )
-    .await;
+    let (code, read) = get_json(&sb, &format!("{CMS}/nulls")).await;
     assert_eq!(code, 200);
-    let read: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_slice(&read).unwrap();
+    let read: k8s_openapi::api::core::v1::ConfigMap = typed(read);
     assert_eq!(read.data.unwrap()["k"], "");
 }

@@ -916,22 +916,21 @@ fn pairs(errs: &[FieldError]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The expected (field, message) pairs, owned.
+fn owned(want: &[(&str, &str)]) -> Vec<(String, String)> {
+    want.iter()
+        .map(|(f, m)| ((*f).to_string(), (*m).to_string()))
+        .collect()
+}
+
 fn check(group: &str, kind: &str, obj: &Value, want: &[(&str, &str)]) {
     let got = pairs(&validate(group, kind, obj, None));
-    let want: Vec<(String, String)> = want
-        .iter()
-        .map(|(f, m)| ((*f).to_string(), (*m).to_string()))
-        .collect();
-    assert_eq!(got, want, "{kind}: {obj}");
+    assert_eq!(got, owned(want), "{kind}: {obj}");
 }
 
 fn check_update(group: &str, kind: &str, obj: &Value, old: &Value, want: &[(&str, &str)]) {
     let got = pairs(&validate(group, kind, obj, Some(old)));
-    let want: Vec<(String, String)> = want
-        .iter()
-        .map(|(f, m)| ((*f).to_string(), (*m).to_string()))
-        .collect();
-    assert_eq!(got, want, "{kind} update: {obj}");
+    assert_eq!(got, owned(want), "{kind} update: {obj}");
 }
 
 /// `obj` with the value at a `/`-separated JSON pointer replaced.
@@ -1051,38 +1050,16 @@ fn config_map_rules() {
 
 #[test]
 fn config_map_and_secret_immutability() {
+    let immutable = "Forbidden: field is immutable when `immutable` is set";
     let old = json!({"metadata": meta("c"), "immutable": true, "data": {"a": "1"}});
     check_update("", "ConfigMap", &old, &old, &[]);
     let new = json!({"metadata": meta("c"), "data": {"a": "2"}});
-    check_update(
-        "",
-        "ConfigMap",
-        &new,
-        &old,
-        &[
-            (
-                "immutable",
-                "Forbidden: field is immutable when `immutable` is set",
-            ),
-            (
-                "data",
-                "Forbidden: field is immutable when `immutable` is set",
-            ),
-        ],
-    );
+    let both = [("immutable", immutable), ("data", immutable)];
+    check_update("", "ConfigMap", &new, &old, &both);
     let old =
         json!({"metadata": meta("s"), "type": "Opaque", "immutable": true, "data": {"a": "MQ=="}});
     let new = with(&old, "/data/a", json!("Mg=="));
-    check_update(
-        "",
-        "Secret",
-        &new,
-        &old,
-        &[(
-            "data",
-            "Forbidden: field is immutable when `immutable` is set",
-        )],
-    );
+    check_update("", "Secret", &new, &old, &[("data", immutable)]);
     let new = json!({"metadata": meta("s"), "type": "kubernetes.io/tls", "immutable": true,
                      "data": {"a": "MQ==", "tls.crt": "", "tls.key": ""}});
     let old = json!({"metadata": meta("s"), "data": {"a": "MQ==", "tls.crt": "", "tls.key": ""}});
@@ -2164,14 +2141,11 @@ fn workload_selector_rules() {
 fn deployment_strategy_rules() {
     let d = deployment();
     let ru = "spec.strategy.rollingUpdate";
+    let rolling_update = |update: Value| with(&d, "/spec/strategy/rollingUpdate", update);
     check(
         "apps",
         "Deployment",
-        &with(
-            &d,
-            "/spec/strategy/rollingUpdate",
-            json!({"maxUnavailable": 0, "maxSurge": "0%"}),
-        ),
+        &rolling_update(json!({"maxUnavailable": 0, "maxSurge": "0%"})),
         &[(
             &format!("{ru}.maxUnavailable"),
             "Invalid value: 0: may not be 0 when `maxSurge` is 0",
@@ -2180,11 +2154,7 @@ fn deployment_strategy_rules() {
     check(
         "apps",
         "Deployment",
-        &with(
-            &d,
-            "/spec/strategy/rollingUpdate",
-            json!({"maxUnavailable": "150%", "maxSurge": "abc"}),
-        ),
+        &rolling_update(json!({"maxUnavailable": "150%", "maxSurge": "abc"})),
         &[
             (
                 &format!("{ru}.maxSurge"),
@@ -2199,11 +2169,7 @@ fn deployment_strategy_rules() {
     check(
         "apps",
         "Deployment",
-        &with(
-            &d,
-            "/spec/strategy/rollingUpdate",
-            json!({"maxUnavailable": -1, "maxSurge": 1}),
-        ),
+        &rolling_update(json!({"maxUnavailable": -1, "maxSurge": 1})),
         &[(
             &format!("{ru}.maxUnavailable"),
             "Invalid value: -1: must be greater than or equal to 0",
@@ -2348,14 +2314,11 @@ fn statefulset_rules() {
 fn daemonset_rules() {
     let ds = workload("DaemonSet");
     let ru = "spec.updateStrategy.rollingUpdate";
+    let rolling_update = |update: Value| with(&ds, "/spec/updateStrategy/rollingUpdate", update);
     check(
         "apps",
         "DaemonSet",
-        &with(
-            &ds,
-            "/spec/updateStrategy/rollingUpdate",
-            json!({"maxUnavailable": "10%", "maxSurge": 1}),
-        ),
+        &rolling_update(json!({"maxUnavailable": "10%", "maxSurge": 1})),
         &[(
             &format!("{ru}.maxSurge"),
             "Invalid value: 1: may not be set when maxUnavailable is non-zero",
@@ -2364,11 +2327,7 @@ fn daemonset_rules() {
     check(
         "apps",
         "DaemonSet",
-        &with(
-            &ds,
-            "/spec/updateStrategy/rollingUpdate",
-            json!({"maxUnavailable": 0, "maxSurge": "200%"}),
-        ),
+        &rolling_update(json!({"maxUnavailable": 0, "maxSurge": "200%"})),
         &[(
             &format!("{ru}.maxSurge"),
             "Invalid value: 200%: must not be greater than 100%",
@@ -2377,11 +2336,7 @@ fn daemonset_rules() {
     check(
         "apps",
         "DaemonSet",
-        &with(
-            &ds,
-            "/spec/updateStrategy/rollingUpdate",
-            json!({"maxUnavailable": 0}),
-        ),
+        &rolling_update(json!({"maxUnavailable": 0})),
         &[(
             &format!("{ru}.maxUnavailable"),
             "Required value: cannot be 0 when maxSurge is 0",
