@@ -1,7 +1,8 @@
 //! Helpers shared by mirra's integration tests: waiting for a condition,
 //! waiting for a controller to go quiet, reading the Kubernetes Events
-//! a controller recorded, capturing what it logs, and (`rbac`) a sandbox
-//! with RBAC on with deploy/'s manifests applied.
+//! a controller recorded, capturing what it logs, (`rbac`) a sandbox
+//! with RBAC on with deploy/'s manifests applied, and (`consul_login`) the
+//! Kubernetes host of a Consul auth method.
 //!
 //! This crate is a dev-dependency of the test suites only. Production
 //! code must not depend on it: every helper panics on failure, which is
@@ -11,6 +12,7 @@
 //! broken test hangs before it fails with a message naming what it was
 //! waiting for; a passing test returns as soon as the condition holds.
 
+pub mod consul_login;
 pub mod rbac;
 
 use std::fmt::Debug;

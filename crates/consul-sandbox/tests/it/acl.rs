@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::Api;
+use common::{Api, Resp};
 use consul_sandbox::{AclAccess, AclConfig, AclPolicy, AclResource, AclRule, AclToken, Config};
 use serde_json::json;
 
@@ -38,17 +38,16 @@ fn reg(node: &str, service: &str) -> serde_json::Value {
     json!({"Node": node, "Address": "10.0.0.1", "Service": {"Service": service}})
 }
 
+/// Registers `service` on `node` with `token` in `X-Consul-Token`.
+async fn register_as(api: &Api, token: &str, node: &str, service: &str) -> Resp {
+    api.put_as("/v1/catalog/register", token, reg(node, service))
+        .await
+}
+
 #[tokio::test]
 async fn allowed_writes_with_header_or_bearer() {
     let api = Api::start_with(acl_config()).await;
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .header("X-Consul-Token", "sync-secret")
-                .json(&reg("k8s-sync", "web")),
-        )
-        .await;
+    let r = register_as(&api, "sync-secret", "k8s-sync", "web").await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(
         r.header("X-Consul-Default-ACL-Policy").as_deref(),
@@ -69,14 +68,7 @@ async fn allowed_writes_with_header_or_bearer() {
 #[tokio::test]
 async fn denied_writes_are_403_with_consul_text_and_never_reach_raft() {
     let api = Api::start_with(acl_config()).await;
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .header("X-Consul-Token", "sync-secret")
-                .json(&reg("k8s-sync", "db")),
-        )
-        .await;
+    let r = register_as(&api, "sync-secret", "k8s-sync", "db").await;
     assert_eq!(r.status, 403);
     assert_eq!(
         r.text,
@@ -87,36 +79,19 @@ async fn denied_writes_are_403_with_consul_text_and_never_reach_raft() {
     let r = api
         .put("/v1/catalog/register", &reg("k8s-sync", "web"))
         .await;
-    assert_eq!(r.status, 403);
-    assert!(
-        r.text.starts_with(
-            "Permission denied: anonymous token lacks permission 'node:write' on \"k8s-sync\""
-        ),
-        "{}",
-        r.text
+    r.assert_status_and_prefix(
+        403,
+        "Permission denied: anonymous token lacks permission 'node:write' on \"k8s-sync\"",
     );
 
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .header("X-Consul-Token", "made-up")
-                .json(&reg("k8s-sync", "web")),
-        )
-        .await;
+    let r = register_as(&api, "made-up", "k8s-sync", "web").await;
     assert_eq!((r.status, r.text.as_str()), (403, "ACL not found"));
 
     // Transactions report ACL denials per op as a 409, like Consul.
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/txn"))
-                .header("X-Consul-Token", "sync-secret")
-                .json(&json!([
-                    {"Node": {"Verb": "set", "Node": {"Node": "other-node", "Address": "a"}}}
-                ])),
-        )
-        .await;
+    let ops = json!([
+        {"Node": {"Verb": "set", "Node": {"Node": "other-node", "Address": "a"}}}
+    ]);
+    let r = api.put_as("/v1/txn", "sync-secret", ops).await;
     assert_eq!(r.status, 409);
     assert!(
         r.json()["Errors"][0]["What"]
@@ -131,23 +106,10 @@ async fn denied_writes_are_403_with_consul_text_and_never_reach_raft() {
 async fn reads_are_filtered_not_refused() {
     let api = Api::start_with(acl_config()).await;
     for svc in ["web", "secret-db"] {
-        let r = api
-            .send(
-                api.http
-                    .put(api.url("/v1/catalog/register"))
-                    .header("X-Consul-Token", "root")
-                    .json(&reg("k8s-sync", svc)),
-            )
-            .await;
+        let r = register_as(&api, "root", "k8s-sync", svc).await;
         assert_eq!(r.status, 200, "{}", r.text);
     }
-    let r = api
-        .send(
-            api.http
-                .get(api.url("/v1/catalog/services"))
-                .header("X-Consul-Token", "sync-secret"),
-        )
-        .await;
+    let r = api.get_as("/v1/catalog/services", "sync-secret").await;
     assert_eq!(r.status, 200);
     assert_eq!(r.json(), json!({"consul": [], "web": []}));
     assert_eq!(
@@ -158,13 +120,7 @@ async fn reads_are_filtered_not_refused() {
     let r = api.get("/v1/catalog/services").await;
     assert_eq!(r.json(), json!({}), "the anonymous token sees nothing");
 
-    let r = api
-        .send(
-            api.http
-                .get(api.url("/v1/catalog/services"))
-                .header("X-Consul-Token", "root"),
-        )
-        .await;
+    let r = api.get_as("/v1/catalog/services", "root").await;
     assert_eq!(r.json().as_object().unwrap().len(), 3);
     assert_eq!(r.header("X-Consul-Results-Filtered-By-ACLs"), None);
 
@@ -192,49 +148,26 @@ async fn reads_are_filtered_not_refused() {
 #[tokio::test]
 async fn service_write_suffices_on_an_unchanged_node() {
     let api = Api::start_with(acl_config()).await;
-    let body = json!({"Node": "shared-node", "Address": "10.0.0.9"});
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .header("X-Consul-Token", "root")
-                .json(&body),
-        )
-        .await;
+    let node = json!({"Node": "shared-node", "Address": "10.0.0.9"});
+    let r = api.put_as("/v1/catalog/register", "root", node).await;
     assert_eq!(r.status, 200);
+    let service = json!({
+        "Node": "shared-node", "Address": "10.0.0.9", "Service": {"Service": "web"}
+    });
     let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .header("X-Consul-Token", "sync-secret")
-                .json(&json!({
-                    "Node": "shared-node", "Address": "10.0.0.9", "Service": {"Service": "web"}
-                })),
-        )
+        .put_as("/v1/catalog/register", "sync-secret", service)
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     // Deregistering the service needs only service:write on it.
+    let service = json!({"Node": "shared-node", "ServiceID": "web"});
     let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/deregister"))
-                .header("X-Consul-Token", "sync-secret")
-                .json(&json!({
-                    "Node": "shared-node", "ServiceID": "web"
-                })),
-        )
+        .put_as("/v1/catalog/deregister", "sync-secret", service)
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     // Deregistering the node needs node:write.
+    let node = json!({"Node": "shared-node"});
     let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/deregister"))
-                .header("X-Consul-Token", "sync-secret")
-                .json(&json!({
-                    "Node": "shared-node"
-                })),
-        )
+        .put_as("/v1/catalog/deregister", "sync-secret", node)
         .await;
     assert_eq!(r.status, 403);
 }

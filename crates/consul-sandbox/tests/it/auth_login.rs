@@ -12,142 +12,70 @@ use crate::common;
 
 use common::{Api, ROOT, Resp};
 use consul_sandbox::{AclDefaultPolicy, Config};
+use mirra_testkit::consul_login::{ANY_CA_PEM as CA, KubeAuthHost};
 use serde_json::{Value, json};
 
-/// Any PEM certificate: Consul requires one, the sandbox reaches its
-/// Kubernetes host over plain HTTP and never uses it.
-const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUaKdHuwQ8Hh7562B+0QbP7uVGXXYwCgYIKoZIzj0EAwIw\nFTETMBEGA1UEAwwKa3ViZXJuZXRlczAeFw0yNjEyMDIxMTM2NDBaFw0zNjExMjkx\nMTM2NDBaMBUxEzARBgNVBAMMCmt1YmVybmV0ZXMwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAARKH67+tQImsWrgQFfCDWiJrctOk5ucIBX6T7X/yYa9yPIaVH7DdHZw\nXd2kwclVssEhRRmhZMakgsyT6fzGxwsfo1MwUTAdBgNVHQ4EFgQUHEEOnVm3DT/C\nvYZVd5C1kkElAvQwHwYDVR0jBBgwFoAUHEEOnVm3DT/CvYZVd5C1kkElAvQwDwYD\nVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA6JXW/kPZjP1jZxIy23bn\nvSlOn+sZwrulPn/0DIwCosYCIEM+6beeaTslIiP7yIbKvwHz5so5C4DKa3rPUAla\nztm1\n-----END CERTIFICATE-----\n";
-
+/// kube-sandbox with the ServiceAccounts `web`, `db` and `consul-auth`
+/// in the namespace `apps`, and consul-sandbox with ACLs on (default deny).
 struct Env {
-    kube: kube_sandbox::Sandbox,
+    kube: KubeAuthHost,
     consul: Api,
-    http: reqwest::Client,
 }
 
 impl Env {
     async fn start() -> Env {
-        let kube = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-            .await
-            .unwrap();
-        let consul = Api::start_with(Config {
-            acl_default_policy: Some(AclDefaultPolicy::Deny),
-            acl_initial_management_token: Some(ROOT.into()),
-            ..Config::default()
-        })
-        .await;
-        let env = Env {
-            kube,
-            consul,
-            http: reqwest::Client::new(),
-        };
-        env.kube_post("/api/v1/namespaces", json!({"metadata": {"name": "apps"}}))
-            .await;
-        for sa in ["web", "db", "consul-auth"] {
-            env.kube_post(
-                "/api/v1/namespaces/apps/serviceaccounts",
-                json!({"metadata": {"name": sa}}),
-            )
-            .await;
+        Env {
+            kube: KubeAuthHost::start("apps", &["web", "db", "consul-auth"]).await,
+            consul: Api::start_with(Config {
+                acl_default_policy: Some(AclDefaultPolicy::Deny),
+                acl_initial_management_token: Some(ROOT.into()),
+                ..Config::default()
+            })
+            .await,
         }
-        env
-    }
-
-    async fn kube_post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.kube.url()))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
     }
 
     async fn sa_token(&self, sa: &str, spec: Value) -> String {
-        let (status, v) = self
-            .kube_post(
-                &format!("/api/v1/namespaces/apps/serviceaccounts/{sa}/token"),
-                json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}),
-            )
-            .await;
-        assert_eq!(status, 201, "{v}");
-        v["status"]["token"].as_str().unwrap().to_string()
-    }
-
-    async fn consul(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: &str,
-        body: Option<Value>,
-    ) -> Resp {
-        let mut r = self.consul.http.request(method, self.consul.url(path));
-        if !token.is_empty() {
-            r = r.header("X-Consul-Token", token);
-        }
-        if let Some(b) = body {
-            r = r.json(&b);
-        }
-        self.consul.send(r).await
-    }
-
-    async fn put(&self, path: &str, token: &str, body: Value) -> Resp {
-        self.consul(reqwest::Method::PUT, path, token, Some(body))
-            .await
+        self.kube.token(sa, spec).await
     }
 
     async fn login(&self, method: &str, bearer: &str) -> Resp {
-        self.consul(
-            reqwest::Method::POST,
-            "/v1/acl/login",
-            "",
-            Some(
-                json!({"AuthMethod": method, "BearerToken": bearer, "Meta": {"pod": "apps/web-0"}}),
-            ),
-        )
-        .await
+        let body =
+            json!({"AuthMethod": method, "BearerToken": bearer, "Meta": {"pod": "apps/web-0"}});
+        self.consul
+            .call(reqwest::Method::POST, "/v1/acl/login", "", Some(body))
+            .await
     }
 
     /// The auth method `k8s` and a rule binding a service identity named
     /// after the service account, for the `apps` namespace only.
     async fn method_and_rules(&self) {
-        let jwt = self.sa_token("consul-auth", json!({})).await;
-        let m = self
-            .put(
+        let config = self.kube.auth_method_config("consul-auth").await;
+        for (path, body) in [
+            (
                 "/v1/acl/auth-method",
-                ROOT,
-                json!({"Name": "k8s", "Type": "kubernetes", "Config": {
-                    "Host": self.kube.url(), "CACert": CA, "ServiceAccountJWT": jwt}}),
-            )
-            .await;
-        assert_eq!(m.status, 200, "{}", m.text);
-        let r = self
-            .put(
+                json!({"Name": "k8s", "Type": "kubernetes", "Config": config}),
+            ),
+            (
                 "/v1/acl/binding-rule",
-                ROOT,
                 json!({"AuthMethod": "k8s", "BindType": "service",
                        "BindName": "${serviceaccount.name}",
                        "Selector": "serviceaccount.namespace==apps and serviceaccount.name != db and serviceaccount.name != \"consul-auth\""}),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text);
-        let r = self
-            .put(
+            ),
+            (
                 "/v1/acl/binding-rule",
-                ROOT,
                 json!({"AuthMethod": "k8s", "BindType": "node",
                        "BindName": "${serviceaccount.name}-node",
                        "Selector": "serviceaccount.name == web"}),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text);
+            ),
+        ] {
+            let r = self.consul.put_as(path, ROOT, body).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+        }
     }
 
     async fn token_count(&self) -> usize {
-        let t = self
-            .consul(reqwest::Method::GET, "/v1/acl/tokens", ROOT, None)
-            .await;
+        let t = self.consul.get_as("/v1/acl/tokens", ROOT).await;
         t.count()
     }
 
@@ -186,11 +114,13 @@ async fn a_login_binds_what_the_rules_say_and_nothing_more() {
 
     // The identities grant `web` and its node, and nothing else.
     let ok = env
-        .put("/v1/catalog/register", &secret, register("web-node", "web"))
+        .consul
+        .put_as("/v1/catalog/register", &secret, register("web-node", "web"))
         .await;
     assert_eq!(ok.status, 200, "{}", ok.text);
     let other_service = env
-        .put("/v1/catalog/register", &secret, register("web-node", "db"))
+        .consul
+        .put_as("/v1/catalog/register", &secret, register("web-node", "db"))
         .await;
     assert_eq!(other_service.status, 403, "{}", other_service.text);
     assert!(
@@ -201,31 +131,31 @@ async fn a_login_binds_what_the_rules_say_and_nothing_more() {
         other_service.text
     );
     let other_node = env
-        .put("/v1/catalog/register", &secret, register("db-node", "web"))
+        .consul
+        .put_as("/v1/catalog/register", &secret, register("db-node", "web"))
         .await;
     assert_eq!(other_node.status, 403, "{}", other_node.text);
-    let acl = env
-        .consul(reqwest::Method::GET, "/v1/acl/tokens", &secret, None)
-        .await;
+    let acl = env.consul.get_as("/v1/acl/tokens", &secret).await;
     assert_eq!(acl.status, 403, "{}", acl.text);
 
     // token/self shows the link; logout deletes it, once.
-    let me = env
-        .consul(reqwest::Method::GET, "/v1/acl/token/self", &secret, None)
-        .await;
+    let me = env.consul.get_as("/v1/acl/token/self", &secret).await;
     assert_eq!(me.json()["AuthMethod"], "k8s");
     let before = env.applies();
     let out = env
-        .consul(reqwest::Method::POST, "/v1/acl/logout", &secret, None)
+        .consul
+        .call(reqwest::Method::POST, "/v1/acl/logout", &secret, None)
         .await;
     assert_eq!((out.status, out.text.as_str()), (200, "true"));
     assert_eq!(env.applies(), before + 1);
     let again = env
-        .consul(reqwest::Method::POST, "/v1/acl/logout", &secret, None)
+        .consul
+        .call(reqwest::Method::POST, "/v1/acl/logout", &secret, None)
         .await;
     assert_eq!((again.status, again.text.as_str()), (403, "ACL not found"));
     let gone = env
-        .put("/v1/catalog/register", &secret, register("web-node", "web"))
+        .consul
+        .put_as("/v1/catalog/register", &secret, register("web-node", "web"))
         .await;
     assert_eq!((gone.status, gone.text.as_str()), (403, "ACL not found"));
 }
@@ -235,7 +165,8 @@ async fn role_and_policy_bindings_link_existing_ones_only() {
     let env = Env::start().await;
     env.method_and_rules().await;
     let p = env
-        .put(
+        .consul
+        .put_as(
             "/v1/acl/policy",
             ROOT,
             json!({"Name": "db-read", "Rules": "service \"db\" { policy = \"read\" }"}),
@@ -243,7 +174,8 @@ async fn role_and_policy_bindings_link_existing_ones_only() {
         .await;
     assert_eq!(p.status, 200, "{}", p.text);
     let role = env
-        .put(
+        .consul
+        .put_as(
             "/v1/acl/role",
             ROOT,
             json!({"Name": "apps-db", "Policies": [{"Name": "db-read"}]}),
@@ -256,7 +188,8 @@ async fn role_and_policy_bindings_link_existing_ones_only() {
         ("role", "missing-role"),
     ] {
         let r = env
-            .put(
+            .consul
+            .put_as(
                 "/v1/acl/binding-rule",
                 ROOT,
                 json!({"AuthMethod": "k8s", "BindType": bind_type,
@@ -299,6 +232,7 @@ async fn bad_logins_get_consuls_answers_and_store_nothing() {
     // A deleted service account.
     let gone = env.sa_token("db", json!({})).await;
     let del = env
+        .consul
         .http
         .delete(format!(
             "{}/api/v1/namespaces/apps/serviceaccounts/db",
@@ -315,12 +249,7 @@ async fn bad_logins_get_consuls_answers_and_store_nothing() {
     );
     // Not a JWT at all, and a JWT the API server did not sign.
     let r = env.login("k8s", "not-a-jwt").await;
-    assert_eq!(r.status, 500, "{}", r.text);
-    assert!(
-        r.text.starts_with("failed to parse and validate JWT: "),
-        "{}",
-        r.text
-    );
+    r.assert_status_and_prefix(500, "failed to parse and validate JWT: ");
     let r = env
         .login("k8s", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln")
         .await;
@@ -342,11 +271,13 @@ async fn bad_logins_get_consuls_answers_and_store_nothing() {
     assert_eq!((r.status, r.text.as_str()), (403, "Permission denied"));
     // Logout of a token that did not come from a login.
     let r = env
-        .consul(reqwest::Method::POST, "/v1/acl/logout", ROOT, None)
+        .consul
+        .call(reqwest::Method::POST, "/v1/acl/logout", ROOT, None)
         .await;
     assert_eq!((r.status, r.text.as_str()), (403, "Permission denied"));
     let r = env
-        .consul(reqwest::Method::POST, "/v1/acl/logout", "", None)
+        .consul
+        .call(reqwest::Method::POST, "/v1/acl/logout", "", None)
         .await;
     assert_eq!((r.status, r.text.as_str()), (403, "ACL not found"));
 
@@ -365,6 +296,7 @@ async fn an_expired_token_is_refused() {
     let applies = env.applies();
     // Past its expiry and go-jose's minute of leeway.
     env.kube
+        .sandbox
         .advance_token_clock(std::time::Duration::from_secs(600 + 61));
     let r = env.login("k8s", &bearer).await;
     assert_eq!(
@@ -384,17 +316,13 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
     env.method_and_rules().await;
     let applies = env.applies();
     let rules_before = env
-        .consul(
-            reqwest::Method::GET,
-            "/v1/acl/binding-rules?authmethod=k8s",
-            ROOT,
-            None,
-        )
+        .consul
+        .get_as("/v1/acl/binding-rules?authmethod=k8s", ROOT)
         .await
         .json();
     assert_eq!(rules_before.as_array().unwrap().len(), 2);
 
-    for (body, want) in [
+    let bad_rules = [
         (
             json!({"AuthMethod": "k8s", "BindType": "service", "BindName": "x", "Selector": "serviceaccount.name =="}),
             "invalid Binding Rule: Selector is invalid: ",
@@ -427,12 +355,8 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
             json!({"BindType": "service", "BindName": "x"}),
             "Invalid Binding Rule: no AuthMethod is set",
         ),
-    ] {
-        let r = env.put("/v1/acl/binding-rule", ROOT, body.clone()).await;
-        assert_eq!(r.status, 400, "{body}: {}", r.text);
-        assert!(r.text.starts_with(want), "{body}: {}", r.text);
-    }
-    for (body, want) in [
+    ];
+    let bad_methods = [
         (
             json!({"Name": "m2", "Type": "kubernetes", "Config": {"CACert": CA, "ServiceAccountJWT": "a.b.c"}}),
             "Invalid Auth Method: Config.Host is required",
@@ -457,24 +381,26 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
             json!({"Name": "k8s", "Type": "jwt"}),
             "the Type field of an Auth Method is immutable",
         ),
+    ];
+    for (path, rows) in [
+        ("/v1/acl/binding-rule", &bad_rules[..]),
+        ("/v1/acl/auth-method", &bad_methods[..]),
     ] {
-        let r = env.put("/v1/acl/auth-method", ROOT, body.clone()).await;
-        assert_eq!(r.status, 400, "{body}: {}", r.text);
-        assert!(r.text.starts_with(want), "{body}: {}", r.text);
+        for (body, want) in rows {
+            let r = env.consul.put_as(path, ROOT, body.clone()).await;
+            assert_eq!(r.status, 400, "{body}: {}", r.text);
+            assert!(r.text.starts_with(want), "{body}: {}", r.text);
+        }
     }
     // Reads need acl:read, writes acl:write.
-    let r = env
-        .consul(reqwest::Method::GET, "/v1/acl/auth-methods", "", None)
-        .await;
-    assert_eq!(r.status, 403, "{}", r.text);
-    assert!(
-        r.text
-            .starts_with("Permission denied: anonymous token lacks permission 'acl:read'"),
-        "{}",
-        r.text
+    let r = env.consul.get_as("/v1/acl/auth-methods", "").await;
+    r.assert_status_and_prefix(
+        403,
+        "Permission denied: anonymous token lacks permission 'acl:read'",
     );
     let r = env
-        .put(
+        .consul
+        .put_as(
             "/v1/acl/auth-method",
             "",
             json!({"Name": "m3", "Type": "kubernetes"}),
@@ -484,14 +410,12 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
     assert_eq!(env.applies(), applies, "nothing refused was applied");
 
     // The list omits Config, the read has it.
-    let list = env
-        .consul(reqwest::Method::GET, "/v1/acl/auth-methods", ROOT, None)
-        .await
-        .json();
+    let list = env.consul.get_as("/v1/acl/auth-methods", ROOT).await.json();
     assert_eq!(list[0]["Name"], "k8s");
     assert!(list[0].get("Config").is_none());
     let one = env
-        .consul(reqwest::Method::GET, "/v1/acl/auth-method/k8s", ROOT, None)
+        .consul
+        .get_as("/v1/acl/auth-method/k8s", ROOT)
         .await
         .json();
     assert_eq!(one["Config"]["Host"], env.kube.url());
@@ -505,7 +429,8 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
     let tokens = env.token_count().await;
     let before = env.applies();
     let d = env
-        .consul(
+        .consul
+        .call(
             reqwest::Method::DELETE,
             "/v1/acl/auth-method/k8s",
             ROOT,
@@ -516,13 +441,12 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
     assert_eq!(env.applies(), before + 1);
     assert_eq!(env.token_count().await, tokens - 1);
     let rules = env
-        .consul(reqwest::Method::GET, "/v1/acl/binding-rules", ROOT, None)
+        .consul
+        .get_as("/v1/acl/binding-rules", ROOT)
         .await
         .json();
     assert_eq!(rules, json!([]));
-    let r = env
-        .consul(reqwest::Method::GET, "/v1/acl/token/self", &secret, None)
-        .await;
+    let r = env.consul.get_as("/v1/acl/token/self", &secret).await;
     assert_eq!(r.status, 403);
     let r = env
         .login("k8s", &env.sa_token("web", json!({})).await)
@@ -531,8 +455,6 @@ async fn auth_methods_and_binding_rules_are_validated_and_guarded() {
         (r.status, r.text.as_str()),
         (403, "ACL not found: auth method \"k8s\" not found")
     );
-    let r = env
-        .consul(reqwest::Method::GET, "/v1/acl/auth-method/k8s", ROOT, None)
-        .await;
+    let r = env.consul.get_as("/v1/acl/auth-method/k8s", ROOT).await;
     assert_eq!((r.status, r.text.as_str()), (403, "ACL not found"));
 }

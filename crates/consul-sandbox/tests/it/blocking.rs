@@ -5,15 +5,7 @@
 use crate::common;
 
 use common::{Api, woken};
-use mirra_testkit::wait_for;
 use serde_json::json;
-
-async fn wait_until_blocked(api: &Api, n: u64) {
-    wait_for(&format!("{n} open blocking queries"), || async {
-        api.sb.stats().blocking_queries_open == n
-    })
-    .await;
-}
 
 #[tokio::test]
 async fn blocking_service_query_returns_with_a_new_index_after_a_write() {
@@ -23,7 +15,7 @@ async fn blocking_service_query_returns_with_a_new_index_after_a_write() {
     let idx = first.index();
 
     let waiter = api.spawn_get(&format!("/v1/catalog/service/web?index={idx}&wait=5m"));
-    wait_until_blocked(&api, 1).await;
+    api.wait_until_blocked(1).await;
 
     api.register("n1", "web-1", "web", 81).await;
     let resp = woken(waiter).await;
@@ -42,7 +34,7 @@ async fn blocking_query_times_out_with_the_same_index_when_nothing_relevant_chan
     let idx = api.get("/v1/catalog/service/web").await.index();
 
     let waiter = api.spawn_get(&format!("/v1/catalog/service/web?index={idx}&wait=300ms"));
-    wait_until_blocked(&api, 1).await;
+    api.wait_until_blocked(1).await;
     // A change to another service moves the global Raft index, not web's.
     api.register("n2", "db-1", "db", 5432).await;
     // An identical re-registration of web moves nothing either.
@@ -66,7 +58,7 @@ async fn node_services_query_watches_only_its_node() {
     let waiter = api.spawn_get(&format!(
         "/v1/catalog/node-services/mine?index={idx}&wait=300ms"
     ));
-    wait_until_blocked(&api, 1).await;
+    api.wait_until_blocked(1).await;
     api.register("other", "b", "web", 81).await;
     let resp = woken(waiter).await;
     let got = resp.index();
@@ -76,7 +68,7 @@ async fn node_services_query_watches_only_its_node() {
     let waiter = api.spawn_get(&format!(
         "/v1/catalog/node-services/mine?index={idx}&wait=5m"
     ));
-    wait_until_blocked(&api, 1).await;
+    api.wait_until_blocked(1).await;
     api.put(
         "/v1/catalog/deregister",
         &json!({"Node": "mine", "ServiceID": "a"}),
@@ -96,7 +88,7 @@ async fn services_list_and_health_queries_block_too() {
     let hidx = api.get("/v1/health/service/web").await.index();
     let w1 = api.spawn_get(&format!("/v1/catalog/services?index={idx}"));
     let w2 = api.spawn_get(&format!("/v1/health/service/web?index={hidx}&passing=1"));
-    wait_until_blocked(&api, 2).await;
+    api.wait_until_blocked(2).await;
     api.put("/v1/catalog/register", &json!({"Node": "n", "Address": "a",
         "Service": {"Service": "web"}, "Check": {"Name": "c", "ServiceID": "web", "Status": "passing"}})).await;
     let (r1, r2) = (woken(w1).await, woken(w2).await);
@@ -113,7 +105,7 @@ async fn many_concurrent_blocking_queries_all_wake_on_one_write() {
     for _ in 0..200 {
         waiters.push(api.spawn_get(&format!("/v1/catalog/service/web?index={idx}&wait=5m")));
     }
-    wait_until_blocked(&api, 200).await;
+    api.wait_until_blocked(200).await;
     api.register("n1", "web-1", "web", 99).await;
     for w in waiters {
         assert!(woken(w).await.index() > idx);
@@ -136,7 +128,7 @@ async fn a_write_wakes_only_the_queries_watching_what_it_changed() {
             format!("/v1/catalog/node-services/n1?index={nidx}&wait=5m")
         }));
     }
-    wait_until_blocked(&api, 20).await;
+    api.wait_until_blocked(20).await;
     // Ten writes elsewhere: none of them concerns "web" or node n1.
     for port in 0..10 {
         api.register("n2", "db-1", "db", 6000 + port).await;
@@ -159,7 +151,7 @@ async fn shutdown_releases_blocked_queries() {
     let api = Api::start().await;
     let idx = api.get("/v1/catalog/services").await.index();
     let waiter = api.spawn_get(&format!("/v1/catalog/services?index={idx}&wait=10m"));
-    wait_until_blocked(&api, 1).await;
+    api.wait_until_blocked(1).await;
     api.sb.shutdown().await;
     let resp = woken(waiter).await;
     assert_eq!(resp.status, 200);
@@ -219,7 +211,7 @@ async fn health_node_lists_the_nodes_checks_and_blocks_on_check_changes() {
     let idx = first.index();
 
     let waiter = api.spawn_get(&format!("/v1/health/node/mine?index={idx}&wait=5m"));
-    wait_until_blocked(&api, 1).await;
+    api.wait_until_blocked(1).await;
     assert_eq!(
         api.put("/v1/catalog/register", &reg("critical"))
             .await

@@ -43,13 +43,7 @@ async fn agent_self_reports_consul_raft_serf_and_runtime_stats() {
         ..Config::default()
     })
     .await;
-    let r = acl
-        .send(
-            acl.http
-                .get(acl.url("/v1/agent/self"))
-                .header("X-Consul-Token", "root"),
-        )
-        .await;
+    let r = acl.get_as("/v1/agent/self", "root").await;
     assert_eq!(r.json()["Stats"]["consul"]["acl"], "enabled");
 }
 
@@ -208,44 +202,27 @@ async fn token_precedence_is_query_then_header_then_bearer() {
     // A new node each time: re-registering an unchanged node needs no
     // node:write in Consul.
     let body = |n: u8| json!({"Node": format!("n{n}"), "Address": "10.0.0.1"});
-    // ?token wins over the header.
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register?token=writer-secret"))
-                .header("X-Consul-Token", "reader-secret")
-                .json(&body(1)),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register?token=reader-secret"))
-                .header("X-Consul-Token", "writer-secret")
-                .json(&body(2)),
-        )
-        .await;
-    assert_eq!(r.status, 403, "{}", r.text);
-    // The header wins over the bearer token.
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .header("X-Consul-Token", "reader-secret")
-                .bearer_auth("writer-secret")
-                .json(&body(3)),
-        )
-        .await;
-    assert_eq!(r.status, 403, "{}", r.text);
-    let r = api
-        .send(
-            api.http
-                .put(api.url("/v1/catalog/register"))
-                .bearer_auth("writer-secret")
-                .json(&body(4)),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
+    // Node, query, X-Consul-Token and bearer token of each register, and
+    // the answer.
+    for (n, query, header, bearer, status) in [
+        // ?token wins over the header.
+        (1, "?token=writer-secret", Some("reader-secret"), None, 200),
+        (2, "?token=reader-secret", Some("writer-secret"), None, 403),
+        // The header wins over the bearer token.
+        (3, "", Some("reader-secret"), Some("writer-secret"), 403),
+        (4, "", None, Some("writer-secret"), 200),
+    ] {
+        let mut req = api
+            .http
+            .put(api.url(&format!("/v1/catalog/register{query}")));
+        if let Some(token) = header {
+            req = req.header("X-Consul-Token", token);
+        }
+        if let Some(token) = bearer {
+            req = req.bearer_auth(token);
+        }
+        let r = api.send(req.json(&body(n))).await;
+        assert_eq!(r.status, status, "{}", r.text);
+    }
     assert_eq!(api.sb.stats().raft_applies, 2);
 }

@@ -334,6 +334,7 @@ struct Bad {
     prefix: bool,
 }
 
+/// A row whose answer must be `text` exactly.
 const fn bad(
     method: &'static str,
     path: &'static str,
@@ -351,20 +352,13 @@ const fn bad(
     }
 }
 
-const fn bad_prefix(
-    method: &'static str,
-    path: &'static str,
-    body: &'static str,
-    status: u16,
-    text: &'static str,
-) -> Bad {
-    Bad {
-        method,
-        path,
-        body,
-        status,
-        text,
-        prefix: true,
+impl Bad {
+    /// The row with an answer that need only start with its `text`.
+    const fn prefix(self) -> Bad {
+        Bad {
+            prefix: true,
+            ..self
+        }
     }
 }
 
@@ -386,13 +380,14 @@ async fn bad_input_table_answers_like_consul_and_applies_nothing() {
             400,
             "Request decode failed: unexpected EOF",
         ),
-        bad_prefix(
+        bad(
             "PUT",
             "/v1/catalog/register",
             "not json",
             400,
             "Request decode failed: ",
-        ),
+        )
+        .prefix(),
         bad(
             "PUT",
             "/v1/catalog/register",
@@ -456,14 +451,15 @@ async fn bad_input_table_answers_like_consul_and_applies_nothing() {
             400,
             "Request decode failed: unexpected EOF",
         ),
-        bad_prefix(
+        bad(
             "PUT",
             "/v1/txn",
             "{}",
             400,
             "Failed to parse body: json: cannot unmarshal object",
-        ),
-        bad_prefix("PUT", "/v1/txn", "[", 400, "Failed to parse body: "),
+        )
+        .prefix(),
+        bad("PUT", "/v1/txn", "[", 400, "Failed to parse body: ").prefix(),
         bad(
             "GET",
             "/v1/catalog/service/",
@@ -506,13 +502,14 @@ async fn bad_input_table_answers_like_consul_and_applies_nothing() {
             400,
             "Invalid value for ?passing",
         ),
-        bad_prefix(
+        bad(
             "GET",
             "/v1/catalog/services?filter=Service%20%3D%3D%20web",
             "",
             400,
             "Invalid query parameter: \"filter\"",
-        ),
+        )
+        .prefix(),
         bad("GET", "/v1/catalog/services?a=%zz", "", 500, ""),
         bad(
             "GET",
@@ -535,7 +532,7 @@ async fn bad_input_table_answers_like_consul_and_applies_nothing() {
             404,
             "Invalid URL path: not a recognized HTTP API endpoint\n",
         ),
-        bad_prefix("GET", "/v1/catalog/service/%zz", "", 400, "Bad Request"),
+        bad("GET", "/v1/catalog/service/%zz", "", 400, "Bad Request").prefix(),
     ];
     for row in rows {
         let method = reqwest::Method::from_bytes(row.method.as_bytes()).unwrap();

@@ -5,10 +5,16 @@ use crate::common;
 
 use std::time::Duration;
 
-use common::{Api, SOON};
+use common::{Api, Resp, SOON};
 use consul_sandbox::FaultRule;
 use mirra_testkit::wait_for;
 use serde_json::json;
+
+/// Registers an instance of `web` on node `n`, without an ID.
+async fn register_web_on_n(api: &Api) -> Resp {
+    let body = json!({"Node": "n", "Address": "a", "Service": {"Service": "web"}});
+    api.put("/v1/catalog/register", &body).await
+}
 
 #[tokio::test]
 async fn error_for_the_next_n_requests_then_normal_service() {
@@ -39,12 +45,7 @@ async fn no_leader_on_writes_applies_nothing() {
             .with_path_prefix("/v1/catalog/")
             .times(1),
     );
-    let r = api
-        .put(
-            "/v1/catalog/register",
-            &json!({"Node": "n", "Address": "a", "Service": {"Service": "web"}}),
-        )
-        .await;
+    let r = register_web_on_n(&api).await;
     assert_eq!((r.status, r.text.as_str()), (500, "No cluster leader"));
     assert_eq!(api.sb.stats().raft_applies, 0);
     assert_eq!(
@@ -64,12 +65,7 @@ async fn error_after_apply_loses_the_response_but_keeps_the_write() {
             .after_apply()
             .times(1),
     );
-    let r = api
-        .put(
-            "/v1/catalog/register",
-            &json!({"Node": "n", "Address": "a", "Service": {"Service": "web"}}),
-        )
-        .await;
+    let r = register_web_on_n(&api).await;
     assert_eq!(r.status, 500);
     assert_eq!(api.sb.stats().raft_applies, 1);
     assert_eq!(api.get("/v1/catalog/service/web").await.count(), 1);

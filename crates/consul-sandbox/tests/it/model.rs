@@ -141,6 +141,14 @@ impl Model {
             }
         }
     }
+
+    /// The ModifyIndex of instance `id` on `node`, if the model holds it.
+    fn modify_index(&self, node: &str, id: &str) -> Option<u64> {
+        self.nodes
+            .get(node)
+            .and_then(|s| s.get(id))
+            .map(|i| i.modify)
+    }
 }
 
 async fn observed(api: &Api) -> Model {
@@ -253,11 +261,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             port,
                             current,
                         } => {
-                            let existing = next
-                                .nodes
-                                .get(NODES[node])
-                                .and_then(|s| s.get(IDS[id]))
-                                .map(|i| i.modify);
+                            let existing = next.modify_index(NODES[node], IDS[id]);
                             let index = cas_index(existing, current);
                             body.push(json!({"Service": {"Verb": "cas", "Node": NODES[node],
                                 "Service": {"ID": IDS[id], "Service": NAMES[name], "Port": port, "ModifyIndex": index}}}));
@@ -268,11 +272,7 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                             }
                         }
                         TxOp::DeleteCas { node, id, current } => {
-                            let existing = next
-                                .nodes
-                                .get(NODES[node])
-                                .and_then(|s| s.get(IDS[id]))
-                                .map(|i| i.modify);
+                            let existing = next.modify_index(NODES[node], IDS[id]);
                             let index = cas_index(existing, current);
                             body.push(json!({"Service": {"Verb": "delete-cas", "Node": NODES[node],
                                 "Service": {"ID": IDS[id], "Service": "any", "ModifyIndex": index}}}));

@@ -10,17 +10,11 @@
 use crate::common;
 
 use common::{Api, ROOT, Resp};
-use mirra_testkit::wait_for;
 use serde_json::{Value, json};
 
 async fn create_ns(api: &Api, name: &str) {
     let r = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/namespace",
-            ROOT,
-            Some(json!({"Name": name})),
-        )
+        .put_as("/v1/namespace", ROOT, json!({"Name": name}))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
@@ -137,12 +131,7 @@ async fn malformed_namespace_requests_answer_400_and_change_nothing() {
         assert_eq!(r.status, 400, "{body}: {}", r.text);
     }
     let r = api.put_raw("/v1/namespace", "{not json").await;
-    assert_eq!(r.status, 400, "{}", r.text);
-    assert!(
-        r.text.starts_with("Namespace decoding failed"),
-        "{}",
-        r.text
-    );
+    r.assert_status_and_prefix(400, "Namespace decoding failed");
     let r = api.put("/v1/namespace/a", &json!({"Name": "b"})).await;
     assert_eq!(r.status, 400);
     let r = api.put("/v1/namespace", &json!({"Name": "bad_name"})).await;
@@ -331,13 +320,13 @@ async fn a_txn_ignores_ns_and_partition_in_its_query() {
 async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
     let api = Api::enterprise_with_acls().await;
     create_ns(&api, "team").await;
-    let tok = token_with(
-        &api,
-        "team-writer",
-        r#"node_prefix "" { policy = "write" }
+    let tok = api
+        .secret_with_policy(
+            "team-writer",
+            r#"node_prefix "" { policy = "write" }
            namespace "team" { service_prefix "" { policy = "write" } }"#,
-    )
-    .await;
+        )
+        .await;
     let before = api.applies();
     let ops = |ns: &str| {
         json!([
@@ -349,17 +338,13 @@ async fn a_service_and_its_check_in_one_txn_are_vetted_in_their_namespace() {
                        "ServiceName": "db", "Namespace": ns}}},
         ])
     };
-    let r = api
-        .call(reqwest::Method::PUT, "/v1/txn", &tok, Some(ops("team")))
-        .await;
+    let r = api.put_as("/v1/txn", &tok, ops("team")).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["Results"][2]["Check"]["Namespace"], "team");
     assert_eq!(api.applies(), before + 1);
     // The same transaction naming `default` is refused whole, service and
     // check alike, and applies nothing.
-    let r = api
-        .call(reqwest::Method::PUT, "/v1/txn", &tok, Some(ops("default")))
-        .await;
+    let r = api.put_as("/v1/txn", &tok, ops("default")).await;
     assert_eq!(r.status, 409, "{}", r.text);
     let errors = r.json()["Errors"].clone();
     assert!(
@@ -381,28 +366,15 @@ async fn a_blocked_read_of_one_namespace_is_not_woken_by_another() {
     create_ns(&api, "b").await;
     register_in(&api, "a", "n1", "s-a", "svc-a").await;
     let idx = api.get("/v1/catalog/services?ns=a").await.index();
-    let url = api.url(&format!("/v1/catalog/services?ns=a&index={idx}&wait=5m"));
-    let http = api.http.clone();
-    let blocked = tokio::spawn(async move {
-        http.get(url)
-            .send()
-            .await
-            .unwrap()
-            .json::<Value>()
-            .await
-            .unwrap()
-    });
-    wait_for("one open blocking query", || async {
-        api.sb.stats().blocking_queries_open == 1
-    })
-    .await;
+    let blocked = api.spawn_get(&format!("/v1/catalog/services?ns=a&index={idx}&wait=5m"));
+    api.wait_until_blocked(1).await;
     let wakeups = api.sb.stats().blocking_wakeups;
     register_in(&api, "b", "n1", "s-b", "svc-b").await;
     // The write to b is done; a's reader must still be waiting, un-woken.
     assert_eq!(api.sb.stats().blocking_wakeups, wakeups);
     assert_eq!(api.sb.stats().blocking_queries_open, 1);
     register_in(&api, "a", "n1", "s-a2", "svc-a2").await;
-    let body = blocked.await.unwrap();
+    let body = blocked.await.unwrap().json();
     assert!(
         body.get("svc-a2").is_some() && body.get("svc-b").is_none(),
         "{body}"
@@ -435,51 +407,28 @@ async fn ce_mode_answers_as_consul_ce() {
     assert!(s[0].get("Namespace").is_none() && s[0].get("Partition").is_none());
 }
 
-async fn token_with(api: &Api, name: &str, rules: &str) -> String {
-    let p = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/acl/policy",
-            ROOT,
-            Some(json!({"Name": name, "Rules": rules})),
-        )
-        .await;
-    assert_eq!(p.status, 200, "{}", p.text);
-    let t = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/acl/token",
-            ROOT,
-            Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
-        )
-        .await;
-    assert_eq!(t.status, 200, "{}", t.text);
-    t.json()["SecretID"].as_str().unwrap().to_string()
-}
-
 #[tokio::test]
 async fn rules_inside_a_namespace_block_grant_only_there() {
     let api = Api::enterprise_with_acls().await;
     create_ns(&api, "team").await;
     let before = api.applies();
-    let tok = token_with(
-        &api,
-        "team-db",
-        r#"node_prefix "" { policy = "write" }
+    let tok = api
+        .secret_with_policy(
+            "team-db",
+            r#"node_prefix "" { policy = "write" }
            namespace "team" { service "db" { policy = "write" } }
            service "web" { policy = "write" }"#,
-    )
-    .await;
+        )
+        .await;
     let reg = |ns: &'static str, name: &'static str| {
         let api = &api;
         let tok = tok.clone();
         async move {
-            api.call(
-                reqwest::Method::PUT,
+            api.put_as(
                 &format!("/v1/catalog/register?ns={ns}"),
                 &tok,
-                Some(json!({"Node": "n1", "Address": "10.0.0.1",
-                            "Service": {"ID": format!("{name}-{ns}"), "Service": name}})),
+                json!({"Node": "n1", "Address": "10.0.0.1",
+                            "Service": {"ID": format!("{name}-{ns}"), "Service": name}}),
             )
             .await
         }
@@ -505,14 +454,7 @@ async fn rules_inside_a_namespace_block_grant_only_there() {
     assert_eq!(api.applies(), after_token + 2, "denials apply nothing");
 
     // Reads are filtered the same way.
-    let r = api
-        .call(
-            reqwest::Method::GET,
-            "/v1/catalog/services?ns=*",
-            &tok,
-            None,
-        )
-        .await;
+    let r = api.get_as("/v1/catalog/services?ns=*", &tok).await;
     let body = r.json();
     assert!(
         body.get("db").is_some() && body.get("web").is_some(),
@@ -528,16 +470,13 @@ async fn rules_inside_a_namespace_block_grant_only_there() {
 #[tokio::test]
 async fn namespace_management_needs_operator_write() {
     let api = Api::enterprise_with_acls().await;
-    let reader = token_with(&api, "ns-reader", r#"namespace "team" { policy = "read" }"#).await;
-    let op = token_with(&api, "op", r#"operator = "write""#).await;
+    let reader = api
+        .secret_with_policy("ns-reader", r#"namespace "team" { policy = "read" }"#)
+        .await;
+    let op = api.secret_with_policy("op", r#"operator = "write""#).await;
     let before = api.applies();
     let r = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/namespace",
-            &reader,
-            Some(json!({"Name": "team"})),
-        )
+        .put_as("/v1/namespace", &reader, json!({"Name": "team"}))
         .await;
     assert_eq!(r.status, 403, "{}", r.text);
     assert!(
@@ -547,61 +486,39 @@ async fn namespace_management_needs_operator_write() {
     );
     assert_eq!(api.applies(), before);
     let r = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/namespace",
-            &op,
-            Some(json!({"Name": "team"})),
-        )
+        .put_as("/v1/namespace", &op, json!({"Name": "team"}))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     let r = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/namespace",
-            &op,
-            Some(json!({"Name": "other"})),
-        )
+        .put_as("/v1/namespace", &op, json!({"Name": "other"}))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(api.applies(), before + 2);
     // The reader sees its namespace only.
-    let r = api
-        .call(reqwest::Method::GET, "/v1/namespace/team", &reader, None)
-        .await;
+    let r = api.get_as("/v1/namespace/team", &reader).await;
     assert_eq!(r.status, 200, "{}", r.text);
-    let r = api
-        .call(reqwest::Method::GET, "/v1/namespace/other", &reader, None)
-        .await;
+    let r = api.get_as("/v1/namespace/other", &reader).await;
     assert_eq!(r.status, 403, "{}", r.text);
-    let list = api
-        .call(reqwest::Method::GET, "/v1/namespaces", &reader, None)
-        .await
-        .json();
+    let list = api.get_as("/v1/namespaces", &reader).await.json();
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["Name"], "team");
 
     // Policy links resolve by name to the policy's ID.
-    let pol = api
-        .call(reqwest::Method::GET, "/v1/acl/policy/name/op", ROOT, None)
-        .await
-        .json();
+    let pol = api.get_as("/v1/acl/policy/name/op", ROOT).await.json();
     let r = api
-        .call(
-            reqwest::Method::PUT,
+        .put_as(
             "/v1/namespace/team",
             ROOT,
-            Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "op"}]}})),
+            json!({"ACLs": {"PolicyDefaults": [{"Name": "op"}]}}),
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.json()["ACLs"]["PolicyDefaults"][0]["ID"], pol["ID"]);
     let r = api
-        .call(
-            reqwest::Method::PUT,
+        .put_as(
             "/v1/namespace/team",
             ROOT,
-            Some(json!({"ACLs": {"PolicyDefaults": [{"Name": "missing"}]}})),
+            json!({"ACLs": {"PolicyDefaults": [{"Name": "missing"}]}}),
         )
         .await;
     assert_eq!(r.status, 400, "{}", r.text);
@@ -615,10 +532,10 @@ async fn namespace_management_needs_operator_write() {
 #[tokio::test]
 async fn a_namespace_policy_write_in_a_partition_manages_the_namespaces_it_covers() {
     let api = Api::enterprise_with_acls().await;
-    let chart = token_with(
-        &api,
-        "sync-catalog",
-        r#"
+    let chart = api
+        .secret_with_policy(
+            "sync-catalog",
+            r#"
         node "k8s-sync" { policy = "write" }
         partition "default" {
           mesh = "write"
@@ -628,16 +545,15 @@ async fn a_namespace_policy_write_in_a_partition_manages_the_namespaces_it_cover
             service_prefix "" { policy = "write" }
           }
         }"#,
-    )
-    .await;
-    let no_acl = token_with(
-        &api,
-        "ns-only",
-        r#"partition "default" { namespace_prefix "k8s-" { policy = "write" } }"#,
-    )
-    .await;
-    token_with(
-        &api,
+        )
+        .await;
+    let no_acl = api
+        .secret_with_policy(
+            "ns-only",
+            r#"partition "default" { namespace_prefix "k8s-" { policy = "write" } }"#,
+        )
+        .await;
+    api.secret_with_policy(
         "cross-namespace-policy",
         r#"service_prefix "" { policy = "read" }"#,
     )
@@ -645,10 +561,7 @@ async fn a_namespace_policy_write_in_a_partition_manages_the_namespaces_it_cover
     let before = api.applies();
     let put = |token: String, body: Value| {
         let api = &api;
-        async move {
-            api.call(reqwest::Method::PUT, "/v1/namespace", &token, Some(body))
-                .await
-        }
+        async move { api.put_as("/v1/namespace", &token, body).await }
     };
     let linked = json!({"Name": "k8s-shop",
         "ACLs": {"PolicyDefaults": [{"Name": "cross-namespace-policy"}]}});
@@ -691,12 +604,12 @@ async fn a_namespace_policy_write_in_a_partition_manages_the_namespaces_it_cover
     );
 
     // The same block scoped to another partition grants nothing here.
-    let elsewhere = token_with(
-        &api,
-        "elsewhere",
-        r#"partition "other" { namespace_prefix "" { policy = "write" } }"#,
-    )
-    .await;
+    let elsewhere = api
+        .secret_with_policy(
+            "elsewhere",
+            r#"partition "other" { namespace_prefix "" { policy = "write" } }"#,
+        )
+        .await;
     let r = put(elsewhere, json!({"Name": "k8s-third"})).await;
     assert_eq!(r.status, 403, "{}", r.text);
 
@@ -857,7 +770,7 @@ async fn unknown_or_malformed_partitions_on_namespace_requests_change_nothing() 
 #[tokio::test]
 async fn partition_blocks_grant_namespace_reads_only_in_that_partition() {
     let api = Api::enterprise_with_acls().await;
-    let op = token_with(&api, "op", r#"operator = "write""#).await;
+    let op = api.secret_with_policy("op", r#"operator = "write""#).await;
     for path in [
         "/v1/partition",
         "/v1/namespace",
@@ -868,24 +781,24 @@ async fn partition_blocks_grant_namespace_reads_only_in_that_partition() {
         } else {
             json!({"Name": "team"})
         };
-        let r = api.call(reqwest::Method::PUT, path, &op, Some(body)).await;
+        let r = api.put_as(path, &op, body).await;
         assert_eq!(r.status, 200, "{path}: {}", r.text);
     }
-    let eu = token_with(
-        &api,
-        "eu-team",
-        r#"partition "eu" { namespace "team" { service_prefix "" { policy = "read" } } }"#,
-    )
-    .await;
-    let plain = token_with(
-        &api,
-        "team",
-        r#"namespace "team" { service_prefix "" { policy = "read" } }"#,
-    )
-    .await;
+    let eu = api
+        .secret_with_policy(
+            "eu-team",
+            r#"partition "eu" { namespace "team" { service_prefix "" { policy = "read" } } }"#,
+        )
+        .await;
+    let plain = api
+        .secret_with_policy(
+            "team",
+            r#"namespace "team" { service_prefix "" { policy = "read" } }"#,
+        )
+        .await;
     let get = |path: &'static str, tok: String| {
         let api = &api;
-        async move { api.call(reqwest::Method::GET, path, &tok, None).await }
+        async move { api.get_as(path, &tok).await }
     };
     assert_eq!(
         get("/v1/namespace/team?partition=eu", eu.clone())

@@ -11,12 +11,9 @@
 use crate::common;
 
 use common::{Api, ROOT};
+use mirra_testkit::consul_login::KubeAuthHost;
 use reqwest::Method;
 use serde_json::{Value, json};
-
-/// Any PEM certificate: Consul requires one, the sandbox reaches its
-/// Kubernetes host over plain HTTP and never uses it.
-const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUaKdHuwQ8Hh7562B+0QbP7uVGXXYwCgYIKoZIzj0EAwIw\nFTETMBEGA1UEAwwKa3ViZXJuZXRlczAeFw0yNjEyMDIxMTM2NDBaFw0zNjExMjkx\nMTM2NDBaMBUxEzARBgNVBAMMCmt1YmVybmV0ZXMwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAARKH67+tQImsWrgQFfCDWiJrctOk5ucIBX6T7X/yYa9yPIaVH7DdHZw\nXd2kwclVssEhRRmhZMakgsyT6fzGxwsfo1MwUTAdBgNVHQ4EFgQUHEEOnVm3DT/C\nvYZVd5C1kkElAvQwHwYDVR0jBBgwFoAUHEEOnVm3DT/CvYZVd5C1kkElAvQwDwYD\nVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA6JXW/kPZjP1jZxIy23bn\nvSlOn+sZwrulPn/0DIwCosYCIEM+6beeaTslIiP7yIbKvwHz5so5C4DKa3rPUAla\nztm1\n-----END CERTIFICATE-----\n";
 
 const METHOD: &str = "consul-k8s-component-auth-method";
 
@@ -42,55 +39,24 @@ partition "team" {
 }
 "#;
 
+/// kube-sandbox with consul-k8s's ServiceAccounts in the namespace
+/// `consul`, and consul-sandbox with Enterprise features and ACLs on.
 struct Env {
-    kube: kube_sandbox::Sandbox,
+    kube: KubeAuthHost,
     consul: Api,
-    http: reqwest::Client,
 }
 
 impl Env {
-    async fn start() -> Env {
+    /// Both sandboxes, with what partition-init and server-acl-init make
+    /// for `-partition=team`.
+    async fn with_team() -> Env {
         let env = Env {
-            kube: kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-                .await
-                .unwrap(),
+            kube: KubeAuthHost::start("consul", &["consul-auth-method", "consul-sync-catalog"])
+                .await,
             consul: Api::enterprise_with_acls().await,
-            http: reqwest::Client::new(),
         };
-        env.kube_post(
-            "/api/v1/namespaces",
-            json!({"metadata": {"name": "consul"}}),
-        )
-        .await;
-        for sa in ["consul-auth-method", "consul-sync-catalog"] {
-            env.kube_post(
-                "/api/v1/namespaces/consul/serviceaccounts",
-                json!({"metadata": {"name": sa}}),
-            )
-            .await;
-        }
+        env.set_up_team().await;
         env
-    }
-
-    async fn kube_post(&self, path: &str, body: Value) -> Value {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.kube.url()))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        r.json().await.unwrap_or(Value::Null)
-    }
-
-    async fn sa_token(&self, sa: &str) -> String {
-        let v = self
-            .kube_post(
-                &format!("/api/v1/namespaces/consul/serviceaccounts/{sa}/token"),
-                json!({"spec": {}}),
-            )
-            .await;
-        v["status"]["token"].as_str().unwrap().to_string()
     }
 
     async fn ok(&self, method: Method, path: &str, token: &str, body: Option<Value>) -> Value {
@@ -112,13 +78,12 @@ impl Env {
             Some(json!({"Name": "team"})),
         )
         .await;
-        let reviewer = self.sa_token("consul-auth-method").await;
+        let config = self.kube.auth_method_config("consul-auth-method").await;
         self.ok(
             Method::PUT,
             "/v1/acl/auth-method?partition=team",
             ROOT,
-            Some(json!({"Name": METHOD, "Type": "kubernetes", "Config": {
-                "Host": self.kube.url(), "CACert": CA, "ServiceAccountJWT": reviewer}})),
+            Some(json!({"Name": METHOD, "Type": "kubernetes", "Config": config})),
         )
         .await;
         self.ok(
@@ -140,7 +105,7 @@ impl Env {
     }
 
     async fn login(&self, partition: &str) -> common::Resp {
-        let bearer = self.sa_token("consul-sync-catalog").await;
+        let bearer = self.kube.token("consul-sync-catalog", json!({})).await;
         self.consul
             .call(
                 Method::POST,
@@ -160,8 +125,7 @@ fn register(partition: &str) -> Value {
 
 #[tokio::test]
 async fn acl_objects_live_in_the_partition_the_request_names() {
-    let env = Env::start().await;
-    env.set_up_team().await;
+    let env = Env::with_team().await;
 
     // Each list shows its own partition only.
     let names = |v: Value, key: &str| -> Vec<String> {
@@ -243,8 +207,7 @@ async fn acl_objects_live_in_the_partition_the_request_names() {
 
 #[tokio::test]
 async fn a_login_in_team_makes_a_token_that_acts_in_team_only() {
-    let env = Env::start().await;
-    env.set_up_team().await;
+    let env = Env::with_team().await;
 
     // The method is not in `default`: Consul's "not found" there.
     let before = env.consul.applies();

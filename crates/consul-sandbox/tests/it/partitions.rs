@@ -10,26 +10,40 @@
 use crate::common;
 
 use common::{Api, ROOT};
-use consul_sandbox::{AclDefaultPolicy, Config};
-use mirra_testkit::wait_for;
 use serde_json::{Value, json};
 
 async fn create_partition(api: &Api, token: &str, name: &str) {
     let r = api
-        .call(
-            reqwest::Method::PUT,
-            "/v1/partition",
-            token,
-            Some(json!({"Name": name})),
-        )
+        .put_as("/v1/partition", token, json!({"Name": name}))
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
+}
+
+/// An Enterprise sandbox with the partition `eu`.
+async fn enterprise_with_eu() -> Api {
+    let api = Api::enterprise().await;
+    create_partition(&api, "", "eu").await;
+    api
 }
 
 fn reg_body(node: &str, addr: &str, id: &str, name: &str) -> Value {
     json!({"Node": node, "Address": addr,
            "Service": {"ID": id, "Service": name},
            "Checks": [{"CheckID": format!("{id}-check"), "ServiceID": id, "Status": "passing"}]})
+}
+
+/// The nodes of partition `eu`, as `/v1/catalog/nodes` answers.
+async fn eu_nodes(api: &Api) -> Value {
+    api.get("/v1/catalog/nodes?partition=eu").await.json()
+}
+
+/// Registers instance `id` of `web` (with a passing check) on node `n1`
+/// at `addr`, with `query` on the URL (`?partition=eu`, or none); the
+/// write must succeed.
+async fn register_web_on_n1(api: &Api, query: &str, addr: &str, id: &str) {
+    let path = format!("/v1/catalog/register{query}");
+    let r = api.put(&path, &reg_body("n1", addr, id, "web")).await;
+    assert_eq!(r.status, 200, "{}", r.text);
 }
 
 fn node_names(v: &Value) -> Vec<String> {
@@ -42,23 +56,10 @@ fn node_names(v: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn the_same_node_name_in_two_partitions_is_two_nodes() {
-    let api = Api::enterprise().await;
-    create_partition(&api, "", "eu").await;
+    let api = enterprise_with_eu().await;
     let before = api.applies();
-    let r = api
-        .put(
-            "/v1/catalog/register",
-            &reg_body("n1", "10.0.0.1", "web-1", "web"),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
-    let r = api
-        .put(
-            "/v1/catalog/register?partition=eu",
-            &reg_body("n1", "10.0.0.2", "web-1", "web"),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
+    register_web_on_n1(&api, "", "10.0.0.1", "web-1").await;
+    register_web_on_n1(&api, "?partition=eu", "10.0.0.2", "web-1").await;
     // The body's Partition places a registration too.
     let mut body = reg_body("n2", "10.0.0.3", "db-1", "db");
     body["Partition"] = json!("EU");
@@ -66,7 +67,7 @@ async fn the_same_node_name_in_two_partitions_is_two_nodes() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(api.applies(), before + 3);
 
-    let eu = api.get("/v1/catalog/nodes?partition=eu").await.json();
+    let eu = eu_nodes(&api).await;
     assert_eq!(node_names(&eu), ["n1", "n2"]);
     assert_eq!(eu[0]["Address"], "10.0.0.2");
     assert_eq!(eu[0]["Partition"], "eu");
@@ -111,10 +112,7 @@ async fn the_same_node_name_in_two_partitions_is_two_nodes() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(
-        node_names(&api.get("/v1/catalog/nodes?partition=eu").await.json()),
-        ["n2"]
-    );
+    assert_eq!(node_names(&eu_nodes(&api).await), ["n2"]);
     assert_eq!(
         api.get("/v1/catalog/service/web").await.json()[0]["Address"],
         "10.0.0.1"
@@ -123,21 +121,16 @@ async fn the_same_node_name_in_two_partitions_is_two_nodes() {
 
 #[tokio::test]
 async fn txn_ops_carry_their_partition() {
-    let api = Api::enterprise().await;
-    create_partition(&api, "", "eu").await;
+    let api = enterprise_with_eu().await;
     let before = api.applies();
-    let r = api
-        .put(
-            "/v1/txn",
-            &json!([
-                {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "10.0.0.2", "Partition": "eu"}}},
-                {"Service": {"Verb": "set", "Node": "n1",
-                             "Service": {"ID": "db-1", "Service": "db", "Partition": "eu"}}},
-                {"Check": {"Verb": "set", "Check": {"Node": "n1", "CheckID": "c1",
-                            "ServiceID": "db-1", "Status": "passing", "Partition": "eu"}}},
-            ]),
-        )
-        .await;
+    let ops = json!([
+        {"Node": {"Verb": "set", "Node": {"Node": "n1", "Address": "10.0.0.2", "Partition": "eu"}}},
+        {"Service": {"Verb": "set", "Node": "n1",
+                     "Service": {"ID": "db-1", "Service": "db", "Partition": "eu"}}},
+        {"Check": {"Verb": "set", "Check": {"Node": "n1", "CheckID": "c1",
+                    "ServiceID": "db-1", "Status": "passing", "Partition": "eu"}}},
+    ]);
+    let r = api.put("/v1/txn", &ops).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let results = r.json()["Results"].clone();
     assert_eq!(results[0]["Node"]["Partition"], "eu");
@@ -181,23 +174,13 @@ async fn txn_ops_carry_their_partition() {
         )
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
-    assert_eq!(
-        api.get("/v1/catalog/nodes?partition=eu").await.json(),
-        json!([])
-    );
+    assert_eq!(eu_nodes(&api).await, json!([]));
 }
 
 #[tokio::test]
 async fn a_blocked_read_in_one_partition_is_not_woken_by_another() {
-    let api = Api::enterprise().await;
-    create_partition(&api, "", "eu").await;
-    let r = api
-        .put(
-            "/v1/catalog/register?partition=eu",
-            &reg_body("n1", "10.0.0.2", "web-1", "web"),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{}", r.text);
+    let api = enterprise_with_eu().await;
+    register_web_on_n1(&api, "?partition=eu", "10.0.0.2", "web-1").await;
     for path in [
         "/v1/catalog/service/web",
         "/v1/catalog/services",
@@ -205,40 +188,15 @@ async fn a_blocked_read_in_one_partition_is_not_woken_by_another() {
         "/v1/catalog/node/n1",
     ] {
         let idx = api.get(&format!("{path}?partition=eu")).await.index();
-        let url = api.url(&format!("{path}?partition=eu&index={idx}&wait=5m"));
-        let http = api.http.clone();
-        let blocked = tokio::spawn(async move {
-            http.get(url)
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        });
-        wait_for("one open blocking query", || async {
-            api.sb.stats().blocking_queries_open == 1
-        })
-        .await;
+        let blocked = api.spawn_get(&format!("{path}?partition=eu&index={idx}&wait=5m"));
+        api.wait_until_blocked(1).await;
         let wakeups = api.sb.stats().blocking_wakeups;
         // The same names in the default partition.
-        let r = api
-            .put(
-                "/v1/catalog/register",
-                &reg_body("n1", "10.0.0.1", &format!("web-{idx}"), "web"),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text);
+        register_web_on_n1(&api, "", "10.0.0.1", &format!("web-{idx}")).await;
         assert_eq!(api.sb.stats().blocking_wakeups, wakeups, "{path}");
         assert_eq!(api.sb.stats().blocking_queries_open, 1, "{path}");
-        let r = api
-            .put(
-                "/v1/catalog/register?partition=eu",
-                &reg_body("n1", "10.0.0.2", &format!("web-eu-{idx}"), "web"),
-            )
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text);
-        let body = blocked.await.unwrap();
+        register_web_on_n1(&api, "?partition=eu", "10.0.0.2", &format!("web-eu-{idx}")).await;
+        let body = blocked.await.unwrap().json();
         assert_eq!(api.sb.stats().blocking_wakeups, wakeups + 1, "{path}");
         if path == "/v1/catalog/service/web" {
             assert!(
@@ -254,59 +212,33 @@ async fn a_blocked_read_in_one_partition_is_not_woken_by_another() {
 
 #[tokio::test]
 async fn acl_partition_blocks_grant_only_inside_their_partition() {
-    let api = Api::start_with(Config {
-        enterprise: true,
-        acl_default_policy: Some(AclDefaultPolicy::Deny),
-        acl_initial_management_token: Some(ROOT.into()),
-        ..Config::default()
-    })
-    .await;
+    let api = Api::enterprise_with_acls().await;
     create_partition(&api, ROOT, "eu").await;
-    let token = |rules: &'static str| {
-        let api = &api;
-        async move {
-            let p = api
-                .call(
-                    reqwest::Method::PUT,
-                    "/v1/acl/policy",
-                    ROOT,
-                    Some(json!({"Name": format!("p{}", rules.len()), "Rules": rules})),
-                )
-                .await;
-            assert_eq!(p.status, 200, "{}", p.text);
-            let t = api
-                .call(
-                    reqwest::Method::PUT,
-                    "/v1/acl/token",
-                    ROOT,
-                    Some(json!({"Policies": [{"ID": p.json()["ID"]}]})),
-                )
-                .await;
-            t.json()["SecretID"].as_str().unwrap().to_string()
-        }
-    };
-    let eu = token(
-        r#"partition "eu" {
+    let eu = api
+        .secret_with_policy(
+            "eu-writer",
+            r#"partition "eu" {
              node_prefix "" { policy = "write" }
              service_prefix "" { policy = "write" }
            }"#,
-    )
-    .await;
-    let plain = token(
-        r#"node_prefix "" { policy = "write" }
+        )
+        .await;
+    let plain = api
+        .secret_with_policy(
+            "writer",
+            r#"node_prefix "" { policy = "write" }
            service_prefix "" { policy = "write" }"#,
-    )
-    .await;
+        )
+        .await;
     let before = api.applies();
     let reg = |path: &'static str, tok: String, node: &'static str| {
         let api = &api;
         async move {
-            api.call(
-                reqwest::Method::PUT,
+            api.put_as(
                 path,
                 &tok,
-                Some(json!({"Node": node, "Address": "10.0.0.1",
-                            "Service": {"ID": "web-1", "Service": "web"}})),
+                json!({"Node": node, "Address": "10.0.0.1",
+                            "Service": {"ID": "web-1", "Service": "web"}}),
             )
             .await
             .status
@@ -327,7 +259,7 @@ async fn acl_partition_blocks_grant_only_inside_their_partition() {
 
     let read = |path: &'static str, tok: String| {
         let api = &api;
-        async move { api.call(reqwest::Method::GET, path, &tok, None).await }
+        async move { api.get_as(path, &tok).await }
     };
     let r = read("/v1/catalog/nodes?partition=eu", eu.clone()).await;
     assert_eq!(node_names(&r.json()), ["a"]);
@@ -345,8 +277,7 @@ async fn acl_partition_blocks_grant_only_inside_their_partition() {
 
 #[tokio::test]
 async fn unknown_or_malformed_partitions_change_nothing() {
-    let api = Api::enterprise().await;
-    create_partition(&api, "", "eu").await;
+    let api = enterprise_with_eu().await;
     let before = api.applies();
     let stats_before = api.get("/v1/catalog/nodes").await.json();
     for (path, body, status) in [
@@ -386,25 +317,14 @@ async fn unknown_or_malformed_partitions_change_nothing() {
     assert_eq!(api.get("/v1/catalog/nodes?partition=%2A").await.status, 400);
     assert_eq!(api.applies(), before, "refusals apply nothing");
     assert_eq!(api.get("/v1/catalog/nodes").await.json(), stats_before);
-    assert_eq!(
-        api.get("/v1/catalog/nodes?partition=eu").await.json(),
-        json!([])
-    );
+    assert_eq!(eu_nodes(&api).await, json!([]));
 }
 
 #[tokio::test]
 async fn deleting_a_partition_removes_its_nodes_in_the_same_apply() {
-    let api = Api::enterprise().await;
-    create_partition(&api, "", "eu").await;
-    for (path, node) in [
-        ("/v1/catalog/register?partition=eu", "n1"),
-        ("/v1/catalog/register", "n1"),
-    ] {
-        let r = api
-            .put(path, &reg_body(node, "10.0.0.1", "web-1", "web"))
-            .await;
-        assert_eq!(r.status, 200, "{}", r.text);
-    }
+    let api = enterprise_with_eu().await;
+    register_web_on_n1(&api, "?partition=eu", "10.0.0.1", "web-1").await;
+    register_web_on_n1(&api, "", "10.0.0.1", "web-1").await;
     let before = api.applies();
     let r = api
         .call(reqwest::Method::DELETE, "/v1/partition/eu", "", None)
@@ -412,10 +332,7 @@ async fn deleting_a_partition_removes_its_nodes_in_the_same_apply() {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(api.applies(), before + 1);
     create_partition(&api, "", "eu").await;
-    assert_eq!(
-        api.get("/v1/catalog/nodes?partition=eu").await.json(),
-        json!([])
-    );
+    assert_eq!(eu_nodes(&api).await, json!([]));
     assert_eq!(
         api.get("/v1/health/service/web?partition=eu").await.json(),
         json!([])

@@ -136,6 +136,19 @@ fn https(sb: &Sandbox, path: &str) -> String {
     format!("{}{path}", sb.https_url().unwrap())
 }
 
+/// `GET /v1/catalog/services` over HTTPS with `c`.
+async fn get_services(c: &reqwest::Client, sb: &Sandbox) -> reqwest::Result<reqwest::Response> {
+    c.get(https(sb, "/v1/catalog/services")).send().await
+}
+
+/// Waits until the sandbox has counted `n` refused handshakes.
+async fn wait_for_refused_handshakes(sb: &Sandbox, n: u64) {
+    wait_for(&format!("{n} refused handshakes to be counted"), || async {
+        sb.stats().tls_handshakes_failed == n
+    })
+    .await;
+}
+
 fn index(resp: &reqwest::Response) -> u64 {
     resp.headers()["X-Consul-Index"]
         .to_str()
@@ -214,16 +227,11 @@ async fn https_serves_reads_writes_and_blocking_queries_over_one_store() {
 async fn a_client_that_does_not_trust_the_servers_ca_is_refused() {
     let pki = Pki::new();
     let sb = start(&pki, false).await;
-    let err = client(&pki.other, None)
-        .get(https(&sb, "/v1/catalog/services"))
-        .send()
+    let err = get_services(&client(&pki.other, None), &sb)
         .await
         .unwrap_err();
     assert!(err.is_connect(), "{err:?}");
-    wait_for("the refused handshake to be counted", || async {
-        sb.stats().tls_handshakes_failed == 1
-    })
-    .await;
+    wait_for_refused_handshakes(&sb, 1).await;
     let stats = sb.stats();
     assert_eq!(stats.tls_handshakes, 0);
     assert_eq!(stats.requests_for("GET /v1/catalog/services"), 0);
@@ -240,10 +248,7 @@ async fn plain_http_on_the_https_port_is_refused_without_an_answer() {
         .await
         .unwrap_err();
     assert!(!err.is_status(), "{err:?}");
-    wait_for("the refused handshake to be counted", || async {
-        sb.stats().tls_handshakes_failed == 1
-    })
-    .await;
+    wait_for_refused_handshakes(&sb, 1).await;
     assert_eq!(sb.stats().requests_for("GET /v1/catalog/services"), 0);
 }
 
@@ -254,38 +259,22 @@ async fn verify_incoming_refuses_clients_without_a_certificate_from_its_ca() {
 
     // No client certificate: TLS 1.3 lets the client finish its side
     // first, so the request fails when the server's refusal arrives.
-    let err = client(&pki.ca, None)
-        .get(https(&sb, "/v1/catalog/services"))
-        .send()
-        .await
-        .unwrap_err();
+    let err = get_services(&client(&pki.ca, None), &sb).await.unwrap_err();
     assert!(!err.is_status(), "{err:?}");
-    wait_for("the refused handshake to be counted", || async {
-        sb.stats().tls_handshakes_failed == 1
-    })
-    .await;
+    wait_for_refused_handshakes(&sb, 1).await;
 
     // A certificate signed by another CA: refused the same way.
     let stranger = pki.client_identity(&pki.other);
-    let err = client(&pki.ca, Some(stranger))
-        .get(https(&sb, "/v1/catalog/services"))
-        .send()
+    let err = get_services(&client(&pki.ca, Some(stranger)), &sb)
         .await
         .unwrap_err();
     assert!(!err.is_status(), "{err:?}");
-    wait_for("the second refused handshake to be counted", || async {
-        sb.stats().tls_handshakes_failed == 2
-    })
-    .await;
+    wait_for_refused_handshakes(&sb, 2).await;
     assert_eq!(sb.stats().requests_for("GET /v1/catalog/services"), 0);
 
     // A certificate from the CA: served.
     let ok = pki.client_identity(&pki.ca);
-    let resp = client(&pki.ca, Some(ok))
-        .get(https(&sb, "/v1/catalog/services"))
-        .send()
-        .await
-        .unwrap();
+    let resp = get_services(&client(&pki.ca, Some(ok)), &sb).await.unwrap();
     assert_eq!(resp.status(), 200);
     let body: serde_json::Value = resp.json().await.unwrap();
     assert!(body.get("consul").is_some(), "{body}");

@@ -2,6 +2,15 @@ use super::*;
 use proptest::prelude::*;
 use serde_json::json;
 
+/// A named port of a multi-port instance.
+fn port(name: &str, port: u16, default: bool) -> ServicePort {
+    ServicePort {
+        name: name.into(),
+        port,
+        default,
+    }
+}
+
 #[test]
 fn node_services_from_documented_sample_with_nulls_and_unknown_fields() {
     let body = json!({
@@ -146,18 +155,7 @@ fn multi_port_service_serialises_ports_and_no_port() {
     let s = Service {
         id: "web-0123456789ab".into(),
         service: "web".into(),
-        ports: vec![
-            ServicePort {
-                name: "http".into(),
-                port: 8080,
-                default: true,
-            },
-            ServicePort {
-                name: "grpc".into(),
-                port: 9090,
-                default: false,
-            },
-        ],
+        ports: vec![port("http", 8080, true), port("grpc", 9090, false)],
         ..Service::default()
     };
     assert_eq!(
@@ -201,21 +199,9 @@ fn ports_read_from_node_services_with_nulls_and_unknown_fields() {
     assert_eq!(
         ns.services[0].ports,
         vec![
-            ServicePort {
-                name: "http".into(),
-                port: 8080,
-                default: true
-            },
-            ServicePort {
-                name: "grpc".into(),
-                port: 9090,
-                default: false
-            },
-            ServicePort {
-                name: String::new(),
-                port: 9100,
-                default: false
-            },
+            port("http", 8080, true),
+            port("grpc", 9090, false),
+            port("", 9100, false),
         ]
     );
     assert_eq!(ns.services[0].port, 0);
@@ -231,14 +217,7 @@ fn service_ports_of_the_flattened_shape() {
         {"ServiceID": "b", "ServicePort": 80, "ServicePorts": null}
     ]))
     .unwrap();
-    assert_eq!(
-        v[0].service_ports,
-        vec![ServicePort {
-            name: "http".into(),
-            port: 8080,
-            default: true
-        }]
-    );
+    assert_eq!(v[0].service_ports, vec![port("http", 8080, true)]);
     assert!(v[1].service_ports.is_empty());
 }
 

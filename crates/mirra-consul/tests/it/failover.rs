@@ -10,11 +10,9 @@
 
 use std::time::Duration;
 
-use crate::common::{NODE, fast_retry, node_services, string_map as env};
+use crate::common::{NODE, fast_retry, node_services, string_map as env, web_registration};
 use consul_sandbox::{Config, Sandbox};
-use mirra_consul::{
-    Client, ConsulConfig, Error, Overrides, QueryOptions, RegisterRequest, Service,
-};
+use mirra_consul::{Client, ConsulConfig, Error, Overrides, QueryOptions};
 
 fn client_from_env(pairs: &[(&str, &str)]) -> Client {
     let mut c = ConsulConfig::from_sources(&env(pairs), &Overrides::default()).unwrap();
@@ -30,20 +28,6 @@ fn client_for(servers: &[&Sandbox]) -> Client {
         .collect();
     c.retry = fast_retry(3);
     Client::new(c).unwrap()
-}
-
-fn register(id: &str) -> RegisterRequest {
-    RegisterRequest {
-        node: NODE.into(),
-        address: "127.0.0.1".into(),
-        service: Some(Service {
-            id: id.into(),
-            service: "web".into(),
-            port: 80,
-            ..Service::default()
-        }),
-        ..RegisterRequest::default()
-    }
 }
 
 /// All requests the sandbox received, whatever the endpoint.
@@ -70,7 +54,7 @@ async fn a_client_from_consul_k8s_variables_reaches_the_server() {
         ("CONSUL_HTTP_ADDR", "127.0.0.1:1"),
     ]);
     assert_eq!(client.request_timeout(), Duration::from_secs(90));
-    client.register(&register("web-1")).await.unwrap();
+    client.register(&web_registration("web-1")).await.unwrap();
     assert_eq!(instances(&client).await, 1);
     assert_eq!(sb.stats().requests_for("PUT /v1/catalog/register"), 1);
     assert_eq!(sb.stats().requests_for("GET /v1/catalog/node-services"), 1);
@@ -106,7 +90,7 @@ async fn a_dead_address_first_in_consul_addresses_costs_one_failed_connection() 
     ]);
     assert_eq!(client.servers().len(), 2);
     assert_eq!(client.current_server().host_str(), Some("127.0.0.2"));
-    client.register(&register("web-1")).await.unwrap();
+    client.register(&web_registration("web-1")).await.unwrap();
     assert_eq!(client.current_server().host_str(), Some("127.0.0.1"));
     for _ in 0..9 {
         assert_eq!(instances(&client).await, 1);
@@ -126,7 +110,7 @@ async fn a_server_that_drops_connections_is_tried_once_not_on_every_request() {
     let client = client_for(&[&bad, &good]);
     for i in 0..10 {
         client
-            .register(&register(&format!("web-{i}")))
+            .register(&web_registration(&format!("web-{i}")))
             .await
             .unwrap();
     }
@@ -143,7 +127,7 @@ async fn the_catalog_keeps_working_when_the_current_server_stops() {
     let b = Sandbox::start(Config::default()).await.unwrap();
     let b_url = b.url();
     let client = client_for(&[&a, &b]);
-    client.register(&register("web-1")).await.unwrap();
+    client.register(&web_registration("web-1")).await.unwrap();
     assert_eq!(a.stats().raft_applies, 1);
     assert_eq!(
         total_requests(&b),
@@ -152,7 +136,7 @@ async fn the_catalog_keeps_working_when_the_current_server_stops() {
     );
     a.shutdown().await;
 
-    client.register(&register("web-2")).await.unwrap();
+    client.register(&web_registration("web-2")).await.unwrap();
     assert_eq!(
         client.current_server().as_str().trim_end_matches('/'),
         b_url
@@ -173,7 +157,10 @@ async fn when_every_server_is_down_the_error_is_a_connection_error() {
     let client = client_for(&[&a, &b]);
     a.shutdown().await;
     b.shutdown().await;
-    let err = client.register(&register("web-1")).await.unwrap_err();
+    let err = client
+        .register(&web_registration("web-1"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err}");
     assert!(err.is_retryable());
 }
@@ -214,6 +201,6 @@ async fn a_host_name_resolves_to_its_servers() {
             .iter()
             .all(|u| u.host_str() != Some("localhost"))
     );
-    client.register(&register("web-1")).await.unwrap();
+    client.register(&web_registration("web-1")).await.unwrap();
     assert_eq!(sb.stats().raft_applies, 1);
 }

@@ -16,15 +16,15 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::common::fast_retry;
+use crate::common::{fast_retry, web_registration};
 use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use mirra_consul::{
-    Client, ConsulConfig, DeregisterRequest, Error, QueryOptions, RegisterRequest, Service,
-    TokenConfig, TokenSource, TxnOp, Verb, WatchOptions,
+    Client, ConsulConfig, DeregisterRequest, Error, QueryOptions, Service, TokenConfig,
+    TokenSource, TxnOp, Verb, WatchOptions,
 };
 
 const SECRET: &str = "e3b0c442-98fc-1c14-9afb-f4c8996fb924";
@@ -154,18 +154,17 @@ fn client(addr: SocketAddr, max_attempts: u32) -> Client {
     Client::new(c).unwrap()
 }
 
-fn register_req() -> RegisterRequest {
-    RegisterRequest {
-        node: "k8s-sync".into(),
-        address: "127.0.0.1".into(),
-        service: Some(Service {
-            id: "web-1".into(),
-            service: "web".into(),
-            port: 80,
-            ..Service::default()
-        }),
-        ..RegisterRequest::default()
-    }
+/// A client of `addr` without a token, making `max_attempts` tries per
+/// call, its configuration changed by `edit`.
+fn tokenless_client(
+    addr: SocketAddr,
+    max_attempts: u32,
+    edit: impl FnOnce(&mut ConsulConfig),
+) -> Client {
+    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
+    c.retry = fast_retry(max_attempts);
+    edit(&mut c);
+    Client::new(c).unwrap()
 }
 
 fn svc_op(verb: Verb, i: usize) -> TxnOp {
@@ -182,6 +181,15 @@ fn svc_op(verb: Verb, i: usize) -> TxnOp {
     }
 }
 
+/// Watch options for the scripted server: short waits, little spacing.
+fn fast_watch() -> WatchOptions {
+    WatchOptions {
+        wait: Duration::from_millis(50),
+        min_interval: Duration::from_millis(1),
+        ..WatchOptions::default()
+    }
+}
+
 fn assert_no_secret(e: &Error) {
     let shown = format!("{e} | {e:?}");
     assert!(!shown.contains(SECRET), "secret leaked: {shown}");
@@ -195,7 +203,10 @@ async fn retries_5xx_then_succeeds() {
         canned(200, "true"),
     ])
     .await;
-    client(addr, 4).register(&register_req()).await.unwrap();
+    client(addr, 4)
+        .register(&web_registration("web-1"))
+        .await
+        .unwrap();
     assert_eq!(script.hits(), 3);
     let seen = script.seen();
     assert!(
@@ -226,7 +237,10 @@ async fn no_retry_on_403_and_token_named_by_source_only() {
         "Permission denied: token with AccessorID 'a1' lacks node:write",
     )])
     .await;
-    let err = client(addr, 5).register(&register_req()).await.unwrap_err();
+    let err = client(addr, 5)
+        .register(&web_registration("web-1"))
+        .await
+        .unwrap_err();
     assert_eq!(script.hits(), 1, "403 must not be retried");
     assert_eq!(err.class(), "permission_denied");
     assert!(!err.is_retryable());
@@ -360,10 +374,7 @@ async fn apply_ops_reports_global_indexes_and_unapplied_ops() {
     let ok = r#"{"Results":[],"Errors":null}"#;
     let rolled = r#"{"Errors":[{"OpIndex":2,"What":"index mismatch"}]}"#;
     let (addr, script) = serve(vec![canned(200, ok), canned(409, rolled), canned(200, ok)]).await;
-    let mut cfg = ConsulConfig::new(&addr.to_string()).unwrap();
-    cfg.txn_max_ops = 4;
-    cfg.retry = fast_retry(3);
-    let client = Client::new(cfg).unwrap();
+    let client = tokenless_client(addr, 3, |c| c.txn_max_ops = 4);
 
     let ops: Vec<TxnOp> = (0..10).map(|i| svc_op(Verb::Set, i)).collect();
     let err = client.apply_ops(ops.clone()).await.unwrap_err();
@@ -427,11 +438,7 @@ async fn slow_answer_times_out_and_reads_are_retried() {
         ..canned(200, "{}")
     };
     let (addr, script) = serve(vec![slow]).await;
-    let mut cfg = ConsulConfig::new(&addr.to_string()).unwrap();
-    cfg.request_timeout = Duration::from_millis(100);
-    cfg.retry = fast_retry(2);
-    let err = Client::new(cfg)
-        .unwrap()
+    let err = tokenless_client(addr, 2, |c| c.request_timeout = Duration::from_millis(100))
         .services(&QueryOptions::default())
         .await
         .unwrap_err();
@@ -458,10 +465,7 @@ async fn blocking_read_outlives_plain_request_timeout() {
         ..at_index(200, r#"{"web":["k8s"]}"#, 12)
     };
     let (addr, script) = serve(vec![held]).await;
-    let mut cfg = ConsulConfig::new(&addr.to_string()).unwrap();
-    cfg.request_timeout = Duration::from_secs(1);
-    cfg.retry = fast_retry(1);
-    let client = Client::new(cfg).unwrap();
+    let client = tokenless_client(addr, 1, |c| c.request_timeout = Duration::from_secs(1));
     let v = client
         .services(&QueryOptions::blocking(12, Duration::from_secs(3)))
         .await
@@ -515,11 +519,7 @@ async fn watch_follows_index_yields_only_changes_and_resets_backwards() {
     ])
     .await;
     let c = client(addr, 1);
-    let opts = WatchOptions {
-        wait: Duration::from_millis(50),
-        min_interval: Duration::from_millis(1),
-        ..WatchOptions::default()
-    };
+    let opts = fast_watch();
     // Drive the stream in its own task, as a consumer would, so that it keeps
     // sending requests between the items it yields.
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -578,11 +578,7 @@ async fn watch_yields_errors_then_recovers() {
     ])
     .await;
     let c = client(addr, 1);
-    let opts = WatchOptions {
-        wait: Duration::from_millis(50),
-        min_interval: Duration::from_millis(1),
-        ..WatchOptions::default()
-    };
+    let opts = fast_watch();
     let mut stream = Box::pin(c.watch_node_services("missing-node", opts));
     let e1 = stream.next().await.unwrap().unwrap_err();
     assert_eq!(e1.class(), "server_error");
@@ -639,11 +635,7 @@ async fn health_node_decodes_checks_and_watch_follows_its_index() {
     assert_eq!(seen[0].method, Method::GET);
     assert_eq!(seen[0].uri.path(), "/v1/health/node/foobar");
 
-    let opts = WatchOptions {
-        wait: Duration::from_millis(50),
-        min_interval: Duration::from_millis(1),
-        ..WatchOptions::default()
-    };
+    let opts = fast_watch();
     let mut stream = Box::pin(c.watch_health_node("foobar", opts));
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!((first.index, first.value.len()), (15, 0));
@@ -675,20 +667,23 @@ fn login_answer(accessor: &str, secret: &str) -> Canned {
     )
 }
 
+/// A client logging in with auth method `k8s` and the bearer token in the
+/// file returned with it (which must live as long as the client), its
+/// configuration changed by `edit`.
 fn login_client(
     addr: SocketAddr,
-    bearer: &std::path::Path,
     edit: impl FnOnce(&mut ConsulConfig),
-) -> Client {
-    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
-    c.login = Some(mirra_consul::LoginConfig {
-        bearer_token_file: bearer.to_owned(),
-        meta: [("pod".to_owned(), "consul/sync-0".to_owned())].into(),
-        ..mirra_consul::LoginConfig::new("k8s")
+) -> (Client, tempfile::NamedTempFile) {
+    let bearer = bearer_file();
+    let client = tokenless_client(addr, 3, |c| {
+        c.login = Some(mirra_consul::LoginConfig {
+            bearer_token_file: bearer.path().to_owned(),
+            meta: [("pod".to_owned(), "consul/sync-0".to_owned())].into(),
+            ..mirra_consul::LoginConfig::new("k8s")
+        });
+        edit(c);
     });
-    c.retry = fast_retry(3);
-    edit(&mut c);
-    Client::new(c).unwrap()
+    (client, bearer)
 }
 
 fn bearer_file() -> tempfile::NamedTempFile {
@@ -711,13 +706,15 @@ async fn a_second_acl_not_found_after_the_new_login_is_returned() {
         canned(500, "nothing more is expected"),
     ])
     .await;
-    let bearer = bearer_file();
-    let client = login_client(addr, bearer.path(), |c| {
+    let (client, _bearer) = login_client(addr, |c| {
         c.datacenter = Some("dc2".into());
         c.partition = Some("part-a".into());
         c.login.as_mut().unwrap().datacenter = Some("dc1".into());
     });
-    let err = client.register(&register_req()).await.unwrap_err();
+    let err = client
+        .register(&web_registration("web-1"))
+        .await
+        .unwrap_err();
     assert!(err.is_acl_not_found(), "{err}");
     assert!(!err.is_retryable());
     assert!(err.to_string().contains("login token acc-2"), "{err}");
@@ -758,9 +755,11 @@ async fn a_permission_denied_is_not_a_reason_to_log_in_again() {
         canned(403, "Permission denied: token with AccessorID 'acc-1' lacks permission 'node:write' on \"k8s-sync\""),
     ])
     .await;
-    let bearer = bearer_file();
-    let client = login_client(addr, bearer.path(), |_| {});
-    let err = client.register(&register_req()).await.unwrap_err();
+    let (client, _bearer) = login_client(addr, |_| {});
+    let err = client
+        .register(&web_registration("web-1"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
     assert_eq!(script.hits(), 2);
 }
@@ -772,8 +771,7 @@ async fn a_login_is_not_resent_after_a_5xx_and_never_shows_the_bearer_token() {
         &format!("failed to parse and validate JWT: {BEARER} is malformed"),
     )])
     .await;
-    let bearer = bearer_file();
-    let client = login_client(addr, bearer.path(), |_| {});
+    let (client, _bearer) = login_client(addr, |_| {});
     let err = client.login().await.unwrap_err();
     assert!(matches!(err, Error::Login { .. }), "{err}");
     assert!(err.is_retryable());
@@ -793,8 +791,7 @@ async fn a_garbage_login_answer_is_a_login_error_without_its_text() {
         canned(200, "<html>proxy</html>"),
     ])
     .await;
-    let bearer = bearer_file();
-    let client = login_client(addr, bearer.path(), |_| {});
+    let (client, _bearer) = login_client(addr, |_| {});
     for _ in 0..2 {
         let err = client.login().await.unwrap_err();
         assert!(matches!(err, Error::Login { .. }), "{err}");
@@ -814,8 +811,7 @@ async fn logout_sends_the_login_token_to_the_login_partition() {
         canned(500, "nothing more is expected"),
     ])
     .await;
-    let bearer = bearer_file();
-    let client = login_client(addr, bearer.path(), |c| {
+    let (client, _bearer) = login_client(addr, |c| {
         c.login.as_mut().unwrap().partition = Some("login-part".into());
         c.login.as_mut().unwrap().namespace = Some("login-ns".into());
         c.namespace = Some("apps".into());
@@ -857,12 +853,11 @@ async fn namespaces_are_created_with_a_policy_link_and_read_in_the_partition() {
         canned(403, "Permission denied"),
     ])
     .await;
-    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
-    c.partition = Some("part-a".into());
-    c.namespace = Some("ignored".into());
-    c.datacenter = Some("dc1".into());
-    c.retry = fast_retry(1);
-    let client = Client::new(c).unwrap();
+    let client = tokenless_client(addr, 1, |c| {
+        c.partition = Some("part-a".into());
+        c.namespace = Some("ignored".into());
+        c.datacenter = Some("dc1".into());
+    });
 
     let ns = mirra_consul::Namespace::with_policy_defaults("apps", ["cross-namespace-policy"]);
     let created = client.create_namespace(&ns).await.unwrap();
@@ -894,9 +889,7 @@ async fn namespaces_are_created_with_a_policy_link_and_read_in_the_partition() {
 #[tokio::test]
 async fn a_namespace_create_is_not_resent_after_a_5xx() {
     let (addr, script) = serve(vec![canned(500, "rpc error")]).await;
-    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
-    c.retry = fast_retry(4);
-    let client = Client::new(c).unwrap();
+    let client = tokenless_client(addr, 4, |_| {});
     let err = client
         .create_namespace(&mirra_consul::Namespace::with_policy_defaults(
             "apps",
@@ -915,11 +908,10 @@ async fn a_namespace_create_is_not_resent_after_a_5xx() {
 #[tokio::test]
 async fn txn_ops_carry_the_client_namespace_and_partition_in_their_bodies() {
     let (addr, script) = serve(vec![canned(200, r#"{"Results":[],"Errors":null}"#)]).await;
-    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
-    c.namespace = Some("team-a".into());
-    c.partition = Some("p1".into());
-    c.retry = fast_retry(1);
-    let client = Client::new(c).unwrap();
+    let client = tokenless_client(addr, 1, |c| {
+        c.namespace = Some("team-a".into());
+        c.partition = Some("p1".into());
+    });
     let check = TxnOp::Check {
         verb: Verb::Cas,
         check: mirra_consul::HealthCheck {
@@ -958,7 +950,7 @@ async fn txn_ops_carry_the_client_namespace_and_partition_in_their_bodies() {
 
     // Without a namespace or partition the bodies are what the caller built.
     let (addr, script) = serve(vec![canned(200, r#"{"Results":[],"Errors":null}"#)]).await;
-    let plain = client_without_token(addr);
+    let plain = tokenless_client(addr, 1, |_| {});
     plain.apply_ops(ops.clone()).await.unwrap();
     let body: serde_json::Value = serde_json::from_slice(&script.seen()[0].body).unwrap();
     assert_eq!(body, serde_json::to_value(&ops).unwrap());
@@ -972,22 +964,13 @@ async fn a_rolled_back_namespaced_txn_names_the_callers_ops() {
         r#"{"Results":null,"Errors":[{"OpIndex":0,"What":"Permission denied"}]}"#,
     )])
     .await;
-    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
-    c.namespace = Some("team-a".into());
-    c.retry = fast_retry(1);
-    let client = Client::new(c).unwrap();
+    let client = tokenless_client(addr, 1, |c| c.namespace = Some("team-a".into()));
     let op = svc_op(Verb::Set, 1);
     let err = client.txn(std::slice::from_ref(&op)).await.unwrap_err();
     let Error::TxnRolledBack { failed } = err else {
         panic!("{err}")
     };
     assert_eq!(failed[0].op.as_ref(), Some(&op));
-}
-
-fn client_without_token(addr: SocketAddr) -> Client {
-    let mut c = ConsulConfig::new(&addr.to_string()).unwrap();
-    c.retry = fast_retry(1);
-    Client::new(c).unwrap()
 }
 
 fn value_parser() -> mirra_consul::BodyParser<serde_json::Value> {

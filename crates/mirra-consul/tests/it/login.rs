@@ -19,15 +19,14 @@ use mirra_consul::{
     Client, ConsulConfig, Error, LoginConfig, LoginRequest, QueryOptions, RegisterRequest, Service,
     Token,
 };
+use mirra_testkit::consul_login::KubeAuthHost;
 use serde_json::{Value, json};
 
 const ROOT: &str = "root-secret";
-/// Any PEM certificate: Consul requires one; the sandbox reaches its
-/// Kubernetes host over plain HTTP and never uses it.
-const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBfzCCASWgAwIBAgIUaKdHuwQ8Hh7562B+0QbP7uVGXXYwCgYIKoZIzj0EAwIw\nFTETMBEGA1UEAwwKa3ViZXJuZXRlczAeFw0yNjEyMDIxMTM2NDBaFw0zNjExMjkx\nMTM2NDBaMBUxEzARBgNVBAMMCmt1YmVybmV0ZXMwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAARKH67+tQImsWrgQFfCDWiJrctOk5ucIBX6T7X/yYa9yPIaVH7DdHZw\nXd2kwclVssEhRRmhZMakgsyT6fzGxwsfo1MwUTAdBgNVHQ4EFgQUHEEOnVm3DT/C\nvYZVd5C1kkElAvQwHwYDVR0jBBgwFoAUHEEOnVm3DT/CvYZVd5C1kkElAvQwDwYD\nVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiEA6JXW/kPZjP1jZxIy23bn\nvSlOn+sZwrulPn/0DIwCosYCIEM+6beeaTslIiP7yIbKvwHz5so5C4DKa3rPUAla\nztm1\n-----END CERTIFICATE-----\n";
 
 struct Env {
-    kube: kube_sandbox::Sandbox,
+    /// The ServiceAccounts `sync`, `other` and `consul-auth` in `consul`.
+    kube: KubeAuthHost,
     consul: Sandbox,
     http: reqwest::Client,
     /// The `sync` ServiceAccount's token, as kubelet would mount it.
@@ -39,9 +38,7 @@ impl Env {
     /// (write on the node and every service) and a rule binding it to the
     /// `sync` ServiceAccount only.
     async fn start() -> Env {
-        let kube = kube_sandbox::Sandbox::start(kube_sandbox::Config::default())
-            .await
-            .unwrap();
+        let kube = KubeAuthHost::start("consul", &["sync", "other", "consul-auth"]).await;
         let consul = Sandbox::start(Config {
             acl_default_policy: Some(AclDefaultPolicy::Deny),
             acl_initial_management_token: Some(ROOT.into()),
@@ -56,23 +53,10 @@ impl Env {
             http,
             bearer: tempfile::NamedTempFile::new().unwrap(),
         };
-        env.kube_post(
-            "/api/v1/namespaces",
-            json!({"metadata": {"name": "consul"}}),
-        )
-        .await;
-        for sa in ["sync", "other", "consul-auth"] {
-            env.kube_post(
-                "/api/v1/namespaces/consul/serviceaccounts",
-                json!({"metadata": {"name": sa}}),
-            )
-            .await;
-        }
-        let reviewer = env.sa_token("consul-auth", json!({})).await;
+        let config = env.kube.auth_method_config("consul-auth").await;
         env.root_put(
             "/v1/acl/auth-method",
-            json!({"Name": "k8s", "Type": "kubernetes", "Config": {
-                "Host": env.kube.url(), "CACert": CA, "ServiceAccountJWT": reviewer}}),
+            json!({"Name": "k8s", "Type": "kubernetes", "Config": config}),
         )
         .await;
         env.root_put(
@@ -97,26 +81,8 @@ impl Env {
         std::fs::write(self.bearer.path(), format!("{jwt}\n")).unwrap();
     }
 
-    async fn kube_post(&self, path: &str, body: Value) -> Value {
-        let r = self
-            .http
-            .post(format!("{}{path}", self.kube.url()))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{path}: {}", r.status());
-        r.json().await.unwrap()
-    }
-
     async fn sa_token(&self, sa: &str, spec: Value) -> String {
-        let v = self
-            .kube_post(
-                &format!("/api/v1/namespaces/consul/serviceaccounts/{sa}/token"),
-                json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}),
-            )
-            .await;
-        v["status"]["token"].as_str().unwrap().to_string()
+        self.kube.token(sa, spec).await
     }
 
     async fn root(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
@@ -320,7 +286,9 @@ async fn a_login_that_keeps_failing_is_a_retryable_error_naming_the_method() {
         .sa_token("sync", json!({"expirationSeconds": 600}))
         .await;
     env.write_bearer(&short);
-    env.kube.advance_token_clock(Duration::from_secs(600 + 61));
+    env.kube
+        .sandbox
+        .advance_token_clock(Duration::from_secs(600 + 61));
     let err = client.login().await.unwrap_err();
     assert!(err.to_string().contains("has expired"), "{err}");
     let other = env.sa_token("other", json!({})).await;

@@ -11,13 +11,10 @@
 // stop the test, and clippy only exempts the test functions themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::fast_retry;
-use consul_sandbox::{
-    AclAccess, AclConfig, AclPolicy, AclResource, AclRule, AclToken, Config, FaultRule, Sandbox,
-};
+use crate::common::{fast_retry, sandbox_with_read_only_token, web_registration};
+use consul_sandbox::FaultRule;
 use mirra_consul::{
-    Client, ConsulConfig, Error, Node, QueryOptions, RegisterRequest, Service, Token, TokenConfig,
-    TokenSource, TxnOp, Verb,
+    Client, ConsulConfig, Error, Node, QueryOptions, Token, TokenConfig, TokenSource, TxnOp, Verb,
 };
 
 const SECRET: &str = "9d0c1f7e-logged-never-4a2b-8c3d";
@@ -32,20 +29,6 @@ fn client_for(url: &str) -> Client {
     Client::new(config).unwrap()
 }
 
-fn registration() -> RegisterRequest {
-    RegisterRequest {
-        node: "k8s-sync".into(),
-        address: "127.0.0.1".into(),
-        service: Some(Service {
-            id: "web-1".into(),
-            service: "web".into(),
-            port: 80,
-            ..Service::default()
-        }),
-        ..RegisterRequest::default()
-    }
-}
-
 // The test runs on tokio's single-threaded test runtime, so the
 // thread-local subscriber sees every task: the client's, the HTTP
 // connections' and the sandbox's.
@@ -54,23 +37,8 @@ async fn token_never_appears_in_logs_during_retries_and_refusals() {
     let (logs, _guard) = mirra_testkit::capture_logs(tracing::Level::TRACE);
 
     // The token may read but not write, so the real ACL check answers 403.
-    let acl = AclConfig {
-        tokens: vec![AclToken {
-            accessor_id: "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee".into(),
-            secret_id: SECRET.into(),
-            policy: AclPolicy::Rules(vec![
-                AclRule::new(AclResource::Node, "", AclAccess::Read),
-                AclRule::new(AclResource::Service, "", AclAccess::Read),
-            ]),
-        }],
-        anonymous_rules: Vec::new(),
-    };
-    let sandbox = Sandbox::start(Config {
-        acl: Some(acl),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
+    let sandbox =
+        sandbox_with_read_only_token("aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", SECRET).await;
     let client = client_for(&sandbox.url());
 
     // 500, 500, then the real 403: two retries, then a refusal that is not
@@ -80,7 +48,10 @@ async fn token_never_appears_in_logs_during_retries_and_refusals() {
             .times(2)
             .with_path_prefix("/v1/catalog/register"),
     );
-    let err = client.register(&registration()).await.unwrap_err();
+    let err = client
+        .register(&web_registration("web-1"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
     assert_eq!(sandbox.stats().requests_for("PUT /v1/catalog/register"), 3);
 
@@ -126,7 +97,7 @@ async fn token_never_appears_in_logs_during_retries_and_refusals() {
     let url = sandbox.url();
     sandbox.shutdown().await;
     let err = client_for(&url)
-        .register(&registration())
+        .register(&web_registration("web-1"))
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Connect { .. }), "{err}");

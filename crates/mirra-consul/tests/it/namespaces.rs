@@ -11,8 +11,7 @@
 // stop the test, and clippy only exempts the test functions themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use crate::common::fast_retry;
-use crate::common::{NODE, node_services};
+use crate::common::{NODE, catalog_instances, fast_retry, health_entries, node_services};
 use consul_sandbox::{AclDefaultPolicy, Config, Sandbox};
 use mirra_consul::{
     Client, ConsulConfig, DeregisterRequest, Error, HealthCheck, Namespace, Node, QueryOptions,
@@ -102,10 +101,8 @@ fn register(id: &str, name: &str) -> RegisterRequest {
 }
 
 async fn instances_of(c: &Client, name: &str) -> Vec<String> {
-    c.service(name, &QueryOptions::default())
+    catalog_instances(c, name)
         .await
-        .unwrap()
-        .value
         .into_iter()
         .map(|i| i.service_id)
         .collect()
@@ -118,6 +115,58 @@ async fn service_names(c: &Client) -> Vec<String> {
         .value
         .into_keys()
         .collect()
+}
+
+/// A namespace with nothing but its name.
+fn namespace(name: &str) -> Namespace {
+    Namespace {
+        name: name.into(),
+        ..Namespace::default()
+    }
+}
+
+/// An Enterprise sandbox with the namespaces `team-x` and `team-y`, and
+/// clients in `default` and in each of them.
+struct Teams {
+    sandbox: Sandbox,
+    admin: Client,
+    x: Client,
+    y: Client,
+}
+
+impl Teams {
+    async fn start() -> Teams {
+        let sandbox = enterprise().await;
+        let admin = client(&sandbox, None, None);
+        for ns in ["team-x", "team-y"] {
+            admin.create_namespace(&namespace(ns)).await.unwrap();
+        }
+        let x = client(&sandbox, Some("team-x"), None);
+        let y = client(&sandbox, Some("team-y"), None);
+        Teams {
+            sandbox,
+            admin,
+            x,
+            y,
+        }
+    }
+}
+
+/// With the management token: the policy `name` with `rules`, and the
+/// token [`TEAM_SECRET`] linked to it.
+async fn team_token_with_policy(sandbox: &Sandbox, name: &str, rules: &str) {
+    root_put(
+        sandbox,
+        "/v1/acl/policy",
+        json!({"Name": name, "Rules": rules}),
+    )
+    .await;
+    root_put(
+        sandbox,
+        "/v1/acl/token",
+        json!({"SecretID": TEAM_SECRET, "Policies": [{"Name": name}]}),
+    )
+    .await;
 }
 
 /// The catalog controller's transaction: the node `cas` 0, then an
@@ -216,29 +265,18 @@ async fn a_namespace_is_created_with_a_policy_link_and_read_back() {
 
 #[tokio::test]
 async fn a_client_registers_reads_and_deregisters_in_its_namespace_only() {
-    let sandbox = enterprise().await;
-    let admin = client(&sandbox, None, None);
-    for ns in ["team-x", "team-y"] {
-        admin
-            .create_namespace(&Namespace {
-                name: ns.into(),
-                ..Namespace::default()
-            })
-            .await
-            .unwrap();
-    }
-    let x = client(&sandbox, Some("team-x"), None);
-    let y = client(&sandbox, Some("team-y"), None);
+    let Teams {
+        sandbox,
+        admin,
+        x,
+        y,
+    } = Teams::start().await;
     let before = applies(&sandbox);
 
     x.register(&register("web-x1", "web")).await.unwrap();
     assert_eq!(applies(&sandbox), before + 1);
     assert_eq!(instances_of(&x, "web").await, ["web-x1"]);
-    let listed = x
-        .service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let listed = catalog_instances(&x, "web").await;
     assert_eq!(listed[0].namespace, "team-x");
     assert!(instances_of(&y, "web").await.is_empty());
     assert!(!service_names(&y).await.contains(&"web".to_owned()));
@@ -281,19 +319,12 @@ async fn a_client_registers_reads_and_deregisters_in_its_namespace_only() {
 
 #[tokio::test]
 async fn transactions_land_in_the_client_namespace() {
-    let sandbox = enterprise().await;
-    let admin = client(&sandbox, None, None);
-    for ns in ["team-x", "team-y"] {
-        admin
-            .create_namespace(&Namespace {
-                name: ns.into(),
-                ..Namespace::default()
-            })
-            .await
-            .unwrap();
-    }
-    let x = client(&sandbox, Some("team-x"), None);
-    let y = client(&sandbox, Some("team-y"), None);
+    let Teams {
+        sandbox,
+        admin,
+        x,
+        y,
+    } = Teams::start().await;
     let before = applies(&sandbox);
 
     let summary = x.apply_ops(controller_ops("api-1", "api")).await.unwrap();
@@ -301,11 +332,7 @@ async fn transactions_land_in_the_client_namespace() {
     assert_eq!(applies(&sandbox), before + 1, "one transaction, one apply");
     assert_eq!(requests(&sandbox, "PUT /v1/txn"), 1);
 
-    let entries = x
-        .health_service("api", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let entries = health_entries(&x, "api").await;
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].service.namespace, "team-x");
     assert_eq!(entries[0].checks.len(), 1, "{:?}", entries[0].checks);
@@ -318,12 +345,7 @@ async fn transactions_land_in_the_client_namespace() {
 
     // The controller's removal (delete-cas at the instance's index) from
     // the namespace it wrote in.
-    let index = x
-        .service("api", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value[0]
-        .modify_index;
+    let index = catalog_instances(&x, "api").await[0].modify_index;
     x.txn(&[TxnOp::Service {
         verb: Verb::DeleteCas,
         node: NODE.into(),
@@ -344,23 +366,11 @@ async fn transactions_land_in_the_client_namespace() {
 async fn a_namespace_scoped_token_writes_in_its_namespace_only() {
     let sandbox = enterprise_with_acls().await;
     let root = client(&sandbox, None, Some(ROOT));
-    root.create_namespace(&Namespace {
-        name: "team".into(),
-        ..Namespace::default()
-    })
-    .await
-    .unwrap();
-    root_put(
+    root.create_namespace(&namespace("team")).await.unwrap();
+    team_token_with_policy(
         &sandbox,
-        "/v1/acl/policy",
-        json!({"Name": "team-writer",
-               "Rules": "namespace \"team\" { service_prefix \"\" { policy = \"write\" } }"}),
-    )
-    .await;
-    root_put(
-        &sandbox,
-        "/v1/acl/token",
-        json!({"SecretID": TEAM_SECRET, "Policies": [{"Name": "team-writer"}]}),
+        "team-writer",
+        "namespace \"team\" { service_prefix \"\" { policy = \"write\" } }",
     )
     .await;
     // The token has no node rule: the node exists before it writes.
@@ -376,11 +386,7 @@ async fn a_namespace_scoped_token_writes_in_its_namespace_only() {
     assert_eq!(applies(&sandbox), before + 1);
     let root_team = client(&sandbox, Some("team"), Some(ROOT));
     assert_eq!(instances_of(&root_team, "web").await, ["web-1"]);
-    let entries = root_team
-        .health_service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let entries = health_entries(&root_team, "web").await;
     assert_eq!(entries[0].checks.len(), 1);
 
     // The same token addressing `default` is refused.
@@ -406,27 +412,15 @@ async fn a_namespace_scoped_token_writes_in_its_namespace_only() {
 #[tokio::test]
 async fn creating_a_namespace_needs_operator_write() {
     let sandbox = enterprise_with_acls().await;
-    root_put(
+    team_token_with_policy(
         &sandbox,
-        "/v1/acl/policy",
-        json!({"Name": "writer", "Rules": "service_prefix \"\" { policy = \"write\" }\noperator = \"read\""}),
-    )
-    .await;
-    root_put(
-        &sandbox,
-        "/v1/acl/token",
-        json!({"SecretID": TEAM_SECRET, "Policies": [{"Name": "writer"}]}),
+        "writer",
+        "service_prefix \"\" { policy = \"write\" }\noperator = \"read\"",
     )
     .await;
     let before = applies(&sandbox);
     let c = client(&sandbox, None, Some(TEAM_SECRET));
-    let err = c
-        .create_namespace(&Namespace {
-            name: "apps".into(),
-            ..Namespace::default()
-        })
-        .await
-        .unwrap_err();
+    let err = c.create_namespace(&namespace("apps")).await.unwrap_err();
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
     let shown = err.to_string();
     assert!(shown.contains("namespace.create"), "{shown}");

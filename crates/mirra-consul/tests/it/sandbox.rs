@@ -11,11 +11,14 @@
 
 use std::time::Duration;
 
-use crate::common::{NODE, fast_retry, node_services, string_map as meta};
+use crate::common::{
+    NODE, catalog_instances, fast_retry, health_entries, node_services,
+    sandbox_with_read_only_token, service_ids, string_map as meta,
+};
 use consul_sandbox::{Config, Sandbox};
 use futures::StreamExt;
 use mirra_consul::{
-    Client, ConsulConfig, DeregisterRequest, Error, HealthCheck, Node, QueryOptions,
+    Client, ConsulConfig, DeregisterRequest, Error, FailedOp, HealthCheck, Node, QueryOptions,
     RegisterRequest, Service, ServicePort, TokenConfig, TokenSource, TxnOp, Verb, WatchOptions,
     Weights,
 };
@@ -79,6 +82,37 @@ fn register(service: Service, checks: Vec<HealthCheck>) -> RegisterRequest {
     }
 }
 
+/// The registration of instance `id` of `web`, tagged `k8s`, without checks.
+fn k8s_web(id: &str, port: u16) -> RegisterRequest {
+    register(instance(id, "web", &["k8s"], port), vec![])
+}
+
+/// A sandbox and its client, with `web-1` (port 80) registered.
+async fn start_with_web_1() -> (Sandbox, Client) {
+    let (sandbox, client) = start().await;
+    client.register(&k8s_web("web-1", 80)).await.unwrap();
+    (sandbox, client)
+}
+
+/// Waits until the sandbox has received a second node-services read: the
+/// blocking one that follows a first, plain read is parked on the server.
+async fn wait_for_second_node_services_read(sandbox: &Sandbox) {
+    wait_for("a second node-services read", || async {
+        requests(sandbox, "GET /v1/catalog/node-services") >= 2
+    })
+    .await;
+}
+
+/// Asserts that `err` is a rollback naming one refused op, `ops[index]`
+/// at `index`, and returns it.
+fn assert_only_failed_op<'e>(err: &'e Error, ops: &[TxnOp], index: usize) -> &'e FailedOp {
+    let failed = err.failed_ops();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert_eq!(failed[0].index, Some(index));
+    assert_eq!(failed[0].op.as_ref(), Some(&ops[index]));
+    &failed[0]
+}
+
 #[tokio::test]
 async fn register_and_every_read() {
     let (sandbox, client) = start().await;
@@ -124,11 +158,7 @@ async fn register_and_every_read() {
     assert_eq!(ours.keys().cloned().collect::<Vec<_>>(), vec!["db", "web"]);
 
     // service instances by name, with tag and node-meta filters.
-    let all = client
-        .service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let all = catalog_instances(&client, "web").await;
     assert_eq!(all.len(), 2);
     let w1 = all.iter().find(|i| i.service_id == "web-1").unwrap();
     assert_eq!(w1.node, NODE);
@@ -198,11 +228,7 @@ async fn register_and_every_read() {
     );
 
     // health: all instances with checks, then only passing ones.
-    let health = client
-        .health_service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let health = health_entries(&client, "web").await;
     assert_eq!(health.len(), 2);
     let h1 = health.iter().find(|e| e.service.id == "web-1").unwrap();
     assert_eq!(h1.node.node, NODE);
@@ -231,10 +257,7 @@ async fn register_and_every_read() {
 #[tokio::test]
 async fn skip_node_update_keeps_node_fields() {
     let (_sandbox, client) = start().await;
-    client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap();
+    client.register(&k8s_web("web-1", 80)).await.unwrap();
     let mut req = register(instance("web-2", "web", &["k8s"], 81), vec![]);
     req.address = "192.0.2.99".into();
     req.node_meta = meta(&[("changed", "yes")]);
@@ -261,20 +284,13 @@ async fn deregister_check_service_and_node() {
         ))
         .await
         .unwrap();
-    client
-        .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
-        .await
-        .unwrap();
+    client.register(&k8s_web("web-2", 81)).await.unwrap();
 
     client
         .deregister(&DeregisterRequest::check(NODE, "default/web-1"))
         .await
         .unwrap();
-    let h = client
-        .health_service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let h = health_entries(&client, "web").await;
     let h1 = h.iter().find(|e| e.service.id == "web-1").unwrap();
     assert!(h1.checks.iter().all(|c| c.check_id != "default/web-1"));
 
@@ -282,13 +298,7 @@ async fn deregister_check_service_and_node() {
         .deregister(&DeregisterRequest::service(NODE, "web-1"))
         .await
         .unwrap();
-    let ids: Vec<String> = node_services(&client)
-        .await
-        .services
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(ids, vec!["web-2"]);
+    assert_eq!(service_ids(&client).await, vec!["web-2"]);
 
     client
         .deregister(&DeregisterRequest::node(NODE))
@@ -370,10 +380,7 @@ async fn txn_set_cas_delete_and_rollback() {
     ];
     let err = client.txn(&ops).await.unwrap_err();
     assert_eq!(err.class(), "txn_rolled_back", "{err}");
-    let failed = err.failed_ops();
-    assert_eq!(failed.len(), 1, "{err}");
-    assert_eq!(failed[0].index, Some(1));
-    assert_eq!(failed[0].op.as_ref(), Some(&ops[1]));
+    assert_only_failed_op(&err, &ops, 1);
     let ns = node_services(&client).await;
     assert!(
         ns.services.iter().all(|s| s.id != "web-3"),
@@ -471,17 +478,9 @@ async fn multi_port_instances_round_trip_through_register_txn_and_every_read() {
     let ns = node_services(&client).await;
     let got = ns.services.iter().find(|s| s.id == "web-1").unwrap();
     assert_eq!((got.port, &got.ports), (0, &ports));
-    let flat = client
-        .service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let flat = catalog_instances(&client, "web").await;
     assert_eq!((flat[0].service_port, &flat[0].service_ports), (0, &ports));
-    let health = client
-        .health_service("web", &QueryOptions::default())
-        .await
-        .unwrap()
-        .value;
+    let health = health_entries(&client, "web").await;
     assert_eq!(health[0].service.ports, ports);
 
     // Through a transaction: the echoed result carries the list, and the
@@ -562,11 +561,7 @@ async fn fifty_thousand_instances_cost_782_raft_applies() {
 
 #[tokio::test]
 async fn blocking_query_returns_on_change() {
-    let (sandbox, client) = start().await;
-    client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap();
+    let (sandbox, client) = start_with_web_1().await;
     let first = client
         .node_services(NODE, &QueryOptions::default())
         .await
@@ -586,14 +581,8 @@ async fn blocking_query_returns_on_change() {
     };
     // Register only once the query is parked on the server, so the answer
     // can only come from the change.
-    wait_for("a second node-services read", || async {
-        requests(&sandbox, "GET /v1/catalog/node-services") >= 2
-    })
-    .await;
-    client
-        .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
-        .await
-        .unwrap();
+    wait_for_second_node_services_read(&sandbox).await;
+    client.register(&k8s_web("web-2", 81)).await.unwrap();
     let changed = blocked.await.unwrap().unwrap();
     assert!(changed.index > first.index);
     assert_eq!(changed.value.services.len(), 2);
@@ -602,11 +591,7 @@ async fn blocking_query_returns_on_change() {
 
 #[tokio::test]
 async fn blocking_query_returns_at_wait_end_without_change() {
-    let (sandbox, client) = start().await;
-    client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap();
+    let (sandbox, client) = start_with_web_1().await;
     let first = client
         .node_services(NODE, &QueryOptions::default())
         .await
@@ -629,11 +614,7 @@ async fn blocking_query_returns_at_wait_end_without_change() {
 
 #[tokio::test]
 async fn watch_yields_new_version_after_concurrent_registration() {
-    let (sandbox, client) = start().await;
-    client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap();
+    let (sandbox, client) = start_with_web_1().await;
     let opts = WatchOptions {
         wait: Duration::from_secs(60),
         min_interval: Duration::from_millis(1),
@@ -647,13 +628,8 @@ async fn watch_yields_new_version_after_concurrent_registration() {
     // controller would run. The writer registers once the watch's second
     // (blocking) request is parked on the server.
     let write = async {
-        wait_for("a second node-services read", || async {
-            requests(&sandbox, "GET /v1/catalog/node-services") >= 2
-        })
-        .await;
-        client
-            .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
-            .await
+        wait_for_second_node_services_read(&sandbox).await;
+        client.register(&k8s_web("web-2", 81)).await
     };
     let (v2, written) = tokio::join!(
         tokio::time::timeout(Duration::from_secs(30), stream.next()),
@@ -679,10 +655,7 @@ async fn injected_500s_are_retried_then_succeed() {
             .with_path_prefix("/v1/catalog/register"),
     );
     let before = sandbox.stats().raft_applies;
-    client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap();
+    client.register(&k8s_web("web-1", 80)).await.unwrap();
     assert_eq!(requests(&sandbox, "PUT /v1/catalog/register"), 3);
     assert_eq!(sandbox.stats().raft_applies - before, 1);
 
@@ -696,25 +669,9 @@ async fn injected_500s_are_retried_then_succeed() {
 
 #[tokio::test]
 async fn permission_denied_is_not_retried_and_hides_the_token() {
-    use consul_sandbox::{AclAccess, AclConfig, AclPolicy, AclResource, AclRule, AclToken};
     const SECRET: &str = "5c2b9a3e-read-only-secret-0001";
-    let acl = AclConfig {
-        tokens: vec![AclToken {
-            accessor_id: "11111111-2222-3333-4444-555555555555".into(),
-            secret_id: SECRET.into(),
-            policy: AclPolicy::Rules(vec![
-                AclRule::new(AclResource::Node, "", AclAccess::Read),
-                AclRule::new(AclResource::Service, "", AclAccess::Read),
-            ]),
-        }],
-        anonymous_rules: Vec::new(),
-    };
-    let sandbox = Sandbox::start(Config {
-        acl: Some(acl),
-        ..Config::default()
-    })
-    .await
-    .unwrap();
+    let sandbox =
+        sandbox_with_read_only_token("11111111-2222-3333-4444-555555555555", SECRET).await;
     let mut cfg = config_for(&sandbox);
     cfg.token = Some(TokenConfig {
         secret: mirra_consul::Token::new(SECRET),
@@ -722,10 +679,7 @@ async fn permission_denied_is_not_retried_and_hides_the_token() {
     });
     let client = Client::new(cfg).unwrap();
 
-    let err = client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap_err();
+    let err = client.register(&k8s_web("web-1", 80)).await.unwrap_err();
     assert!(matches!(err, Error::PermissionDenied { .. }), "{err}");
     assert_eq!(
         requests(&sandbox, "PUT /v1/catalog/register"),
@@ -783,12 +737,9 @@ async fn txn_node_cas_and_delete_cas() {
     let err = client.txn(&ops).await.unwrap_err();
     assert!(matches!(err, Error::TxnRolledBack { .. }), "{err}");
     assert_eq!(err.status(), Some(409));
-    let failed = err.failed_ops();
-    assert_eq!(failed.len(), 1, "{err}");
-    assert_eq!(failed[0].index, Some(1));
-    assert_eq!(failed[0].op.as_ref(), Some(&ops[1]));
+    let failed = assert_only_failed_op(&err, &ops, 1);
     assert_eq!(
-        failed[0].what,
+        failed.what,
         format!("failed to set node \"{NODE}\", index is stale")
     );
     assert_eq!(sandbox.stats().raft_applies, applies + 1);
@@ -817,15 +768,11 @@ async fn txn_node_cas_and_delete_cas() {
     assert_eq!(node2.modify_index, written.modify_index);
 
     // delete-cas with the old index: 409, node still there.
-    let err = client
-        .txn(&[node_op(Verb::DeleteCas, "", m)])
-        .await
-        .unwrap_err();
-    let failed = err.failed_ops();
-    assert_eq!(failed.len(), 1, "{err}");
-    assert_eq!(failed[0].index, Some(0));
+    let stale = [node_op(Verb::DeleteCas, "", m)];
+    let err = client.txn(&stale).await.unwrap_err();
+    let failed = assert_only_failed_op(&err, &stale, 0);
     assert_eq!(
-        failed[0].what,
+        failed.what,
         format!("failed to delete node \"{NODE}\", index is stale")
     );
     assert_eq!(stored_node(&client).await, node2);
@@ -881,12 +828,7 @@ async fn stale_cas_in_a_later_transaction_of_apply_ops_is_named_by_its_list_inde
     assert_eq!(failed[0].index, Some(3), "index into the whole list");
     assert_eq!(failed[0].op.as_ref(), Some(&ops[3]));
 
-    let mut ids: Vec<String> = node_services(&client)
-        .await
-        .services
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
+    let mut ids = service_ids(&client).await;
     ids.sort();
     assert_eq!(ids, vec!["web-1", "web-2"], "only the first transaction");
 }
@@ -937,23 +879,18 @@ async fn txn_check_cas_and_delete_cas() {
     ];
     let err = client.txn(&ops).await.unwrap_err();
     assert!(matches!(err, Error::TxnRolledBack { .. }), "{err}");
-    let failed = err.failed_ops();
-    assert_eq!(failed.len(), 1, "{err}");
-    assert_eq!(failed[0].index, Some(1));
-    assert_eq!(failed[0].op.as_ref(), Some(&ops[1]));
+    let failed = assert_only_failed_op(&err, &ops, 1);
     assert_eq!(
-        failed[0].what,
+        failed.what,
         format!("failed to set check \"{check_id}\" on node \"{NODE}\", index is stale")
     );
     assert_eq!(sandbox.stats().raft_applies, applies + 1);
     assert_eq!(stored_checks(&client).await, vec![check.clone()]);
-    let ids: Vec<String> = node_services(&client)
-        .await
-        .services
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    assert_eq!(ids, vec!["web-1"], "web-2 rolled back");
+    assert_eq!(
+        service_ids(&client).await,
+        vec!["web-1"],
+        "web-2 rolled back"
+    );
 
     // The current index applies: the status changes, the index moves.
     let results = client
@@ -980,15 +917,11 @@ async fn txn_check_cas_and_delete_cas() {
     assert!(critical.is_empty(), "the new status is what health reads");
 
     // delete-cas with the old index: 409, the check stays.
-    let err = client
-        .txn(&[check_op(Verb::DeleteCas, "", c)])
-        .await
-        .unwrap_err();
-    let failed = err.failed_ops();
-    assert_eq!(failed.len(), 1, "{err}");
-    assert_eq!(failed[0].index, Some(0));
+    let stale = [check_op(Verb::DeleteCas, "", c)];
+    let err = client.txn(&stale).await.unwrap_err();
+    let failed = assert_only_failed_op(&err, &stale, 0);
     assert_eq!(
-        failed[0].what,
+        failed.what,
         format!("failed to delete check \"{check_id}\" on node \"{NODE}\", index is stale")
     );
     assert_eq!(stored_checks(&client).await, vec![check2.clone()]);
@@ -1005,11 +938,7 @@ async fn txn_check_cas_and_delete_cas() {
 
 #[tokio::test]
 async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index() {
-    let (sandbox, client) = start().await;
-    client
-        .register(&register(instance("web-1", "web", &["k8s"], 80), vec![]))
-        .await
-        .unwrap();
+    let (sandbox, client) = start_with_web_1().await;
     let (pause_tx, pause_rx) = tokio::sync::watch::channel(false);
     let opts = WatchOptions {
         wait: Duration::from_secs(60),
@@ -1031,10 +960,7 @@ async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index
             }
         }
     });
-    wait_for("a second node-services read", || async {
-        requests(&sandbox, "GET /v1/catalog/node-services") >= 2
-    })
-    .await;
+    wait_for_second_node_services_read(&sandbox).await;
 
     // Paused: the parked query is dropped and nothing is sent while the
     // writes it would only echo go on.
@@ -1044,10 +970,7 @@ async fn a_paused_watch_drops_its_request_and_sends_it_again_with_the_same_index
     for _ in 0..10 {
         tokio::task::yield_now().await;
     }
-    client
-        .register(&register(instance("web-2", "web", &["k8s"], 81), vec![]))
-        .await
-        .unwrap();
+    client.register(&k8s_web("web-2", 81)).await.unwrap();
     assert!(
         tokio::time::timeout(Duration::from_millis(300), rx.recv())
             .await

@@ -259,6 +259,10 @@ impl TlsConsul {
         format!("127.0.0.1:{}", self.addr.port())
     }
 
+    fn https_url(&self) -> String {
+        format!("https://{}", self.host_port())
+    }
+
     /// The next connection's outcome, as the server saw it.
     async fn next_handshake(&mut self) -> Handshake {
         self.handshakes.recv().await.unwrap()
@@ -268,6 +272,22 @@ impl TlsConsul {
     fn no_more_handshakes(&mut self) {
         assert_eq!(self.handshakes.try_recv().ok(), None);
     }
+
+    /// [`Self::no_more_handshakes`], and no request reached the sandbox,
+    /// whatever the endpoint.
+    fn no_more_handshakes_and_no_requests(&mut self) {
+        self.no_more_handshakes();
+        assert_eq!(self.sandbox.stats().requests.values().sum::<u64>(), 0);
+    }
+}
+
+/// New certificates, and the sandbox behind TLS with their server
+/// certificate; with `verify_incoming` (Consul's setting) it demands a
+/// client certificate signed by their CA.
+async fn start_with_new_pki(verify_incoming: bool) -> (Pki, TlsConsul) {
+    let pki = Pki::new();
+    let consul = TlsConsul::start(&pki.server, verify_incoming.then_some(&pki.ca)).await;
+    (pki, consul)
 }
 
 // ----- client side ------------------------------------------------------------------
@@ -282,6 +302,11 @@ fn client(env_map: &BTreeMap<String, String>, overrides: &Overrides) -> Client {
     let mut config = ConsulConfig::from_sources(env_map, overrides).unwrap();
     config.retry = fast_retry(1);
     Client::new(config).unwrap()
+}
+
+/// [`client`] from these variables alone, without overrides.
+fn client_from_env(pairs: &[(&str, &str)]) -> Client {
+    client(&env(pairs), &Overrides::default())
 }
 
 /// A read and a write through the TLS session; the sandbox's own `consul`
@@ -324,17 +349,13 @@ async fn failing_read(client: &Client) -> Error {
 
 #[tokio::test]
 async fn trusted_ca_file_from_consul_cacert() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, None).await;
+    let (pki, mut consul) = start_with_new_pki(false).await;
     let ca = pki.path("ca.pem");
-    let client = client(
-        &env(&[
-            ("CONSUL_HTTP_ADDR", &consul.host_port()),
-            ("CONSUL_HTTP_SSL", "true"),
-            ("CONSUL_CACERT", path_str(&ca)),
-        ]),
-        &Overrides::default(),
-    );
+    let client = client_from_env(&[
+        ("CONSUL_HTTP_ADDR", &consul.host_port()),
+        ("CONSUL_HTTP_SSL", "true"),
+        ("CONSUL_CACERT", path_str(&ca)),
+    ]);
     assert_eq!(client.address().scheme(), "https");
     read_and_write(&client, &consul).await.unwrap();
 
@@ -352,17 +373,12 @@ async fn trusted_ca_file_from_consul_cacert() {
 
 #[tokio::test]
 async fn unknown_ca_is_a_connect_error_naming_the_issuer_problem() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, None).await;
-    let url = format!("https://{}", consul.host_port());
+    let (pki, mut consul) = start_with_new_pki(false).await;
+    let url = consul.https_url();
 
     // No CA configured: only the built-in public roots, which did not sign
     // the server's certificate.
-    let err = failing_read(&client(
-        &env(&[("CONSUL_HTTP_ADDR", &url)]),
-        &Overrides::default(),
-    ))
-    .await;
+    let err = failing_read(&client_from_env(&[("CONSUL_HTTP_ADDR", &url)])).await;
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
     assert_eq!(err.class(), "connect");
     let msg = err.to_string();
@@ -382,26 +398,17 @@ async fn unknown_ca_is_a_connect_error_naming_the_issuer_problem() {
 
     // A CA file with another CA: the same refusal.
     let other = pki.path("other-ca.pem");
-    let err = failing_read(&client(
-        &env(&[
-            ("CONSUL_HTTP_ADDR", &url),
-            ("CONSUL_CACERT", path_str(&other)),
-        ]),
-        &Overrides::default(),
-    ))
+    let err = failing_read(&client_from_env(&[
+        ("CONSUL_HTTP_ADDR", &url),
+        ("CONSUL_CACERT", path_str(&other)),
+    ]))
     .await;
-    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
-    assert!(
-        err.to_string()
-            .contains("invalid peer certificate: UnknownIssuer"),
-        "{err}"
-    );
+    assert_server_certificate_untrusted(&err);
     assert_eq!(
         consul.next_handshake().await,
         Handshake::Failed("received fatal alert: UnknownCA".into())
     );
-    consul.no_more_handshakes();
-    assert_eq!(consul.sandbox.stats().requests.values().sum::<u64>(), 0);
+    consul.no_more_handshakes_and_no_requests();
 }
 
 #[tokio::test]
@@ -409,9 +416,8 @@ async fn unknown_ca_is_retried_as_a_connect_error() {
     // A verification failure is a connect error: the request never reached
     // Consul, so even a write is safe to resend, and a certificate fixed on
     // the server side (a renewed cert) heals without a restart.
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, None).await;
-    let mut config = ConsulConfig::new(&format!("https://{}", consul.host_port())).unwrap();
+    let (_pki, mut consul) = start_with_new_pki(false).await;
+    let mut config = ConsulConfig::new(&consul.https_url()).unwrap();
     config.retry = fast_retry(3);
     let err = failing_read(&Client::new(config).unwrap()).await;
     assert!(matches!(err, Error::Connect { .. }), "{err:?}");
@@ -426,19 +432,15 @@ async fn unknown_ca_is_retried_as_a_connect_error() {
 
 #[tokio::test]
 async fn server_name_verifies_a_dns_name_while_dialing_an_ip() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, None).await;
+    let (pki, mut consul) = start_with_new_pki(false).await;
     let ca = pki.path("ca.pem");
-    let url = format!("https://{}", consul.host_port());
+    let url = consul.https_url();
 
-    let client = client(
-        &env(&[
-            ("CONSUL_HTTP_ADDR", &url),
-            ("CONSUL_CACERT", path_str(&ca)),
-            ("CONSUL_TLS_SERVER_NAME", SERVER_NAME),
-        ]),
-        &Overrides::default(),
-    );
+    let client = client_from_env(&[
+        ("CONSUL_HTTP_ADDR", &url),
+        ("CONSUL_CACERT", path_str(&ca)),
+        ("CONSUL_TLS_SERVER_NAME", SERVER_NAME),
+    ]);
     assert_eq!(client.address().host_str(), Some(SERVER_NAME));
     read_and_write(&client, &consul).await.unwrap();
     // The name went out as SNI: a server choosing its certificate by name
@@ -484,33 +486,21 @@ fn client_with_name(url: &str, ca: &Path, name: &str) -> Client {
 async fn insecure_switch_accepts_a_self_signed_certificate() {
     let pki = Pki::new();
     let mut consul = TlsConsul::start(&pki.self_signed_server, None).await;
-    let url = format!("https://{}", consul.host_port());
+    let url = consul.https_url();
 
     // Verified, a self-signed certificate has no issuer anyone trusts.
-    let err = failing_read(&client(
-        &env(&[("CONSUL_HTTP_ADDR", &url)]),
-        &Overrides::default(),
-    ))
-    .await;
-    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
-    assert!(
-        err.to_string()
-            .contains("invalid peer certificate: UnknownIssuer"),
-        "{err}"
-    );
+    let err = failing_read(&client_from_env(&[("CONSUL_HTTP_ADDR", &url)])).await;
+    assert_server_certificate_untrusted(&err);
     assert!(matches!(
         consul.next_handshake().await,
         Handshake::Failed(_)
     ));
 
     // CONSUL_HTTP_SSL_VERIFY=false, as with Consul's CLI.
-    let insecure = client(
-        &env(&[
-            ("CONSUL_HTTP_ADDR", &url),
-            ("CONSUL_HTTP_SSL_VERIFY", "false"),
-        ]),
-        &Overrides::default(),
-    );
+    let insecure = client_from_env(&[
+        ("CONSUL_HTTP_ADDR", &url),
+        ("CONSUL_HTTP_SSL_VERIFY", "false"),
+    ]);
     read_and_write(&insecure, &consul).await.unwrap();
     assert!(matches!(
         consul.next_handshake().await,
@@ -544,21 +534,17 @@ async fn insecure_switch_accepts_a_self_signed_certificate() {
 
 #[tokio::test]
 async fn client_certificate_is_presented_when_the_server_requires_one() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, Some(&pki.ca)).await;
+    let (pki, mut consul) = start_with_new_pki(true).await;
     let ca = pki.path("ca.pem");
     let addr = consul.host_port();
 
-    let with_cert = client(
-        &env(&[
-            ("CONSUL_HTTP_ADDR", &addr),
-            ("CONSUL_HTTP_SSL", "true"),
-            ("CONSUL_CACERT", path_str(&ca)),
-            ("CONSUL_CLIENT_CERT", path_str(&pki.path("client.pem"))),
-            ("CONSUL_CLIENT_KEY", path_str(&pki.path("client-key.pem"))),
-        ]),
-        &Overrides::default(),
-    );
+    let with_cert = client_from_env(&[
+        ("CONSUL_HTTP_ADDR", &addr),
+        ("CONSUL_HTTP_SSL", "true"),
+        ("CONSUL_CACERT", path_str(&ca)),
+        ("CONSUL_CLIENT_CERT", path_str(&pki.path("client.pem"))),
+        ("CONSUL_CLIENT_KEY", path_str(&pki.path("client-key.pem"))),
+    ]);
     read_and_write(&with_cert, &consul).await.unwrap();
     assert_eq!(
         consul.next_handshake().await,
@@ -571,8 +557,7 @@ async fn client_certificate_is_presented_when_the_server_requires_one() {
 
 #[tokio::test]
 async fn missing_client_certificate_is_refused() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, Some(&pki.ca)).await;
+    let (pki, mut consul) = start_with_new_pki(true).await;
     let ca = pki.path("ca.pem");
     let env_map = env(&[
         ("CONSUL_HTTP_ADDR", &consul.host_port()),
@@ -609,14 +594,12 @@ async fn missing_client_certificate_is_refused() {
             Handshake::Failed("peer sent no certificates".into())
         );
     }
-    consul.no_more_handshakes();
-    assert_eq!(consul.sandbox.stats().requests.values().sum::<u64>(), 0);
+    consul.no_more_handshakes_and_no_requests();
 }
 
 #[tokio::test]
 async fn client_certificate_from_an_untrusted_ca_is_refused() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, Some(&pki.ca)).await;
+    let (pki, mut consul) = start_with_new_pki(true).await;
     let ca = pki.path("ca.pem");
     let stranger = client(
         &env(&[
@@ -636,8 +619,18 @@ async fn client_certificate_from_an_untrusted_ca_is_refused() {
         Handshake::Failed("invalid peer certificate: UnknownIssuer".into())
     );
     assert_mtls_refusal(&err, "UnknownCA");
-    consul.no_more_handshakes();
-    assert_eq!(consul.sandbox.stats().requests.values().sum::<u64>(), 0);
+    consul.no_more_handshakes_and_no_requests();
+}
+
+/// How the client reports a server certificate no trusted CA signed: a
+/// connect error naming rustls' reason.
+fn assert_server_certificate_untrusted(err: &Error) {
+    assert!(matches!(err, Error::Connect { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains("invalid peer certificate: UnknownIssuer"),
+        "{err}"
+    );
 }
 
 /// How the client reports a server that refused its (missing or untrusted)
@@ -654,22 +647,18 @@ fn assert_mtls_refusal(err: &Error, alert: &str) {
 
 #[tokio::test]
 async fn consul_k8s_tls_settings_fail_over_with_the_server_name_kept() {
-    let pki = Pki::new();
-    let mut consul = TlsConsul::start(&pki.server, None).await;
+    let (pki, mut consul) = start_with_new_pki(false).await;
     let ca = pki.path("ca.pem");
     let port = consul.addr.port().to_string();
     // Nothing listens on 127.0.0.2: the client moves on to 127.0.0.1 and
     // still verifies the certificate against the configured name.
-    let client = client(
-        &env(&[
-            ("CONSUL_ADDRESSES", "127.0.0.2,127.0.0.1"),
-            ("CONSUL_HTTP_PORT", &port),
-            ("CONSUL_USE_TLS", "true"),
-            ("CONSUL_CACERT_FILE", path_str(&ca)),
-            ("CONSUL_TLS_SERVER_NAME", SERVER_NAME),
-        ]),
-        &Overrides::default(),
-    );
+    let client = client_from_env(&[
+        ("CONSUL_ADDRESSES", "127.0.0.2,127.0.0.1"),
+        ("CONSUL_HTTP_PORT", &port),
+        ("CONSUL_USE_TLS", "true"),
+        ("CONSUL_CACERT_FILE", path_str(&ca)),
+        ("CONSUL_TLS_SERVER_NAME", SERVER_NAME),
+    ]);
     assert_eq!(client.servers().len(), 2);
     assert!(
         client

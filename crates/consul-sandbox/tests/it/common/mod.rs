@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use consul_sandbox::{Config, Sandbox};
+use mirra_testkit::wait_for;
 use reqwest::header::HeaderMap;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Upper bound for "this should happen soon" waits. Generous on purpose:
 /// tests assert states and counts, never durations.
@@ -57,6 +58,14 @@ impl Resp {
             Value::Array(items) => items.len(),
             other => panic!("not a JSON array: {other}"),
         }
+    }
+
+    /// Asserts the answer's status and that its text starts with
+    /// `prefix`; a failure shows the text.
+    #[track_caller]
+    pub fn assert_status_and_prefix(&self, status: u16, prefix: &str) {
+        assert_eq!(self.status, status, "{}", self.text);
+        assert!(self.text.starts_with(prefix), "{}", self.text);
     }
 
     pub fn header(&self, name: &str) -> Option<String> {
@@ -120,6 +129,56 @@ impl Api {
             r = r.json(&b);
         }
         self.send(r).await
+    }
+
+    /// A PUT of `body` with `token` (none when empty).
+    pub async fn put_as(&self, path: &str, token: &str, body: Value) -> Resp {
+        self.call(reqwest::Method::PUT, path, token, Some(body))
+            .await
+    }
+
+    /// A GET with `token` (none when empty).
+    pub async fn get_as(&self, path: &str, token: &str) -> Resp {
+        self.call(reqwest::Method::GET, path, token, None).await
+    }
+
+    /// Makes, with [`ROOT`], the policy `name` with `rules` and a token
+    /// linked to it; returns the token's (AccessorID, SecretID).
+    pub async fn token_with_policy(&self, name: &str, rules: &str) -> (String, String) {
+        let p = self
+            .put_as(
+                "/v1/acl/policy",
+                ROOT,
+                json!({"Name": name, "Rules": rules}),
+            )
+            .await;
+        assert_eq!(p.status, 200, "{}", p.text);
+        let t = self
+            .put_as(
+                "/v1/acl/token",
+                ROOT,
+                json!({"Policies": [{"ID": p.json()["ID"]}]}),
+            )
+            .await;
+        assert_eq!(t.status, 200, "{}", t.text);
+        let t = t.json();
+        (
+            t["AccessorID"].as_str().unwrap().to_string(),
+            t["SecretID"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// The SecretID of [`Api::token_with_policy`].
+    pub async fn secret_with_policy(&self, name: &str, rules: &str) -> String {
+        self.token_with_policy(name, rules).await.1
+    }
+
+    /// Waits until exactly `n` blocking queries are parked on the server.
+    pub async fn wait_until_blocked(&self, n: u64) {
+        wait_for(&format!("{n} open blocking queries"), || async {
+            self.sb.stats().blocking_queries_open == n
+        })
+        .await;
     }
 
     pub async fn start() -> Api {
