@@ -130,16 +130,7 @@ mod tests {
     }
 
     fn answered(s: &mut State, body: &Value, version: &str) {
-        s.record_own_write(
-            copy_t_c(),
-            OwnWrite {
-                version: version.into(),
-                planned_from: None,
-                body_hash: mirra_mirror::marks::content_hash(body),
-                home: "t".into(),
-                ..OwnWrite::default()
-            },
-        );
+        s.record_own_write(copy_t_c(), own_write(body, version));
     }
 
     fn edited(body: &Value) -> Value {

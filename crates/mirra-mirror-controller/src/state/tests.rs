@@ -88,7 +88,7 @@ pub(super) fn copy_t_c() -> CopyId {
 
 /// mirra's apply of `body` to copy t/c (planned with no copy cached),
 /// answered with `version`.
-fn own_write(body: &Value, version: &str) -> OwnWrite {
+pub(super) fn own_write(body: &Value, version: &str) -> OwnWrite {
     OwnWrite {
         version: version.into(),
         planned_from: None,
