@@ -400,7 +400,8 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let rec = perf.start("idle").await?;
     tokio::time::sleep(a.idle).await;
     crate::profile::stop(rec)?;
-    let idle_applies = csb.counts(&http).await?.raft_applies - applies3;
+    let after_idle = csb.counts(&http).await?;
+    let idle_applies = after_idle.raft_applies - applies3;
     let (idle_rss, peak) = ctl.memory_mib();
     let totals = ctl.totals().await?;
     ctl.stop().await?;
@@ -516,8 +517,8 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         ratio(idle_cycles * cycle_applies, idle_applies)
     );
     println!(
-        "| idle, Consul reads | 1 blocking query | {} pollers every 7.5 s (modelled) | |",
-        a.services
+        "| idle, Consul reads | {} blocking queries parked at its end (the sandbox's count) | {} pollers every 7.5 s (modelled) | |",
+        after_idle.blocking_open, a.services
     );
     let mib = |v: Option<f64>| v.map_or_else(|| "n/a".to_owned(), |m| format!("{m:.0} MiB"));
     if bin.is_some() {

@@ -69,6 +69,8 @@ pub(super) type Consul = Server<consul_sandbox::Sandbox>;
 pub(super) struct ConsulCounts {
     pub(super) raft_applies: u64,
     pub(super) services: u64,
+    /// Blocking queries parked right now.
+    pub(super) blocking_open: u64,
 }
 
 impl Consul {
@@ -116,6 +118,7 @@ impl Consul {
                 Ok(ConsulCounts {
                     raft_applies: st.raft_applies,
                     services: st.services,
+                    blocking_open: st.blocking_queries_open,
                 })
             }
             Server::Child { url, .. } => {
@@ -130,6 +133,8 @@ impl Consul {
                 Ok(ConsulCounts {
                     raft_applies: field("raft_applies").context("raft_applies")?,
                     services: field("services").context("services")?,
+                    blocking_open: field("blocking_queries_open")
+                        .context("blocking_queries_open")?,
                 })
             }
         }
