@@ -64,6 +64,8 @@ struct Args {
     json_out: Option<std::path::PathBuf>,
     /// Item edits timed (the median is the figure).
     edits: usize,
+    /// The controller's `--workers`; `None`: its default.
+    workers: Option<usize>,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Args> {
@@ -76,6 +78,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         perf_dir: None,
         json_out: None,
         edits: 5,
+        workers: None,
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
@@ -92,6 +95,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
             "--perf-dir" => out.perf_dir = Some(value.into()),
             "--json-out" => out.json_out = Some(value.into()),
             "--edits" => out.edits = value.parse()?,
+            "--workers" => out.workers = Some(value.parse()?),
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -100,6 +104,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         "--events must be <= --namespaces"
     );
     anyhow::ensure!(out.edits >= 1, "--edits must be at least 1");
+    anyhow::ensure!(out.workers != Some(0), "--workers must be at least 1");
     Ok(out)
 }
 
@@ -352,6 +357,9 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
     // Several verification passes during the idle window.
     settings.verify_interval = Some(Duration::from_secs(5));
+    if let Some(workers) = args.workers {
+        settings.workers = workers;
+    }
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let ready = Readiness::new().register("mirror");
@@ -719,6 +727,16 @@ mod tests {
         ] {
             assert!(args(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn workers_default_to_the_controllers_and_refuse_malformed_counts() -> anyhow::Result<()> {
+        assert_eq!(args(&[])?.workers, None);
+        assert_eq!(args(&["--workers", "16"])?.workers, Some(16));
+        for bad in [&["--workers", "0"][..], &["--workers", "x"], &["--workers"]] {
+            assert!(args(bad).is_err(), "{bad:?} was accepted");
+        }
+        Ok(())
     }
 
     #[test]

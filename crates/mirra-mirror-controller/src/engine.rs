@@ -601,9 +601,9 @@ async fn send(
                         )
                         .await?;
                         shared.metrics.write("apply", &t.kind);
-                        (again.version, mirra_mirror::marks::content_hash(&marked))
+                        (again.version, mirra_mirror::body_id(&marked).into_owned())
                     } else {
-                        (applied.version, mirra_mirror::marks::content_hash(body))
+                        (applied.version, mirra_mirror::body_id(body).into_owned())
                     };
                 let write = OwnWrite {
                     version,

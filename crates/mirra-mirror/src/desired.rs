@@ -35,13 +35,15 @@
 //! What this module must NOT do: look at anything but the one item and the
 //! one observed object.
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::compile::{CompiledConfig, SyncTemplate};
 use crate::marks::{
-    HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION, PRUNE_ANNOTATION,
-    SERVICE_ACCOUNT_ANNOTATION, content_hash,
+    ADOPTED_ANNOTATION, HASH_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, OWNER_ANNOTATION,
+    PRUNE_ANNOTATION, SERVICE_ACCOUNT_ANNOTATION, content_hash,
 };
 use crate::names::{check_name, strict_name_rule};
 use crate::refs::ObjectRef;
@@ -116,6 +118,26 @@ pub fn desired_copy(
         },
         body,
     })
+}
+
+/// What tells two apply bodies apart, for "is this the body mirra sent
+/// last?": a body [`desired_copy`] built carries the hash of everything
+/// else in it as [`HASH_ANNOTATION`], added last, so that annotation names
+/// the whole body and the body need not be serialized and hashed again (a
+/// SyncConfig edit asks this of every copy it writes, more than once).
+/// The one mark added after the hash, the adoption mark
+/// ([`crate::with_adopted_mark`]), makes the body hashed whole, as
+/// is a body without the annotation.
+pub fn body_id(body: &Value) -> Cow<'_, str> {
+    let annotations = body.get("metadata").and_then(|m| m.get("annotations"));
+    let adopted = annotations.is_some_and(|a| a.get(ADOPTED_ANNOTATION).is_some());
+    match annotations
+        .and_then(|a| a.get(HASH_ANNOTATION))
+        .and_then(Value::as_str)
+    {
+        Some(hash) if !adopted => Cow::Borrowed(hash),
+        _ => Cow::Owned(content_hash(body)),
+    }
 }
 
 /// The Secret type mirra refuses to copy.
@@ -418,6 +440,31 @@ mod tests {
     }
 
     #[test]
+    fn body_id_is_the_hash_annotation_unless_a_mark_came_after_it() {
+        let c = config(
+            true,
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}]),
+        );
+        let copy = first_copy(&c, "n").unwrap();
+        let hash = copy.body["metadata"]["annotations"][HASH_ANNOTATION]
+            .as_str()
+            .unwrap();
+        assert_eq!(body_id(&copy.body), hash);
+        // The adoption mark is added after the hash: the body is hashed whole.
+        let adopted = crate::with_adopted_mark(&copy.body);
+        assert_eq!(body_id(&adopted), content_hash(&adopted));
+        assert_ne!(body_id(&adopted), body_id(&copy.body));
+        // Without the annotation (or with a malformed one), hashed whole.
+        for body in [
+            json!({"metadata": {"name": "x"}}),
+            json!({"metadata": {"annotations": {HASH_ANNOTATION: 7}}}),
+            json!("not an object"),
+        ] {
+            assert_eq!(body_id(&body), content_hash(&body), "{body}");
+        }
+    }
+
+    #[test]
     fn invalid_templated_name_is_an_error_for_that_namespace_only() {
         let c = config(
             true,
@@ -536,6 +583,29 @@ mod tests {
                 Value::Object(out)
             }
             (_, d) => d.clone(),
+        }
+    }
+
+    proptest! {
+        /// Two copies get the same body ID exactly when they are the same
+        /// body, as the whole-body hash would say.
+        #[test]
+        fn body_ids_tell_copies_apart_as_whole_hashes_do(
+            a in proptest::collection::btree_map("[a-c]", "[xy]{0,2}", 0..3),
+            b in proptest::collection::btree_map("[a-c]", "[xy]{0,2}", 0..3),
+            ns_a in "n[12]",
+            ns_b in "n[12]",
+            adopt_a: bool,
+            adopt_b: bool,
+        ) {
+            let copy = |data: &std::collections::BTreeMap<String, String>, ns: &str, adopt: bool| {
+                let c = config(true, json!([{"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "x"}, "data": data}]));
+                let body = first_copy(&c, ns).unwrap().body;
+                if adopt { crate::with_adopted_mark(&body) } else { body }
+            };
+            let (x, y) = (copy(&a, &ns_a, adopt_a), copy(&b, &ns_b, adopt_b));
+            prop_assert_eq!(body_id(&x) == body_id(&y), content_hash(&x) == content_hash(&y));
         }
     }
 

@@ -43,7 +43,7 @@ pub use compile::{
     SyncTemplate,
 };
 pub use desired::{
-    DesiredCopy, desired_copy, digest_large_strings, is_subset, redact_secret_values,
+    DesiredCopy, body_id, desired_copy, digest_large_strings, is_subset, redact_secret_values,
 };
 pub use error::{RenderError, ValidationError};
 pub use limits::{Footprint, LimitExceeded, Limits};

@@ -75,6 +75,53 @@ impl<K: Resource + Clone> Cached for K {
     }
 }
 
+/// An [`ObjectKey`] by its parts, borrowed: look-ups by `(namespace,
+/// name)` need no owned key (two allocations each; a SyncConfig edit looks
+/// up a copy per selected namespace).
+trait KeyParts {
+    fn parts(&self) -> (Option<&str>, &str);
+}
+
+impl KeyParts for ObjectKey {
+    fn parts(&self) -> (Option<&str>, &str) {
+        (self.namespace.as_deref(), &self.name)
+    }
+}
+
+impl KeyParts for (Option<&str>, &str) {
+    fn parts(&self) -> (Option<&str>, &str) {
+        *self
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyParts + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+// The order must be `ObjectKey`'s derived one (namespace, then name), as
+// `Borrow` requires: `Option<String>` and `Option<&str>` order alike.
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+impl PartialOrd for dyn KeyParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyParts + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
 impl std::fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.namespace {
@@ -221,7 +268,7 @@ impl<K: Cached> Cache<K> {
         let gone: Vec<ObjectKey> = self
             .objects
             .keys()
-            .filter(|k| !seen.contains(k))
+            .filter(|k| !seen.contains(*k))
             .cloned()
             .collect();
         self.initial_list_done = true;
@@ -250,10 +297,7 @@ impl<K: Cached> Cache<K> {
 
     /// The cached object, if any.
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<&K> {
-        self.objects.get(&ObjectKey {
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
-        })
+        self.objects.get(&(namespace, name) as &dyn KeyParts)
     }
 
     /// The cached object by key.
@@ -487,6 +531,26 @@ mod tests {
             (0u8..6).prop_map(Ev::Delete),
             proptest::collection::vec((0u8..6, 0u8..4), 0..6).prop_map(Ev::Relist),
         ]
+    }
+
+    proptest! {
+        /// The borrowed look-up by parts finds exactly what a look-up by an
+        /// owned key finds, cluster-scoped keys (no namespace) included:
+        /// its order agrees with `ObjectKey`'s.
+        #[test]
+        fn lookup_by_parts_agrees_with_owned_keys(
+            stored in proptest::collection::btree_set((proptest::option::of("[ab]{0,2}"), "[ab]{0,2}"), 0..12),
+            probe in (proptest::option::of("[ab]{0,2}"), "[ab]{0,2}"),
+        ) {
+            let mut objects: BTreeMap<ObjectKey, ConfigMap> = BTreeMap::new();
+            for (i, (namespace, name)) in stored.iter().enumerate() {
+                let key = ObjectKey { namespace: namespace.clone(), name: name.clone() };
+                objects.insert(key, cm("", "", &i.to_string()));
+            }
+            let cache = Cache { objects: objects.clone(), ..Cache::default() };
+            let owned = ObjectKey { namespace: probe.0.clone(), name: probe.1.clone() };
+            prop_assert_eq!(cache.get(probe.0.as_deref(), &probe.1), objects.get(&owned));
+        }
     }
 
     proptest! {

@@ -288,8 +288,7 @@ impl State {
             return false;
         };
         self.answers.get(&copy_hash(&id)).is_some_and(|(b, v)| {
-            *v == fnv64(version.as_bytes())
-                && *b == fnv64(mirra_mirror::marks::content_hash(body).as_bytes())
+            *v == fnv64(version.as_bytes()) && *b == fnv64(mirra_mirror::body_id(body).as_bytes())
         })
     }
 
@@ -302,7 +301,7 @@ impl State {
         let id = super::copy_id(target);
         self.own_writes.get(&id).is_some_and(|w| {
             w.planned_from.as_deref() == self.cached_version(&id)
-                && w.body_hash == mirra_mirror::marks::content_hash(body)
+                && w.body_hash == mirra_mirror::body_id(body)
         })
     }
 

@@ -288,7 +288,7 @@ pub struct OwnWrite {
     /// write known to be the newest state: a later version (someone's edit
     /// seen before the answer) is planned from as usual.
     pub planned_from: Option<String>,
-    /// [`mirra_mirror::marks::content_hash`] of the body sent.
+    /// [`mirra_mirror::body_id`] of the body sent.
     pub body_hash: String,
     /// The namespace whose plan made the write (a cluster-scoped copy's
     /// too: the one it is made for).

@@ -92,7 +92,7 @@ pub(super) fn own_write(body: &Value, version: &str) -> OwnWrite {
     OwnWrite {
         version: version.into(),
         planned_from: None,
-        body_hash: mirra_mirror::marks::content_hash(body),
+        body_hash: mirra_mirror::body_id(body).into_owned(),
         home: "t".into(),
         ..OwnWrite::default()
     }
@@ -170,7 +170,7 @@ fn a_pending_write_does_not_hide_a_newer_edit_or_a_changed_spec() {
         OwnWrite {
             version: "10".into(),
             planned_from: None,
-            body_hash: mirra_mirror::marks::content_hash(&json!({"older": true})),
+            body_hash: mirra_mirror::body_id(&json!({"older": true})).into_owned(),
             home: "t".into(),
             ..OwnWrite::default()
         },
@@ -874,7 +874,7 @@ fn an_echo_is_planned_when_its_namespace_was_planned_before_it_came() {
     s.count_plan("t");
     let write = OwnWrite {
         version: "10".into(),
-        body_hash: mirra_mirror::marks::content_hash(&body),
+        body_hash: mirra_mirror::body_id(&body).into_owned(),
         home: "t".into(),
         ..OwnWrite::default()
     };

@@ -515,7 +515,9 @@ fn copy_refused(item: &SyncTemplate, name: &str, cluster: bool) -> Option<String
 /// `body` with [`ADOPTED_ANNOTATION`] set, so that an adopted copy keeps
 /// saying so (a server-side apply drops what it no longer sends). The
 /// writer uses it too, when an apply with `check_adoption` finds an object
-/// that existed before.
+/// that existed before. The mark goes in after the content hash, which
+/// [`crate::desired::body_id`] relies on (and must learn of any other mark
+/// added so).
 pub fn with_adopted_mark(body: &Value) -> Value {
     let mut body = body.clone();
     if let Some(Value::Object(annotations)) = body.pointer_mut("/metadata/annotations") {

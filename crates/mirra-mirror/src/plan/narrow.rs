@@ -16,8 +16,6 @@
 //! the full planner on the changed SyncConfigs with the namespace's
 //! objects cut down to what they own.
 
-use std::collections::HashSet;
-
 use super::*;
 
 /// Plans namespace `name` for the SyncConfigs in `only`, given `previous`,
@@ -51,8 +49,6 @@ pub fn plan_namespace_narrow(
             || o.contenders.iter().any(|c| only.contains(c))
             || matches!(&o.state, OutcomeState::Conflict { winner, .. } if only.contains(winner))
     };
-    // The objects the other SyncConfigs' outcomes name.
-    let mut others: HashSet<(&str, &str, &str, &str)> = HashSet::new();
     for o in previous {
         if only.contains(&o.config) {
             if !o.contenders.is_empty() || matches!(o.state, OutcomeState::Conflict { .. }) {
@@ -60,8 +56,6 @@ pub fn plan_namespace_narrow(
             }
         } else if involved(o) {
             return None;
-        } else {
-            others.insert(borrowed_key(&o.target));
         }
     }
     let mine: Vec<&CompiledConfig> = configs.iter().filter(|c| only.contains(&c.key)).collect();
@@ -75,11 +69,20 @@ pub fn plan_namespace_narrow(
         honoured,
         cluster_scoped,
     );
-    let touches_others = previous
+    // Whether an object the changed SyncConfigs name, before or now, is
+    // one the others' outcomes name. Their objects are the few: the
+    // others' are all the rest of the namespace's, so they are the ones
+    // scanned rather than hashed into a set.
+    let changed_targets: Vec<(&str, &str, &str, &str)> = previous
         .iter()
         .filter(|o| only.contains(&o.config))
         .chain(plan.outcomes.iter())
-        .any(|o| others.contains(&borrowed_key(&o.target)));
+        .map(|o| borrowed_key(&o.target))
+        .collect();
+    let touches_others = previous
+        .iter()
+        .filter(|o| !only.contains(&o.config))
+        .any(|o| changed_targets.contains(&borrowed_key(&o.target)));
     if touches_others || plan.outcomes.iter().any(|o| !only.contains(&o.config)) {
         return None;
     }
