@@ -179,7 +179,20 @@ impl std::io::Write for CapturedLog {
 /// `level`, until the guard drops. On tokio's current-thread test runtime
 /// every task logs on this thread: the code under test's, its HTTP
 /// connections' and the sandboxes'.
+///
+/// Safe beside tests running in parallel: tracing caches, once per process,
+/// whether a log statement is wanted at all, asking the subscriber of the
+/// thread that runs it first. A parallel test's thread without a
+/// subscriber would answer "never", and this log would miss the event for
+/// good. So every test binary that captures logs gets [`Undecided`] as the
+/// process's global subscriber first, which answers "ask each time".
 pub fn capture_logs(level: tracing::Level) -> (CapturedLog, tracing::subscriber::DefaultGuard) {
+    static UNDECIDED: std::sync::Once = std::sync::Once::new();
+    UNDECIDED.call_once(|| {
+        // Refused only when a global subscriber exists already, which
+        // then answers for threads without one of their own.
+        let _ = tracing::subscriber::set_global_default(Undecided);
+    });
     let log = CapturedLog::default();
     let writer = log.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -187,5 +200,45 @@ pub fn capture_logs(level: tracing::Level) -> (CapturedLog, tracing::subscriber:
         .with_ansi(false)
         .with_writer(move || writer.clone())
         .finish();
-    (log, tracing::subscriber::set_default(subscriber))
+    let guard = tracing::subscriber::set_default(subscriber);
+    // Statements first run before this subscriber existed are asked again.
+    tracing::callsite::rebuild_interest_cache();
+    (log, guard)
+}
+
+/// A subscriber that records nothing and leaves every log statement
+/// undecided (`Interest::sometimes`), so that tracing asks the subscriber
+/// of the thread running it each time instead of caching one thread's
+/// answer for the whole process (see [`capture_logs`]).
+pub struct Undecided;
+
+impl tracing::Subscriber for Undecided {
+    fn register_callsite(
+        &self,
+        _: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        tracing::subscriber::Interest::sometimes()
+    }
+
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        false
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        Some(tracing::level_filters::LevelFilter::TRACE)
+    }
+
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, _: &tracing::Event<'_>) {}
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
 }
