@@ -22,6 +22,12 @@
 //! can have seen that renewal, so the leader stops strictly before anyone
 //! may take over (given clocks that tick at the same rate).
 //!
+//! `kube-lease-manager` is not used: it judges a Lease by the times
+//! written in it, tolerating a configured skew between the machines'
+//! clocks, where this elector never compares two machines' clocks, and the
+//! write fence needs the deadline below, not only whether the lease is
+//! held.
+//!
 //! On a clean shutdown the leader releases the lease (clears the holder) so
 //! a successor takes over at its next attempt instead of after expiry.
 //!

@@ -17,6 +17,12 @@
 //!
 //! It must NOT: inspect or rewrite requests, retry, or read the wall clock
 //! (it uses `tokio::time::Instant`, so tests run on paused time).
+//!
+//! `governor` is not used: the bucket is a few lines of arithmetic, while
+//! the tower layer around it (waiting in `poll_ready` behind kube's
+//! `Buffer`) would be the same code either way, and governor's clocks are
+//! not tokio's, so its waits would not follow the paused clock the tests
+//! run on without a clock of our own.
 
 use std::future::Future;
 use std::pin::Pin;
