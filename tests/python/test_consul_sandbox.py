@@ -393,10 +393,14 @@ def test_transaction_is_atomic_and_one_raft_apply(consul_sandbox):
 
 def test_transaction_with_too_many_operations_is_413(consul_sandbox):
     c = client(consul_sandbox)
-    ops = [{"Service": {"Verb": "set", "Node": "n", "Service": {"Service": f"s{i}"}}} for i in range(65)]
+    # Consul 1.14 and later accept 128 operations (txn_endpoint.go maxTxnOps).
+    ops = [{"Node": {"Verb": "set", "Node": {"Node": "n", "Address": "127.0.0.1"}}}]
+    ops += [{"Service": {"Verb": "set", "Node": "n", "Service": {"Service": f"s{i}"}}} for i in range(128)]
     with pytest.raises(consul.ConsulException) as failure:
         c.txn.put(ops)
     assert str(failure.value).startswith("413")
+    assert "Transaction contains too many operations (129 > 128)" in str(failure.value)
+    assert c.txn.put(ops[:128])["Errors"] is None
 
 
 def test_agent_self_and_status_leader(consul_sandbox):

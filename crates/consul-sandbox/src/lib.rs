@@ -29,7 +29,7 @@
 //! | limit | default | text |
 //! |---|---|---|
 //! | body size ([`Config::max_body_bytes`], Consul's `txn_max_req_len`), checked first from `Content-Length`, then while reading | 512 KiB | `Request body too large, max size: 524288 bytes` |
-//! | operations per transaction ([`Config::max_txn_ops`]), checked after decoding | 64 | `Transaction contains too many operations (65 > 64)` |
+//! | operations per transaction ([`Config::max_txn_ops`]), checked after decoding | 128 (Consul 1.14 and later; 64 before) | `Transaction contains too many operations (129 > 128)` |
 //!
 //! Reads report `X-Consul-Effective-Consistency` (`leader`, `stale` or
 //! `consistent`, as asked); `?stale&consistent` and `?consistent&cached`
@@ -108,9 +108,10 @@ pub use faults::{FaultAction, FaultRule, FaultsHandle};
 pub use store::StoreError;
 pub use tls::{TlsConfig, TlsError, TlsServer};
 
-/// Consul's default limit on the operations of one transaction (64 in the
-/// Consul releases mirra targets; newer releases document 128).
-pub const DEFAULT_MAX_TXN_OPS: usize = 64;
+/// Consul's limit on the operations of one transaction: 128 since Consul
+/// 1.14 (`maxTxnOps` in `agent/txn_endpoint.go`, not configurable); set
+/// [`Config::max_txn_ops`] to 64 to stand in for an older server.
+pub const DEFAULT_MAX_TXN_OPS: usize = 128;
 
 /// Consul's default `txn_max_req_len`: 512 KiB, the Raft entry size Consul
 /// suggests so that heartbeats are not delayed by large log entries.

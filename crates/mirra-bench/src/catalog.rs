@@ -12,8 +12,9 @@
 //!
 //! Arguments: `--services N` (10000), `--endpoints E` (5), `--rollout P`
 //! (900 pods), `--idle-secs S` (65: two verification passes at the default
-//! 30 s interval), `--txn-batch-size B` (64; 128 also starts the Consul
-//! sandbox with a 128-operation limit, as current Consul servers have),
+//! 30 s interval), `--txn-batch-size B` (128, mirra's default; the Consul
+//! sandbox then has the 128-operation limit of Consul 1.14 and later, and
+//! with 64 or less the 64 of older servers),
 //! `--json-out FILE` (also write mirra's figures to FILE as JSON, for
 //! `cost-curve`), `--perf-dir DIR` (a `perf record` of each phase, of the
 //! controller and both sandbox processes, in `DIR/<phase>.data`; the
@@ -98,7 +99,7 @@ fn parse_args(args: &[String]) -> anyhow::Result<Args> {
         endpoints: 5,
         rollout: 900,
         idle: Duration::from_secs(65),
-        txn_batch: 64,
+        txn_batch: mirra_consul::config::DEFAULT_TXN_MAX_OPS,
         namespaces: 1,
         json_out: None,
         perf_dir: None,

@@ -25,6 +25,7 @@ pub(crate) async fn purge(
     let fence = WriteFence::new(settings.lease.clone(), consul.request_timeout());
     let mut purged = 0;
     let mut rereads = 0;
+    let mut batch = settings.txn_batch.max(1);
     'read: loop {
         // With namespaces, mirra's instances may be in any of them.
         let q = QueryOptions {
@@ -75,7 +76,7 @@ pub(crate) async fn purge(
             })
             .flat_map(|p| to_txn_ops(&p, &node))
             .collect();
-        for chunk in mirra_consul::split_ops(ops, settings.txn_batch.max(1)) {
+        for chunk in mirra_consul::split_ops(ops, batch) {
             let sent = fence
                 .send(consul.txn(&chunk))
                 .await
@@ -93,6 +94,19 @@ pub(crate) async fn purge(
                         "instances changed while purging; reading the node again"
                     );
                     rereads += 1;
+                    continue 'read;
+                }
+                // An older server's limit (64 before Consul 1.14): nothing
+                // of this transaction applied, and what is left is read
+                // again and sent in transactions it accepts. `batch` only
+                // shrinks, so this repeats at most a few times.
+                Err(e) if e.txn_ops_limit().is_some_and(|l| l < chunk.len()) => {
+                    batch = e.txn_ops_limit().unwrap_or(1).max(1);
+                    tracing::warn!(
+                        limit = batch,
+                        configured = settings.txn_batch,
+                        "Consul accepts fewer operations per transaction than configured; using its limit"
+                    );
                     continue 'read;
                 }
                 Err(e) => {

@@ -98,7 +98,11 @@ pub(crate) async fn read_entries(
     max: usize,
 ) -> Result<Vec<mirra_consul::TxnResult>, mirra_consul::Error> {
     let mut out = Vec::new();
-    for mut chunk in mirra_consul::split_ops(ops, max) {
+    let mut max = max.max(1);
+    let mut rest: std::collections::VecDeque<TxnOp> = ops.into();
+    while !rest.is_empty() {
+        let take = max.min(rest.len());
+        let mut chunk: Vec<TxnOp> = rest.drain(..take).collect();
         while !chunk.is_empty() {
             match consul.txn(&chunk).await {
                 Ok(results) => {
@@ -117,9 +121,87 @@ pub(crate) async fn read_entries(
                         .map(|(_, op)| op)
                         .collect();
                 }
+                // A server's lower operation limit (64 before Consul
+                // 1.14): the rest of the read goes in parts it accepts.
+                Err(e) if e.txn_ops_limit().is_some_and(|l| l < chunk.len()) => {
+                    max = e.txn_ops_limit().unwrap_or(1).max(1);
+                    for op in chunk.drain(..).rev() {
+                        rest.push_front(op);
+                    }
+                }
                 Err(e) => return Err(e),
             }
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use mirra_consul::{ConsulConfig, Service, TxnOp, Verb};
+
+    use super::read_entries;
+
+    fn get(id: &str) -> TxnOp {
+        TxnOp::Service {
+            verb: Verb::Get,
+            node: "k8s-sync".into(),
+            service: Service {
+                id: id.into(),
+                ..Service::default()
+            },
+        }
+    }
+
+    /// A read larger than the server's operation limit (as a server before
+    /// Consul 1.14 has 64) goes in parts of the size the 413 names, and an
+    /// absent entry in a part is left out as before.
+    #[tokio::test]
+    async fn a_read_over_the_servers_limit_goes_in_parts_of_that_limit() {
+        let sandbox = consul_sandbox::Sandbox::start(consul_sandbox::Config {
+            max_txn_ops: 4,
+            ..consul_sandbox::Config::default()
+        })
+        .await
+        .unwrap();
+        let consul = mirra_consul::Client::new(ConsulConfig::new(&sandbox.url()).unwrap()).unwrap();
+        let mut writes = vec![TxnOp::Node {
+            verb: Verb::Set,
+            node: mirra_consul::Node {
+                node: "k8s-sync".into(),
+                address: "127.0.0.1".into(),
+                ..mirra_consul::Node::default()
+            },
+        }];
+        writes.extend((0..9).map(|i| TxnOp::Service {
+            verb: Verb::Set,
+            node: "k8s-sync".into(),
+            service: Service {
+                id: format!("web-{i}"),
+                service: "web".into(),
+                ..Service::default()
+            },
+        }));
+        consul.apply_ops(writes).await.unwrap();
+        let before = sandbox.stats().requests_for("PUT /v1/txn");
+
+        // Nine present and one absent (web-gone, the fifth), asked for 128
+        // at a time.
+        let mut ops: Vec<TxnOp> = (0..4).map(|i| get(&format!("web-{i}"))).collect();
+        ops.push(get("web-gone"));
+        ops.extend((4..9).map(|i| get(&format!("web-{i}"))));
+        let results = read_entries(&consul, ops, 128).await.unwrap();
+
+        let ids: Vec<String> = results
+            .iter()
+            .filter_map(|r| r.service.as_ref().map(|s| s.id.clone()))
+            .collect();
+        let want: Vec<String> = (0..9).map(|i| format!("web-{i}")).collect();
+        assert_eq!(ids, want);
+        // 10 > 4 refused; then [0..4), [gone, 4, 5, 6] rolled back for the
+        // absent one and asked again without it, [7, 8].
+        assert_eq!(sandbox.stats().requests_for("PUT /v1/txn") - before, 5);
+    }
 }

@@ -60,7 +60,7 @@ use crate::config::{ConfigError, ConsulConfig, LoginConfig, MAX_TXN_MAX_OPS, Tls
 use crate::endpoint::{CommonParams, build_url};
 use crate::error::{Error, ErrorContext, error_from_response, error_from_transport};
 use crate::txn::{
-    FailedOp, TxnBatchError, TxnOp, TxnResponse, TxnResult, TxnSummary, all_idempotent, split_ops,
+    FailedOp, TxnBatchError, TxnOp, TxnResponse, TxnResult, TxnSummary, all_idempotent,
     with_tenancy,
 };
 use crate::types::{
@@ -128,7 +128,9 @@ struct Inner {
     common: CommonParams,
     retry: RetryPolicy,
     request_timeout: Duration,
-    txn_max_ops: usize,
+    /// The configured operations per transaction, lowered for good when a
+    /// server names a smaller limit in a 413 (64 before Consul 1.14).
+    txn_max_ops: AtomicUsize,
 }
 
 impl fmt::Debug for Client {
@@ -151,7 +153,7 @@ impl fmt::Debug for Client {
             .field("common", &self.inner.common)
             .field("retry", &self.inner.retry)
             .field("request_timeout", &self.inner.request_timeout)
-            .field("txn_max_ops", &self.inner.txn_max_ops)
+            .field("txn_max_ops", &self.txn_max_ops())
             .finish()
     }
 }
@@ -226,7 +228,7 @@ impl Client {
                 common,
                 retry: config.retry,
                 request_timeout: config.request_timeout,
-                txn_max_ops: config.txn_max_ops,
+                txn_max_ops: AtomicUsize::new(config.txn_max_ops),
             }),
         })
     }
@@ -252,9 +254,26 @@ impl Client {
         self.inner.current.load(Ordering::Relaxed) % self.inner.servers.len()
     }
 
-    /// Operations per transaction used by [`Client::apply_ops`].
+    /// Operations per transaction used by [`Client::apply_ops`]: the
+    /// configured number, or the lower limit a server named in a 413.
     pub fn txn_max_ops(&self) -> usize {
-        self.inner.txn_max_ops
+        self.inner.txn_max_ops.load(Ordering::Relaxed)
+    }
+
+    /// A server refused a transaction naming `limit` operations as its
+    /// most: later [`Client::apply_ops`] calls pack to it.
+    fn learn_txn_limit(&self, limit: usize) {
+        let before = self
+            .inner
+            .txn_max_ops
+            .fetch_min(limit.max(1), Ordering::Relaxed);
+        if limit < before {
+            tracing::warn!(
+                limit,
+                configured = before,
+                "Consul accepts fewer operations per transaction than configured; using its limit"
+            );
+        }
     }
 
     /// How long one request may take (a blocking read: its wait plus

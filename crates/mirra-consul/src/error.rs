@@ -53,7 +53,8 @@ pub enum Error {
         failed: Vec<FailedOp>,
     },
     /// 413: too many operations in one transaction or too large a body. Not
-    /// retryable: lower `txn_max_ops` (older servers accept 64) or shrink
+    /// retryable as is: a transaction goes again only split (see
+    /// [`Error::txn_ops_limit`]); a body too large alone needs smaller
     /// metadata.
     #[error("{operation}: request too large: {message}")]
     TooLarge {

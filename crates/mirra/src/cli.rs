@@ -206,8 +206,9 @@ pub struct ConsulSandboxArgs {
     /// Datacenter name the server reports.
     #[arg(long, default_value = "dc1")]
     pub datacenter: String,
-    /// Most operations accepted in one /v1/txn request.
-    #[arg(long, default_value_t = 64)]
+    /// Most operations accepted in one /v1/txn request: 128 as Consul 1.14
+    /// and later; 64 stands in for an older server.
+    #[arg(long, default_value_t = consul_sandbox::DEFAULT_MAX_TXN_OPS)]
     pub max_txn_ops: usize,
     /// Turn ACLs on with this default policy (Consul's
     /// `acl.default_policy`): what no rule decides is denied or allowed.

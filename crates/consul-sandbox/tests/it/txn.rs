@@ -18,21 +18,21 @@ async fn a_transaction_of_many_writes_is_one_raft_apply() {
     let mut ops = vec![
         json!({"Node": {"Verb": "set", "Node": {"Node": "k8s-sync", "Address": "127.0.0.1"}}}),
     ];
-    for i in 0..63 {
+    for i in 0..127 {
         ops.push(set_service("k8s-sync", &format!("web-{i}"), 8000 + i));
     }
     let r = api.put("/v1/txn", &Value::Array(ops)).await;
     assert_eq!(r.status, 200, "{}", r.text);
     let body = r.json();
     assert_eq!(body["Errors"], Value::Null);
-    assert_eq!(body["Results"].as_array().unwrap().len(), 64);
+    assert_eq!(body["Results"].as_array().unwrap().len(), 128);
     assert_eq!(body["Results"][0]["Node"]["Node"], "k8s-sync");
     assert_eq!(body["Results"][1]["Service"]["ID"], "web-0");
     let after = api.sb.stats();
     assert_eq!(after.raft_applies, before.raft_applies + 1);
     assert_eq!(after.requests_for("PUT /v1/txn"), 1);
     let list = api.get("/v1/catalog/service/web").await.json();
-    assert_eq!(list.as_array().unwrap().len(), 63);
+    assert_eq!(list.as_array().unwrap().len(), 127);
     assert!(
         list.as_array()
             .unwrap()
@@ -72,13 +72,31 @@ async fn one_failing_op_applies_nothing_and_names_its_op_index() {
 #[tokio::test]
 async fn too_many_operations_answer_413_without_raft() {
     let api = Api::start().await;
-    let ops: Vec<Value> = (0..65)
+    let ops: Vec<Value> = (0..129)
         .map(|i| set_service("n1", &format!("s{i}"), 1))
         .collect();
     let r = api.put("/v1/txn", &Value::Array(ops.clone())).await;
     assert_eq!(r.status, 413);
-    assert_eq!(r.text, "Transaction contains too many operations (65 > 64)");
+    assert_eq!(
+        r.text,
+        "Transaction contains too many operations (129 > 128)"
+    );
     assert_eq!(api.sb.stats().raft_applies, 0);
+
+    // A server before Consul 1.14.
+    let older = Api::start_with(Config {
+        max_txn_ops: 64,
+        ..Config::default()
+    })
+    .await;
+    let r = older
+        .put("/v1/txn", &Value::Array(ops[..65].to_vec()))
+        .await;
+    assert_eq!(
+        (r.status, r.text.as_str()),
+        (413, "Transaction contains too many operations (65 > 64)")
+    );
+    assert_eq!(older.sb.stats().raft_applies, 0);
 
     let small = Api::start_with(Config {
         max_txn_ops: 2,

@@ -75,7 +75,8 @@ pub(super) struct ConsulCounts {
 
 impl Consul {
     /// A Consul sandbox accepting `max_txn_ops` operations per
-    /// transaction (64 as older servers, 128 as current ones).
+    /// transaction, at least 64 (64 as servers before Consul 1.14, 128 as
+    /// current ones).
     /// `enterprise` serves namespaces (Consul Enterprise).
     pub(super) async fn start(
         bin: Option<&Path>,

@@ -19,8 +19,8 @@ use mirra_catalog::{ConsulNamespaces, NodePortSyncType, PortLayout, SyncSettings
 use mirra_consul::{ConsulConfig, Overrides};
 use mirra_runtime::{LeaseDeadline, QueueConfig};
 
-/// Largest transaction accepted: the largest any Consul release documents
-/// (older servers refuse more than 64 with 413).
+/// Largest transaction accepted: Consul's limit since 1.14 (older servers
+/// refuse more than 64 with a 413 naming it, and the writer packs to that).
 pub const MAX_TXN_BATCH: usize = 128;
 
 /// Flags of `mirra sync-catalog`. Names and defaults are those of consul-k8s
@@ -138,8 +138,10 @@ pub struct SyncCatalogArgs {
     /// Longest a Service waits while events keep coming. Go duration.
     #[arg(long = "max-debounce", default_value = "1s", value_parser = go_duration)]
     pub max_debounce: Duration,
-    /// Operations per `/v1/txn` request (each request is one Raft apply).
-    /// 64 works with every Consul release; newer servers accept 128.
+    /// Operations per `/v1/txn` request (each request is one Raft apply),
+    /// 1 to 128. Consul 1.14 and later accept 128; an older server refuses
+    /// more than 64 with a 413 naming its limit, and mirra then uses that
+    /// (one refused request, nothing lost).
     #[arg(long = "txn-batch-size", default_value_t = mirra_consul::config::DEFAULT_TXN_MAX_OPS)]
     pub txn_batch_size: usize,
     /// Transactions in flight at once while a round writes. Consul's leader

@@ -197,7 +197,7 @@ fn both_spellings_parse_the_same() {
 fn defaults_are_consul_k8s_binary_defaults() {
     let s = Settings::from_args(&parse(&[]).unwrap()).unwrap();
     assert_eq!(s.sync, SyncSettings::default());
-    assert_eq!(s.txn_batch, 64);
+    assert_eq!(s.txn_batch, 128);
     assert_eq!(s.verify_interval, Duration::from_secs(30));
 }
 

@@ -57,6 +57,9 @@ async fn web_check_status(c: &mirra_consul::Client) -> Option<String> {
         .map(|ch| ch.status.clone())
 }
 
+/// Operations per transaction by default.
+const BATCH: u64 = mirra_consul::config::DEFAULT_TXN_MAX_OPS as u64;
+
 /// Wire operations of registering `n` endpoint instances (instance + check).
 fn register_ops(n: u64) -> u64 {
     2 * n
@@ -75,10 +78,12 @@ async fn cold_start_costs_ceil_ops_over_batch_and_restart_in_step_costs_zero() {
     ctl.wait_ready().await;
     wait_for_instance_count(&c, "k8s-sync", 60).await;
     ctl.settle(&csb).await;
-    // One node op, then 60 instances with their checks, in 64-op transactions.
+    // One node op, then 60 instances with their checks, in transactions of
+    // the default 128 operations: one.
     let ops = 1 + register_ops(60);
-    assert_eq!(csb.stats().raft_applies - before, ops.div_ceil(64));
-    assert_eq!(ctl.metrics.transactions_total(), ops.div_ceil(64));
+    assert_eq!(ops.div_ceil(BATCH), 1);
+    assert_eq!(csb.stats().raft_applies - before, ops.div_ceil(BATCH));
+    assert_eq!(ctl.metrics.transactions_total(), ops.div_ceil(BATCH));
     ctl.stop().await;
 
     let (ctl, cost) = start_settled(&k.client, &c, &csb, settings(sync_settings("k8s-sync"))).await;
@@ -117,7 +122,7 @@ async fn rollout_in_one_window_single_change_and_idle_counts() {
     .await;
     ctl.settle(&csb).await;
     let ops = 30 + register_ops(30);
-    assert_eq!(csb.stats().raft_applies - before, ops.div_ceil(64));
+    assert_eq!(csb.stats().raft_applies - before, ops.div_ceil(BATCH));
 
     // One endpoint added: one transaction.
     let before = csb.stats().raft_applies;

@@ -44,7 +44,8 @@ fn bulky_meta() -> Value {
 async fn transactions_over_the_operation_limit_are_halved_until_they_fit_and_the_limit_is_kept() {
     let k = kube().await;
     // A server that accepts 8 operations per transaction, while mirra is
-    // configured for 64.
+    // configured for 128 (as against a server before Consul 1.14, which
+    // accepts 64).
     let (csb, c) = consul_with(
         ConsulConfig {
             max_txn_ops: 8,
@@ -90,6 +91,41 @@ async fn transactions_over_the_operation_limit_are_halved_until_they_fit_and_the
     assert_eq!(checks.len(), 16);
     assert!(checks.values().all(|s| s == "passing"), "{checks:?}");
     ctl.stop().await;
+}
+
+#[tokio::test]
+async fn purge_packs_to_the_limit_a_413_names_and_removes_every_instance() {
+    let k = kube().await;
+    let (csb, c) = consul_with(
+        ConsulConfig {
+            max_txn_ops: 8,
+            ..ConsulConfig::default()
+        },
+        consul_client,
+    )
+    .await;
+    cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.51.0", 10))).await;
+    let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 10).await;
+    ctl.stop().await;
+
+    let before = csb.stats();
+    let mut s = settings(sync_settings("k8s-sync"));
+    s.purge = true;
+    assert_eq!(s.txn_batch, 128);
+    let purge = start(&k.client, &c, s);
+    tokio::time::timeout(DEADLINE, purge.task)
+        .await
+        .expect("purge returns")
+        .unwrap()
+        .unwrap();
+    // Ten removals: refused as one transaction (10 > 8), then read again
+    // and sent as 8 + 2.
+    let after = csb.stats();
+    assert_eq!(after.requests_for(TXN) - before.requests_for(TXN), 3);
+    assert_eq!(after.raft_applies - before.raft_applies, 2);
+    assert_eq!(purge.metrics.operations_total("deregister"), 10);
+    assert!(instances(&c, "k8s-sync").await.is_empty());
+    assert!(check_statuses(&c, "k8s-sync").await.is_empty());
 }
 
 #[tokio::test]

@@ -125,18 +125,31 @@ impl Client {
     }
 
     /// Applies any number of operations as consecutive transactions of at
-    /// most [`Client::txn_max_ops`] each, in order. Stops at the first
-    /// failing transaction; the error tells what committed and returns every
+    /// most [`Client::txn_max_ops`] each, in order. A 413 that names a lower
+    /// operation limit (a server before Consul 1.14 accepts 64) applied
+    /// nothing: the same operations go again in transactions of that size,
+    /// and the client keeps the limit. Stops at the first other failing
+    /// transaction; the error tells what committed and returns every
     /// operation that did not, with failed ones indexed into `ops`.
     pub async fn apply_ops(&self, ops: Vec<TxnOp>) -> Result<TxnSummary, TxnBatchError> {
         let total = ops.len();
-        let mut chunks = split_ops(ops, self.inner.txn_max_ops).into_iter();
+        let mut rest: std::collections::VecDeque<TxnOp> = ops.into();
         let mut summary = TxnSummary::default();
-        while let Some(chunk) = chunks.next() {
+        while !rest.is_empty() {
+            let take = self.txn_max_ops().max(1).min(rest.len());
+            let chunk: Vec<TxnOp> = rest.drain(..take).collect();
             match self.txn(&chunk).await {
                 Ok(_) => {
                     summary.transactions += 1;
                     summary.ops += chunk.len();
+                }
+                Err(e) if e.txn_ops_limit().is_some_and(|l| l < chunk.len()) => {
+                    if let Some(limit) = e.txn_ops_limit() {
+                        self.learn_txn_limit(limit);
+                    }
+                    for op in chunk.into_iter().rev() {
+                        rest.push_front(op);
+                    }
                 }
                 Err(e) => {
                     let offset = summary.ops;
@@ -153,7 +166,7 @@ impl Client {
                         other => other,
                     };
                     let mut unapplied = chunk;
-                    unapplied.extend(chunks.flatten());
+                    unapplied.extend(rest);
                     debug_assert_eq!(summary.ops + unapplied.len(), total);
                     return Err(TxnBatchError {
                         committed_transactions: summary.transactions,

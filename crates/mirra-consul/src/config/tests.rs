@@ -40,7 +40,7 @@ fn defaults_to_local_http_agent() {
     assert_eq!(c.address.as_str(), "http://127.0.0.1:8500/");
     assert!(c.token.is_none());
     assert!(!c.tls.insecure_skip_verify);
-    assert_eq!(c.txn_max_ops, 64);
+    assert_eq!(c.txn_max_ops, 128);
 }
 
 #[test]

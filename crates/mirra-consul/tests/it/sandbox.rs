@@ -525,10 +525,7 @@ async fn oversized_txn_is_too_large() {
     assert_eq!(err.class(), "too_large", "{err}");
 }
 
-#[tokio::test]
-async fn fifty_thousand_instances_cost_782_raft_applies() {
-    let (sandbox, client) = start().await;
-    assert_eq!(client.txn_max_ops(), 64);
+fn fifty_thousand_instance_ops() -> Vec<TxnOp> {
     let mut ops = vec![node_set()];
     ops.extend((0..50_000).map(|i| {
         service_op(
@@ -541,22 +538,65 @@ async fn fifty_thousand_instances_cost_782_raft_applies() {
             ),
         )
     }));
+    ops
+}
+
+#[tokio::test]
+async fn fifty_thousand_instances_cost_391_raft_applies() {
+    let (sandbox, client) = start().await;
+    assert_eq!(client.txn_max_ops(), 128);
     let before = sandbox.stats();
-    let summary = client.apply_ops(ops).await.unwrap();
+    let summary = client
+        .apply_ops(fifty_thousand_instance_ops())
+        .await
+        .unwrap();
     let after = sandbox.stats();
-    assert_eq!(summary.transactions, 782);
+    assert_eq!(summary.transactions, 391);
     assert_eq!(summary.ops, 50_001);
-    let applies = after.raft_applies - before.raft_applies;
     assert_eq!(
-        applies, 782,
-        "ceil(50001 / 64) transactions, one apply each"
+        after.raft_applies - before.raft_applies,
+        391,
+        "ceil(50001 / 128) transactions, one apply each"
     );
-    assert!(applies < 800);
-    assert_eq!(requests(&sandbox, "PUT /v1/txn"), 782);
+    assert_eq!(requests(&sandbox, "PUT /v1/txn"), 391);
     assert_eq!(requests(&sandbox, "PUT /v1/catalog/register"), 0);
 
     let ns = node_services(&client).await;
     assert_eq!(ns.services.len(), 50_000);
+}
+
+#[tokio::test]
+async fn a_server_before_consul_1_14_costs_one_refused_transaction_then_its_limit_is_kept() {
+    let sandbox = Sandbox::start(Config {
+        max_txn_ops: 64,
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    let client = Client::new(config_for(&sandbox)).unwrap();
+    assert_eq!(client.txn_max_ops(), 128);
+    let summary = client
+        .apply_ops(fifty_thousand_instance_ops())
+        .await
+        .unwrap();
+    assert_eq!(summary.ops, 50_001);
+    assert_eq!(summary.transactions, 782, "ceil(50001 / 64)");
+    assert_eq!(client.txn_max_ops(), 64, "the server's limit is kept");
+    let stats = sandbox.stats();
+    assert_eq!(
+        stats.raft_applies, 782,
+        "the refused transaction applied nothing"
+    );
+    assert_eq!(requests(&sandbox, "PUT /v1/txn"), 783, "one 413, once");
+    assert_eq!(node_services(&client).await.services.len(), 50_000);
+
+    // A later call packs to the learned limit from the start.
+    let more: Vec<TxnOp> = (0..100)
+        .map(|i| service_op(Verb::Set, instance(&format!("late-{i}"), "late", &[], 80)))
+        .collect();
+    let summary = client.apply_ops(more).await.unwrap();
+    assert_eq!(summary.transactions, 2);
+    assert_eq!(requests(&sandbox, "PUT /v1/txn"), 785, "no second 413");
 }
 
 #[tokio::test]
