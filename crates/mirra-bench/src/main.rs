@@ -374,7 +374,7 @@ scenarios:
            its figure the median; with --perf-dir, a `perf record` of each phase
            (bench and sandbox processes; the edit phase: all its edits and the settling between) in DIR/<phase>.data
            (its times are then no figures); with --json-out, mirra's figures also as JSON in FILE;
-           --workers N sets the controller's --workers (default: the controller's default, 8)
+           --workers N sets the controller's --workers (default: the controller's default, 16)
   mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart
