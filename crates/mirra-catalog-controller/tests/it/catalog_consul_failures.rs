@@ -40,20 +40,25 @@ fn bulky_meta() -> Value {
     Value::Object(m)
 }
 
+/// A Consul sandbox that accepts at most `ops` operations per transaction.
+async fn consul_accepting_ops(ops: usize) -> (consul_sandbox::Sandbox, mirra_consul::Client) {
+    consul_with(
+        ConsulConfig {
+            max_txn_ops: ops,
+            ..ConsulConfig::default()
+        },
+        consul_client,
+    )
+    .await
+}
+
 #[tokio::test]
 async fn transactions_over_the_operation_limit_are_halved_until_they_fit_and_the_limit_is_kept() {
     let k = kube().await;
     // A server that accepts 8 operations per transaction, while mirra is
     // configured for 128 (as against a server before Consul 1.14, which
     // accepts 64).
-    let (csb, c) = consul_with(
-        ConsulConfig {
-            max_txn_ops: 8,
-            ..ConsulConfig::default()
-        },
-        consul_client,
-    )
-    .await;
+    let (csb, c) = consul_accepting_ops(8).await;
     let first = ips("10.50.0", 10);
     cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&first)).await;
     let (ctl, reg) = start_registered(&k.client, &c, settings(sync_settings("k8s-sync")));
@@ -96,14 +101,7 @@ async fn transactions_over_the_operation_limit_are_halved_until_they_fit_and_the
 #[tokio::test]
 async fn purge_packs_to_the_limit_a_413_names_and_removes_every_instance() {
     let k = kube().await;
-    let (csb, c) = consul_with(
-        ConsulConfig {
-            max_txn_ops: 8,
-            ..ConsulConfig::default()
-        },
-        consul_client,
-    )
-    .await;
+    let (csb, c) = consul_accepting_ops(8).await;
     cluster_ip_with_endpoints(&k.client, "default", "web", &eps(&ips("10.51.0", 10))).await;
     let ctl = start_synced(&k.client, &c, &csb, settings(sync_settings("k8s-sync")), 10).await;
     ctl.stop().await;
