@@ -66,6 +66,9 @@ struct Args {
     edits: usize,
     /// The controller's `--workers`; `None`: its default.
     workers: Option<usize>,
+    /// Seconds between the controller's verification passes; 0: none, so
+    /// that a profile of the edits holds no full plan.
+    verify_secs: u64,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Args> {
@@ -79,6 +82,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
         json_out: None,
         edits: 5,
         workers: None,
+        verify_secs: 5,
     };
     let mut it = args.into_iter();
     while let Some(flag) = it.next() {
@@ -96,6 +100,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Args> {
             "--json-out" => out.json_out = Some(value.into()),
             "--edits" => out.edits = value.parse()?,
             "--workers" => out.workers = Some(value.parse()?),
+            "--verify-secs" => out.verify_secs = value.parse()?,
             other => anyhow::bail!("unknown flag {other}"),
         }
     }
@@ -356,7 +361,8 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let count = |cc: &Arc<Mutex<CopyCounter>>| cc.lock().map(|c| c.total).unwrap_or(0);
     let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
     // Several verification passes during the idle window.
-    settings.verify_interval = Some(Duration::from_secs(5));
+    settings.verify_interval =
+        (args.verify_secs > 0).then(|| Duration::from_secs(args.verify_secs));
     if let Some(workers) = args.workers {
         settings.workers = workers;
     }
@@ -525,10 +531,13 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     crate::profile::stop(rec)?;
     let s5 = server.stats().await?;
     phases.push(Phase {
-        name: format!(
-            "idle {} s (verification pass every 5 s)",
-            args.idle.as_secs()
-        ),
+        name: match args.verify_secs {
+            0 => format!("idle {} s (no verification pass)", args.idle.as_secs()),
+            v => format!(
+                "idle {} s (verification pass every {v} s)",
+                args.idle.as_secs()
+            ),
+        },
         time: t.elapsed(),
         requests: by_verb(&s4, &s5),
     });
@@ -734,6 +743,22 @@ mod tests {
         assert_eq!(args(&[])?.workers, None);
         assert_eq!(args(&["--workers", "16"])?.workers, Some(16));
         for bad in [&["--workers", "0"][..], &["--workers", "x"], &["--workers"]] {
+            assert!(args(bad).is_err(), "{bad:?} was accepted");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn verify_seconds_default_to_five_allow_none_and_refuse_malformed_values() -> anyhow::Result<()>
+    {
+        assert_eq!(args(&[])?.verify_secs, 5);
+        assert_eq!(args(&["--verify-secs", "0"])?.verify_secs, 0);
+        assert_eq!(args(&["--verify-secs", "30"])?.verify_secs, 30);
+        for bad in [
+            &["--verify-secs", "-1"][..],
+            &["--verify-secs", "5s"],
+            &["--verify-secs"],
+        ] {
             assert!(args(bad).is_err(), "{bad:?} was accepted");
         }
         Ok(())
