@@ -96,20 +96,20 @@ pub(crate) async fn purge(
                     rereads += 1;
                     continue 'read;
                 }
-                // An older server's limit (64 before Consul 1.14): nothing
-                // of this transaction applied, and what is left is read
-                // again and sent in transactions it accepts. `batch` only
-                // shrinks, so this repeats at most a few times.
-                Err(e) if e.txn_ops_limit().is_some_and(|l| l < chunk.len()) => {
-                    batch = e.txn_ops_limit().unwrap_or(1).max(1);
-                    tracing::warn!(
-                        limit = batch,
-                        configured = settings.txn_batch,
-                        "Consul accepts fewer operations per transaction than configured; using its limit"
-                    );
-                    continue 'read;
-                }
                 Err(e) => {
+                    // An older server's limit (64 before Consul 1.14):
+                    // nothing of this transaction applied, and what is left
+                    // is read again and sent in transactions it accepts.
+                    // `batch` only shrinks, so this repeats a few times.
+                    if let Some(limit) = e.txn_ops_limit_below(chunk.len()) {
+                        batch = limit;
+                        tracing::warn!(
+                            limit,
+                            configured = settings.txn_batch,
+                            "Consul accepts fewer operations per transaction than configured; using its limit"
+                        );
+                        continue 'read;
+                    }
                     metrics.consul_error(e.class());
                     return Err(ControllerError::Purge(e));
                 }

@@ -121,15 +121,17 @@ pub(crate) async fn read_entries(
                         .map(|(_, op)| op)
                         .collect();
                 }
-                // A server's lower operation limit (64 before Consul
-                // 1.14): the rest of the read goes in parts it accepts.
-                Err(e) if e.txn_ops_limit().is_some_and(|l| l < chunk.len()) => {
-                    max = e.txn_ops_limit().unwrap_or(1).max(1);
+                Err(e) => {
+                    // A server's lower operation limit (64 before Consul
+                    // 1.14): the rest of the read goes in parts it accepts.
+                    let Some(limit) = e.txn_ops_limit_below(chunk.len()) else {
+                        return Err(e);
+                    };
+                    max = limit;
                     for op in chunk.drain(..).rev() {
                         rest.push_front(op);
                     }
                 }
-                Err(e) => return Err(e),
             }
         }
     }

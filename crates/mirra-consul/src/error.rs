@@ -263,6 +263,13 @@ impl Error {
         limit.trim().parse::<usize>().ok().filter(|&m| m > 0)
     }
 
+    /// The limit [`Error::txn_ops_limit`] names, when it is below `sent`,
+    /// the operations of the refused transaction: those operations, none
+    /// of them applied, fit in transactions of that size.
+    pub fn txn_ops_limit_below(&self, sent: usize) -> Option<usize> {
+        self.txn_ops_limit().filter(|&limit| limit < sent)
+    }
+
     /// The operations Consul refused, for a rolled-back transaction.
     pub fn failed_ops(&self) -> &[FailedOp] {
         match self {
@@ -490,6 +497,15 @@ mod tests {
             b"Transaction contains too many operations (3 > 2)",
         );
         assert_eq!(server.txn_ops_limit(), None);
+        assert_eq!(server.txn_ops_limit_below(3), None);
+
+        // Only a limit below what was sent says how to send it again.
+        let named = too_large("Transaction contains too many operations (128 > 64)");
+        assert_eq!(named.txn_ops_limit_below(128), Some(64));
+        assert_eq!(named.txn_ops_limit_below(64), None);
+        assert_eq!(named.txn_ops_limit_below(0), None);
+        let body = too_large("Request body too large, max size: 524288 bytes");
+        assert_eq!(body.txn_ops_limit_below(128), None);
     }
 
     fn ctx<'a>(ops: Option<&'a [TxnOp]>) -> ErrorContext<'a> {

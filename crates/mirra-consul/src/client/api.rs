@@ -143,15 +143,14 @@ impl Client {
                     summary.transactions += 1;
                     summary.ops += chunk.len();
                 }
-                Err(e) if e.txn_ops_limit().is_some_and(|l| l < chunk.len()) => {
-                    if let Some(limit) = e.txn_ops_limit() {
-                        self.learn_txn_limit(limit);
-                    }
-                    for op in chunk.into_iter().rev() {
-                        rest.push_front(op);
-                    }
-                }
                 Err(e) => {
+                    if let Some(limit) = e.txn_ops_limit_below(chunk.len()) {
+                        self.learn_txn_limit(limit);
+                        for op in chunk.into_iter().rev() {
+                            rest.push_front(op);
+                        }
+                        continue;
+                    }
                     let offset = summary.ops;
                     let source = match e {
                         Error::TxnRolledBack { failed } => Error::TxnRolledBack {
