@@ -211,6 +211,19 @@ fn bad_values_are_clear_errors() {
     assert!(e.to_string().contains("node-port-sync-type"), "{e}");
     let e = Settings::from_args(&parse(&["-txn-batch-size=0"]).unwrap()).unwrap_err();
     assert!(matches!(e, SettingsError::TxnBatch(0)));
+    // Above Consul's largest limit, 128, and not a count at all.
+    let e = Settings::from_args(&parse(&["-txn-batch-size=129"]).unwrap()).unwrap_err();
+    assert!(matches!(e, SettingsError::TxnBatch(129)));
+    for bad in ["-1", "many", ""] {
+        let arg = format!("-txn-batch-size={bad}");
+        assert!(parse(&[arg.as_str()]).is_err(), "{arg}");
+    }
+    assert_eq!(
+        Settings::from_args(&parse(&["-txn-batch-size=64"]).unwrap())
+            .unwrap()
+            .txn_batch,
+        64
+    );
     let e = Settings::from_args(&parse(&["-consul-write-interval=0"]).unwrap()).unwrap_err();
     assert!(matches!(e, SettingsError::WriteInterval));
     let e =
