@@ -370,13 +370,15 @@ scenarios:
   mirror   [--namespaces N] [--events N] [--idle-secs S] [--sandbox-bin PATH] [--skip-baseline]
            [--perf-dir DIR] [--json-out FILE] [--edits N] [--workers N] [--verify-secs S]
            the mirror controller at N namespaces x 20 SyncConfigs x 2 items (default 1000),
-           against the espejo strategy; the item edit is made --edits times (default 5),
-           its figure the median; with --perf-dir, a `perf record` of each phase
-           (bench and sandbox processes; the edit phase: all its edits and the settling between) in DIR/<phase>.data
+           against the espejo strategy; the item edit is made --edits times (default 5) by
+           each side, the two sides' edits alternating, its figure the median; with
+           --perf-dir, a `perf record` of each phase (bench and sandbox processes; the edit
+           phase: all its edits, both sides', and the settling between) in DIR/<phase>.data
            (its times are then no figures); with --json-out, mirra's figures also as JSON in FILE;
            --workers N sets the controller's --workers (default: the controller's default, 16)
-           --verify-secs S: the controller's verification pass every S s (default 5; 0: none,
-           for a profile of the edits without full plans)
+           --verify-secs S: the idle phase restarts the controller with a verification pass
+           every S s (default 5; 0: none); the phases before run with the controller's
+           default (300 s)
   mirror-normalised [--namespaces N] [--idle-secs S] [--sandbox-bin PATH]
            N namespaces (default 1000) x a LimitRange and a ResourceQuota whose quantities
            the server rewrites: requests when idle, across verification passes and after a restart

@@ -1,18 +1,20 @@
 //! The mirror controller scenario (see BENCHMARKS.md): N namespaces, 20
-//! SyncConfigs of 2 items each, first reconciled by mirra (in this process)
-//! and then by a re-implementation of espejo's strategy (every namespace
-//! event re-runs every SyncConfig for that namespace with a live GET per
-//! item and a PUT when different; every SyncConfig fully re-synced every
-//! 10 s), each against its own fresh kube-sandbox.
+//! SyncConfigs of 2 items each, reconciled by mirra (in this process) and
+//! by a re-implementation of espejo's strategy (every namespace event
+//! re-runs every SyncConfig for that namespace with a live GET per item
+//! and a PUT when different; every SyncConfig fully re-synced every 10 s),
+//! each against its own fresh kube-sandbox. mirra's phases up to the item
+//! edits run first, then the strategy's; the two sides' item edits
+//! alternate, pair by pair, so that both meet the same machine; then each
+//! side's idle phase.
 //!
 //! The sandbox runs in its own process when `--sandbox-bin` (default: the
 //! `mirra` built next to this binary) exists, so that this process's RSS
 //! growth is the controller's; otherwise in-process, and RSS is not
 //! reported.
 //!
-//! Usage: `mirra-bench mirror [--namespaces N] [--events N] [--idle-secs S]
-//! [--sandbox-bin PATH] [--json-out FILE]`; with `--json-out`, mirra's
-//! figures are also written to FILE as JSON (for `cost-curve`). What this
+//! Usage: see `mirra-bench --help`; with `--json-out`, mirra's figures are
+//! also written to FILE as JSON (for `cost-curve`). What this
 //! module must NOT do: gate anything on time; it only measures and prints.
 
 use std::collections::BTreeMap;
@@ -66,8 +68,9 @@ struct Args {
     edits: usize,
     /// The controller's `--workers`; `None`: its default.
     workers: Option<usize>,
-    /// Seconds between the controller's verification passes; 0: none, so
-    /// that a profile of the edits holds no full plan.
+    /// Seconds between the verification passes of the controller the
+    /// idle phase restarts; 0: none. The phases before it run with the
+    /// controller's default (300 s: no pass within them).
     verify_secs: u64,
 }
 
@@ -345,6 +348,29 @@ struct Phase {
     requests: BTreeMap<String, u64>,
 }
 
+/// mirra's next item edit: the bench changes the first item of `sc00`.
+async fn mirra_edit(
+    series: &mut EditSeries,
+    server: &Server,
+    counter: &Arc<Mutex<CopyCounter>>,
+    sc_api: &Api<DynamicObject>,
+) -> anyhow::Result<()> {
+    series
+        .next(server, counter, |version| async move {
+            sc_api
+                .patch(
+                    "sc00",
+                    &PatchParams::default(),
+                    &Patch::Merge(
+                        json!({"spec": {"syncItems": [item(0, 0, version), item(0, 1, 1)]}}),
+                    ),
+                )
+                .await?;
+            Ok(())
+        })
+        .await
+}
+
 /// Runs the scenario.
 pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let args = parse(args)?;
@@ -359,13 +385,21 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     setup(&c, n, true).await?;
     let (counter, counter_task) = spawn_counter(&c, CONFIGS * ITEMS);
     let count = |cc: &Arc<Mutex<CopyCounter>>| cc.lock().map(|c| c.total).unwrap_or(0);
+    // The controller's defaults, its verification interval (300 s) among
+    // them: no pass falls within the timed phases, as few would in a real
+    // cluster. A pass re-plans every namespace, which would compete for
+    // the CPU with whichever side's edit it met (in the strategy's edits,
+    // which it does not yield to, too). The idle phase restarts the
+    // controller with passes every `--verify-secs`.
     let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
-    // Several verification passes during the idle window.
-    settings.verify_interval =
-        (args.verify_secs > 0).then(|| Duration::from_secs(args.verify_secs));
     if let Some(workers) = args.workers {
         settings.workers = workers;
     }
+    let idle_settings = {
+        let mut s = settings.clone();
+        s.verify_interval = (args.verify_secs > 0).then(|| Duration::from_secs(args.verify_secs));
+        s
+    };
     let mut registry = Registry::default();
     let metrics = Metrics::register(&mut registry);
     let ready = Readiness::new().register("mirror");
@@ -480,34 +514,37 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         requests: by_verb(&s2, &s3),
     });
 
-    // Item edits: `--edits` of them, each after the cluster settled. The
-    // phase's requests are the first edit's; its time is the median.
+    // The strategy's cluster, up to its item edits, beside mirra's, so that
+    // the two sides' edits can alternate below.
+    let mut strategy = if args.skip_baseline {
+        None
+    } else {
+        Some(espejo_prepare(&args).await?)
+    };
+
+    // Item edits: `--edits` of each side's, alternating with the
+    // strategy's pair by pair (who goes first alternates too), each after
+    // its cluster settled: both sides' edits then meet the same machine,
+    // instead of one side's minutes after the other's. The phase's
+    // requests are the first edit's; its time is the median.
     let mut rec = Some(perf.start("edit").await?);
     let sc_api: Api<DynamicObject> = Api::namespaced_with(c.clone(), OPS, &sc_resource());
     let selected_now = n + args.events;
-    let (mirra_edits, s4) = timed_edits(
-        &server,
-        &counter,
-        selected_now,
-        args.edits,
-        s3.clone(),
-        |version| {
-            let sc_api = &sc_api;
-            async move {
-                sc_api
-                    .patch(
-                        "sc00",
-                        &PatchParams::default(),
-                        &Patch::Merge(
-                            json!({"spec": {"syncItems": [item(0, 0, version), item(0, 1, 1)]}}),
-                        ),
-                    )
-                    .await?;
-                Ok(())
+    let mut series = EditSeries::new(selected_now, settle(&server).await?);
+    for pair in 0..args.edits {
+        match strategy.as_mut() {
+            Some(strategy) if !mirra_first(pair) => {
+                strategy.edit().await?;
+                mirra_edit(&mut series, &server, &counter, &sc_api).await?;
             }
-        },
-    )
-    .await?;
+            Some(strategy) => {
+                mirra_edit(&mut series, &server, &counter, &sc_api).await?;
+                strategy.edit().await?;
+            }
+            None => mirra_edit(&mut series, &server, &counter, &sc_api).await?,
+        }
+    }
+    let (mirra_edits, s4) = series.finish();
     if let Some(rec) = rec.take() {
         crate::profile::stop(rec)?;
     }
@@ -524,6 +561,31 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         requests: mirra_edits.first_requests(),
     });
 
+    // A restart, with verification passes every `--verify-secs` for the
+    // idle phase: the restarted controller lists and plans everything
+    // again, and finds nothing to write.
+    let mut failed_writes = write_errors(&registry);
+    token.cancel();
+    ctl.await??;
+    let mut idle_registry = Registry::default();
+    let idle_metrics = Metrics::register(&mut idle_registry);
+    let idle_ready = Readiness::new().register("mirror");
+    let token = CancellationToken::new();
+    let t = Instant::now();
+    let ctl = tokio::spawn(mirra_mirror_controller::run(
+        client(&url)?,
+        idle_settings,
+        idle_ready.clone(),
+        idle_metrics,
+        token.clone(),
+    ));
+    wait_until("restarted controller ready", limit, || {
+        idle_ready.is_ready()
+    })
+    .await?;
+    let s4b = settle(&server).await?;
+    let restart = (t.elapsed(), by_verb(&s4, &s4b));
+
     // Idle.
     let rec = perf.start("idle").await?;
     let t = Instant::now();
@@ -539,9 +601,14 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             ),
         },
         time: t.elapsed(),
-        requests: by_verb(&s4, &s5),
+        requests: by_verb(&s4b, &s5),
     });
-    let write_errors = write_errors(&registry);
+    for (class, n) in write_errors(&idle_registry) {
+        match failed_writes.iter_mut().find(|(c, _)| *c == class) {
+            Some((_, total)) => *total += n,
+            None => failed_writes.push((class, n)),
+        }
+    }
     token.cancel();
     ctl.await??;
     counter_task.abort();
@@ -549,11 +616,12 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     server.stop();
 
     // ---- espejo strategy ----
-    let (base, base_lat, base_edits) = if args.skip_baseline {
-        (Vec::new(), Vec::new(), None)
-    } else {
-        let b = espejo_baseline(&args).await?;
-        (b.phases, b.latencies, Some(b.edits))
+    let (base, base_lat, base_edits) = match strategy {
+        None => (Vec::new(), Vec::new(), None),
+        Some(strategy) => {
+            let b = strategy.finish(&args).await?;
+            (b.phases, b.latencies, Some(b.edits))
+        }
     };
 
     // ---- report ----
@@ -604,6 +672,23 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             .map(|b| format!("; {}", edits_line("espejo strategy", b)))
             .unwrap_or_default()
     );
+    if let Some(b) = &base_edits {
+        println!(
+            "edit pairs (mirra's and the strategy's k-th edits, made one after the other, mirra first in even pairs): mirra's at most the strategy's in {} of {}; mirra / strategy per pair: {}",
+            pairs_held(&mirra_edits.edits, &b.edits),
+            mirra_edits.edits.len().min(b.edits.len()),
+            mirra_edits
+                .edits
+                .iter()
+                .zip(&b.edits)
+                .map(|(m, s)| format!(
+                    "{:.2}",
+                    m.time.as_secs_f64() / s.time.as_secs_f64().max(1e-9)
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     println!(
         "event-to-write latency, namespace creation -> all {} copies seen on a watch (mirra, {} samples): p50 {:.0} ms, p99 {:.0} ms",
         CONFIGS * ITEMS,
@@ -639,14 +724,25 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         percentile(&base_lat, 0.99).as_secs_f64() * 1000.0
     );
     println!(
+        "controller restarted before the idle phase: ready and settled after {:.2} s, requests {} (writes: {})",
+        restart.0.as_secs_f64(),
+        fmt_verbs(&restart.1),
+        restart
+            .1
+            .iter()
+            .filter(|(verb, _)| !matches!(verb.as_str(), "get" | "list" | "watch"))
+            .map(|(_, n)| n)
+            .sum::<u64>()
+    );
+    println!(
         "mirra's request counts include the bench's own copy-counting watch (1 list + its watch requests)."
     );
     println!(
         "controller's failed writes over the whole run (mirra_errors_total by class; each was retried): {}",
-        if write_errors.is_empty() {
+        if failed_writes.is_empty() {
             "none".to_string()
         } else {
-            write_errors
+            failed_writes
                 .iter()
                 .map(|(class, n)| format!("{class} {n}"))
                 .collect::<Vec<_>>()
@@ -792,5 +888,28 @@ mod tests {
         c.expect_edit(4);
         assert_eq!(c.edit_seen_by(1), None);
         assert_eq!(c.edit_version, "4");
+    }
+
+    fn edit(ms: u64) -> Edit {
+        Edit {
+            time: Duration::from_millis(ms),
+            cpu: None,
+        }
+    }
+
+    #[test]
+    fn who_edits_first_alternates_pair_by_pair() {
+        let order: Vec<bool> = (0..4).map(mirra_first).collect();
+        assert_eq!(order, [true, false, true, false]);
+    }
+
+    #[test]
+    fn a_pair_holds_when_mirras_edit_took_at_most_the_strategys() {
+        let mirra = [edit(200), edit(300), edit(250)];
+        let strategy = [edit(250), edit(290), edit(250)];
+        assert_eq!(pairs_held(&mirra, &strategy), 2);
+        // Unmatched edits (a series cut short) are in no pair.
+        assert_eq!(pairs_held(&mirra, &strategy[..1]), 1);
+        assert_eq!(pairs_held(&[], &strategy), 0);
     }
 }

@@ -15,15 +15,33 @@ pub(super) struct Baseline {
     pub(super) edits: Edits,
 }
 
-/// The same scenario with espejo's strategy, against a fresh sandbox.
-pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<Baseline> {
+/// The strategy's cluster between its phases: its sandbox, with every
+/// phase before the item edits done, ready for edits.
+pub(super) struct Strategy {
+    server: Server,
+    c: kube::Client,
+    /// The version of each item as the strategy last wrote it.
+    version: Vec<u32>,
+    /// The namespaces its SyncConfigs select now.
+    now_selected: Vec<String>,
+    counter: Arc<Mutex<CopyCounter>>,
+    counter_task: tokio::task::JoinHandle<()>,
+    phases: Vec<Phase>,
+    latencies: Vec<Duration>,
+    edits: EditSeries,
+}
+
+/// The same scenario with espejo's strategy, against a fresh sandbox, up
+/// to its item edits: initial sync, burst, relabels, and (untimed) the
+/// paced namespaces mirra's run also created before its edits.
+pub(super) async fn espejo_prepare(args: &Args) -> anyhow::Result<Strategy> {
     let n = args.namespaces;
     let server = Server::start(&args.sandbox_bin).await?;
     let url = server.url();
     let c = client(&url)?;
     setup(&c, n, false).await?;
     let selected: Vec<String> = (0..n).map(ns_name).collect();
-    let mut version = vec![1u32; CONFIGS * ITEMS];
+    let version = vec![1u32; CONFIGS * ITEMS];
     let b0 = server.stats().await?;
     let t = Instant::now();
     espejo_sync(&c, &selected, &version).await?;
@@ -86,52 +104,87 @@ pub(super) async fn espejo_baseline(args: &Args) -> anyhow::Result<Baseline> {
         counter.lock().map(|c| c.total).unwrap_or(0) == listed
     })
     .await?;
-    // As many edits as mirra's run made, each timed the same way.
-    let stats = server.stats().await?;
-    let (edits, before) = timed_edits(
-        &server,
-        &counter,
-        now_selected.len(),
-        args.edits,
-        stats,
-        |edited| {
-            version[0] = edited;
-            // An edited SyncConfig is re-synced over every namespace it
-            // selects, at once (espejo itself would wait for its next
-            // periodic sync).
-            let (c, now_selected, version) = (&c, &now_selected, version.clone());
-            async move { espejo_sync_config(c, now_selected, 0, &version).await }
-        },
-    )
-    .await?;
-    counter_task.abort();
-    base.push(Phase {
-        name: String::new(),
-        time: edits.median(),
-        requests: edits.first_requests(),
-    });
-    let t = Instant::now();
-    let mut next = Instant::now();
-    while t.elapsed() < args.idle {
-        if Instant::now() >= next {
-            espejo_sync(&c, &now_selected, &version).await?;
-            next += ESPEJO_INTERVAL;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let b5 = server.stats().await?;
-    base.push(Phase {
-        name: String::new(),
-        time: t.elapsed(),
-        requests: by_verb(&before, &b5),
-    });
-    server.stop();
-
-    Ok(Baseline {
+    let edits = EditSeries::new(now_selected.len(), settle(&server).await?);
+    Ok(Strategy {
+        server,
+        c,
+        version,
+        now_selected,
+        counter,
+        counter_task,
         phases: base,
         latencies: base_lat,
         edits,
     })
+}
+
+impl Strategy {
+    /// The strategy's next item edit, timed as mirra's are.
+    pub(super) async fn edit(&mut self) -> anyhow::Result<()> {
+        let Self {
+            server,
+            c,
+            version,
+            now_selected,
+            counter,
+            edits,
+            ..
+        } = self;
+        edits
+            .next(server, counter, |edited| {
+                version[0] = edited;
+                // An edited SyncConfig is re-synced over every namespace it
+                // selects, at once (espejo itself would wait for its next
+                // periodic sync).
+                let (c, now_selected, version) = (&*c, &*now_selected, version.clone());
+                async move { espejo_sync_config(c, now_selected, 0, &version).await }
+            })
+            .await
+    }
+
+    /// The strategy's idle phase (its periodic full re-syncs), after its
+    /// edits; stops its sandbox.
+    pub(super) async fn finish(self, args: &Args) -> anyhow::Result<Baseline> {
+        let Self {
+            server,
+            c,
+            version,
+            now_selected,
+            counter_task,
+            mut phases,
+            latencies,
+            edits,
+            ..
+        } = self;
+        counter_task.abort();
+        let (edits, before) = edits.finish();
+        phases.push(Phase {
+            name: String::new(),
+            time: edits.median(),
+            requests: edits.first_requests(),
+        });
+        let t = Instant::now();
+        let mut next = Instant::now();
+        while t.elapsed() < args.idle {
+            if Instant::now() >= next {
+                espejo_sync(&c, &now_selected, &version).await?;
+                next += ESPEJO_INTERVAL;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let b5 = server.stats().await?;
+        phases.push(Phase {
+            name: String::new(),
+            time: t.elapsed(),
+            requests: by_verb(&before, &b5),
+        });
+        server.stop();
+        Ok(Baseline {
+            phases,
+            latencies,
+            edits,
+        })
+    }
 }
 
 pub(super) fn ns_api_for(c: &kube::Client) -> Api<Namespace> {

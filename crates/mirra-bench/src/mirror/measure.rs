@@ -301,40 +301,84 @@ impl Edits {
     }
 }
 
-/// Makes `count` item edits of `copies` copies through `write(version)`,
-/// each after the cluster settled from the one before; `before` are the
-/// sandbox's counters when the first starts. Returns them and the
-/// counters after the last.
-pub(super) async fn timed_edits<F, Fut>(
-    server: &Server,
-    counter: &Arc<Mutex<CopyCounter>>,
+/// One side's series of item edits (mirra's or the strategy's), made one
+/// at a time so that the two sides' edits can alternate: each edit is
+/// timed by [`timed_edit`], then its sandbox settles before anything else
+/// runs, so an edit's requests are its own.
+pub(super) struct EditSeries {
+    out: Edits,
+    /// The sandbox's counters when the next edit starts.
+    before: BTreeMap<String, u64>,
+    /// Copies every edit changes.
     copies: usize,
-    count: usize,
-    mut before: BTreeMap<String, u64>,
-    mut write: F,
-) -> anyhow::Result<(Edits, BTreeMap<String, u64>)>
-where
-    F: FnMut(u32) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<()>>,
-{
-    let mut out = Edits {
-        edits: Vec::new(),
-        requests: Vec::new(),
-        first_done: Duration::ZERO,
-    };
-    for e in 0..count {
+}
+
+impl EditSeries {
+    /// A series of edits of `copies` copies each; `before` are the
+    /// sandbox's counters when the first starts.
+    pub(super) fn new(copies: usize, before: BTreeMap<String, u64>) -> Self {
+        Self {
+            out: Edits {
+                edits: Vec::new(),
+                requests: Vec::new(),
+                first_done: Duration::ZERO,
+            },
+            before,
+            copies,
+        }
+    }
+
+    /// Makes the series' next edit through `write(version)` against
+    /// `server`, and waits until that sandbox settled.
+    pub(super) async fn next<F, Fut>(
+        &mut self,
+        server: &Server,
+        counter: &Arc<Mutex<CopyCounter>>,
+        write: F,
+    ) -> anyhow::Result<()>
+    where
+        F: FnOnce(u32) -> Fut,
+        Fut: std::future::Future<Output = anyhow::Result<()>>,
+    {
+        let e = self.out.edits.len();
         let version = edit_version(e);
         let t = Instant::now();
-        let edit = timed_edit(counter, version, copies, server.pid(), || write(version)).await?;
+        let edit = timed_edit(counter, version, self.copies, server.pid(), || {
+            write(version)
+        })
+        .await?;
         let (after, done) = settle_at(server).await?;
         if e == 0 {
-            out.first_done = done.saturating_duration_since(t);
+            self.out.first_done = done.saturating_duration_since(t);
         }
-        out.edits.push(edit);
-        out.requests.push(by_verb(&before, &after));
-        before = after;
+        self.out.edits.push(edit);
+        self.out.requests.push(by_verb(&self.before, &after));
+        self.before = after;
+        Ok(())
     }
-    Ok((out, before))
+
+    /// The edits made, and the sandbox's counters after the last.
+    pub(super) fn finish(self) -> (Edits, BTreeMap<String, u64>) {
+        (self.out, self.before)
+    }
+}
+
+/// Which side makes the first edit of pair `pair` (from 0) when mirra's
+/// and the strategy's edits alternate: mirra in even pairs, the strategy
+/// in odd ones, so that neither always runs right after the other's
+/// edit (whose trailing work, caches and CPU frequency it would inherit).
+pub(super) fn mirra_first(pair: usize) -> bool {
+    pair.is_multiple_of(2)
+}
+
+/// Of pairs of edit times `(mirra, strategy)`, how many mirra's was at
+/// most the strategy's.
+pub(super) fn pairs_held(mirra: &[Edit], strategy: &[Edit]) -> usize {
+    mirra
+        .iter()
+        .zip(strategy)
+        .filter(|(m, s)| m.time <= s.time)
+        .count()
 }
 
 /// CPU time process `pid` has used, summed over its threads (from
