@@ -589,7 +589,13 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // Idle.
     let rec = perf.start("idle").await?;
     let t = Instant::now();
+    // Nothing else runs in this process meanwhile (the bench's watch sees
+    // no event): its CPU is the controller's passes.
+    let idle_cpu_before = cpu_time(std::process::id());
     tokio::time::sleep(args.idle).await;
+    let idle_cpu = idle_cpu_before
+        .zip(cpu_time(std::process::id()))
+        .map(|(b, a)| a.saturating_sub(b));
     crate::profile::stop(rec)?;
     let s5 = server.stats().await?;
     phases.push(Phase {
@@ -733,6 +739,17 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
             .filter(|(verb, _)| !matches!(verb.as_str(), "get" | "list" | "watch"))
             .map(|(_, n)| n)
             .sum::<u64>()
+    );
+    println!(
+        "controller's CPU during the idle phase ({}): {}",
+        match args.verify_secs {
+            0 => "no verification pass".to_string(),
+            v => format!("a verification pass every {v} s"),
+        },
+        idle_cpu.map_or_else(
+            || "not read".to_string(),
+            |d| format!("{:.0} ms", d.as_secs_f64() * 1000.0)
+        )
     );
     println!(
         "mirra's request counts include the bench's own copy-counting watch (1 list + its watch requests)."

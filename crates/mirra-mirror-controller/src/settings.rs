@@ -82,7 +82,9 @@ pub struct RunArgs {
 
     /// Seconds between verification passes. A pass re-plans every namespace
     /// from the watch caches (CPU only: it sends requests only when something
-    /// drifted without an event). 0 disables the pass.
+    /// drifted without an event; about 0.2 s of CPU for 1,000 namespaces of
+    /// 40 items each, and it competes with the work of events meanwhile).
+    /// 0 disables the pass.
     #[arg(
         long = "verify-interval-secs",
         value_name = "SECS",
