@@ -29,7 +29,7 @@ use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use kube::runtime::watcher;
-use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness};
+use mirra_mirror_controller::mirra_runtime::{Metrics, Readiness, ReadyFlag};
 use mirra_mirror_controller::prometheus_client::registry::Registry;
 use mirra_mirror_controller::tokio_util::sync::CancellationToken;
 use mirra_mirror_controller::{Settings, WatchScope};
@@ -214,6 +214,36 @@ pub(crate) fn client(url: &str) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(kube::Config::new(url.parse()?))?)
 }
 
+/// A mirror controller running in this process, with the registry its
+/// metrics go to and its readiness.
+pub(crate) struct RunningMirror {
+    pub(crate) token: CancellationToken,
+    pub(crate) task: tokio::task::JoinHandle<Result<(), mirra_mirror_controller::ControllerError>>,
+    pub(crate) registry: Registry,
+    pub(crate) ready: ReadyFlag,
+}
+
+/// Starts a mirror controller with `settings` against the sandbox at `url`.
+pub(crate) fn spawn_mirror(url: &str, settings: Settings) -> anyhow::Result<RunningMirror> {
+    let mut registry = Registry::default();
+    let metrics = Metrics::register(&mut registry);
+    let ready = Readiness::new().register("mirror");
+    let token = CancellationToken::new();
+    let task = tokio::spawn(mirra_mirror_controller::run(
+        client(url)?,
+        settings,
+        ready.clone(),
+        metrics,
+        token.clone(),
+    ));
+    Ok(RunningMirror {
+        token,
+        task,
+        registry,
+        ready,
+    })
+}
+
 /// Starts a mirror controller honouring `ops` against the sandbox at
 /// `url`, with a verification pass every `verify` (none when `None`).
 pub(crate) fn start_mirror(
@@ -225,17 +255,8 @@ pub(crate) fn start_mirror(
 )> {
     let mut settings = Settings::new(WatchScope::Namespaces([OPS.to_string()].into()));
     settings.verify_interval = verify;
-    let mut registry = Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let token = CancellationToken::new();
-    let task = tokio::spawn(mirra_mirror_controller::run(
-        client(url)?,
-        settings,
-        Readiness::new().register("mirror"),
-        metrics,
-        token.clone(),
-    ));
-    Ok((token, task))
+    let running = spawn_mirror(url, settings)?;
+    Ok((running.token, running.task))
 }
 
 pub(crate) fn sc_resource() -> ApiResource {
@@ -400,10 +421,6 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         s.verify_interval = (args.verify_secs > 0).then(|| Duration::from_secs(args.verify_secs));
         s
     };
-    let mut registry = Registry::default();
-    let metrics = Metrics::register(&mut registry);
-    let ready = Readiness::new().register("mirror");
-    let token = CancellationToken::new();
     let rss_before = rss_kib();
     let pids = std::iter::once(std::process::id())
         .chain(server.pid())
@@ -412,13 +429,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     let rec = perf.start("initial").await?;
     let s0 = server.stats().await?;
     let t0 = Instant::now();
-    let ctl = tokio::spawn(mirra_mirror_controller::run(
-        client(&url)?,
-        settings,
-        ready,
-        metrics,
-        token.clone(),
-    ));
+    let ctl = spawn_mirror(&url, settings)?;
     wait_until("initial convergence", limit, || count(&counter) == copies).await?;
     let converge_time = t0.elapsed();
     crate::profile::stop(rec)?;
@@ -461,7 +472,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
 
     // Paced namespace creations: latency as a user feels it, one namespace
     // at a time instead of a burst behind thousands of writes.
-    let hist_before = event_to_write_buckets(&registry);
+    let hist_before = event_to_write_buckets(&ctl.registry);
     let rec = perf.start("paced").await?;
     let t = Instant::now();
     let mut paced_at = BTreeMap::new();
@@ -479,7 +490,7 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     crate::profile::stop(rec)?;
     let paced = completion_latencies(&counter, &paced_at)?;
     let s2b = settle(&server).await?;
-    let hist_after = event_to_write_buckets(&registry);
+    let hist_after = event_to_write_buckets(&ctl.registry);
     let paced_requests = by_verb(&s2, &s2b);
     let s2 = s2b;
 
@@ -564,25 +575,18 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
     // A restart, with verification passes every `--verify-secs` for the
     // idle phase: the restarted controller lists and plans everything
     // again, and finds nothing to write.
-    let mut failed_writes = write_errors(&registry);
-    token.cancel();
-    ctl.await??;
-    let mut idle_registry = Registry::default();
-    let idle_metrics = Metrics::register(&mut idle_registry);
-    let idle_ready = Readiness::new().register("mirror");
-    let token = CancellationToken::new();
+    let mut failed_writes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut count_failed = |registry: &Registry| {
+        for (class, n) in write_errors(registry) {
+            *failed_writes.entry(class).or_default() += n;
+        }
+    };
+    count_failed(&ctl.registry);
+    ctl.token.cancel();
+    ctl.task.await??;
     let t = Instant::now();
-    let ctl = tokio::spawn(mirra_mirror_controller::run(
-        client(&url)?,
-        idle_settings,
-        idle_ready.clone(),
-        idle_metrics,
-        token.clone(),
-    ));
-    wait_until("restarted controller ready", limit, || {
-        idle_ready.is_ready()
-    })
-    .await?;
+    let ctl = spawn_mirror(&url, idle_settings)?;
+    wait_until("restarted controller ready", limit, || ctl.ready.is_ready()).await?;
     let s4b = settle(&server).await?;
     let restart = (t.elapsed(), by_verb(&s4, &s4b));
 
@@ -609,14 +613,9 @@ pub async fn run(args: Vec<String>) -> anyhow::Result<()> {
         time: t.elapsed(),
         requests: by_verb(&s4b, &s5),
     });
-    for (class, n) in write_errors(&idle_registry) {
-        match failed_writes.iter_mut().find(|(c, _)| *c == class) {
-            Some((_, total)) => *total += n,
-            None => failed_writes.push((class, n)),
-        }
-    }
-    token.cancel();
-    ctl.await??;
+    count_failed(&ctl.registry);
+    ctl.token.cancel();
+    ctl.task.await??;
     counter_task.abort();
     let external = server.external();
     server.stop();
